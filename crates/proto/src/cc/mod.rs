@@ -1,0 +1,133 @@
+//! Congestion control behind one trait.
+//!
+//! The connection owns loss detection and recovery (RFC 5681, 6582, 6675);
+//! a controller only decides the congestion window: how it grows on ACKs
+//! and how it shrinks on a congestion event or a retransmission timeout.
+//! Controllers are named, never numbered (see DESIGN.md).
+
+mod cubic;
+mod newreno;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::time::Instant;
+
+pub use cubic::Cubic;
+pub use newreno::NewReno;
+
+/// What an acknowledgment of new data tells the controller.
+#[derive(Debug, Clone, Copy)]
+pub struct AckEvent {
+    pub now: Instant,
+    /// Sequence space newly acknowledged.
+    pub acked: u64,
+    /// The sender's maximum segment payload.
+    pub smss: u64,
+    pub srtt: Option<Duration>,
+    /// Whether the window was what limited sending when the acknowledged
+    /// data went out; an application-limited sender must not grow a window
+    /// it does not use (RFC 7661 section 4.3, RFC 5681 section 3.1).
+    pub cwnd_limited: bool,
+}
+
+pub trait CongestionControl: fmt::Debug + Send {
+    fn algorithm(&self) -> CongestionAlgorithm;
+    /// Congestion window, bytes.
+    fn window(&self) -> u64;
+    /// Slow-start threshold, bytes.
+    fn ssthresh(&self) -> u64;
+    /// New data acknowledged outside loss recovery.
+    fn on_ack(&mut self, ack: &AckEvent);
+    /// Loss detected by duplicate ACKs or SACK: recovery begins. Sets the
+    /// threshold and the window to use during recovery.
+    fn on_congestion_event(&mut self, now: Instant, flight_size: u64, smss: u64);
+    /// Recovery ended with a full acknowledgment.
+    fn on_recovery_end(&mut self, now: Instant, flight_size: u64, smss: u64);
+    /// A retransmission timeout (RFC 5681 3.1, equation 4 and the loss
+    /// window of one segment).
+    fn on_timeout(&mut self, now: Instant, flight_size: u64, smss: u64);
+    /// Sending resumes after an idle period longer than the RTO (RFC 5681
+    /// 4.1): the window is at most the restart window.
+    fn on_idle_restart(&mut self, restart_window: u64);
+}
+
+/// The congestion controllers we have, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CongestionAlgorithm {
+    /// Van Jacobson's algorithms with NewReno recovery (label `vj`).
+    NewReno,
+    /// CUBIC, RFC 9438 (label `cubic`), to model modern Linux.
+    Cubic,
+}
+
+impl CongestionAlgorithm {
+    pub const ALL: [CongestionAlgorithm; 2] = [CongestionAlgorithm::NewReno, CongestionAlgorithm::Cubic];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            CongestionAlgorithm::NewReno => "vj",
+            CongestionAlgorithm::Cubic => "cubic",
+        }
+    }
+
+    /// A controller starting with `initial_window` bytes.
+    pub fn build(self, initial_window: u64) -> Box<dyn CongestionControl> {
+        match self {
+            CongestionAlgorithm::NewReno => Box::new(NewReno::new(initial_window)),
+            CongestionAlgorithm::Cubic => Box::new(Cubic::new(initial_window)),
+        }
+    }
+}
+
+impl fmt::Display for CongestionAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// A congestion control name we do not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown congestion control {0:?}: expected one of vj, cubic")]
+pub struct UnknownAlgorithm(pub String);
+
+impl FromStr for CongestionAlgorithm {
+    type Err = UnknownAlgorithm;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|a| a.label() == s)
+            .ok_or_else(|| UnknownAlgorithm(s.to_owned()))
+    }
+}
+
+/// RFC 5681 equation (4): half the flight, at least two segments.
+fn half_flight(flight_size: u64, smss: u64) -> u64 {
+    (flight_size / 2).max(2 * smss)
+}
+
+/// Slow start with appropriate byte counting (RFC 3465, L = 2 SMSS): growth
+/// per ACK is the data it acknowledges, at most two segments, so delayed
+/// ACKs do not halve the rate of growth.
+fn slow_start_increase(acked: u64, smss: u64) -> u64 {
+    acked.min(2 * smss)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_round_trip_and_unknown_names_are_refused() {
+        for algorithm in CongestionAlgorithm::ALL {
+            assert_eq!(algorithm.label().parse::<CongestionAlgorithm>(), Ok(algorithm));
+            assert_eq!(algorithm.build(3000).algorithm(), algorithm);
+        }
+        let err = "1".parse::<CongestionAlgorithm>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown congestion control \"1\": expected one of vj, cubic"
+        );
+    }
+}

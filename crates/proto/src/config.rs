@@ -1,0 +1,292 @@
+//! Per-connection configuration.
+//!
+//! Plain Rust types (durations, byte counts, names as enums): parsing human
+//! strings such as `600ms` or `64KiB` is the configuration layer's job. Every
+//! field can be set per connection; [`Config::validate`] refuses values the
+//! engine cannot honour, naming the field, the value and what is allowed.
+
+use std::time::Duration;
+
+use crate::cc::CongestionAlgorithm;
+
+/// Keepalive probing (RFC 9293 section 3.8.4, RFC 1122 section 4.2.3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Idle time before the first probe.
+    pub idle: Duration,
+    /// Time between unanswered probes.
+    pub interval: Duration,
+    /// Unanswered probes after which the connection is dropped.
+    pub probes: u32,
+}
+
+/// How one connection behaves. The defaults follow the RFCs where they give
+/// a value and Linux where they leave a choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Largest IP packet we send or want to receive, in bytes. Our MSS option
+    /// is this less the IP and TCP fixed headers.
+    pub mtu: u16,
+    /// Bytes the application may queue for sending.
+    pub send_buffer: usize,
+    /// Bytes buffered for the application; also the largest window offered.
+    pub recv_buffer: usize,
+    /// Offer window scaling (RFC 7323 section 2).
+    pub window_scaling: bool,
+    /// Offer timestamps (RFC 7323 section 3): RTT measurement and PAWS.
+    pub timestamps: bool,
+    /// Offer SACK (RFC 2018) and use SACK-based loss recovery (RFC 6675).
+    pub sack: bool,
+    pub congestion: CongestionAlgorithm,
+    /// Initial congestion window in segments; 0 selects RFC 3390's
+    /// `min(4 MSS, max(2 MSS, 4380 bytes))`.
+    pub initial_window_segments: u32,
+    /// RFC 6298: RTO before the first RTT sample.
+    pub rto_initial: Duration,
+    /// RFC 6298 (2.4): lower bound of the RTO.
+    pub rto_min: Duration,
+    /// RFC 6298 (2.5): upper bound of the RTO, also of its backoff.
+    pub rto_max: Duration,
+    /// The clock granularity G of RFC 6298 (2.2, 2.3).
+    pub clock_granularity: Duration,
+    /// Retransmission timeouts in a row on the same data after which the
+    /// connection is dropped with a timeout error.
+    pub max_retransmissions: u32,
+    /// SYN (or SYN-ACK) retransmissions before a connection attempt fails.
+    pub max_syn_retransmissions: u32,
+    /// Delay before acknowledging in-order data (RFC 1122 4.2.3.2, RFC 5681
+    /// 4.2); `None` acknowledges every segment at once.
+    pub delayed_ack: Option<Duration>,
+    /// Acknowledge at least every this many full-sized segments.
+    pub ack_every: u32,
+    /// Nagle's algorithm (RFC 896, RFC 9293 3.7.4).
+    pub nagle: bool,
+    pub keepalive: Option<Keepalive>,
+    /// Bounds of the persist (zero-window probe) interval (RFC 9293 3.8.6.1).
+    pub persist_min: Duration,
+    pub persist_max: Duration,
+    /// How long TIME-WAIT lasts (2 MSL).
+    pub time_wait: Duration,
+    /// DupThresh of RFC 5681 and RFC 6675.
+    pub dup_threshold: u32,
+    /// Limited transmit (RFC 3042): new data on the first duplicate ACKs.
+    pub limited_transmit: bool,
+    /// RFC 5681 4.1: restart from the initial window after an idle RTO.
+    pub slow_start_after_idle: bool,
+    /// TTL or hop limit of the packets we send.
+    pub hop_limit: u8,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mtu: 1500,
+            send_buffer: 256 * 1024,
+            recv_buffer: 256 * 1024,
+            window_scaling: true,
+            timestamps: true,
+            sack: true,
+            congestion: CongestionAlgorithm::NewReno,
+            initial_window_segments: 0,
+            rto_initial: Duration::from_secs(1),
+            rto_min: Duration::from_secs(1),
+            rto_max: Duration::from_secs(60),
+            clock_granularity: Duration::from_millis(1),
+            max_retransmissions: 15,
+            max_syn_retransmissions: 6,
+            delayed_ack: Some(Duration::from_millis(200)),
+            ack_every: 2,
+            nagle: true,
+            keepalive: None,
+            persist_min: Duration::from_secs(1),
+            persist_max: Duration::from_secs(60),
+            time_wait: Duration::from_secs(60),
+            dup_threshold: 3,
+            limited_transmit: true,
+            slow_start_after_idle: true,
+            hop_limit: 64,
+        }
+    }
+}
+
+/// A configuration value the engine cannot honour.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value}: {allowed}")]
+pub struct ConfigError {
+    pub field: &'static str,
+    pub value: String,
+    pub allowed: &'static str,
+}
+
+fn check(
+    ok: bool,
+    field: &'static str,
+    value: impl std::fmt::Debug,
+    allowed: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError {
+            field,
+            value: format!("{value:?}"),
+            allowed,
+        })
+    }
+}
+
+/// Largest window RFC 7323 allows: 2^30 bytes (shift 14).
+pub const MAX_WINDOW: usize = 1 << 30;
+
+impl Config {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            self.mtu >= 576,
+            "mtu",
+            self.mtu,
+            "at least 576 bytes (the IPv4 minimum)",
+        )?;
+        check(
+            (1..=MAX_WINDOW).contains(&self.send_buffer),
+            "send_buffer",
+            self.send_buffer,
+            "1 byte to 1 GiB",
+        )?;
+        check(
+            (1..=MAX_WINDOW).contains(&self.recv_buffer),
+            "recv_buffer",
+            self.recv_buffer,
+            "1 byte to 1 GiB",
+        )?;
+        check(
+            self.window_scaling || self.recv_buffer <= 65535,
+            "recv_buffer",
+            self.recv_buffer,
+            "at most 65535 bytes without window scaling",
+        )?;
+        check(
+            self.initial_window_segments <= 1000,
+            "initial_window_segments",
+            self.initial_window_segments,
+            "0 (RFC 3390) to 1000 segments",
+        )?;
+        check(
+            !self.rto_min.is_zero(),
+            "rto_min",
+            self.rto_min,
+            "greater than zero",
+        )?;
+        check(
+            self.rto_min <= self.rto_max,
+            "rto_max",
+            self.rto_max,
+            "at least rto_min",
+        )?;
+        check(
+            (self.rto_min..=self.rto_max).contains(&self.rto_initial),
+            "rto_initial",
+            self.rto_initial,
+            "between rto_min and rto_max",
+        )?;
+        check(
+            self.max_retransmissions >= 1,
+            "max_retransmissions",
+            self.max_retransmissions,
+            "at least 1",
+        )?;
+        check(
+            self.ack_every >= 1,
+            "ack_every",
+            self.ack_every,
+            "at least 1 segment",
+        )?;
+        if let Some(delay) = self.delayed_ack {
+            check(
+                !delay.is_zero(),
+                "delayed_ack",
+                delay,
+                "greater than zero, or off",
+            )?;
+        }
+        if let Some(k) = self.keepalive {
+            check(!k.idle.is_zero(), "keepalive.idle", k.idle, "greater than zero")?;
+            check(
+                !k.interval.is_zero(),
+                "keepalive.interval",
+                k.interval,
+                "greater than zero",
+            )?;
+            check(k.probes >= 1, "keepalive.probes", k.probes, "at least 1")?;
+        }
+        check(
+            !self.persist_min.is_zero(),
+            "persist_min",
+            self.persist_min,
+            "greater than zero",
+        )?;
+        check(
+            self.persist_min <= self.persist_max,
+            "persist_max",
+            self.persist_max,
+            "at least persist_min",
+        )?;
+        check(
+            self.dup_threshold >= 1,
+            "dup_threshold",
+            self.dup_threshold,
+            "at least 1",
+        )?;
+        check(self.hop_limit >= 1, "hop_limit", self.hop_limit, "at least 1")?;
+        Ok(())
+    }
+
+    /// The window scale shift we offer: the smallest that lets the receive
+    /// buffer be advertised whole (RFC 7323 section 2.2), at most 14.
+    pub fn window_shift(&self) -> u8 {
+        if !self.window_scaling {
+            return 0;
+        }
+        let mut shift = 0u8;
+        while shift < 14 && (self.recv_buffer >> shift) > 65535 {
+            shift += 1;
+        }
+        shift
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_value() {
+        let config = Config {
+            rto_min: Duration::from_secs(5),
+            rto_initial: Duration::from_secs(1),
+            ..Config::default()
+        };
+        let err = config.validate().unwrap_err();
+        assert_eq!(err.field, "rto_initial");
+        assert_eq!(err.to_string(), "rto_initial = 1s: between rto_min and rto_max");
+    }
+
+    #[test]
+    fn window_shift_covers_the_receive_buffer() {
+        let shift = |recv_buffer| {
+            Config {
+                recv_buffer,
+                ..Config::default()
+            }
+            .window_shift()
+        };
+        assert_eq!(shift(65535), 0);
+        assert_eq!(shift(65536), 1);
+        assert_eq!(shift(4 << 20), 7);
+        assert_eq!(shift(MAX_WINDOW), 14);
+    }
+}

@@ -1,0 +1,262 @@
+//! The ACK field of an arriving segment, seen from the sending side:
+//! window updates (RFC 9293 3.10.7.4), SACK (RFC 2018), RTT samples
+//! (RFC 6298, RFC 7323 4), congestion control, duplicate ACKs and entry to
+//! fast recovery (RFC 5681 3.2, RFC 6582, RFC 6675 5).
+
+use std::ops::Range;
+use std::time::Duration;
+
+use super::timers::Timer;
+use super::{Connection, Event};
+use crate::cc::AckEvent;
+use crate::recovery::Phase;
+use crate::seq::from_wire;
+use crate::time::Instant;
+use crate::wire::TcpRepr;
+
+impl Connection {
+    /// Processes the ACK of an acceptable segment whose sequence offset is
+    /// `seq`. Returns false when the segment must be dropped.
+    pub(crate) fn process_ack(&mut self, now: Instant, seq: u64, seg: &TcpRepr<'_>) -> bool {
+        let una = self.snd.una;
+        let Some(ack) = from_wire(self.snd.iss, seg.ack, una) else {
+            self.stats.segments_rejected += 1;
+            self.ack.immediate = true;
+            return false;
+        };
+        // RFC 9293: an ACK for something not yet sent gets an ACK and is
+        // dropped. RFC 5961 5.2: so does one older than the largest window
+        // the peer ever offered.
+        if ack > self.snd.nxt || ack + self.snd.max_wnd.max(1) < una {
+            self.stats.segments_rejected += 1;
+            self.ack.immediate = true;
+            return false;
+        }
+        if ack < una {
+            // An old duplicate ACK: ignore the field, keep the text.
+            return true;
+        }
+
+        let window = u64::from(seg.window) << self.negotiated.send_shift;
+        let window_changed = window != self.snd.wnd;
+        let newly_sacked = self.take_sack_blocks(seg);
+        // SND.WL1/SND.WL2: only a newer segment may change the window.
+        if self.snd.wl1 < seq || (self.snd.wl1 == seq && self.snd.wl2 <= ack) {
+            let reopened = self.snd.wnd == 0 && window > 0;
+            self.snd.wnd = window;
+            self.snd.wl1 = seq;
+            self.snd.wl2 = ack;
+            self.snd.max_wnd = self.snd.max_wnd.max(window);
+            if reopened {
+                self.on_window_reopened();
+            }
+        }
+
+        let mut restart_rto = false;
+        if ack > una {
+            restart_rto = self.on_new_ack(now, ack, seg);
+        } else if self.is_duplicate_ack(seg, window_changed, newly_sacked) {
+            self.recovery.dup_acks += 1;
+            if self.recovery.in_fast_recovery() && !self.negotiated.sack {
+                // RFC 6582 3.2 step 4: inflate by one segment per dup ACK.
+                self.recovery.inflation += self.negotiated.smss as i64;
+            }
+        }
+        self.detect_losses(now);
+        self.arm_sending_timers(now, restart_rto);
+        true
+    }
+
+    /// Converts the SACK blocks of `seg` to offsets and marks the
+    /// scoreboard; returns the bytes newly SACKed.
+    fn take_sack_blocks(&mut self, seg: &TcpRepr<'_>) -> u64 {
+        if !self.negotiated.sack || seg.options.sack_blocks.is_empty() {
+            return 0;
+        }
+        let (iss, una, nxt) = (self.snd.iss, self.snd.una, self.snd.nxt);
+        let mut ranges: [Range<u64>; 4] = Default::default();
+        let mut count = 0;
+        for block in seg.options.sack_blocks.as_slice() {
+            let left = from_wire(iss, block.left, una);
+            let right = from_wire(iss, block.right, una);
+            // Blocks below the cumulative ACK (D-SACK, RFC 2883) or beyond
+            // what was sent are ignored.
+            if let (Some(left), Some(right)) = (left, right)
+                && una <= left
+                && left < right
+                && right <= nxt
+            {
+                ranges[count] = left..right;
+                count += 1;
+            }
+        }
+        self.board.sack(&ranges[..count])
+    }
+
+    /// RFC 5681 section 2 "duplicate acknowledgment"; with SACK, RFC 6675
+    /// section 2: an ACK that SACKs data not SACKed before.
+    fn is_duplicate_ack(&self, seg: &TcpRepr<'_>, window_changed: bool, newly_sacked: u64) -> bool {
+        if self.board.is_empty() || self.snd.wnd == 0 {
+            return false;
+        }
+        if self.negotiated.sack {
+            return newly_sacked > 0;
+        }
+        seg.payload.is_empty() && !seg.flags.syn() && !seg.flags.fin() && !window_changed
+    }
+
+    /// The cumulative ACK moved to `ack`. Returns whether the retransmission
+    /// timer should restart.
+    fn on_new_ack(&mut self, now: Instant, ack: u64, seg: &TcpRepr<'_>) -> bool {
+        let smss = self.negotiated.smss;
+        let acked = self.board.ack(ack);
+        self.snd.una = ack;
+        self.snd.buf.release_to(ack - 1);
+        let data_acked = acked.bytes - u64::from(acked.fin);
+        self.stats.bytes_acked += data_acked;
+
+        if let Some(sample) = self.rtt_sample(now, seg, acked.rtt_sample_from) {
+            self.rtt.on_sample(sample);
+        }
+        self.consecutive_timeouts = 0;
+        self.stalled_since = None;
+        self.recovery.dup_acks = 0;
+
+        let mut restart_rto = true;
+        let flight = self.snd.nxt - self.snd.una;
+        match self.recovery.phase {
+            Phase::Fast { .. } | Phase::Timeout { .. } => {
+                if let Some(ended) = self.recovery.end_if_covered(ack) {
+                    if matches!(ended, Phase::Fast { .. }) {
+                        self.cc.on_recovery_end(now, flight, smss);
+                    }
+                } else if self.recovery.in_fast_recovery() {
+                    restart_rto = self.on_partial_ack(acked.bytes);
+                } else {
+                    // Slow start continues after a timeout (RFC 5681 3.1).
+                    self.grow_window(now, acked.bytes);
+                }
+            }
+            Phase::Open => self.grow_window(now, acked.bytes),
+        }
+        if self.want_writable && self.snd.buf.free() > 0 && self.state.can_send_data() {
+            self.want_writable = false;
+            self.events.push_back(Event::Writable);
+        }
+        restart_rto
+    }
+
+    /// A partial ACK during fast recovery. Without SACK, NewReno (RFC 6582
+    /// 3.2 step 5) retransmits the next hole at once and deflates the
+    /// window; with SACK, the scoreboard already says what to resend. The
+    /// retransmission timer restarts on the first partial ACK only (the
+    /// "impatient" variant), so that a long recovery falls back to it.
+    fn on_partial_ack(&mut self, acked: u64) -> bool {
+        if !self.negotiated.sack {
+            self.board.mark_front_lost();
+            self.force_retransmit = true;
+            self.recovery.inflation -= acked as i64;
+            if acked >= self.negotiated.smss {
+                self.recovery.inflation += self.negotiated.smss as i64;
+            }
+        }
+        let first = !self.recovery.partial_ack_seen;
+        self.recovery.partial_ack_seen = true;
+        first
+    }
+
+    fn grow_window(&mut self, now: Instant, acked: u64) {
+        let event = AckEvent {
+            now,
+            acked,
+            smss: self.negotiated.smss,
+            srtt: self.rtt.srtt(),
+            cwnd_limited: self.cwnd_limited,
+        };
+        self.cc.on_ack(&event);
+    }
+
+    /// An RTT sample: from the echoed timestamp when timestamps are in use
+    /// (RFC 7323 section 4), else from a segment sent once (Karn's rule,
+    /// RFC 6298 section 3).
+    fn rtt_sample(&self, now: Instant, seg: &TcpRepr<'_>, sent_once_at: Option<Instant>) -> Option<Duration> {
+        if self.negotiated.timestamps {
+            let ts = seg.options.timestamps?;
+            let elapsed_ms = self.ts_now(now).wrapping_sub(ts.tsecr);
+            // A value from the future or older than 2^31 ms is no sample.
+            return (elapsed_ms < 1 << 31).then(|| Duration::from_millis(u64::from(elapsed_ms)));
+        }
+        sent_once_at.map(|sent| now.saturating_since(sent))
+    }
+
+    /// Marks losses and, when they call for it, enters fast recovery
+    /// (RFC 5681 3.2 steps 1-2, RFC 6582 3.2 step 2, RFC 6675 5 step 4).
+    fn detect_losses(&mut self, now: Instant) {
+        let smss = self.negotiated.smss;
+        if self.negotiated.sack {
+            self.board.mark_lost_by_sack(self.config.dup_threshold, smss);
+        }
+        if !self.recovery.may_enter_fast(self.snd.una) || self.board.is_empty() {
+            return;
+        }
+        let by_dup_acks = self.recovery.dup_acks >= self.config.dup_threshold;
+        let by_sack = self.negotiated.sack && self.board.has_lost_pending();
+        if !(by_dup_acks || by_sack) {
+            return;
+        }
+        let flight = self.snd.nxt - self.snd.una;
+        self.cc.on_congestion_event(now, flight, smss);
+        self.recovery.enter_fast(self.snd.nxt);
+        // The first unacknowledged segment goes again at once, whatever
+        // the window (RFC 5681 3.2 step 2, RFC 6675 5 step 4.3).
+        self.board.mark_front_lost();
+        self.force_retransmit = true;
+        if !self.negotiated.sack {
+            self.recovery.inflation = i64::from(self.config.dup_threshold) * smss as i64;
+        }
+        self.stats.fast_recoveries += 1;
+    }
+
+    /// The peer's window opened after we were probing it: bytes sent as
+    /// probes were most likely dropped for lack of room; send them again
+    /// first rather than waiting for duplicate ACKs.
+    fn on_window_reopened(&mut self) {
+        self.timers.stop(Timer::Persist);
+        if self.persist_probes > 0 && self.board.mark_front_lost() {
+            self.force_retransmit = true;
+        }
+        self.persist_probes = 0;
+    }
+
+    /// Keeps exactly one of the retransmission and persist timers running
+    /// while something is outstanding (RFC 6298 5.2-5.3, RFC 9293 3.8.6.1).
+    pub(crate) fn arm_sending_timers(&mut self, now: Instant, restart_rto: bool) {
+        if !self.state.is_synchronized() {
+            return;
+        }
+        let unsent = self.snd.nxt < self.snd.data_end() || (self.snd.fin_queued && !self.snd.fin_sent());
+        if self.snd.wnd == 0 && (unsent || !self.board.is_empty()) {
+            self.timers.stop(Timer::Retransmit);
+            if !self.timers.is_armed(Timer::Persist) {
+                self.timers.set(Timer::Persist, now + self.persist_interval());
+            }
+            return;
+        }
+        self.timers.stop(Timer::Persist);
+        if self.board.is_empty() {
+            self.timers.stop(Timer::Retransmit);
+        } else if restart_rto || !self.timers.is_armed(Timer::Retransmit) {
+            self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+        }
+    }
+
+    /// The persist interval: the RTO, doubled per unanswered probe, within
+    /// the configured bounds.
+    pub(crate) fn persist_interval(&self) -> Duration {
+        let factor = 1u32 << self.persist_probes.min(16);
+        self.rtt
+            .rto()
+            .saturating_mul(factor)
+            .clamp(self.config.persist_min, self.config.persist_max)
+    }
+}

@@ -1,0 +1,382 @@
+//! What to send next, and building it: at most one segment per call, in
+//! priority order: resets, SYN, retransmissions (RFC 6675 NextSeg rule 1),
+//! new data (rule 2, with Nagle and sender SWS avoidance), probes, ACKs.
+
+use super::handshake::TIMESTAMPS_OVERHEAD;
+use super::timers::Timer;
+use super::{Connection, State};
+use crate::recovery::scoreboard::Segment;
+use crate::seq::to_wire;
+use crate::time::Instant;
+use crate::wire::{TcpFlags, TcpOptions, TcpRepr, Timestamps};
+
+/// The next segment, decided before it is built.
+#[derive(Debug, Clone, Copy)]
+enum Plan {
+    Reset { seq: u32, ack: Option<u32> },
+    Syn,
+    Retransmit(usize),
+    NewData { len: u64, fin: bool },
+    WindowProbe,
+    Keepalive,
+    Ack,
+}
+
+impl Connection {
+    /// The next segment to send, if any. Call until it returns `None`.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<TcpRepr<'_>> {
+        let plan = self.plan(now)?;
+        Some(self.build(now, plan))
+    }
+
+    fn plan(&mut self, now: Instant) -> Option<Plan> {
+        if let Some(reply) = self.pending_reset.take() {
+            return Some(Plan::Reset {
+                seq: reply.seq,
+                ack: reply.ack,
+            });
+        }
+        if self.send_reset {
+            // RFC 9293 3.10.5 ABORT: <SEQ=SND.NXT><CTL=RST>.
+            self.send_reset = false;
+            return Some(Plan::Reset {
+                seq: to_wire(self.snd.iss, self.snd.nxt),
+                ack: None,
+            });
+        }
+        match self.state {
+            State::Closed => return None,
+            State::SynSent => return self.handshake.syn_due.then_some(Plan::Syn),
+            State::SynReceived if self.handshake.syn_due => return Some(Plan::Syn),
+            State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck => {
+                if let Some(index) = self.next_retransmission() {
+                    return Some(Plan::Retransmit(index));
+                }
+                if let Some(plan) = self.next_new_data(now) {
+                    return Some(plan);
+                }
+                if let Some(index) = self.next_rescue_retransmission() {
+                    return Some(Plan::Retransmit(index));
+                }
+                if self.persist_due {
+                    return Some(Plan::WindowProbe);
+                }
+            }
+            _ => {}
+        }
+        if self.keepalive_due {
+            return Some(Plan::Keepalive);
+        }
+        self.ack.immediate.then_some(Plan::Ack)
+    }
+
+    /// Bytes the congestion window allows beyond what is in the pipe,
+    /// with NewReno's inflation (RFC 6582) and limited transmit (RFC 3042)
+    /// for connections without SACK.
+    fn congestion_allowance(&self) -> u64 {
+        let mut window = self.cc.window() as i64;
+        if !self.negotiated.sack {
+            if self.recovery.in_fast_recovery() {
+                window += self.recovery.inflation;
+            } else if self.config.limited_transmit && self.recovery.dup_acks < self.config.dup_threshold {
+                window += i64::from(self.recovery.dup_acks.min(2)) * self.negotiated.smss as i64;
+            }
+        }
+        (window.max(0) as u64).saturating_sub(self.board.pipe())
+    }
+
+    fn next_retransmission(&mut self) -> Option<usize> {
+        let index = self.board.next_lost()?;
+        if self.force_retransmit {
+            self.force_retransmit = false;
+            return Some(index);
+        }
+        let len = self.board.get(index)?.len();
+        if self.congestion_allowance() >= len.min(self.negotiated.smss) {
+            return Some(index);
+        }
+        self.cwnd_limited = true;
+        None
+    }
+
+    /// RFC 6675 NextSeg rule 3: in SACK recovery with nothing lost nor new
+    /// to send, a hole below the highest SACKed segment that does not yet
+    /// meet the loss rule is resent if the window allows.
+    fn next_rescue_retransmission(&mut self) -> Option<usize> {
+        if !self.negotiated.sack || !self.recovery.in_fast_recovery() {
+            return None;
+        }
+        let index = self
+            .board
+            .next_unsacked_below_high_sacked(self.recovery.high_rule3)?;
+        let seg = self.board.get(index)?;
+        if self.congestion_allowance() < seg.len().min(self.negotiated.smss) {
+            return None;
+        }
+        self.recovery.high_rule3 = seg.end;
+        Some(index)
+    }
+
+    fn next_new_data(&mut self, now: Instant) -> Option<Plan> {
+        let start = self.snd.nxt;
+        let data_end = self.snd.data_end();
+        let unsent = data_end.saturating_sub(start);
+        let fin_pending = self.snd.fin_queued && !self.snd.fin_sent();
+        if unsent == 0 && !fin_pending {
+            // Application-limited, unless repairs are waiting for room.
+            self.cwnd_limited &= self.board.has_lost_pending();
+            return None;
+        }
+        let window_room = (self.snd.una + self.snd.wnd).saturating_sub(start);
+        if unsent == 0 {
+            // A FIN alone needs one sequence number of window, not cwnd.
+            return (window_room > 0).then_some(Plan::NewData { len: 0, fin: true });
+        }
+        if self.board.is_empty()
+            && self.config.slow_start_after_idle
+            && now.saturating_since(self.snd.last_send) > self.rtt.rto()
+        {
+            // RFC 5681 4.1: after an idle period, at most the restart window.
+            self.cc.on_idle_restart(self.initial_window());
+        }
+        let smss = self.negotiated.smss;
+        let want = unsent.min(smss);
+        let congestion_room = self.congestion_allowance();
+        let len = want.min(window_room).min(congestion_room);
+        if len < want {
+            if congestion_room < want {
+                self.cwnd_limited = true;
+                return None;
+            }
+            // Sender SWS avoidance (RFC 9293 3.8.6.2.1): a partial segment
+            // only if it is at least half the largest window offered. With
+            // nothing in flight to bring an ACK, the persist timer probes.
+            if len == 0 || len < self.snd.max_wnd / 2 {
+                if self.board.is_empty() && !self.timers.is_armed(Timer::Persist) {
+                    self.timers.set(Timer::Persist, now + self.persist_interval());
+                }
+                return None;
+            }
+        }
+        // Nagle (RFC 9293 3.7.4) with Minshall's refinement, as Linux has
+        // it: a small segment waits only while an earlier small segment is
+        // unacknowledged, so the tail of a bulk write is not held for an
+        // RTT. Finishing the stream is never held.
+        let small_in_flight = self.snd.small_segment_end > self.snd.una;
+        if len < smss && self.config.nagle && small_in_flight && !self.snd.fin_queued {
+            return None;
+        }
+        let fin = fin_pending && start + len == data_end;
+        Some(Plan::NewData { len, fin })
+    }
+
+    fn build(&mut self, now: Instant, plan: Plan) -> TcpRepr<'_> {
+        let mut flags = TcpFlags::ACK;
+        let mut seq = self.snd.nxt;
+        // Stream offset and length of the payload.
+        let mut payload = (0u64, 0u64);
+        match plan {
+            Plan::Reset { seq, ack } => return self.build_reset(seq, ack),
+            Plan::Syn => return self.build_syn(now),
+            Plan::Retransmit(index) => {
+                let Segment { start, end, fin, .. } = self
+                    .board
+                    .get(index)
+                    .cloned()
+                    .unwrap_or_else(|| Segment::new(0, 0, false, now));
+                seq = start;
+                payload = (start - 1, end - start - u64::from(fin));
+                if fin {
+                    flags.insert(TcpFlags::FIN);
+                }
+                self.board.retransmitted(index, now);
+                self.stats.segments_retransmitted += 1;
+                self.stats.bytes_retransmitted += payload.1;
+                self.arm_retransmit_if_idle(now);
+            }
+            Plan::NewData { len, fin } => {
+                payload = (seq - 1, len);
+                self.send_new(now, len, fin);
+                if fin {
+                    flags.insert(TcpFlags::FIN);
+                }
+                if len > 0 && seq + len == self.snd.data_end() {
+                    flags.insert(TcpFlags::PSH);
+                }
+                self.arm_retransmit_if_idle(now);
+            }
+            Plan::WindowProbe => {
+                // RFC 9293 3.8.6.1: one octet of new data, or the
+                // outstanding one again; the persist timer, not the
+                // retransmission timer, repeats it.
+                self.persist_due = false;
+                self.persist_probes += 1;
+                if let Some(front) = self.board.front().cloned() {
+                    seq = front.start;
+                    payload = (
+                        front.start - 1,
+                        (front.end - front.start - u64::from(front.fin)).min(1),
+                    );
+                    self.board.retransmitted(0, now);
+                } else if self.snd.data_end() > self.snd.nxt {
+                    // As much as a small window takes (the SWS override
+                    // timeout of RFC 9293 3.8.6.2.1), at least one octet.
+                    let window_room = (self.snd.una + self.snd.wnd).saturating_sub(seq);
+                    let len = (self.snd.data_end() - seq)
+                        .min(self.negotiated.smss)
+                        .min(window_room)
+                        .max(1);
+                    payload = (seq - 1, len);
+                    self.send_new(now, len, false);
+                }
+                self.timers.stop(Timer::Retransmit);
+                self.timers.set(Timer::Persist, now + self.persist_interval());
+            }
+            Plan::Keepalive => {
+                // RFC 9293 3.8.4: SEG.SEQ = SND.NXT - 1, no data.
+                self.keepalive_due = false;
+                seq = self.snd.una.saturating_sub(1);
+            }
+            Plan::Ack => {}
+        }
+        let payload_len = payload.1 as usize;
+        let options = self.segment_options(now, payload.1);
+        let window = self.window_field();
+        let ack = self.note_ack_sent();
+        self.stats.segments_sent += 1;
+        self.scratch.resize(payload_len, 0);
+        if payload_len > 0 {
+            self.snd.buf.copy(payload.0, &mut self.scratch[..payload_len]);
+        }
+        TcpRepr {
+            src_port: self.tuple.local.port(),
+            dst_port: self.tuple.remote.port(),
+            seq: to_wire(self.snd.iss, seq),
+            ack,
+            flags,
+            window,
+            urgent: 0,
+            options,
+            payload: &self.scratch[..payload_len],
+        }
+    }
+
+    /// Records `len` new bytes (and a FIN) as sent.
+    fn send_new(&mut self, now: Instant, len: u64, fin: bool) {
+        let start = self.snd.nxt;
+        let end = start + len + u64::from(fin);
+        if len < self.negotiated.smss {
+            self.snd.small_segment_end = end;
+        }
+        self.board.push(Segment::new(start, end, fin, now));
+        self.snd.nxt = end;
+        self.snd.last_send = now;
+        self.stats.bytes_sent += len;
+    }
+
+    /// RFC 6298 5.1: start the timer when data goes out and it is not
+    /// running.
+    fn arm_retransmit_if_idle(&mut self, now: Instant) {
+        if !self.timers.is_armed(Timer::Retransmit) && !self.timers.is_armed(Timer::Persist) {
+            self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+        }
+    }
+
+    fn build_reset(&mut self, seq: u32, ack: Option<u32>) -> TcpRepr<'_> {
+        self.stats.segments_sent += 1;
+        let mut flags = TcpFlags::RST;
+        if ack.is_some() {
+            flags.insert(TcpFlags::ACK);
+        }
+        TcpRepr {
+            src_port: self.tuple.local.port(),
+            dst_port: self.tuple.remote.port(),
+            seq,
+            ack: ack.unwrap_or(0),
+            flags,
+            window: 0,
+            urgent: 0,
+            options: TcpOptions::default(),
+            payload: &[],
+        }
+    }
+
+    /// Our SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED).
+    fn build_syn(&mut self, now: Instant) -> TcpRepr<'_> {
+        self.handshake.syn_due = false;
+        self.snd.nxt = self.snd.nxt.max(1);
+        self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+        self.stats.segments_sent += 1;
+        let answering = self.state == State::SynReceived;
+        let (flags, ack) = if answering {
+            self.ack.last_sent = 1;
+            self.ack.immediate = false;
+            (TcpFlags::SYN | TcpFlags::ACK, to_wire(self.rcv.irs, 1))
+        } else {
+            (TcpFlags::SYN, 0)
+        };
+        TcpRepr {
+            src_port: self.tuple.local.port(),
+            dst_port: self.tuple.remote.port(),
+            seq: self.snd.iss,
+            ack,
+            flags,
+            window: self.syn_window(),
+            urgent: 0,
+            options: self.syn_options(now),
+            payload: &[],
+        }
+    }
+
+    /// Timestamps and as many SACK blocks as fit beside `payload_len`
+    /// bytes of data within the peer's MSS and the 40 option bytes.
+    fn segment_options(&self, now: Instant, payload_len: u64) -> TcpOptions {
+        let mut options = TcpOptions::default();
+        let mut budget = self.negotiated.smss.saturating_sub(payload_len);
+        if self.negotiated.timestamps {
+            options.timestamps = Some(Timestamps {
+                tsval: self.ts_now(now),
+                tsecr: self.ts.recent,
+            });
+            budget += TIMESTAMPS_OVERHEAD;
+        }
+        if self.negotiated.sack && self.rcv.buf.has_holes() {
+            let base_len = options.encoded_len();
+            for count in (1..=4).rev() {
+                let mut trial = options;
+                trial.sack_blocks = self.sack_blocks(count);
+                let len = trial.encoded_len();
+                if len <= crate::wire::MAX_OPTIONS_LEN && (len as u64) <= budget.max(base_len as u64) {
+                    return trial;
+                }
+            }
+        }
+        options
+    }
+
+    /// The window field for a non-SYN segment; moves the advertised edge.
+    fn window_field(&mut self) -> u16 {
+        let nxt = self.rcv.nxt();
+        let shift = self.negotiated.recv_shift;
+        let edge = self.next_window_edge();
+        let field = ((edge - nxt) >> shift).min(65535);
+        self.rcv.adv_edge = self.rcv.adv_edge.max(nxt + (field << shift));
+        field as u16
+    }
+
+    /// Every segment after the SYN acknowledges RCV.NXT: the pending ACK
+    /// obligation is met.
+    fn note_ack_sent(&mut self) -> u32 {
+        let nxt = self.rcv.nxt();
+        self.ack.last_sent = nxt;
+        self.ack.unacked_segments = 0;
+        self.ack.immediate = false;
+        self.timers.stop(Timer::DelayedAck);
+        to_wire(self.rcv.irs, nxt)
+    }
+
+    /// RFC 3390's initial window unless the configuration names one.
+    pub(crate) fn initial_window(&self) -> u64 {
+        super::handshake::initial_window(&self.config, self.negotiated.smss)
+    }
+}

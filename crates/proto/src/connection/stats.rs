@@ -1,0 +1,52 @@
+//! Per-connection statistics, as the application and reports see them.
+
+use std::time::Duration;
+
+use super::State;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionStats {
+    pub state: State,
+    /// Bytes the application handed to the connection.
+    pub bytes_written: u64,
+    /// Data bytes sent for the first time.
+    pub bytes_sent: u64,
+    /// Data bytes sent again.
+    pub bytes_retransmitted: u64,
+    /// Data bytes the peer acknowledged.
+    pub bytes_acked: u64,
+    /// Data bytes received in order (readable or read).
+    pub bytes_received: u64,
+    /// Data bytes the application read.
+    pub bytes_read: u64,
+    pub segments_sent: u64,
+    pub segments_retransmitted: u64,
+    pub segments_received: u64,
+    /// Segments refused by the acceptability tests of RFC 9293 3.10.7.4
+    /// (outside the window, PAWS, unacceptable ACK).
+    pub segments_rejected: u64,
+    /// Fast recoveries begun (RFC 5681 3.2, RFC 6675).
+    pub fast_recoveries: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    pub srtt: Option<Duration>,
+    pub rttvar: Duration,
+    pub rto: Duration,
+    pub min_rtt: Option<Duration>,
+    /// Congestion window and slow-start threshold, bytes.
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    /// Bytes believed in flight (RFC 6675 pipe).
+    pub pipe: u64,
+    /// The peer's window, bytes.
+    pub send_window: u64,
+    /// The window we last advertised, bytes.
+    pub receive_window: u64,
+    /// Maximum payload per segment we send.
+    pub smss: u64,
+    pub sack: bool,
+    pub timestamps: bool,
+    /// Window scale shifts: the peer's (applied to its windows) and ours.
+    pub send_window_shift: u8,
+    pub receive_window_shift: u8,
+}

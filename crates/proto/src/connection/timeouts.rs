@@ -1,0 +1,92 @@
+//! What happens when a timer expires.
+
+use super::timers::Timer;
+use super::{Connection, ConnectionError, State};
+use crate::time::Instant;
+
+impl Connection {
+    /// Runs every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(timer) = self.timers.take_expired(now) {
+            match timer {
+                Timer::Retransmit => self.on_retransmission_timeout(now),
+                Timer::DelayedAck => self.ack.immediate = true,
+                Timer::Persist => self.persist_due = true,
+                Timer::Keepalive => self.on_keepalive_timeout(now),
+                Timer::TimeWait => self.close_with(now, None),
+            }
+        }
+    }
+
+    /// RFC 6298 5.4-5.6 and RFC 5681 3.1 (equation 4, the loss window).
+    fn on_retransmission_timeout(&mut self, now: Instant) {
+        match self.state {
+            State::SynSent | State::SynReceived => {
+                let retransmissions = self.handshake.retransmissions;
+                if retransmissions >= self.config.max_syn_retransmissions {
+                    if self.handshake.passive {
+                        self.released = true;
+                    }
+                    self.close_with(now, Some(ConnectionError::HandshakeTimedOut { retransmissions }));
+                    return;
+                }
+                self.handshake.retransmissions += 1;
+                self.rtt.back_off();
+                self.handshake.syn_due = true;
+            }
+            State::Closed | State::TimeWait => {}
+            _ => {
+                let Some(front) = self.board.front() else {
+                    return;
+                };
+                let stalled_since = *self.stalled_since.get_or_insert(front.sent_at);
+                if self.consecutive_timeouts >= self.config.max_retransmissions {
+                    let error = ConnectionError::TimedOut {
+                        retransmissions: self.consecutive_timeouts,
+                        waited: now.saturating_since(stalled_since),
+                    };
+                    self.close_with(now, Some(error));
+                    return;
+                }
+                self.consecutive_timeouts += 1;
+                self.stats.timeouts += 1;
+                let flight = self.snd.nxt - self.snd.una;
+                self.cc.on_timeout(now, flight, self.negotiated.smss);
+                if self.consecutive_timeouts > 1 {
+                    // Timeouts in a row although the SACKed data would let
+                    // the ACK advance: the receiver may have discarded it
+                    // (reneged, RFC 2018 section 8), so resend it all.
+                    self.board.forget_sacks();
+                }
+                self.board.mark_all_lost();
+                self.recovery.enter_timeout(self.snd.nxt);
+                self.force_retransmit = true;
+                self.rtt.back_off();
+                self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+            }
+        }
+    }
+
+    /// RFC 9293 3.8.4 / RFC 1122 4.2.3.6.
+    fn on_keepalive_timeout(&mut self, now: Instant) {
+        let Some(keepalive) = self.config.keepalive else {
+            return;
+        };
+        if !self.state.is_synchronized() || self.state == State::TimeWait {
+            return;
+        }
+        if !self.board.is_empty() {
+            // Data is outstanding: the retransmission timer watches the peer.
+            self.timers.set(Timer::Keepalive, now + keepalive.interval);
+            return;
+        }
+        if self.keepalive_probes >= keepalive.probes {
+            let probes = self.keepalive_probes;
+            self.close_with(now, Some(ConnectionError::KeepaliveTimedOut { probes }));
+            return;
+        }
+        self.keepalive_probes += 1;
+        self.keepalive_due = true;
+        self.timers.set(Timer::Keepalive, now + keepalive.interval);
+    }
+}

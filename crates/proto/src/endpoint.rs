@@ -1,0 +1,672 @@
+//! An endpoint: the connections of one host (or one gateway side), keyed by
+//! their addresses; listening; answering segments that belong to nothing
+//! (RFC 9293 3.10.7.1 and 3.10.7.2); and the drop counters for input that
+//! is malformed or unwanted.
+//!
+//! Drivers feed it whole IP packets ([`Endpoint::handle_packet`]), take
+//! packets out ([`Endpoint::poll_transmit`]) and wake it at
+//! [`Endpoint::poll_timeout`]. Applications act on connections through
+//! handles.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use crate::config::{Config, ConfigError};
+use crate::connection::{
+    Connection, ConnectionParams, ConnectionStats, Event, FourTuple, State, StreamError,
+};
+use crate::time::Instant;
+use crate::wire::{TcpFlags, TcpOptions, TcpRepr, build_tcp_packet, parse_tcp_packet};
+
+/// Identifies a connection of an endpoint. Handles of connections that are
+/// gone are refused, never confused with new ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionHandle {
+    index: u32,
+    generation: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// Configuration of connections opened without one of their own.
+    pub connection: Config,
+    /// Connections a listener holds that the application has not
+    /// accepted yet, handshaking ones included.
+    pub backlog: usize,
+    pub max_connections: usize,
+    /// Key for initial sequence numbers and timestamp offsets (RFC 6528);
+    /// a driver on a real network should pick it at random.
+    pub secret: u64,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            connection: Config::default(),
+            backlog: 128,
+            max_connections: 65536,
+            secret: 0x5c95_7a11_d00d_f00d,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    #[error("{0} is already in use")]
+    AddressInUse(SocketAddr),
+    #[error("no local address of the same IP version as {0}")]
+    NoLocalAddress(SocketAddr),
+    #[error("{0} is not an address of this endpoint")]
+    NotLocal(IpAddr),
+    #[error("no free local port for {0}")]
+    NoFreePort(SocketAddr),
+    #[error("too many connections (at most {0})")]
+    TooManyConnections(usize),
+    #[error("no such connection")]
+    InvalidHandle,
+    #[error("invalid configuration: {0}")]
+    Config(#[from] ConfigError),
+}
+
+/// What the endpoint has seen and done, beyond its connections.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    pub packets_received: u64,
+    pub packets_sent: u64,
+    /// Resets sent for segments that belonged to no connection.
+    pub resets_sent: u64,
+    /// Packets dropped, by cause: wire errors by their label, and
+    /// `not_tcp`, `not_local`, `backlog_full`, `too_many_connections`,
+    /// `no_connection`.
+    pub drops: BTreeMap<&'static str, u64>,
+}
+
+impl EndpointStats {
+    pub fn dropped(&self, cause: &str) -> u64 {
+        self.drops.get(cause).copied().unwrap_or(0)
+    }
+
+    pub fn total_dropped(&self) -> u64 {
+        self.drops.values().sum()
+    }
+}
+
+#[derive(Debug)]
+struct Listener {
+    config: Arc<Config>,
+    /// Established connections waiting for `accept`.
+    ready: VecDeque<ConnectionHandle>,
+    /// Connections of this listener not yet accepted (handshaking or
+    /// ready).
+    pending: usize,
+}
+
+#[derive(Debug)]
+struct Slot {
+    generation: u32,
+    conn: Option<Connection>,
+    /// In the ready queue.
+    queued: bool,
+    /// The wake-up last pushed on the timer heap.
+    timeout: Option<Instant>,
+    /// The listener it came from, until accepted.
+    listener: Option<SocketAddr>,
+}
+
+#[derive(Debug)]
+pub struct Endpoint {
+    config: EndpointConfig,
+    default_config: Arc<Config>,
+    local_addrs: Vec<IpAddr>,
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    live: usize,
+    by_tuple: HashMap<FourTuple, ConnectionHandle>,
+    listeners: HashMap<SocketAddr, Listener>,
+    /// Connections that may have something to send, in turn.
+    ready: VecDeque<ConnectionHandle>,
+    /// Wake-ups, possibly stale (checked against the slot on use).
+    timeouts: BinaryHeap<Reverse<(Instant, ConnectionHandle)>>,
+    /// Resets for segments that belonged to nothing, already built.
+    stray_output: VecDeque<Vec<u8>>,
+    events: VecDeque<(ConnectionHandle, Event)>,
+    next_port: u16,
+    stats: EndpointStats,
+}
+
+const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
+
+impl Endpoint {
+    pub fn new(
+        config: EndpointConfig,
+        local_addrs: impl IntoIterator<Item = IpAddr>,
+    ) -> Result<Endpoint, EndpointError> {
+        config.connection.validate()?;
+        Ok(Endpoint {
+            default_config: Arc::new(config.connection.clone()),
+            next_port: *EPHEMERAL_PORTS.start() + (config.secret % 16384) as u16,
+            config,
+            local_addrs: local_addrs.into_iter().collect(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            live: 0,
+            by_tuple: HashMap::new(),
+            listeners: HashMap::new(),
+            ready: VecDeque::new(),
+            timeouts: BinaryHeap::new(),
+            stray_output: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: EndpointStats::default(),
+        })
+    }
+
+    pub fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    pub fn local_addrs(&self) -> &[IpAddr] {
+        &self.local_addrs
+    }
+
+    /// Accepts connections to `local` (an address of ours, or unspecified
+    /// for all of them) with `config`, or the endpoint's default.
+    pub fn listen(&mut self, local: SocketAddr, config: Option<Config>) -> Result<(), EndpointError> {
+        if !local.ip().is_unspecified() && !self.local_addrs.contains(&local.ip()) {
+            return Err(EndpointError::NotLocal(local.ip()));
+        }
+        if self.listeners.contains_key(&local) {
+            return Err(EndpointError::AddressInUse(local));
+        }
+        let config = self.checked_config(config)?;
+        self.listeners.insert(
+            local,
+            Listener {
+                config,
+                ready: VecDeque::new(),
+                pending: 0,
+            },
+        );
+        Ok(())
+    }
+
+    /// Stops listening; connections already made are not affected.
+    pub fn unlisten(&mut self, local: SocketAddr) {
+        self.listeners.remove(&local);
+    }
+
+    /// The next established connection to `local`, if any.
+    pub fn accept(&mut self, local: SocketAddr) -> Option<ConnectionHandle> {
+        let listener = self.listeners.get_mut(&local)?;
+        let handle = listener.ready.pop_front()?;
+        listener.pending = listener.pending.saturating_sub(1);
+        if let Some(slot) = self.slot_mut(handle) {
+            slot.listener = None;
+        }
+        Some(handle)
+    }
+
+    /// Opens a connection to `remote` from `local` (an address and port of
+    /// ours; by default the first local address of the right IP version and
+    /// an ephemeral port).
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        local: Option<SocketAddr>,
+        config: Option<Config>,
+    ) -> Result<ConnectionHandle, EndpointError> {
+        let config = self.checked_config(config)?;
+        if self.live >= self.config.max_connections {
+            return Err(EndpointError::TooManyConnections(self.config.max_connections));
+        }
+        let local = match local {
+            Some(local) => {
+                if !self.local_addrs.contains(&local.ip()) {
+                    return Err(EndpointError::NotLocal(local.ip()));
+                }
+                local
+            }
+            None => self.pick_local(remote)?,
+        };
+        let tuple = FourTuple { local, remote };
+        if self.by_tuple.contains_key(&tuple) {
+            return Err(EndpointError::AddressInUse(local));
+        }
+        let params = self.params(now, tuple, config);
+        let handle = self.insert(Connection::connect(params), None);
+        self.after_event(handle, true);
+        Ok(handle)
+    }
+
+    fn checked_config(&self, config: Option<Config>) -> Result<Arc<Config>, EndpointError> {
+        match config {
+            None => Ok(self.default_config.clone()),
+            Some(config) => {
+                config.validate()?;
+                Ok(Arc::new(config))
+            }
+        }
+    }
+
+    fn pick_local(&mut self, remote: SocketAddr) -> Result<SocketAddr, EndpointError> {
+        let ip = *self
+            .local_addrs
+            .iter()
+            .find(|ip| ip.is_ipv4() == remote.is_ipv4())
+            .ok_or(EndpointError::NoLocalAddress(remote))?;
+        let span = u32::from(*EPHEMERAL_PORTS.end() - *EPHEMERAL_PORTS.start()) + 1;
+        for _ in 0..span {
+            let port = self.next_port;
+            self.next_port = if port == *EPHEMERAL_PORTS.end() {
+                *EPHEMERAL_PORTS.start()
+            } else {
+                port + 1
+            };
+            let local = SocketAddr::new(ip, port);
+            if !self.by_tuple.contains_key(&FourTuple { local, remote })
+                && !self.listeners.contains_key(&local)
+            {
+                return Ok(local);
+            }
+        }
+        Err(EndpointError::NoFreePort(remote))
+    }
+
+    fn params(&self, now: Instant, tuple: FourTuple, config: Arc<Config>) -> ConnectionParams {
+        let key = tuple_hash(self.config.secret, &tuple);
+        // RFC 6528: a keyed function of the addresses plus a 4 µs clock.
+        let clock = (now.as_nanos() / 4000) as u32;
+        ConnectionParams {
+            now,
+            tuple,
+            config,
+            iss: (key as u32).wrapping_add(clock),
+            ts_offset: (key >> 32) as u32,
+        }
+    }
+
+    fn insert(&mut self, conn: Connection, listener: Option<SocketAddr>) -> ConnectionHandle {
+        let tuple = conn.tuple();
+        let index = match self.free_slots.pop() {
+            Some(index) => index,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    conn: None,
+                    queued: false,
+                    timeout: None,
+                    listener: None,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[index as usize];
+        slot.conn = Some(conn);
+        slot.listener = listener;
+        slot.timeout = None;
+        let handle = ConnectionHandle {
+            index,
+            generation: slot.generation,
+        };
+        self.by_tuple.insert(tuple, handle);
+        self.live += 1;
+        handle
+    }
+
+    fn slot_mut(&mut self, handle: ConnectionHandle) -> Option<&mut Slot> {
+        self.slots
+            .get_mut(handle.index as usize)
+            .filter(|slot| slot.generation == handle.generation && slot.conn.is_some())
+    }
+
+    /// The connection behind `handle`, for inspection.
+    pub fn connection(&self, handle: ConnectionHandle) -> Option<&Connection> {
+        self.slots
+            .get(handle.index as usize)
+            .filter(|slot| slot.generation == handle.generation)
+            .and_then(|slot| slot.conn.as_ref())
+    }
+
+    pub fn stats_of(&self, handle: ConnectionHandle) -> Option<ConnectionStats> {
+        self.connection(handle).map(Connection::stats)
+    }
+
+    pub fn state(&self, handle: ConnectionHandle) -> Option<State> {
+        self.connection(handle).map(Connection::state)
+    }
+
+    /// Runs `action` on the connection, then updates the endpoint's view
+    /// of it (output, timers, events).
+    fn with_connection<R>(
+        &mut self,
+        handle: ConnectionHandle,
+        action: impl FnOnce(&mut Connection) -> R,
+    ) -> Result<R, EndpointError> {
+        let conn = self
+            .slot_mut(handle)
+            .and_then(|slot| slot.conn.as_mut())
+            .ok_or(EndpointError::InvalidHandle)?;
+        let result = action(conn);
+        self.after_event(handle, true);
+        Ok(result)
+    }
+
+    pub fn send(&mut self, handle: ConnectionHandle, data: &[u8]) -> Result<usize, StreamError> {
+        self.with_connection(handle, |c| c.send(data))
+            .unwrap_or(Err(StreamError::SendClosed))
+    }
+
+    pub fn recv(&mut self, handle: ConnectionHandle, out: &mut [u8]) -> Result<usize, StreamError> {
+        self.with_connection(handle, |c| c.recv(out)).unwrap_or(Ok(0))
+    }
+
+    pub fn shutdown(&mut self, now: Instant, handle: ConnectionHandle) -> Result<(), EndpointError> {
+        self.with_connection(handle, |c| c.shutdown(now))
+    }
+
+    pub fn close(&mut self, now: Instant, handle: ConnectionHandle) -> Result<(), EndpointError> {
+        self.with_connection(handle, |c| c.close(now))
+    }
+
+    pub fn abort(&mut self, now: Instant, handle: ConnectionHandle) -> Result<(), EndpointError> {
+        self.with_connection(handle, |c| c.abort(now))
+    }
+
+    /// Forgets the handle; the connection finishes whatever it is doing.
+    pub fn release(&mut self, handle: ConnectionHandle) -> Result<(), EndpointError> {
+        self.with_connection(handle, Connection::release)
+    }
+
+    pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
+        self.events.pop_front()
+    }
+
+    fn drop_packet(&mut self, cause: &'static str) {
+        *self.stats.drops.entry(cause).or_insert(0) += 1;
+    }
+
+    /// Processes one received IP packet.
+    pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
+        self.stats.packets_received += 1;
+        let (ip, tcp) = match parse_tcp_packet(packet) {
+            Ok(parsed) => parsed,
+            Err(err) => return self.drop_packet(err.label()),
+        };
+        let Some(tcp) = tcp else {
+            return self.drop_packet("not_tcp");
+        };
+        if !self.local_addrs.contains(&ip.dst()) {
+            return self.drop_packet("not_local");
+        }
+        let tuple = FourTuple {
+            local: SocketAddr::new(ip.dst(), tcp.dst_port),
+            remote: SocketAddr::new(ip.src(), tcp.src_port),
+        };
+        if let Some(&handle) = self.by_tuple.get(&tuple) {
+            // Infallible: the map only holds live handles.
+            let _ = self.with_connection(handle, |c| c.handle_segment(now, &tcp));
+            return;
+        }
+        let listener = [
+            tuple.local,
+            SocketAddr::new(unspecified(tuple.local.ip()), tuple.local.port()),
+        ]
+        .into_iter()
+        .find(|addr| self.listeners.contains_key(addr));
+        match listener {
+            Some(listener) => self.segment_to_listener(now, listener, tuple, &tcp),
+            None => self.segment_to_nothing(tuple, &tcp),
+        }
+    }
+
+    /// RFC 9293 3.10.7.2, LISTEN.
+    fn segment_to_listener(
+        &mut self,
+        now: Instant,
+        listener: SocketAddr,
+        tuple: FourTuple,
+        seg: &TcpRepr<'_>,
+    ) {
+        if seg.flags.rst() {
+            return self.drop_packet("no_connection");
+        }
+        if seg.flags.ack() {
+            self.reply_reset(tuple, seg.ack, None);
+            return self.drop_packet("no_connection");
+        }
+        if !seg.flags.syn() {
+            return self.drop_packet("no_connection");
+        }
+        let Some(state) = self.listeners.get(&listener) else {
+            return;
+        };
+        if state.pending >= self.config.backlog {
+            return self.drop_packet("backlog_full");
+        }
+        if self.live >= self.config.max_connections {
+            return self.drop_packet("too_many_connections");
+        }
+        let config = state.config.clone();
+        let params = self.params(now, tuple, config);
+        let handle = self.insert(Connection::accept(params, seg), Some(listener));
+        if let Some(state) = self.listeners.get_mut(&listener) {
+            state.pending += 1;
+        }
+        self.after_event(handle, true);
+    }
+
+    /// RFC 9293 3.10.7.1, CLOSED: a reset unless the segment is one.
+    fn segment_to_nothing(&mut self, tuple: FourTuple, seg: &TcpRepr<'_>) {
+        self.drop_packet("no_connection");
+        if seg.flags.rst() {
+            return;
+        }
+        if seg.flags.ack() {
+            self.reply_reset(tuple, seg.ack, None);
+        } else {
+            let len = seg.sequence_len() as u32;
+            self.reply_reset(tuple, 0, Some(seg.seq.wrapping_add(len)));
+        }
+    }
+
+    fn reply_reset(&mut self, tuple: FourTuple, seq: u32, ack: Option<u32>) {
+        let mut flags = TcpFlags::RST;
+        if ack.is_some() {
+            flags.insert(TcpFlags::ACK);
+        }
+        let reset = TcpRepr {
+            src_port: tuple.local.port(),
+            dst_port: tuple.remote.port(),
+            seq,
+            ack: ack.unwrap_or(0),
+            flags,
+            window: 0,
+            urgent: 0,
+            options: TcpOptions::default(),
+            payload: &[],
+        };
+        let mut packet = Vec::new();
+        let hop_limit = self.default_config.hop_limit;
+        if build_tcp_packet(
+            tuple.local.ip(),
+            tuple.remote.ip(),
+            hop_limit,
+            &reset,
+            &mut packet,
+        )
+        .is_ok()
+        {
+            self.stray_output.push_back(packet);
+            self.stats.resets_sent += 1;
+        }
+    }
+
+    /// After anything happened to a connection: collect its events, queue
+    /// it for output (with `requeue`), refresh its wake-up, forget it if it
+    /// is finished.
+    fn after_event(&mut self, handle: ConnectionHandle, requeue: bool) {
+        let Some(slot) = self
+            .slots
+            .get_mut(handle.index as usize)
+            .filter(|s| s.generation == handle.generation)
+        else {
+            return;
+        };
+        let Some(conn) = slot.conn.as_mut() else {
+            return;
+        };
+        let mut became_ready = false;
+        while let Some(event) = conn.poll_event() {
+            if event == Event::Connected && slot.listener.is_some() {
+                became_ready = true;
+            }
+            self.events.push_back((handle, event));
+        }
+        let timeout = conn.poll_timeout();
+        let drained = conn.is_drained();
+        if requeue && !slot.queued && !drained {
+            slot.queued = true;
+            self.ready.push_back(handle);
+        }
+        if timeout != slot.timeout {
+            slot.timeout = timeout;
+            if let Some(at) = timeout {
+                self.timeouts.push(Reverse((at, handle)));
+            }
+        }
+        let listener = slot.listener;
+        if became_ready && let Some(state) = listener.and_then(|l| self.listeners.get_mut(&l)) {
+            state.ready.push_back(handle);
+        }
+        if drained {
+            self.remove(handle);
+        }
+    }
+
+    fn remove(&mut self, handle: ConnectionHandle) {
+        let Some(slot) = self.slot_mut(handle) else {
+            return;
+        };
+        let Some(conn) = slot.conn.take() else {
+            return;
+        };
+        let listener = slot.listener.take();
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.timeout = None;
+        slot.queued = false;
+        self.by_tuple.remove(&conn.tuple());
+        self.free_slots.push(handle.index);
+        self.live -= 1;
+        if let Some(state) = listener.and_then(|l| self.listeners.get_mut(&l)) {
+            state.pending = state.pending.saturating_sub(1);
+            state.ready.retain(|h| *h != handle);
+        }
+        // Events already queued for it are harmless: the handle is dead.
+    }
+
+    /// Writes the next packet to send into `buf`; false when there is none.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
+        if let Some(packet) = self.stray_output.pop_front() {
+            *buf = packet;
+            self.stats.packets_sent += 1;
+            return true;
+        }
+        while let Some(handle) = self.ready.pop_front() {
+            let Some(slot) = self.slot_mut(handle) else {
+                continue;
+            };
+            slot.queued = false;
+            let Some(conn) = slot.conn.as_mut() else {
+                continue;
+            };
+            let tuple = conn.tuple();
+            let hop_limit = conn.config().hop_limit;
+            let built = conn
+                .poll_transmit(now)
+                .map(|seg| build_tcp_packet(tuple.local.ip(), tuple.remote.ip(), hop_limit, &seg, buf));
+            match built {
+                Some(Ok(())) => {
+                    self.stats.packets_sent += 1;
+                    self.after_event(handle, true);
+                    return true;
+                }
+                Some(Err(err)) => {
+                    // Our own segment did not fit the wire format: a bug,
+                    // counted rather than sent malformed.
+                    self.drop_packet(err.label());
+                    self.after_event(handle, true);
+                }
+                // Nothing to send: refresh timers and events, but leave it
+                // out of the queue until something happens to it.
+                None => self.after_event(handle, false),
+            }
+        }
+        false
+    }
+
+    /// The earliest instant at which [`Endpoint::handle_timeout`] has work.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        while let Some(&Reverse((at, handle))) = self.timeouts.peek() {
+            let current = self.slot_mut(handle).and_then(|slot| slot.timeout);
+            if current == Some(at) {
+                return Some(at);
+            }
+            self.timeouts.pop();
+        }
+        None
+    }
+
+    /// Runs the timers of every connection due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(at) = self.poll_timeout() {
+            if at > now {
+                break;
+            }
+            let Some(Reverse((_, handle))) = self.timeouts.pop() else {
+                break;
+            };
+            if let Some(slot) = self.slot_mut(handle) {
+                slot.timeout = None;
+            }
+            let _ = self.with_connection(handle, |c| c.handle_timeout(now));
+        }
+    }
+
+    /// Connections currently held, handshaking and closing ones included.
+    pub fn connection_count(&self) -> usize {
+        self.live
+    }
+}
+
+fn unspecified(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+/// A keyed mix of the connection's addresses (the F of RFC 6528). Not a
+/// cryptographic PRF: enough to make sequence numbers unpredictable to an
+/// off-path observer who does not know the secret, and fully reproducible
+/// in simulation.
+fn tuple_hash(secret: u64, tuple: &FourTuple) -> u64 {
+    fn mix(mut z: u64) -> u64 {
+        // splitmix64's finaliser.
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    let mut h = mix(secret);
+    for addr in [tuple.local, tuple.remote] {
+        let bits = match addr.ip() {
+            IpAddr::V4(ip) => u128::from(u32::from(ip)),
+            IpAddr::V6(ip) => u128::from(ip),
+        };
+        h = mix(h ^ (bits as u64));
+        h = mix(h ^ ((bits >> 64) as u64));
+        h = mix(h ^ u64::from(addr.port()));
+    }
+    h
+}

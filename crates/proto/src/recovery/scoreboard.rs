@@ -1,0 +1,444 @@
+//! The retransmission queue with its SACK scoreboard (RFC 6675 sections 3
+//! and 4).
+//!
+//! Every segment sent and not yet cumulatively acknowledged is kept with its
+//! boundaries, so a retransmission resends exactly what was sent. Each one
+//! is marked SACKed, lost, and retransmitted-since-lost; the "pipe" of RFC
+//! 6675 (bytes believed to be in the network) is kept up to date as the
+//! marks change instead of being recomputed by a scan.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+
+use crate::time::Instant;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Segment {
+    /// Sequence offsets; `end` counts the FIN if the segment carries one.
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) fin: bool,
+    /// Time of the latest transmission.
+    pub(crate) sent_at: Instant,
+    pub(crate) transmissions: u32,
+    pub(crate) sacked: bool,
+    pub(crate) lost: bool,
+    /// Retransmitted since it was last marked lost.
+    pub(crate) retransmitted: bool,
+}
+
+impl Segment {
+    pub(crate) fn new(start: u64, end: u64, fin: bool, now: Instant) -> Segment {
+        Segment {
+            start,
+            end,
+            fin,
+            sent_at: now,
+            transmissions: 1,
+            sacked: false,
+            lost: false,
+            retransmitted: false,
+        }
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    /// Lost and waiting for a retransmission.
+    fn awaits_retransmission(&self) -> bool {
+        self.lost && !self.retransmitted && !self.sacked
+    }
+
+    /// This segment's share of the pipe (RFC 6675 SetPipe): its original
+    /// transmission unless deemed lost, plus its retransmission if any.
+    fn pipe_share(&self) -> u64 {
+        if self.sacked {
+            return 0;
+        }
+        let original = if self.lost { 0 } else { self.len() };
+        let retransmission = if self.retransmitted { self.len() } else { 0 };
+        original + retransmission
+    }
+}
+
+/// What a cumulative acknowledgment removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Acked {
+    /// Sequence space newly acknowledged (data and FIN).
+    pub(crate) bytes: u64,
+    /// Send time of the newest acknowledged segment that was sent only
+    /// once: a valid RTT sample under Karn's rule.
+    pub(crate) rtt_sample_from: Option<Instant>,
+    /// Some acknowledged segment had been retransmitted.
+    pub(crate) retransmitted: bool,
+    pub(crate) fin: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Scoreboard {
+    segments: VecDeque<Segment>,
+    pipe: u64,
+    sacked_bytes: u64,
+    /// Segments marked lost and not retransmitted since.
+    lost_pending: usize,
+    /// End of the highest SACKed segment, 0 if none.
+    high_sacked: u64,
+    /// Every segment ending at or below this offset has been judged by the
+    /// SACK loss rule.
+    loss_judged_to: u64,
+}
+
+impl Scoreboard {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    pub(crate) fn front(&self) -> Option<&Segment> {
+        self.segments.front()
+    }
+
+    pub(crate) fn get(&self, index: usize) -> Option<&Segment> {
+        self.segments.get(index)
+    }
+
+    /// Bytes believed to be in the network (RFC 6675 "pipe").
+    pub(crate) fn pipe(&self) -> u64 {
+        self.pipe
+    }
+
+    #[cfg(test)]
+    pub(crate) fn sacked_bytes(&self) -> u64 {
+        self.sacked_bytes
+    }
+
+    #[cfg(test)]
+    pub(crate) fn high_sacked(&self) -> u64 {
+        self.high_sacked
+    }
+
+    pub(crate) fn has_lost_pending(&self) -> bool {
+        self.lost_pending > 0
+    }
+
+    /// Applies `change` to segment `index`, keeping the counters right.
+    fn update(&mut self, index: usize, change: impl FnOnce(&mut Segment)) {
+        let Some(seg) = self.segments.get_mut(index) else {
+            return;
+        };
+        let (pipe_before, sacked_before, pending_before) =
+            (seg.pipe_share(), seg.sacked, seg.awaits_retransmission());
+        change(seg);
+        let (pipe_after, sacked_after, pending_after) =
+            (seg.pipe_share(), seg.sacked, seg.awaits_retransmission());
+        let len = seg.len();
+        self.pipe = self.pipe - pipe_before + pipe_after;
+        if sacked_after && !sacked_before {
+            self.sacked_bytes += len;
+        }
+        if pending_after != pending_before {
+            if pending_after {
+                self.lost_pending += 1;
+            } else {
+                self.lost_pending -= 1;
+            }
+        }
+    }
+
+    /// Records a first transmission; segments must follow each other.
+    pub(crate) fn push(&mut self, segment: Segment) {
+        debug_assert!(self.segments.back().is_none_or(|last| last.end == segment.start));
+        self.pipe += segment.pipe_share();
+        self.segments.push_back(segment);
+    }
+
+    /// Records a retransmission of segment `index`.
+    pub(crate) fn retransmitted(&mut self, index: usize, now: Instant) {
+        self.update(index, |seg| {
+            seg.sent_at = now;
+            seg.transmissions += 1;
+            if seg.lost {
+                seg.retransmitted = true;
+            }
+        });
+    }
+
+    /// Removes everything below sequence offset `una` (a cumulative ACK).
+    pub(crate) fn ack(&mut self, una: u64) -> Acked {
+        let mut acked = Acked::default();
+        while let Some(front) = self.segments.front() {
+            if front.start >= una {
+                break;
+            }
+            if front.end > una {
+                // Acknowledged part-way (the peer trimmed it to its window):
+                // keep the rest as a shorter segment.
+                let cut = una - front.start;
+                self.update(0, |seg| {
+                    seg.start = una;
+                });
+                if self.segments[0].sacked {
+                    self.sacked_bytes -= cut;
+                }
+                acked.bytes += cut;
+                break;
+            }
+            let Some(seg) = self.segments.pop_front() else {
+                break;
+            };
+            self.pipe -= seg.pipe_share();
+            if seg.sacked {
+                self.sacked_bytes -= seg.len();
+            }
+            if seg.awaits_retransmission() {
+                self.lost_pending -= 1;
+            }
+            acked.bytes += seg.len();
+            acked.fin |= seg.fin;
+            if seg.transmissions == 1 {
+                acked.rtt_sample_from = Some(seg.sent_at);
+            } else {
+                acked.retransmitted = true;
+            }
+        }
+        if self.segments.is_empty() {
+            self.high_sacked = 0;
+        }
+        acked
+    }
+
+    /// Index of the first segment ending after `offset`.
+    fn index_after(&self, offset: u64) -> usize {
+        self.segments.partition_point(|seg| seg.end <= offset)
+    }
+
+    /// Marks the segments wholly inside `blocks` as SACKed; returns the
+    /// number of bytes newly SACKed.
+    pub(crate) fn sack(&mut self, blocks: &[Range<u64>]) -> u64 {
+        let before = self.sacked_bytes;
+        for block in blocks {
+            let mut index = self.index_after(block.start);
+            while let Some(seg) = self.segments.get(index) {
+                if seg.start >= block.end {
+                    break;
+                }
+                if seg.start >= block.start && seg.end <= block.end && !seg.sacked {
+                    self.high_sacked = self.high_sacked.max(seg.end);
+                    self.update(index, |seg| seg.sacked = true);
+                }
+                index += 1;
+            }
+        }
+        self.sacked_bytes - before
+    }
+
+    /// RFC 6675 IsLost(): a segment is lost once `dup_threshold` SACKed
+    /// segments, or more than `(dup_threshold - 1) * smss` SACKed bytes,
+    /// lie above it. Marks every such segment not yet judged; returns how
+    /// many became lost.
+    pub(crate) fn mark_lost_by_sack(&mut self, dup_threshold: u32, smss: u64) -> usize {
+        if self.high_sacked <= self.loss_judged_to {
+            return 0;
+        }
+        // Walk down from the highest SACKed segment until enough SACKed
+        // data lies above: everything below that point is lost.
+        let mut index = self.index_after(self.high_sacked.saturating_sub(1));
+        let (mut sacked_segments, mut sacked_bytes) = (0u32, 0u64);
+        let boundary = loop {
+            let Some(seg) = self.segments.get(index) else {
+                return 0;
+            };
+            if seg.end <= self.loss_judged_to {
+                return 0;
+            }
+            if sacked_segments >= dup_threshold || sacked_bytes > u64::from(dup_threshold - 1) * smss {
+                break seg.end;
+            }
+            if seg.sacked {
+                sacked_segments += 1;
+                sacked_bytes += seg.len();
+            }
+            if index == 0 {
+                return 0;
+            }
+            index -= 1;
+        };
+        let mut marked = 0;
+        let mut i = self.index_after(self.loss_judged_to);
+        while let Some(seg) = self.segments.get(i) {
+            if seg.end > boundary {
+                break;
+            }
+            if !seg.sacked && !seg.lost {
+                self.update(i, |seg| seg.lost = true);
+                marked += 1;
+            }
+            i += 1;
+        }
+        self.loss_judged_to = boundary;
+        marked
+    }
+
+    /// Marks the first unacknowledged segment lost (fast retransmit after
+    /// duplicate ACKs, NewReno partial ACKs). Returns false if it already was
+    /// lost and not retransmitted, or there is none.
+    pub(crate) fn mark_front_lost(&mut self) -> bool {
+        match self.segments.front() {
+            Some(seg) if !seg.sacked && !seg.awaits_retransmission() => {
+                self.update(0, |seg| {
+                    seg.lost = true;
+                    seg.retransmitted = false;
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A retransmission timeout: every segment not SACKed is deemed lost,
+    /// retransmissions included (RFC 6675 section 5.1, RFC 5681 3.1).
+    pub(crate) fn mark_all_lost(&mut self) {
+        for i in 0..self.segments.len() {
+            if !self.segments[i].sacked {
+                self.update(i, |seg| {
+                    seg.lost = true;
+                    seg.retransmitted = false;
+                });
+            }
+        }
+        self.loss_judged_to = self.segments.back().map_or(0, |seg| seg.end);
+    }
+
+    /// Index of the first segment lost and not yet retransmitted (NextSeg
+    /// rule 1 of RFC 6675).
+    pub(crate) fn next_lost(&self) -> Option<usize> {
+        if self.lost_pending == 0 {
+            return None;
+        }
+        self.segments.iter().position(Segment::awaits_retransmission)
+    }
+
+    /// NextSeg rule 3 of RFC 6675: the first segment below the highest
+    /// SACKed one that is neither SACKed nor retransmitted, starting at or
+    /// after `from`.
+    pub(crate) fn next_unsacked_below_high_sacked(&self, from: u64) -> Option<usize> {
+        let start = self.index_after(from);
+        (start..self.segments.len()).find(|&i| {
+            let seg = &self.segments[i];
+            seg.end <= self.high_sacked && !seg.sacked && !seg.retransmitted && seg.start >= from
+        })
+    }
+
+    /// Clears all SACK marks (the receiver reneged, RFC 2018 section 8).
+    pub(crate) fn forget_sacks(&mut self) {
+        for i in 0..self.segments.len() {
+            if self.segments[i].sacked {
+                let len = self.segments[i].len();
+                self.update(i, |seg| seg.sacked = false);
+                self.sacked_bytes -= len;
+            }
+        }
+        self.high_sacked = 0;
+        self.loss_judged_to = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 100;
+
+    /// `n` full segments from sequence offset 1.
+    fn board(n: u64) -> Scoreboard {
+        let mut board = Scoreboard::default();
+        for i in 0..n {
+            board.push(Segment::new(1 + i * MSS, 1 + (i + 1) * MSS, false, Instant::ZERO));
+        }
+        board
+    }
+
+    fn seg_range(i: u64) -> Range<u64> {
+        1 + i * MSS..1 + (i + 1) * MSS
+    }
+
+    #[test]
+    fn pipe_follows_sacks_losses_and_retransmissions() {
+        let mut b = board(10);
+        assert_eq!(b.pipe(), 1000);
+        let block = seg_range(2).start..seg_range(4).end;
+        assert_eq!(b.sack(std::slice::from_ref(&block)), 300);
+        assert_eq!(b.pipe(), 700);
+        // Three SACKed segments above 0 and 1: both are lost.
+        assert_eq!(b.mark_lost_by_sack(3, MSS), 2);
+        assert_eq!(b.pipe(), 500);
+        assert_eq!(b.next_lost(), Some(0));
+        b.retransmitted(0, Instant::ZERO);
+        assert_eq!(b.pipe(), 600);
+        assert_eq!(b.next_lost(), Some(1));
+        let acked = b.ack(seg_range(1).end);
+        assert_eq!(acked.bytes, 200);
+        assert!(acked.retransmitted);
+        assert_eq!(
+            b.pipe(),
+            500,
+            "segment 1 was lost, never resent: it was not in the pipe"
+        );
+        assert_eq!(b.sacked_bytes(), 300);
+    }
+
+    #[test]
+    fn fewer_sacked_segments_than_dupthresh_mark_nothing() {
+        let mut b = board(10);
+        b.sack(&[seg_range(5)]);
+        assert_eq!(b.mark_lost_by_sack(3, MSS), 0);
+        b.sack(&[seg_range(7)]);
+        assert_eq!(b.mark_lost_by_sack(3, MSS), 0);
+        b.sack(&[seg_range(9)]);
+        // Three SACKed segments above 0..=4; 6 has only two above it.
+        assert_eq!(b.mark_lost_by_sack(3, MSS), 5);
+        assert_eq!(b.next_lost(), Some(0));
+        assert!(!b.get(6).unwrap().lost);
+    }
+
+    #[test]
+    fn partial_acks_shorten_the_front_segment() {
+        let mut b = board(2);
+        let acked = b.ack(51);
+        assert_eq!(acked.bytes, 50);
+        assert_eq!(b.front().unwrap().start, 51);
+        assert_eq!(b.pipe(), 150);
+    }
+
+    #[test]
+    fn karn_rtt_sample_only_from_segments_sent_once() {
+        let mut b = board(3);
+        b.retransmitted(2, Instant::from_nanos(5));
+        let acked = b.ack(seg_range(1).end);
+        assert_eq!(acked.rtt_sample_from, Some(Instant::ZERO));
+        let acked = b.ack(seg_range(2).end);
+        assert_eq!(acked.rtt_sample_from, None);
+    }
+
+    #[test]
+    fn timeout_marks_everything_but_sacked_lost() {
+        let mut b = board(4);
+        b.sack(&[seg_range(3)]);
+        b.mark_front_lost();
+        b.retransmitted(0, Instant::ZERO);
+        b.mark_all_lost();
+        assert_eq!(b.pipe(), 0);
+        assert_eq!(b.next_lost(), Some(0), "the retransmission is deemed lost too");
+        assert_eq!((0..4).filter(|&i| b.get(i).unwrap().lost).count(), 3);
+    }
+
+    #[test]
+    fn reneging_forgets_sack_marks() {
+        let mut b = board(4);
+        b.sack(&[seg_range(1), seg_range(2)]);
+        b.forget_sacks();
+        assert_eq!(b.sacked_bytes(), 0);
+        assert_eq!(b.pipe(), 400);
+        assert_eq!(b.high_sacked(), 0);
+    }
+}

@@ -1,0 +1,86 @@
+use std::fmt;
+
+/// The header layer a [`WireError`] was found in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Layer {
+    Ipv4,
+    Ipv6,
+    Tcp,
+    TcpOptions,
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Layer::Ipv4 => "IPv4",
+            Layer::Ipv6 => "IPv6",
+            Layer::Tcp => "TCP",
+            Layer::TcpOptions => "TCP options",
+        })
+    }
+}
+
+/// Why a packet could not be parsed or built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("{layer} truncated: need {needed} bytes, have {available}")]
+    Truncated {
+        layer: Layer,
+        needed: usize,
+        available: usize,
+    },
+    #[error("IP version {0} is neither 4 nor 6")]
+    BadIpVersion(u8),
+    #[error("IPv4 header length {0} bytes is below the minimum of 20")]
+    BadIpv4HeaderLength(usize),
+    #[error(
+        "IPv4 total length {total} is below the header length {header} or beyond the {available} bytes received"
+    )]
+    BadIpv4TotalLength {
+        total: usize,
+        header: usize,
+        available: usize,
+    },
+    #[error("IPv6 payload length {payload} is beyond the {available} bytes received")]
+    BadIpv6PayloadLength { payload: usize, available: usize },
+    #[error("fragmented IP packet (reassembly is not supported)")]
+    Fragmented,
+    #[error("{layer} checksum mismatch")]
+    BadChecksum { layer: Layer },
+    #[error("TCP data offset {0} bytes is below 20 or beyond the segment")]
+    BadTcpDataOffset(usize),
+    #[error("TCP option kind {kind} has invalid length {len}")]
+    BadOptionLength { kind: u8, len: u8 },
+    #[error("TCP option kind {kind} runs past the end of the header")]
+    OptionOverrun { kind: u8 },
+    #[error("TCP options need {0} bytes, more than the 40 a header can carry")]
+    OptionsTooLong(usize),
+    #[error("source and destination addresses are of different IP versions")]
+    AddressFamilyMismatch,
+    #[error("payload of {0} bytes does not fit the IP length field")]
+    PayloadTooLong(usize),
+    #[error("buffer of {available} bytes is too small, need {needed}")]
+    BufferTooSmall { needed: usize, available: usize },
+}
+
+impl WireError {
+    /// A short, stable label for per-cause drop counters.
+    pub fn label(&self) -> &'static str {
+        match self {
+            WireError::Truncated { .. } => "truncated",
+            WireError::BadIpVersion(_) => "bad_ip_version",
+            WireError::BadIpv4HeaderLength(_) => "bad_ipv4_header_length",
+            WireError::BadIpv4TotalLength { .. } => "bad_ipv4_total_length",
+            WireError::BadIpv6PayloadLength { .. } => "bad_ipv6_payload_length",
+            WireError::Fragmented => "fragmented",
+            WireError::BadChecksum { .. } => "bad_checksum",
+            WireError::BadTcpDataOffset(_) => "bad_tcp_data_offset",
+            WireError::BadOptionLength { .. } => "bad_option_length",
+            WireError::OptionOverrun { .. } => "option_overrun",
+            WireError::OptionsTooLong(_) => "options_too_long",
+            WireError::AddressFamilyMismatch => "address_family_mismatch",
+            WireError::PayloadTooLong(_) => "payload_too_long",
+            WireError::BufferTooSmall { .. } => "buffer_too_small",
+        }
+    }
+}

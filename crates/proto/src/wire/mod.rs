@@ -1,0 +1,29 @@
+//! Wire formats: zero-copy parsing into plain `Repr` structs and emission
+//! back into byte buffers (the smoltcp style).
+//!
+//! Every malformed input is reported as a typed [`WireError`]; nothing here
+//! panics on bad input. Parsers are fuzzed (see `fuzz/`).
+
+pub mod checksum;
+mod error;
+pub mod ip;
+pub mod ipv4;
+pub mod ipv6;
+pub mod packet;
+pub mod tcp;
+pub mod tcp_options;
+
+pub use error::{Layer, WireError};
+pub use ip::IpRepr;
+pub use ipv4::Ipv4Repr;
+pub use ipv6::Ipv6Repr;
+pub use packet::{build_tcp_packet, parse_tcp_packet};
+pub use tcp::{TcpFlags, TcpRepr};
+pub use tcp_options::{
+    MAX_OPTIONS_LEN, OptionList, SackBlock, ScpsCapabilities, Snack, TcpOptions, Timestamps,
+};
+
+/// IP protocol number of TCP, and of uncompressed SCPS-TP segments.
+pub const IPPROTO_TCP: u8 = 6;
+/// IP protocol number of SCPS-TP segments with compressed headers (IANA "SCPS").
+pub const IPPROTO_SCPS_COMPRESSED: u8 = 105;

@@ -1,0 +1,202 @@
+//! Closing and resetting, segment by segment (RFC 9293 3.6, 3.10.4-5,
+//! 3.10.7.4; RFC 5961 3 and 4), keepalive (RFC 9293 3.8.4).
+
+mod harness;
+
+use std::time::Duration;
+
+use harness::*;
+use scps_proto::wire::TcpFlags;
+use scps_proto::{Config, ConnectionError, Event, State, StreamError};
+
+fn config() -> Config {
+    Config {
+        time_wait: Duration::from_secs(30),
+        ..Config::default()
+    }
+}
+
+#[test]
+fn active_close_passes_fin_wait_and_time_wait() {
+    let mut c = Established::new(config());
+    c.write(b"bye");
+    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    let fin = c.one();
+    assert_eq!(
+        fin.flags,
+        TcpFlags::ACK | TcpFlags::PSH | TcpFlags::FIN,
+        "the FIN rides on the last data"
+    );
+    assert_eq!(c.h.ep.state(c.conn), Some(State::FinWait1));
+    assert_eq!(c.h.ep.send(c.conn, b"more"), Err(StreamError::SendClosed));
+    let ack = c.peer_segment(fin.seq.wrapping_add(4));
+    c.h.send(&ack);
+    assert_eq!(c.h.ep.state(c.conn), Some(State::FinWait2));
+    // Half-close: the peer may still send.
+    let data = c.peer_segment(fin.seq.wrapping_add(4)).payload(b"still talking");
+    c.h.send(&data);
+    c.rcv_nxt += 13;
+    assert_eq!(c.h.read(c.conn), b"still talking");
+    let peer_fin = c.peer_segment(fin.seq.wrapping_add(4)).flag(TcpFlags::FIN);
+    c.h.send(&peer_fin);
+    let last_ack = c.output().pop().unwrap();
+    assert_eq!(last_ack.ack, c.rcv_nxt + 1, "the FIN acknowledged");
+    assert_eq!(c.h.ep.state(c.conn), Some(State::TimeWait));
+    let mut buf = [0u8; 8];
+    assert_eq!(c.h.ep.recv(c.conn, &mut buf), Ok(0), "end of stream");
+    // A retransmitted FIN is acknowledged again and restarts 2 MSL.
+    c.h.advance(Duration::from_secs(20));
+    let peer_fin = c.peer_segment(fin.seq.wrapping_add(4)).flag(TcpFlags::FIN);
+    c.h.send(&peer_fin);
+    assert_eq!(c.one().ack, c.rcv_nxt + 1);
+    assert_eq!(c.h.advance_to_timeout(), Duration::from_secs(30));
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Closed));
+    assert!(c.h.events().contains(&(c.conn, Event::Closed(None))));
+    c.h.ep.release(c.conn).unwrap();
+    assert_eq!(c.h.ep.connection_count(), 0, "forgotten once released");
+}
+
+#[test]
+fn passive_close_passes_close_wait_and_last_ack() {
+    let mut c = Established::new(config());
+    let peer_fin = c.peer_segment(c.snd_nxt).payload(b"done").flag(TcpFlags::FIN);
+    c.h.send(&peer_fin);
+    let ack = c.one();
+    assert_eq!(ack.ack, c.rcv_nxt + 5, "data and FIN acknowledged at once");
+    assert_eq!(c.h.ep.state(c.conn), Some(State::CloseWait));
+    assert_eq!(c.h.read(c.conn), b"done");
+    // We may still send after the peer closed.
+    c.write(b"reply");
+    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    let fin = c.one();
+    assert!(fin.has(TcpFlags::FIN));
+    assert_eq!(c.h.ep.state(c.conn), Some(State::LastAck));
+    let ack = Seg::ack(c.rcv_nxt + 5, fin.seq.wrapping_add(6)).ts(c.peer_ts + 1, c.our_ts);
+    c.h.send(&ack);
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Closed));
+}
+
+#[test]
+fn simultaneous_close_passes_closing() {
+    let mut c = Established::new(config());
+    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    let our_fin = c.one();
+    let their_fin = c.peer_segment(c.snd_nxt).flag(TcpFlags::FIN);
+    c.h.send(&their_fin);
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Closing));
+    c.one();
+    let ack = Seg::ack(c.rcv_nxt + 1, our_fin.seq.wrapping_add(1)).ts(c.peer_ts + 1, c.our_ts);
+    c.h.send(&ack);
+    assert_eq!(c.h.ep.state(c.conn), Some(State::TimeWait));
+}
+
+#[test]
+fn an_unacknowledged_fin_is_retransmitted() {
+    let mut c = Established::new(config());
+    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    let fin = c.one();
+    c.h.advance_to_timeout();
+    let again = c.one();
+    assert_eq!((again.seq, again.flags), (fin.seq, fin.flags));
+}
+
+#[test]
+fn reset_with_the_exact_sequence_number_resets_the_connection() {
+    let mut c = Established::new(config());
+    c.h.send(&Seg::new(TcpFlags::RST, c.rcv_nxt));
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Closed));
+    assert!(
+        c.h.events()
+            .contains(&(c.conn, Event::Closed(Some(ConnectionError::Reset))))
+    );
+}
+
+#[test]
+fn reset_inside_the_window_only_draws_a_challenge_ack() {
+    let mut c = Established::new(config());
+    c.h.send(&Seg::new(TcpFlags::RST, c.rcv_nxt + 10));
+    let challenge = c.one();
+    assert_eq!((challenge.flags, challenge.ack), (TcpFlags::ACK, c.rcv_nxt));
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Established));
+    // Outside the window: ignored without a reply.
+    c.h.send(&Seg::new(TcpFlags::RST, c.rcv_nxt.wrapping_sub(100_000)));
+    c.h.nothing();
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Established));
+}
+
+#[test]
+fn syn_on_an_established_connection_draws_a_challenge_ack() {
+    let mut c = Established::new(config());
+    let syn = Seg::new(TcpFlags::SYN, c.rcv_nxt + 5).ts(c.peer_ts + 1, 0);
+    c.h.send(&syn);
+    let challenge = c.one();
+    assert_eq!((challenge.flags, challenge.ack), (TcpFlags::ACK, c.rcv_nxt));
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Established));
+}
+
+#[test]
+fn abort_sends_a_reset() {
+    let mut c = Established::new(config());
+    c.write(b"unsent?");
+    c.one();
+    c.h.ep.abort(c.h.now, c.conn).unwrap();
+    let rst = c.one();
+    assert_eq!(rst.flags, TcpFlags::RST);
+    assert_eq!(rst.seq, c.snd_nxt.wrapping_add(7), "<SEQ=SND.NXT>");
+    assert!(
+        c.h.events()
+            .contains(&(c.conn, Event::Closed(Some(ConnectionError::Aborted))))
+    );
+}
+
+#[test]
+fn closing_with_unread_data_resets_so_the_peer_knows() {
+    let mut c = Established::new(config());
+    let data = c.peer_segment(c.snd_nxt).payload(b"unread");
+    c.h.send(&data);
+    c.output();
+    c.h.ep.close(c.h.now, c.conn).unwrap();
+    assert!(c.one().has(TcpFlags::RST));
+}
+
+#[test]
+fn data_arriving_after_close_resets() {
+    let mut c = Established::new(config());
+    c.h.ep.close(c.h.now, c.conn).unwrap();
+    let fin = c.one();
+    assert!(fin.has(TcpFlags::FIN));
+    let late = c.peer_segment(fin.seq.wrapping_add(1)).payload(b"late");
+    c.h.send(&late);
+    assert!(c.one().has(TcpFlags::RST));
+    assert_eq!(c.h.ep.connection_count(), 0, "released and closed: gone");
+}
+
+#[test]
+fn keepalive_probes_an_idle_peer_and_gives_up_when_unanswered() {
+    let keepalive = scps_proto::config::Keepalive {
+        idle: Duration::from_secs(60),
+        interval: Duration::from_secs(10),
+        probes: 3,
+    };
+    let mut c = Established::new(Config {
+        keepalive: Some(keepalive),
+        ..config()
+    });
+    assert_eq!(c.h.advance_to_timeout(), Duration::from_secs(60));
+    let probe = c.one();
+    assert_eq!(probe.seq, c.snd_nxt.wrapping_sub(1), "SEG.SEQ = SND.NXT - 1");
+    assert!(probe.payload.is_empty());
+    // An answer keeps the connection and restarts the idle time.
+    let ack = c.peer_segment(c.snd_nxt);
+    c.h.send(&ack);
+    assert_eq!(c.h.advance_to_timeout(), Duration::from_secs(60));
+    c.one();
+    for _ in 0..2 {
+        assert_eq!(c.h.advance_to_timeout(), Duration::from_secs(10));
+        c.one();
+    }
+    c.h.advance_to_timeout();
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Closed));
+    let error = ConnectionError::KeepaliveTimedOut { probes: 3 };
+    assert!(c.h.events().contains(&(c.conn, Event::Closed(Some(error)))));
+}
