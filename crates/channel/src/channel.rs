@@ -1,0 +1,216 @@
+//! One direction of one circuit: the models chained in order
+//! (buffer and line, outage, bit errors, delay).
+//!
+//! # Randomness
+//!
+//! Each random process has its own generator: `ChaCha8Rng::seed_from_u64(seed)`
+//! switched to its own stream (bit errors 0, jitter 1, call drops 2). So
+//! turning jitter on does not move where bit errors fall, and the call
+//! drops are the same whatever traffic is sent. The bit-error stream is
+//! advanced by every packet that goes on the line (lost to an outage or
+//! not) and jitter is drawn for each of them, so each process depends only
+//! on the sequence of packets accepted by the buffer.
+
+use std::time::Duration;
+
+use crate::bit_errors::{BitErrors, flip};
+use crate::config::{ChannelConfig, ConfigError, ErrorMode};
+use crate::delay::DelayModel;
+use crate::outage::OutageProcess;
+use crate::serializer::Serializer;
+use crate::stats::ChannelStats;
+use crate::time::{from_ns, to_ns};
+
+/// What became of a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fate {
+    /// It arrives at the far end at `at` (same epoch as `now`);
+    /// `flipped_bits` > 0 only in [`ErrorMode::Corrupt`].
+    Delivered {
+        /// Arrival time of the last bit at the far end.
+        at: Duration,
+        /// Bits flipped in the packet on its way.
+        flipped_bits: u32,
+    },
+    /// It is lost.
+    Dropped(DropCause),
+}
+
+/// Why a packet was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropCause {
+    /// The drop-tail buffer was full.
+    Buffer,
+    /// It carried bit errors (error mode Drop).
+    BitErrors,
+    /// Its transmission overlapped an outage.
+    Outage,
+}
+
+/// One direction of one circuit. See the crate documentation for the model.
+#[derive(Debug, Clone)]
+pub struct Channel {
+    config: ChannelConfig,
+    seed: u64,
+    line: Serializer,
+    outages: OutageProcess,
+    errors: BitErrors,
+    delay: DelayModel,
+    stats: ChannelStats,
+}
+
+impl Channel {
+    /// Validates `config` and builds the channel; `seed` fixes every random
+    /// process.
+    pub fn new(config: ChannelConfig, seed: u64) -> Result<Channel, ConfigError> {
+        Channel::with_outage_seed(config, seed, seed)
+    }
+
+    /// Like [`Channel::new`], but the call drops come from `outage_seed`:
+    /// the two directions of one circuit share it, so a dropped call takes
+    /// both down at once, while their bit errors and jitter stay
+    /// independent.
+    pub fn with_outage_seed(
+        config: ChannelConfig,
+        seed: u64,
+        outage_seed: u64,
+    ) -> Result<Channel, ConfigError> {
+        config.validate()?;
+        Ok(Channel {
+            line: Serializer::new(&config),
+            outages: OutageProcess::new(&config.outages, outage_seed)?,
+            errors: BitErrors::new(config.ber, seed),
+            delay: DelayModel::new(config.delay, config.jitter, config.allow_reordering, seed),
+            stats: ChannelStats::default(),
+            config,
+            seed,
+        })
+    }
+
+    /// Offers `packet` (a whole IP packet) at `now`. In
+    /// [`ErrorMode::Corrupt`] the errored bits are flipped in place.
+    ///
+    /// `now` should not decrease from call to call (the buffer forgets
+    /// packets once `now` passes their start); the outage process answers
+    /// correctly in any order.
+    pub fn transmit(&mut self, now: Duration, packet: &mut [u8]) -> Fate {
+        let now_ns = to_ns(now);
+        let len = u64::try_from(packet.len()).unwrap_or(u64::MAX);
+        self.stats.offered(len);
+
+        let Some(slot) = self.line.offer(now_ns, len) else {
+            self.stats.dropped_buffer += 1;
+            return Fate::Dropped(DropCause::Buffer);
+        };
+        let queued = slot.start.saturating_sub(self.line.ticks(now_ns));
+        self.stats.transmitted(from_ns(self.line.ceil_ns(queued)));
+
+        // Outage intervals are whole nanoseconds, so flooring the start and
+        // ceiling the end preserves exactly whether the packet overlaps one.
+        let start_ns = self.line.floor_ns(slot.start);
+        let end_ns = self.line.ceil_ns(slot.end);
+        let lost_to_outage = self.outages.overlaps_down(start_ns, end_ns);
+
+        let corrupt = self.config.error_mode == ErrorMode::Corrupt && !lost_to_outage;
+        let bits = len.saturating_mul(8);
+        let errors = self.errors.pass(bits, |bit| {
+            if corrupt {
+                flip(packet, bit);
+            }
+        });
+        let arrival = self.delay.arrival(end_ns);
+
+        if lost_to_outage {
+            self.stats.dropped_outage += 1;
+            return Fate::Dropped(DropCause::Outage);
+        }
+        if errors > 0 && self.config.error_mode == ErrorMode::Drop {
+            self.stats.dropped_bit_errors += 1;
+            return Fate::Dropped(DropCause::BitErrors);
+        }
+        let at = self.delay.deliver(arrival);
+        self.stats.delivered(len, errors);
+        Fate::Delivered {
+            at: from_ns(at),
+            flipped_bits: u32::try_from(errors).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Records a packet of `len` bytes given to this channel while it is
+    /// down and lost without going on the line (used by [`crate::Bundle`]
+    /// when no channel is up).
+    pub(crate) fn refuse_down(&mut self, len: u64) -> Fate {
+        self.stats.offered(len);
+        self.stats.dropped_outage += 1;
+        Fate::Dropped(DropCause::Outage)
+    }
+
+    /// Whether the link is up at `now`.
+    pub fn is_up(&mut self, now: Duration) -> bool {
+        self.outages.is_up(now)
+    }
+
+    /// Next instant after `now` at which the link goes up or down.
+    pub fn next_change(&mut self, now: Duration) -> Option<Duration> {
+        self.outages.next_change(now)
+    }
+
+    /// IP bytes accepted but not yet on the line at `now`.
+    pub fn backlog_bytes(&mut self, now: Duration) -> u64 {
+        self.line.backlog_bytes(to_ns(now))
+    }
+
+    /// First instant at which the line has finished every accepted packet.
+    pub fn idle_at(&self) -> Duration {
+        from_ns(self.line.free_at_ns())
+    }
+
+    /// The outage process (e.g. for its expected availability).
+    pub fn outages(&self) -> &OutageProcess {
+        &self.outages
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &ChannelStats {
+        &self.stats
+    }
+
+    /// The configuration the channel was built with.
+    pub fn config(&self) -> &ChannelConfig {
+        &self.config
+    }
+
+    /// The seed the channel was built with.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delivered_at_end_plus_delay() {
+        let mut config = ChannelConfig::new(1_000_000);
+        config.delay = Duration::from_millis(100);
+        let mut ch = Channel::new(config, 0).expect("valid");
+        let fate = ch.transmit(Duration::from_secs(1), &mut [0u8; 125]);
+        assert_eq!(
+            fate,
+            Fate::Delivered {
+                at: Duration::from_millis(1101),
+                flipped_bits: 0
+            }
+        );
+        assert_eq!(ch.idle_at(), Duration::from_millis(1001));
+        assert_eq!(ch.stats().packets_delivered, 1);
+        assert_eq!(ch.stats().bytes_delivered, 125);
+    }
+
+    #[test]
+    fn invalid_config_is_refused() {
+        let err = Channel::new(ChannelConfig::new(0), 0).expect_err("rate 0");
+        assert_eq!(err.field(), Some("rate_bps"));
+    }
+}
