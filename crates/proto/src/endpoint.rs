@@ -375,8 +375,8 @@ impl Endpoint {
     }
 
     /// Forgets the handle; the connection finishes whatever it is doing.
-    pub fn release(&mut self, handle: ConnectionHandle) -> Result<(), EndpointError> {
-        self.with_connection(handle, Connection::release)
+    pub fn release(&mut self, now: Instant, handle: ConnectionHandle) -> Result<(), EndpointError> {
+        self.with_connection(handle, |c| c.release(now))
     }
 
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {

@@ -52,7 +52,7 @@ fn active_close_passes_fin_wait_and_time_wait() {
     assert_eq!(c.h.advance_to_timeout(), Duration::from_secs(30));
     assert_eq!(c.h.ep.state(c.conn), Some(State::Closed));
     assert!(c.h.events().contains(&(c.conn, Event::Closed(None))));
-    c.h.ep.release(c.conn).unwrap();
+    c.h.ep.release(c.h.now, c.conn).unwrap();
     assert_eq!(c.h.ep.connection_count(), 0, "forgotten once released");
 }
 
@@ -199,4 +199,70 @@ fn keepalive_probes_an_idle_peer_and_gives_up_when_unanswered() {
     assert_eq!(c.h.ep.state(c.conn), Some(State::Closed));
     let error = ConnectionError::KeepaliveTimedOut { probes: 3 };
     assert!(c.h.events().contains(&(c.conn, Event::Closed(Some(error)))));
+}
+
+#[test]
+fn a_fin_held_by_a_zero_window_is_probed_until_the_window_opens() {
+    let mut c = Established::new(config());
+    c.write(b"0123456789");
+    let first = c.one();
+    let ack = c.peer_segment(first.seq.wrapping_add(10)).window(0);
+    c.h.send(&ack);
+    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    assert!(c.output().is_empty(), "the FIN waits for window");
+    assert!(c.h.ep.poll_timeout().is_some(), "the persist timer runs");
+    c.h.advance_to_timeout();
+    let probe = c.one();
+    // No octet to probe with: an old sequence number draws an ACK.
+    assert_eq!(probe.seq, first.seq.wrapping_add(9));
+    assert!(probe.payload.is_empty() && !probe.has(TcpFlags::FIN));
+    let ack = c.peer_segment(first.seq.wrapping_add(10)).window(100);
+    c.h.send(&ack);
+    assert!(c.one().has(TcpFlags::FIN));
+}
+
+#[test]
+fn persist_probing_gives_up_on_a_silent_peer_but_not_on_an_answering_one() {
+    let mut c = Established::new(Config {
+        max_retransmissions: 3,
+        ..config()
+    });
+    c.write(b"0123456789");
+    let first = c.one();
+    let ack = c.peer_segment(first.seq.wrapping_add(10)).window(0);
+    c.h.send(&ack);
+    c.write(b"more");
+    assert!(c.output().is_empty(), "nothing fits a zero window");
+    // A peer that answers every probe keeps the connection.
+    for _ in 0..10 {
+        c.h.advance_to_timeout();
+        c.one();
+        let ack = c.peer_segment(first.seq.wrapping_add(10)).window(0);
+        c.h.send(&ack);
+    }
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Established));
+    // Then it goes silent.
+    for _ in 0..3 {
+        c.h.advance_to_timeout();
+        c.one();
+    }
+    c.h.advance_to_timeout();
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Closed));
+    let closed = c.h.events().into_iter().find_map(|(_, e)| match e {
+        Event::Closed(Some(ConnectionError::TimedOut { retransmissions, .. })) => Some(retransmissions),
+        _ => None,
+    });
+    assert_eq!(closed, Some(3));
+}
+
+#[test]
+fn an_orphaned_connection_does_not_wait_for_ever_in_fin_wait_2() {
+    let mut c = Established::new(config());
+    c.h.ep.close(c.h.now, c.conn).unwrap();
+    let fin = c.one();
+    let ack = c.peer_segment(fin.seq.wrapping_add(1));
+    c.h.send(&ack);
+    assert_eq!(c.h.ep.state(c.conn), Some(State::FinWait2));
+    assert_eq!(c.h.advance_to_timeout(), Duration::from_secs(30));
+    assert_eq!(c.h.ep.connection_count(), 0);
 }

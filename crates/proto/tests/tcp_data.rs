@@ -347,3 +347,86 @@ fn data_queued_before_the_handshake_goes_after_it() {
     assert_eq!(data.payload, b"early");
     assert_eq!(data.ack, PEER_ISS + 1, "the data carries the handshake's ACK");
 }
+
+#[test]
+fn data_beyond_the_advertised_window_is_trimmed_even_with_buffer_room() {
+    let mut c = Established::new(Config {
+        recv_buffer: 4000,
+        ..Config::default()
+    });
+    for chunk in pattern(4000).chunks(1000) {
+        let seg = c.peer_segment(c.snd_nxt).payload(chunk);
+        c.h.send(&seg);
+        c.rcv_nxt += 1000;
+    }
+    assert_eq!(c.output().pop().unwrap().window, 0);
+    // A read too small to reopen the window (receiver SWS avoidance)...
+    let mut buf = [0u8; 100];
+    assert_eq!(c.h.ep.recv(c.conn, &mut buf), Ok(100));
+    assert!(c.output().is_empty());
+    // ...then a one-byte zero-window probe (the BSD and Windows kind): the
+    // buffer has room, but the byte lies beyond the window offered.
+    let probe = c.peer_segment(c.snd_nxt).payload(b"p");
+    c.h.send(&probe);
+    let ack = c.one();
+    assert_eq!(
+        (ack.ack, ack.window),
+        (c.rcv_nxt, 0),
+        "refused and answered at once"
+    );
+    assert_eq!(c.h.read(c.conn), pattern(4000)[100..]);
+}
+
+#[test]
+fn a_fin_just_beyond_a_filled_window_waits() {
+    let mut c = Established::new(Config {
+        recv_buffer: 4000,
+        ..Config::default()
+    });
+    let seg = c
+        .peer_segment(c.snd_nxt)
+        .payload(&pattern(4000))
+        .flag(TcpFlags::FIN);
+    c.h.send(&seg);
+    let ack = c.one();
+    assert_eq!(
+        (ack.ack, ack.window),
+        (c.rcv_nxt + 4000, 0),
+        "data taken, FIN not"
+    );
+    assert_eq!(c.h.ep.state(c.conn), Some(scps_proto::State::Established));
+    assert_eq!(c.h.read(c.conn), pattern(4000));
+    assert!(!c.h.ep.connection(c.conn).unwrap().peer_closed());
+}
+
+#[test]
+fn a_segment_claiming_the_syns_place_has_no_data_there() {
+    let mut c = Established::new(Config::default());
+    // SEQ = IRS without SYN: the first byte would be the SYN's.
+    let seg = Seg {
+        seq: c.rcv_nxt - 1,
+        ..c.peer_segment(c.snd_nxt).payload(b"xyz")
+    };
+    c.h.send(&seg);
+    assert_eq!(c.h.read(c.conn), b"yz");
+}
+
+#[test]
+fn our_fin_is_not_sent_beyond_the_peers_window() {
+    let mut c = Established::with_offer(
+        Config::default(),
+        PeerOffer {
+            window: 10,
+            ..PeerOffer::default()
+        },
+    );
+    c.write(b"0123456789");
+    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    let data = c.one();
+    assert_eq!(data.payload, b"0123456789");
+    assert!(!data.has(TcpFlags::FIN), "the FIN does not fit a 10-byte window");
+    let ack = c.peer_segment(data.seq.wrapping_add(10)).window(10);
+    c.h.send(&ack);
+    let fin = c.one();
+    assert!(fin.has(TcpFlags::FIN) && fin.payload.is_empty());
+}

@@ -269,3 +269,24 @@ fn invalid_connection_configuration_is_refused_before_anything_is_sent() {
     );
     h.nothing();
 }
+
+#[test]
+fn shutdown_before_the_handshake_completes_queues_the_fin() {
+    let mut h = Harness::new(Config::default());
+    let conn = h.ep.connect(h.now, THEIRS, Some(OURS), None).unwrap();
+    let syn = h.one();
+    h.send(&Seg::new(TcpFlags::SYN, PEER_ISS).mss(1460));
+    let syn_ack = h.one();
+    assert_eq!(h.ep.state(conn), Some(State::SynReceived));
+    assert_eq!(h.ep.send(conn, b"early"), Ok(5));
+    h.ep.shutdown(h.now, conn).unwrap();
+    h.nothing();
+    h.advance_to_timeout();
+    assert_eq!(h.one().flags, syn_ack.flags, "the SYN-ACK again, not a FIN");
+    h.send(&Seg::ack(PEER_ISS + 1, syn.seq.wrapping_add(1)));
+    assert!(h.events().contains(&(conn, Event::Connected)));
+    let data = h.one();
+    assert_eq!(data.payload, b"early");
+    assert!(data.has(TcpFlags::FIN), "the queued FIN follows the data");
+    assert_eq!(h.ep.state(conn), Some(State::FinWait1));
+}

@@ -239,3 +239,72 @@ fn an_ack_for_data_never_sent_is_refused() {
     assert_eq!(c.stats().bytes_acked, 0);
     assert_eq!(c.stats().segments_rejected, 1);
 }
+
+#[test]
+fn without_timestamps_an_ack_covering_a_retransmission_gives_no_rtt_sample() {
+    let mut c = Established::with_offer(
+        config(),
+        PeerOffer {
+            timestamps: false,
+            sack: false,
+            ..PeerOffer::default()
+        },
+    );
+    c.write(&pattern(6 * 1460));
+    assert_eq!(c.output().len(), 6);
+    c.h.advance_to_timeout();
+    assert_eq!(c.output().len(), 1);
+    c.h.advance(Duration::from_millis(10));
+    let ack = c.peer_segment(c.snd_nxt.wrapping_add(6 * 1460));
+    c.h.send(&ack);
+    assert_eq!(c.stats().srtt, None, "Karn: the ACK is ambiguous");
+}
+
+#[test]
+fn a_repeated_timeout_keeps_ssthresh() {
+    for congestion in scps_proto::cc::CongestionAlgorithm::ALL {
+        let mut c = Established::new(Config {
+            congestion,
+            ..config()
+        });
+        c.write(&pattern(10 * MSS as usize));
+        assert_eq!(c.output().len(), 10);
+        c.h.advance_to_timeout();
+        c.output();
+        let after_first = c.stats().ssthresh;
+        c.h.advance_to_timeout();
+        c.output();
+        assert_eq!(c.stats().ssthresh, after_first, "{congestion}: RFC 5681 3.1");
+        assert_eq!(c.stats().cwnd, u64::from(MSS));
+    }
+}
+
+#[test]
+fn the_window_does_not_grow_while_the_peers_window_limits_sending() {
+    let mut c = Established::with_offer(
+        Config {
+            initial_window_segments: 4,
+            ..config()
+        },
+        PeerOffer {
+            window: 8 * MSS as u16,
+            ..PeerOffer::default()
+        },
+    );
+    c.write(&pattern(200 * MSS as usize));
+    let mut acked = 0u32;
+    for _ in 0..40 {
+        let sent: u32 = c.output().iter().map(|s| s.payload.len() as u32).sum();
+        acked += sent;
+        let ack = c
+            .peer_segment(c.snd_nxt.wrapping_add(acked))
+            .window(8 * MSS as u16);
+        c.h.send(&ack);
+        c.h.advance(Duration::from_millis(50));
+    }
+    let cwnd = c.stats().cwnd;
+    assert!(
+        cwnd <= u64::from(10 * MSS),
+        "cwnd {cwnd} grew past the 8 segments ever in use"
+    );
+}

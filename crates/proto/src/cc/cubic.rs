@@ -146,8 +146,11 @@ impl CongestionControl for Cubic {
         self.cwnd = self.cwnd.min(self.ssthresh);
     }
 
-    fn on_timeout(&mut self, _now: Instant, _flight_size: u64, smss: u64) {
-        self.reduce(smss);
+    fn on_timeout(&mut self, _now: Instant, _flight_size: u64, smss: u64, repeated: bool) {
+        if !repeated {
+            self.reduce(smss);
+        }
+        self.epoch = None;
         self.cwnd = smss;
         self.after_timeout = true;
     }
@@ -222,8 +225,14 @@ mod tests {
     #[test]
     fn timeout_restarts_from_one_segment() {
         let mut cc = Cubic::new(50 * SMSS);
-        cc.on_timeout(Instant::ZERO, 50 * SMSS, SMSS);
+        cc.on_timeout(Instant::ZERO, 50 * SMSS, SMSS, false);
         assert_eq!((cc.window(), cc.ssthresh()), (SMSS, 35 * SMSS));
+        cc.on_timeout(Instant::ZERO, SMSS, SMSS, true);
+        assert_eq!(
+            (cc.window(), cc.ssthresh()),
+            (SMSS, 35 * SMSS),
+            "held on a repeated timeout"
+        );
         cc.on_ack(&ack_at(0.1, SMSS));
         assert_eq!(cc.window(), 2 * SMSS, "slow start after a timeout");
     }

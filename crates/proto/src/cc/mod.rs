@@ -45,9 +45,10 @@ pub trait CongestionControl: fmt::Debug + Send {
     fn on_congestion_event(&mut self, now: Instant, flight_size: u64, smss: u64);
     /// Recovery ended with a full acknowledgment.
     fn on_recovery_end(&mut self, now: Instant, flight_size: u64, smss: u64);
-    /// A retransmission timeout (RFC 5681 3.1, equation 4 and the loss
-    /// window of one segment).
-    fn on_timeout(&mut self, now: Instant, flight_size: u64, smss: u64);
+    /// A retransmission timeout: the window falls to the loss window of one
+    /// segment. The threshold is set on the first timeout only, not when
+    /// the retransmission itself times out again (RFC 5681 3.1, equation 4).
+    fn on_timeout(&mut self, now: Instant, flight_size: u64, smss: u64, repeated: bool);
     /// Sending resumes after an idle period longer than the RTO (RFC 5681
     /// 4.1): the window is at most the restart window.
     fn on_idle_restart(&mut self, restart_window: u64);

@@ -65,8 +65,10 @@ impl CongestionControl for NewReno {
         self.cwnd = self.ssthresh.min(flight_size.max(smss) + smss);
     }
 
-    fn on_timeout(&mut self, _now: Instant, flight_size: u64, smss: u64) {
-        self.ssthresh = half_flight(flight_size, smss);
+    fn on_timeout(&mut self, _now: Instant, flight_size: u64, smss: u64, repeated: bool) {
+        if !repeated {
+            self.ssthresh = half_flight(flight_size, smss);
+        }
         self.cwnd = smss;
         self.acked_in_avoidance = 0;
     }
@@ -120,8 +122,14 @@ mod tests {
     #[test]
     fn timeout_collapses_to_one_segment_and_halves_the_flight() {
         let mut cc = NewReno::new(10 * SMSS);
-        cc.on_timeout(Instant::ZERO, 3 * SMSS, SMSS);
-        assert_eq!((cc.window(), cc.ssthresh()), (SMSS, 2 * SMSS));
+        cc.on_timeout(Instant::ZERO, 8 * SMSS, SMSS, false);
+        assert_eq!((cc.window(), cc.ssthresh()), (SMSS, 4 * SMSS));
+        cc.on_timeout(Instant::ZERO, 8 * SMSS, SMSS, true);
+        assert_eq!(
+            (cc.window(), cc.ssthresh()),
+            (SMSS, 4 * SMSS),
+            "held on a repeated timeout"
+        );
     }
 
     #[test]

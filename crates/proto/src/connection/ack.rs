@@ -36,6 +36,11 @@ impl Connection {
             // An old duplicate ACK: ignore the field, keep the text.
             return true;
         }
+        // The peer is alive: probes it answered do not count against it.
+        if self.persist_unanswered > 0 {
+            self.persist_unanswered = 0;
+            self.stalled_since = None;
+        }
 
         let window = u64::from(seg.window) << self.negotiated.send_shift;
         let window_changed = window != self.snd.wnd;
@@ -115,7 +120,14 @@ impl Connection {
         let data_acked = acked.bytes - u64::from(acked.fin);
         self.stats.bytes_acked += data_acked;
 
-        if let Some(sample) = self.rtt_sample(now, seg, acked.rtt_sample_from) {
+        // Without timestamps, an ACK covering a retransmission is ambiguous
+        // even for the segments it covers that were sent once (Karn's rule,
+        // RFC 6298 section 3): no sample.
+        let ambiguous = acked.retransmitted && !self.negotiated.timestamps;
+        if let Some(sample) = self
+            .rtt_sample(now, seg, acked.rtt_sample_from)
+            .filter(|_| !ambiguous)
+        {
             self.rtt.on_sample(sample);
         }
         self.consecutive_timeouts = 0;
@@ -146,19 +158,22 @@ impl Connection {
         restart_rto
     }
 
-    /// A partial ACK during fast recovery. Without SACK, NewReno (RFC 6582
-    /// 3.2 step 5) retransmits the next hole at once and deflates the
-    /// window; with SACK, the scoreboard already says what to resend. The
-    /// retransmission timer restarts on the first partial ACK only (the
-    /// "impatient" variant), so that a long recovery falls back to it.
+    /// A partial ACK during fast recovery; returns whether the
+    /// retransmission timer restarts. With SACK the scoreboard already says
+    /// what to resend, and the timer restarts as on any new ACK (RFC 6298
+    /// 5.3). Without SACK, NewReno (RFC 6582 3.2 step 5) retransmits the
+    /// next hole at once and deflates the window, and restarts the timer on
+    /// the first partial ACK only (the "impatient" variant), so that a long
+    /// recovery falls back to it.
     fn on_partial_ack(&mut self, acked: u64) -> bool {
-        if !self.negotiated.sack {
-            self.board.mark_front_lost();
-            self.force_retransmit = true;
-            self.recovery.inflation -= acked as i64;
-            if acked >= self.negotiated.smss {
-                self.recovery.inflation += self.negotiated.smss as i64;
-            }
+        if self.negotiated.sack {
+            return true;
+        }
+        self.board.mark_front_lost();
+        self.force_retransmit = true;
+        self.recovery.inflation -= acked as i64;
+        if acked >= self.negotiated.smss {
+            self.recovery.inflation += self.negotiated.smss as i64;
         }
         let first = !self.recovery.partial_ack_seen;
         self.recovery.partial_ack_seen = true;

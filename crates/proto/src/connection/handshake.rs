@@ -114,6 +114,7 @@ impl Connection {
             },
             keepalive_probes: 0,
             persist_probes: 0,
+            persist_unanswered: 0,
             consecutive_timeouts: 0,
             stalled_since: None,
             last_received: params.now,
@@ -272,9 +273,13 @@ impl Connection {
         }
     }
 
-    /// The handshake completed.
+    /// The handshake completed; a FIN queued meanwhile now goes.
     pub(crate) fn establish(&mut self, now: Instant) {
-        self.state = State::Established;
+        self.state = if self.snd.fin_queued {
+            State::FinWait1
+        } else {
+            State::Established
+        };
         self.timers.stop(Timer::Retransmit);
         if self.handshake.retransmissions > 0 {
             self.rtt.after_syn_timeout();

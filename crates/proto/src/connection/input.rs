@@ -12,6 +12,15 @@ use crate::wire::TcpRepr;
 /// RFC 7323 5.5: TS.Recent older than 24 days is no longer trusted.
 const PAWS_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(24 * 24 * 3600);
 
+/// The verdict of the timestamp checks.
+enum Paws {
+    Pass,
+    /// An old duplicate (RFC 7323 5.3 R1): acknowledged and dropped.
+    Old,
+    /// No timestamps although both sides agreed on them (RFC 7323 3.2).
+    MissingTimestamps,
+}
+
 /// A reset we owe the peer for a segment that did not belong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ResetReply {
@@ -34,8 +43,20 @@ impl Connection {
             return;
         };
 
-        // First: sequence number and PAWS.
-        if !self.passes_paws(now, seg) || !self.is_acceptable(seq, seg) {
+        // First: PAWS and the sequence number.
+        match self.paws(now, seg) {
+            Paws::Pass => {}
+            Paws::MissingTimestamps => {
+                // RFC 7323 3.2: dropped without a word.
+                self.stats.segments_rejected += 1;
+                return;
+            }
+            Paws::Old => {
+                self.reject(seg);
+                return;
+            }
+        }
+        if !self.is_acceptable(seq, seg) {
             // A retransmitted SYN in SYN-RECEIVED means our SYN-ACK was lost.
             if self.state == State::SynReceived && seg.flags.syn() && !seg.flags.ack() && seq == 0 {
                 self.handshake.syn_due = true;
@@ -103,7 +124,10 @@ impl Connection {
             return;
         }
         match self.state {
-            State::FinWait1 if self.snd.fin_acked() => self.state = State::FinWait2,
+            State::FinWait1 if self.snd.fin_acked() => {
+                self.state = State::FinWait2;
+                self.linger_if_orphaned(now);
+            }
             State::Closing if self.snd.fin_acked() => self.enter_time_wait(now),
             State::LastAck if self.snd.fin_acked() => {
                 self.close_with(now, None);
@@ -146,21 +170,25 @@ impl Connection {
     }
 
     /// RFC 7323 5.3 R1 (PAWS) and 3.2 (a segment without timestamps once
-    /// they are in use is dropped). RSTs are exempt.
-    fn passes_paws(&mut self, now: Instant, seg: &TcpRepr<'_>) -> bool {
+    /// they are in use). RSTs are exempt.
+    fn paws(&mut self, now: Instant, seg: &TcpRepr<'_>) -> Paws {
         if !self.negotiated.timestamps || seg.flags.rst() {
-            return true;
+            return Paws::Pass;
         }
         let Some(ts) = seg.options.timestamps else {
-            return false;
+            return Paws::MissingTimestamps;
         };
         if now.saturating_since(self.ts.recent_at) > PAWS_IDLE_LIMIT {
             // R1 exception: a stale TS.Recent is replaced, not trusted.
             self.ts.recent = ts.tsval;
             self.ts.recent_at = now;
-            return true;
+            return Paws::Pass;
         }
-        !ts_before(ts.tsval, self.ts.recent)
+        if ts_before(ts.tsval, self.ts.recent) {
+            Paws::Old
+        } else {
+            Paws::Pass
+        }
     }
 
     /// RFC 7323 4.3 R3: remember the timestamp of the segment that the

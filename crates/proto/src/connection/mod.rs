@@ -252,8 +252,11 @@ pub struct Connection {
     handshake: handshake::Handshake,
     /// Unanswered keepalive probes.
     keepalive_probes: u32,
-    /// Zero-window probes sent since the window closed.
+    /// Zero-window probes sent since the window closed (the backoff).
     persist_probes: u32,
+    /// Probes sent since the peer last acknowledged anything: a peer that
+    /// answers may keep its window closed for ever, a silent one may not.
+    persist_unanswered: u32,
     /// Retransmission timeouts in a row on the same data.
     consecutive_timeouts: u32,
     /// When the first of those timeouts' segment was first sent.
@@ -405,14 +408,14 @@ impl Connection {
     }
 
     /// Closes our sending side once queued data is sent (a FIN follows it);
-    /// reading continues (half-close, RFC 9293 3.6).
-    pub fn shutdown(&mut self, now: Instant) {
+    /// reading continues (half-close, RFC 9293 3.6). Before the handshake
+    /// completes, the FIN is queued until it does (RFC 9293 3.10.4 for
+    /// SYN-RECEIVED; we treat SYN-SENT alike so that data written early is
+    /// not lost).
+    pub fn shutdown(&mut self, _now: Instant) {
         match self.state {
-            State::SynSent => {
-                // Nothing was promised to the peer yet (RFC 9293 3.10.4).
-                self.close_with(now, None);
-            }
-            State::SynReceived | State::Established => {
+            State::SynSent | State::SynReceived => self.snd.fin_queued = true,
+            State::Established => {
                 self.snd.fin_queued = true;
                 self.state = State::FinWait1;
             }
@@ -436,6 +439,7 @@ impl Connection {
             return;
         }
         self.shutdown(now);
+        self.linger_if_orphaned(now);
     }
 
     /// Resets the connection at once (RFC 9293 3.10.5 ABORT).
@@ -448,8 +452,17 @@ impl Connection {
 
     /// Lets the connection go without closing it (after an error or an
     /// orderly close it is simply forgotten).
-    pub fn release(&mut self) {
+    pub fn release(&mut self, now: Instant) {
         self.released = true;
+        self.linger_if_orphaned(now);
+    }
+
+    /// A connection nobody holds, waiting in FIN-WAIT-2 for a FIN that may
+    /// never come, is given up after 2 MSL (Linux's `tcp_fin_timeout`).
+    fn linger_if_orphaned(&mut self, now: Instant) {
+        if self.released && self.state == State::FinWait2 && !self.timers.is_armed(Timer::TimeWait) {
+            self.timers.set(Timer::TimeWait, now + self.config.time_wait);
+        }
     }
 
     /// The next instant at which [`Connection::handle_timeout`] must run.

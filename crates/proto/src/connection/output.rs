@@ -58,6 +58,11 @@ impl Connection {
                 if let Some(index) = self.next_rescue_retransmission() {
                     return Some(Plan::Retransmit(index));
                 }
+                // Nothing more goes out now. Whether the congestion window is
+                // what holds data back decides if ACKs may grow it: not when
+                // the application, the peer's window, Nagle or silly window
+                // avoidance is the reason (RFC 7661 4.3, RFC 5681 3.1).
+                self.cwnd_limited = self.waiting_for_congestion_window();
                 if self.persist_due {
                     return Some(Plan::WindowProbe);
                 }
@@ -86,17 +91,24 @@ impl Connection {
     }
 
     fn next_retransmission(&mut self) -> Option<usize> {
-        let index = self.board.next_lost()?;
+        let Some(index) = self.board.next_lost() else {
+            // Whatever was to be forced out has been acknowledged since.
+            self.force_retransmit = false;
+            return None;
+        };
         if self.force_retransmit {
             self.force_retransmit = false;
             return Some(index);
         }
         let len = self.board.get(index)?.len();
-        if self.congestion_allowance() >= len.min(self.negotiated.smss) {
-            return Some(index);
-        }
-        self.cwnd_limited = true;
-        None
+        (self.congestion_allowance() >= len.min(self.negotiated.smss)).then_some(index)
+    }
+
+    /// Data is waiting (new, or lost and not yet resent) and the congestion
+    /// window has no room for a segment of it.
+    fn waiting_for_congestion_window(&self) -> bool {
+        let waiting = self.snd.nxt < self.snd.data_end() || self.board.has_lost_pending();
+        waiting && self.congestion_allowance() < self.negotiated.smss
     }
 
     /// RFC 6675 NextSeg rule 3: in SACK recovery with nothing lost nor new
@@ -106,14 +118,20 @@ impl Connection {
         if !self.negotiated.sack || !self.recovery.in_fast_recovery() {
             return None;
         }
-        let index = self
-            .board
-            .next_unsacked_below_high_sacked(self.recovery.high_rule3)?;
-        let seg = self.board.get(index)?;
-        if self.congestion_allowance() < seg.len().min(self.negotiated.smss) {
+        // Room first: the search is only worth it when a segment can go.
+        if self.congestion_allowance() < self.negotiated.smss {
             return None;
         }
-        self.recovery.high_rule3 = seg.end;
+        let Some(index) = self
+            .board
+            .next_unsacked_below_high_sacked(self.recovery.high_rule3)
+        else {
+            // Nothing to rescue below the highest SACK: no need to look
+            // again until new SACKs raise it.
+            self.recovery.high_rule3 = self.board.high_sacked();
+            return None;
+        };
+        self.recovery.high_rule3 = self.board.get(index)?.end;
         Some(index)
     }
 
@@ -123,14 +141,17 @@ impl Connection {
         let unsent = data_end.saturating_sub(start);
         let fin_pending = self.snd.fin_queued && !self.snd.fin_sent();
         if unsent == 0 && !fin_pending {
-            // Application-limited, unless repairs are waiting for room.
-            self.cwnd_limited &= self.board.has_lost_pending();
             return None;
         }
         let window_room = (self.snd.una + self.snd.wnd).saturating_sub(start);
         if unsent == 0 {
-            // A FIN alone needs one sequence number of window, not cwnd.
-            return (window_room > 0).then_some(Plan::NewData { len: 0, fin: true });
+            // A FIN alone needs one sequence number of window, not cwnd;
+            // without it, the persist timer probes for the window.
+            if window_room > 0 {
+                return Some(Plan::NewData { len: 0, fin: true });
+            }
+            self.arm_persist_if_idle(now);
+            return None;
         }
         if self.board.is_empty()
             && self.config.slow_start_after_idle
@@ -145,16 +166,13 @@ impl Connection {
         let len = want.min(window_room).min(congestion_room);
         if len < want {
             if congestion_room < want {
-                self.cwnd_limited = true;
                 return None;
             }
             // Sender SWS avoidance (RFC 9293 3.8.6.2.1): a partial segment
             // only if it is at least half the largest window offered. With
             // nothing in flight to bring an ACK, the persist timer probes.
             if len == 0 || len < self.snd.max_wnd / 2 {
-                if self.board.is_empty() && !self.timers.is_armed(Timer::Persist) {
-                    self.timers.set(Timer::Persist, now + self.persist_interval());
-                }
+                self.arm_persist_if_idle(now);
                 return None;
             }
         }
@@ -166,8 +184,18 @@ impl Connection {
         if len < smss && self.config.nagle && small_in_flight && !self.snd.fin_queued {
             return None;
         }
-        let fin = fin_pending && start + len == data_end;
+        // The FIN goes with the last data only if it fits the window too
+        // (as Linux does); otherwise it follows on its own.
+        let fin = fin_pending && start + len == data_end && len < window_room;
         Some(Plan::NewData { len, fin })
+    }
+
+    /// With nothing in flight to bring an ACK, only the persist timer will
+    /// learn that the peer's window opened.
+    fn arm_persist_if_idle(&mut self, now: Instant) {
+        if self.board.is_empty() && !self.timers.is_armed(Timer::Persist) {
+            self.timers.set(Timer::Persist, now + self.persist_interval());
+        }
     }
 
     fn build(&mut self, now: Instant, plan: Plan) -> TcpRepr<'_> {
@@ -211,14 +239,22 @@ impl Connection {
                 // retransmission timer, repeats it.
                 self.persist_due = false;
                 self.persist_probes += 1;
-                if let Some(front) = self.board.front().cloned() {
-                    seq = front.start;
-                    payload = (
-                        front.start - 1,
-                        (front.end - front.start - u64::from(front.fin)).min(1),
-                    );
+                self.persist_unanswered += 1;
+                let front_data = self
+                    .board
+                    .front()
+                    .map(|f| (f.start, f.end - f.start - u64::from(f.fin)))
+                    .filter(|&(_, len)| len > 0);
+                if let Some((start, _)) = front_data {
+                    seq = start;
+                    payload = (start - 1, 1);
                     self.board.retransmitted(0, now);
-                } else if self.snd.data_end() > self.snd.nxt {
+                } else if !self.board.is_empty() || self.snd.data_end() <= self.snd.nxt {
+                    // Only a FIN is waiting: no octet to probe with. An old
+                    // sequence number draws an ACK carrying the window, as
+                    // a keepalive does.
+                    seq = self.snd.una.saturating_sub(1);
+                } else {
                     // As much as a small window takes (the SWS override
                     // timeout of RFC 9293 3.8.6.2.1), at least one octet.
                     let window_room = (self.snd.una + self.snd.wnd).saturating_sub(seq);
@@ -244,10 +280,9 @@ impl Connection {
         let window = self.window_field();
         let ack = self.note_ack_sent();
         self.stats.segments_sent += 1;
-        self.scratch.resize(payload_len, 0);
-        if payload_len > 0 {
-            self.snd.buf.copy(payload.0, &mut self.scratch[..payload_len]);
-        }
+        self.snd
+            .buf
+            .copy_to_vec(payload.0, payload_len, &mut self.scratch);
         TcpRepr {
             src_port: self.tuple.local.port(),
             dst_port: self.tuple.remote.port(),
@@ -358,7 +393,9 @@ impl Connection {
     fn window_field(&mut self) -> u16 {
         let nxt = self.rcv.nxt();
         let shift = self.negotiated.recv_shift;
-        let edge = self.next_window_edge();
+        // RCV.NXT never passes the advertised edge (text is trimmed to it);
+        // the max keeps that an invariant rather than an assumption.
+        let edge = self.next_window_edge().max(nxt);
         let field = ((edge - nxt) >> shift).min(65535);
         self.rcv.adv_edge = self.rcv.adv_edge.max(nxt + (field << shift));
         field as u16

@@ -14,22 +14,42 @@ const RECENT_RANGES: usize = 4;
 
 impl Connection {
     /// Stores the text of an acceptable segment whose sequence offset is
-    /// `seq`, and processes its FIN.
+    /// `seq`, and processes its FIN. Only what lies within the window we
+    /// advertised is kept, the FIN included (RFC 9293 3.10.7.4, first): the
+    /// buffer may have more room, but the peer must not be able to move
+    /// RCV.NXT past the edge we offered.
     pub(crate) fn process_text(&mut self, now: Instant, seg: &TcpRepr<'_>, seq: u64) {
-        // Data begins after the SYN if the segment carries one.
-        let first_data_seq = seq + u64::from(seg.flags.syn());
-        if !seg.payload.is_empty() {
-            self.receive_payload(now, first_data_seq, seg.payload);
+        // Data begins after the SYN if the segment carries one. A segment
+        // claiming the SYN's place without a SYN has no data there.
+        let mut first = seq + u64::from(seg.flags.syn());
+        let mut payload = seg.payload;
+        if first == 0 {
+            payload = payload.get(1..).unwrap_or_default();
+            first = 1;
+        }
+        let window_end = self.rcv.adv_edge;
+        let fits = usize::try_from(window_end.saturating_sub(first)).unwrap_or(usize::MAX);
+        let trimmed = payload.len() > fits;
+        let payload = &payload[..payload.len().min(fits)];
+        if trimmed {
+            // Refused for lack of window (a zero-window probe, say): the
+            // ACK tells the peer where the window stands.
+            self.ack.immediate = true;
+        }
+        if !payload.is_empty() {
+            self.receive_payload(now, first, payload);
             if self.state == State::Closed {
                 return;
             }
         }
-        if seg.flags.fin() {
-            let fin = first_data_seq + seg.payload.len() as u64;
-            // Only a FIN whose data all fitted can be taken.
-            if fin <= 1 + self.rcv.buf.limit() {
+        if seg.flags.fin() && !trimmed {
+            let fin = first + payload.len() as u64;
+            if fin < window_end {
                 self.rcv.fin.get_or_insert(fin);
             }
+            // Taken now, or waiting behind a hole: either way, say so at
+            // once (RFC 5681 4.2 for the out-of-order case).
+            self.ack.immediate = true;
         }
         self.take_fin_if_reached(now);
     }

@@ -112,6 +112,21 @@ impl Ring {
         out[first..].copy_from_slice(&self.storage[..rest]);
     }
 
+    /// Replaces the contents of `out` with the `len` valid bytes starting
+    /// `offset` past the head (no zero-filling on the way).
+    pub(crate) fn copy_to_vec(&self, offset: usize, len: usize, out: &mut Vec<u8>) {
+        debug_assert!(offset + len <= self.len);
+        out.clear();
+        if len == 0 {
+            return;
+        }
+        let size = self.storage.len();
+        let start = (self.head + offset) % size;
+        let first = len.min(size - start);
+        out.extend_from_slice(&self.storage[start..start + first]);
+        out.extend_from_slice(&self.storage[..len - first]);
+    }
+
     /// Releases `n` bytes from the head.
     pub(crate) fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.len);
@@ -171,6 +186,9 @@ mod tests {
         let mut out = [0u8; 15];
         ring.copy_out(0, &mut out);
         assert_eq!(&out, b"hello, ___world");
+        let mut vec = vec![1, 2, 3];
+        ring.copy_to_vec(7, 5, &mut vec);
+        assert_eq!(vec, b"___wo");
         assert_eq!(ring.push(&[7u8; 200]), 85);
         assert_eq!(ring.free(), 0);
     }

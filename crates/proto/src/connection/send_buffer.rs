@@ -37,11 +37,16 @@ impl SendBuffer {
         self.ring.push(data)
     }
 
-    /// Copies the bytes at stream offsets `start..start + out.len()`, which
-    /// must be held.
-    pub(crate) fn copy(&self, start: u64, out: &mut [u8]) {
-        debug_assert!(start >= self.head && start + out.len() as u64 <= self.end());
-        self.ring.copy_out((start - self.head) as usize, out);
+    /// Replaces the contents of `out` with the `len` bytes from stream
+    /// offset `start`, which must be held.
+    pub(crate) fn copy_to_vec(&self, start: u64, len: usize, out: &mut Vec<u8>) {
+        if len == 0 {
+            // Segments without data pass any start, even one released.
+            out.clear();
+            return;
+        }
+        debug_assert!(start >= self.head && start + len as u64 <= self.end());
+        self.ring.copy_to_vec((start - self.head) as usize, len, out);
     }
 
     /// Forgets every byte before stream offset `offset` (acknowledged).
@@ -65,9 +70,9 @@ mod tests {
         assert_eq!(buf.free(), 0);
         buf.release_to(3);
         assert_eq!(buf.write(b"XYZ!"), 3);
-        let mut out = [0u8; 8];
-        buf.copy(3, &mut out);
-        assert_eq!(&out, b"defghXYZ");
+        let mut out = Vec::new();
+        buf.copy_to_vec(3, 8, &mut out);
+        assert_eq!(out, b"defghXYZ");
         assert_eq!(buf.end(), 11);
         buf.release_to(100);
         assert!(buf.is_empty());

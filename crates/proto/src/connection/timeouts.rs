@@ -11,7 +11,7 @@ impl Connection {
             match timer {
                 Timer::Retransmit => self.on_retransmission_timeout(now),
                 Timer::DelayedAck => self.ack.immediate = true,
-                Timer::Persist => self.persist_due = true,
+                Timer::Persist => self.on_persist_timeout(now),
                 Timer::Keepalive => self.on_keepalive_timeout(now),
                 Timer::TimeWait => self.close_with(now, None),
             }
@@ -51,7 +51,8 @@ impl Connection {
                 self.consecutive_timeouts += 1;
                 self.stats.timeouts += 1;
                 let flight = self.snd.nxt - self.snd.una;
-                self.cc.on_timeout(now, flight, self.negotiated.smss);
+                let repeated = self.consecutive_timeouts > 1;
+                self.cc.on_timeout(now, flight, self.negotiated.smss, repeated);
                 if self.consecutive_timeouts > 1 {
                     // Timeouts in a row although the SACKed data would let
                     // the ACK advance: the receiver may have discarded it
@@ -65,6 +66,25 @@ impl Connection {
                 self.timers.set(Timer::Retransmit, now + self.rtt.rto());
             }
         }
+    }
+
+    /// Time for a window probe, unless the peer has stopped answering them
+    /// (RFC 1122 4.2.2.17 keeps the connection only while probes are
+    /// acknowledged).
+    fn on_persist_timeout(&mut self, now: Instant) {
+        let unanswered = self.persist_unanswered;
+        if unanswered >= self.config.max_retransmissions {
+            let error = ConnectionError::TimedOut {
+                retransmissions: unanswered,
+                waited: now.saturating_since(self.stalled_since.unwrap_or(now)),
+            };
+            self.close_with(now, Some(error));
+            return;
+        }
+        if unanswered == 0 {
+            self.stalled_since = Some(now);
+        }
+        self.persist_due = true;
     }
 
     /// RFC 9293 3.8.4 / RFC 1122 4.2.3.6.

@@ -87,6 +87,10 @@ pub(crate) struct Scoreboard {
     /// Every segment ending at or below this offset has been judged by the
     /// SACK loss rule.
     loss_judged_to: u64,
+    /// No segment starting below this offset awaits retransmission: where
+    /// the search for the next one resumes, so that a recovery costs a walk
+    /// of the queue, not a walk per segment sent.
+    pending_from: u64,
 }
 
 impl Scoreboard {
@@ -112,7 +116,6 @@ impl Scoreboard {
         self.sacked_bytes
     }
 
-    #[cfg(test)]
     pub(crate) fn high_sacked(&self) -> u64 {
         self.high_sacked
     }
@@ -132,6 +135,9 @@ impl Scoreboard {
         let (pipe_after, sacked_after, pending_after) =
             (seg.pipe_share(), seg.sacked, seg.awaits_retransmission());
         let len = seg.len();
+        if pending_after && !pending_before {
+            self.pending_from = self.pending_from.min(seg.start);
+        }
         self.pipe = self.pipe - pipe_before + pipe_after;
         if sacked_after && !sacked_before {
             self.sacked_bytes += len;
@@ -152,14 +158,15 @@ impl Scoreboard {
         self.segments.push_back(segment);
     }
 
-    /// Records a retransmission of segment `index`.
+    /// Records a retransmission of segment `index`. A segment resent
+    /// before it was deemed lost (RFC 6675 NextSeg rule 3, a window probe)
+    /// counts twice in the pipe, its original and its copy, as SetPipe has
+    /// it.
     pub(crate) fn retransmitted(&mut self, index: usize, now: Instant) {
         self.update(index, |seg| {
             seg.sent_at = now;
             seg.transmissions += 1;
-            if seg.lost {
-                seg.retransmitted = true;
-            }
+            seg.retransmitted = true;
         });
     }
 
@@ -311,11 +318,16 @@ impl Scoreboard {
 
     /// Index of the first segment lost and not yet retransmitted (NextSeg
     /// rule 1 of RFC 6675).
-    pub(crate) fn next_lost(&self) -> Option<usize> {
+    pub(crate) fn next_lost(&mut self) -> Option<usize> {
         if self.lost_pending == 0 {
             return None;
         }
-        self.segments.iter().position(Segment::awaits_retransmission)
+        let from = self.index_after(self.pending_from);
+        let found = (from..self.segments.len()).find(|&i| self.segments[i].awaits_retransmission());
+        if let Some(i) = found {
+            self.pending_from = self.segments[i].start;
+        }
+        found
     }
 
     /// NextSeg rule 3 of RFC 6675: the first segment below the highest
@@ -323,10 +335,12 @@ impl Scoreboard {
     /// after `from`.
     pub(crate) fn next_unsacked_below_high_sacked(&self, from: u64) -> Option<usize> {
         let start = self.index_after(from);
-        (start..self.segments.len()).find(|&i| {
-            let seg = &self.segments[i];
-            seg.end <= self.high_sacked && !seg.sacked && !seg.retransmitted && seg.start >= from
-        })
+        (start..self.segments.len())
+            .take_while(|&i| self.segments[i].end <= self.high_sacked)
+            .find(|&i| {
+                let seg = &self.segments[i];
+                !seg.sacked && !seg.retransmitted && seg.start >= from
+            })
     }
 
     /// Clears all SACK marks (the receiver reneged, RFC 2018 section 8).
