@@ -1,0 +1,168 @@
+//! `scps sim SCENARIO [--set KEY=VALUE]... [--runs N] [--seed S] [--json]`
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use scps_config::sweep::parse_assignment;
+use scps_config::{Point, Scenario};
+use scps_sim::{RunOptions, RunResult};
+
+use crate::table;
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// A built-in scenario (lowrate-leo-geo, geo-8mbit, t1-geo,
+    /// iridium-3ch, complex-35ws) or the path of a scenario file.
+    scenario: String,
+    /// Pin a key of the scenario (dotted path), e.g. `link.delay=120ms`,
+    /// `protocol=tcp-vj`; a list (`link.ber=[0,1e-5]`) makes a sweep axis.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Runs per point (default: the scenario's `runs`, else 1); run i
+    /// uses seed S + i.
+    #[arg(long)]
+    runs: Option<u32>,
+    /// First seed (default: the scenario's `seed`, else 1).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// One JSON object per run and per line, instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Capture the link at the client's interface into this pcap file (for
+    /// several runs, `-N` is added before the extension).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
+    /// Simulations to run at once (default: the number of CPUs).
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+/// One run to do: which point, which seed, where to capture.
+struct Job<'a> {
+    point: &'a Point,
+    seed: u64,
+    capture: Option<PathBuf>,
+}
+
+pub fn main(args: SimArgs) -> anyhow::Result<()> {
+    let sets = args
+        .sets
+        .iter()
+        .map(|s| parse_assignment(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let scenario = Scenario::load(&args.scenario, &sets)?;
+    let runs = args.runs.unwrap_or(scenario.runs);
+    if runs == 0 {
+        bail!("--runs 0: at least one run is needed");
+    }
+    let first_seed = args.seed.unwrap_or(scenario.seed);
+    let total = scenario.points.len() * runs as usize;
+    let jobs: Vec<Job> = scenario
+        .points
+        .iter()
+        .flat_map(|point| (0..runs).map(move |run| (point, run)))
+        .enumerate()
+        .map(|(index, (point, run))| Job {
+            point,
+            seed: first_seed.wrapping_add(u64::from(run)),
+            capture: args.pcap.as_ref().map(|path| capture_path(path, index, total)),
+        })
+        .collect();
+    let workers = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, jobs.len().max(1));
+    let results = run_all(&jobs, workers, args.json)?;
+    if !args.json {
+        table::print(&scenario, &results, runs)?;
+    }
+    Ok(())
+}
+
+/// `path` for a single run, else `path` with `-N` before the extension.
+fn capture_path(path: &std::path::Path, index: usize, total: usize) -> PathBuf {
+    if total == 1 {
+        return path.to_owned();
+    }
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{index}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{index}"),
+    };
+    path.with_file_name(name)
+}
+
+/// Runs every job on `workers` threads; with `json`, prints each result in
+/// job order as soon as those before it are done.
+fn run_all(jobs: &[Job], workers: usize, json: bool) -> anyhow::Result<Vec<RunResult>> {
+    let next = Mutex::new(0usize);
+    let slots: Vec<Mutex<Option<anyhow::Result<RunResult>>>> =
+        jobs.iter().map(|_| Mutex::new(None)).collect();
+    let printed = Mutex::new(0usize);
+    let print_ready = || -> anyhow::Result<()> {
+        let mut printed = printed
+            .lock()
+            .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?;
+        let mut out = std::io::stdout().lock();
+        while *printed < slots.len() {
+            let slot = slots[*printed]
+                .lock()
+                .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?;
+            match slot.as_ref() {
+                Some(Ok(result)) => {
+                    if json {
+                        writeln!(out, "{}", serde_json::to_string(result)?)?;
+                    }
+                }
+                Some(Err(_)) | None => break,
+            }
+            *printed += 1;
+        }
+        Ok(())
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let index = {
+                        let Ok(mut next) = next.lock() else { return };
+                        let index = *next;
+                        *next += 1;
+                        index
+                    };
+                    let Some(job) = jobs.get(index) else { return };
+                    let options = RunOptions {
+                        capture: job.capture.clone(),
+                    };
+                    let outcome = scps_sim::run(job.point, job.seed, &options)
+                        .with_context(|| format!("run with seed {} at {}", job.seed, job.point.describe()));
+                    let failed = outcome.is_err();
+                    if let Ok(mut slot) = slots[index].lock() {
+                        *slot = Some(outcome);
+                    }
+                    if failed || print_ready().is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let mut results = Vec::with_capacity(jobs.len());
+    for slot in slots {
+        match slot
+            .into_inner()
+            .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?
+        {
+            Some(Ok(result)) => results.push(result),
+            Some(Err(error)) => return Err(error),
+            None => bail!("a run did not complete (an earlier run failed to start)"),
+        }
+    }
+    Ok(results)
+}

@@ -1,0 +1,413 @@
+//! The `link` schema: what a link between two sides looks like, shared by
+//! the simulator and the live emulator.
+//!
+//! `[link]` describes every channel in both directions; `[link.return]`
+//! overrides it for the return direction (an asymmetric link), and the
+//! `[[link.channel]]` entries override it per parallel circuit, in order
+//! (several Iridium calls, say; entries beyond `channels` are unused, so
+//! that the number of circuits can be swept). Both directions of a
+//! circuit share its outages: a dropped call is down both ways.
+
+use std::time::Duration;
+
+use scps_channel::{CallDrops, ChannelConfig, ErrorMode, Jitter, OutageConfig, OutageWindow, ShaperConfig};
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::units::{Ber, Bytes, Rate, Time};
+
+/// Per-packet framing bytes, buffer and MTU when a scenario does not say.
+pub const DEFAULT_BUFFER: Bytes = Bytes(1 << 20);
+pub const DEFAULT_MTU: u16 = 1500;
+
+/// The keys of a link (or of its return direction, or of one circuit);
+/// every one optional so that overrides can name only what changes.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSpec {
+    /// Line rate.
+    pub rate: Option<Rate>,
+    /// Drop-tail buffer in front of the line.
+    pub buffer: Option<Bytes>,
+    /// Link-layer bytes per packet (PPP/HDLC framing), costing line time.
+    pub framing: Option<Bytes>,
+    /// One-way propagation delay.
+    pub delay: Option<Time>,
+    /// Round-trip propagation delay, split evenly (instead of `delay`).
+    pub rtt: Option<Time>,
+    /// Jitter amount: the half-width (uniform) or standard deviation (normal).
+    pub jitter: Option<Time>,
+    pub jitter_distribution: Option<JitterKind>,
+    /// Whether jitter may reorder packets.
+    pub reorder: Option<bool>,
+    /// Bit-error rate, per bit of each IP packet.
+    pub ber: Option<Ber>,
+    /// What a bit error does: drop the packet or flip its bits.
+    pub errors: Option<ErrorKind>,
+    pub shaper: Option<ShaperSpec>,
+    /// Scheduled outages.
+    pub outages: Option<Vec<OutageSpec>>,
+    /// Mean time between call drops (Poisson), or none.
+    pub call_drop_interval: Option<Time>,
+    /// Time to bring a dropped call back, uniform between the two.
+    pub redial_min: Option<Time>,
+    pub redial_max: Option<Time>,
+    /// Parallel circuits (only in `[link]`).
+    pub channels: Option<u32>,
+    /// Largest IP packet (only in `[link]`).
+    pub mtu: Option<u16>,
+    /// The return direction (only in `[link]`).
+    #[serde(rename = "return")]
+    pub reverse: Option<Box<ChannelSpec>>,
+    /// Per-circuit overrides (only in `[link]`).
+    pub channel: Option<Vec<ChannelSpec>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JitterKind {
+    Uniform,
+    Normal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorKind {
+    Drop,
+    Corrupt,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShaperSpec {
+    /// Sustained rate.
+    pub rate: Rate,
+    /// Peak rate while the bucket has tokens.
+    pub ceiling: Rate,
+    /// Bucket size.
+    pub burst: Bytes,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutageSpec {
+    pub start: Time,
+    pub duration: Time,
+}
+
+/// A link resolved into channel models: index `i` of each direction is
+/// circuit `i`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    pub mtu: u16,
+    pub forward: Vec<ChannelConfig>,
+    pub reverse: Vec<ChannelConfig>,
+}
+
+impl ChannelSpec {
+    /// `self` with every key `over` sets replaced. `delay` and `rtt` are
+    /// two spellings of one quantity: setting either replaces both.
+    fn overlay(&self, over: &ChannelSpec) -> ChannelSpec {
+        let mut out = self.clone();
+        macro_rules! take {
+            ($($field:ident),*) => {$(if over.$field.is_some() { out.$field = over.$field.clone(); })*};
+        }
+        take!(
+            rate,
+            buffer,
+            framing,
+            jitter,
+            jitter_distribution,
+            reorder,
+            ber,
+            errors,
+            shaper,
+            outages,
+            call_drop_interval,
+            redial_min,
+            redial_max
+        );
+        if over.delay.is_some() || over.rtt.is_some() {
+            out.delay = over.delay;
+            out.rtt = over.rtt;
+        }
+        out
+    }
+
+    /// The channel model this spec describes; `key` names it in errors.
+    fn channel(&self, key: &str) -> Result<ChannelConfig, Error> {
+        let rate = self
+            .rate
+            .ok_or_else(|| Error::invalid(format!("{key}.rate"), "missing", "a line rate, such as 8Mbit"))?;
+        let delay = match (self.delay, self.rtt) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    format!("{key}.rtt"),
+                    "given with delay",
+                    "either delay (one way) or rtt (both ways), not both",
+                ));
+            }
+            (Some(Time(d)), None) => d,
+            (None, Some(Time(rtt))) => rtt / 2,
+            (None, None) => Duration::ZERO,
+        };
+        let jitter = match (self.jitter.map(|t| t.0), self.jitter_distribution) {
+            (None, _) => Jitter::None,
+            (Some(d), _) if d.is_zero() => Jitter::None,
+            (Some(d), Some(JitterKind::Uniform)) => Jitter::Uniform(d),
+            (Some(d), None | Some(JitterKind::Normal)) => Jitter::Normal(d),
+        };
+        let call_drops = match (self.call_drop_interval, self.redial_min, self.redial_max) {
+            (None, None, None) => None,
+            (Some(Time(interval)), min, max) => {
+                let min = min.map_or(Duration::ZERO, |t| t.0);
+                Some(CallDrops {
+                    mean_interval: interval,
+                    redial_min: min,
+                    redial_max: max.map_or(min, |t| t.0),
+                })
+            }
+            _ => {
+                return Err(Error::invalid(
+                    format!("{key}.redial_min"),
+                    "given without call_drop_interval",
+                    "redial times only with call_drop_interval",
+                ));
+            }
+        };
+        let config = ChannelConfig {
+            rate_bps: rate.bps(),
+            shaper: self.shaper.as_ref().map(|s| ShaperConfig {
+                rate_bps: s.rate.bps(),
+                ceiling_bps: s.ceiling.bps(),
+                burst_bytes: s.burst.0,
+            }),
+            buffer_bytes: self.buffer.unwrap_or(DEFAULT_BUFFER).0,
+            framing_bytes: u32::try_from(self.framing.map_or(0, |b| b.0)).map_err(|_| {
+                Error::invalid(
+                    format!("{key}.framing"),
+                    self.framing.map_or(0, |b| b.0),
+                    "at most 4 GB",
+                )
+            })?,
+            delay,
+            jitter,
+            allow_reordering: self.reorder.unwrap_or(false),
+            ber: self.ber.map_or(0.0, |b| b.0),
+            error_mode: match self.errors {
+                Some(ErrorKind::Corrupt) => ErrorMode::Corrupt,
+                None | Some(ErrorKind::Drop) => ErrorMode::Drop,
+            },
+            outages: OutageConfig {
+                scheduled: self
+                    .outages
+                    .iter()
+                    .flatten()
+                    .map(|o| OutageWindow {
+                        start: o.start.0,
+                        duration: o.duration.0,
+                    })
+                    .collect(),
+                call_drops,
+            },
+        };
+        config.validate().map_err(|e| match e.field() {
+            Some(field) => Error::invalid(
+                format!("{key}.{}", schema_key(field)),
+                channel_error_value(&e),
+                channel_error_allowed(&e),
+            ),
+            None => Error::invalid(key, "", e.to_string()),
+        })?;
+        Ok(config)
+    }
+
+    /// Resolves `[link]` into channel models for both directions.
+    pub fn resolve(&self) -> Result<Link, Error> {
+        for (key, nested) in [("link.return", self.reverse.as_deref())] {
+            if let Some(nested) = nested {
+                nested.refuse_structure(key)?;
+            }
+        }
+        for (i, circuit) in self.channel.iter().flatten().enumerate() {
+            circuit.refuse_structure(&format!("link.channel[{i}]"))?;
+        }
+        let count = self.channels.unwrap_or(1);
+        let overrides = self.channel.as_deref().unwrap_or(&[]);
+        if count == 0 || count > 64 {
+            return Err(Error::invalid(
+                "link.channels",
+                count,
+                "1 to 64 parallel circuits",
+            ));
+        }
+        let mtu = self.mtu.unwrap_or(DEFAULT_MTU);
+        if !(576..=65535).contains(&mtu) {
+            return Err(Error::invalid("link.mtu", mtu, "576 to 65535 bytes"));
+        }
+        let mut forward = Vec::new();
+        let mut reverse = Vec::new();
+        for i in 0..count as usize {
+            let circuit = match overrides.get(i) {
+                Some(over) => self.overlay(over),
+                None => self.clone(),
+            };
+            let key = if count == 1 {
+                "link".to_owned()
+            } else {
+                format!("link.channel[{i}]")
+            };
+            forward.push(circuit.channel(&key)?);
+            let back = match self.reverse.as_deref() {
+                Some(over) => circuit.overlay(over),
+                None => circuit,
+            };
+            reverse.push(back.channel(&format!("{key}.return"))?);
+        }
+        Ok(Link {
+            mtu,
+            forward,
+            reverse,
+        })
+    }
+
+    /// Keys that only make sense in `[link]` itself.
+    fn refuse_structure(&self, key: &str) -> Result<(), Error> {
+        let misplaced = [
+            ("channels", self.channels.is_some()),
+            ("mtu", self.mtu.is_some()),
+            ("return", self.reverse.is_some()),
+            ("channel", self.channel.is_some()),
+        ];
+        match misplaced.iter().find(|(_, present)| *present) {
+            Some((name, _)) => Err(Error::invalid(
+                format!("{key}.{name}"),
+                "set",
+                "only allowed directly in [link]",
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The key a user writes for a field of the channel model.
+fn schema_key(model_field: &str) -> &str {
+    match model_field {
+        "rate_bps" => "rate",
+        "buffer_bytes" => "buffer",
+        "shaper.rate_bps" => "shaper.rate",
+        "shaper.ceiling_bps" => "shaper.ceiling",
+        "shaper.burst_bytes" => "shaper.burst",
+        "outages.call_drops.mean_interval" => "call_drop_interval",
+        "outages.call_drops.redial_min" => "redial_min",
+        other => other,
+    }
+}
+
+fn channel_error_value(error: &scps_channel::ConfigError) -> String {
+    match error {
+        scps_channel::ConfigError::OutOfRange { value, .. } => value.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn channel_error_allowed(error: &scps_channel::ConfigError) -> String {
+    match error {
+        scps_channel::ConfigError::OutOfRange { allowed, .. } => allowed.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> ChannelSpec {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn an_asymmetric_link_overrides_the_return_direction() {
+        let link = spec(
+            r#"
+            rate = "115200bps"
+            delay = "120ms"
+            ber = 1e-5
+            [return]
+            rate = "2400bps"
+            "#,
+        )
+        .resolve()
+        .unwrap();
+        assert_eq!(link.forward[0].rate_bps, 115_200);
+        assert_eq!(link.reverse[0].rate_bps, 2400);
+        assert_eq!(link.reverse[0].delay, Duration::from_millis(120));
+        assert_eq!(link.reverse[0].ber, 1e-5);
+    }
+
+    #[test]
+    fn circuits_get_their_own_overrides_and_rtt_splits_evenly() {
+        let link = spec(
+            r#"
+            rate = "2400bps"
+            rtt = "3.1s"
+            channels = 3
+            call_drop_interval = "188s"
+            redial_min = "55s"
+            redial_max = "60s"
+            [[channel]]
+            [[channel]]
+            call_drop_interval = "324s"
+            "#,
+        )
+        .resolve()
+        .unwrap();
+        assert_eq!(link.forward.len(), 3);
+        assert_eq!(link.forward[0].delay, Duration::from_millis(1550));
+        let interval = |c: &ChannelConfig| c.outages.call_drops.unwrap().mean_interval.as_secs();
+        assert_eq!(
+            link.forward.iter().map(interval).collect::<Vec<_>>(),
+            [188, 324, 188]
+        );
+        assert_eq!(
+            link.reverse.iter().map(interval).collect::<Vec<_>>(),
+            [188, 324, 188]
+        );
+    }
+
+    #[test]
+    fn mistakes_name_the_key() {
+        let cases = [
+            (
+                "delay = \"1s\"",
+                "link.rate = missing: a line rate, such as 8Mbit",
+            ),
+            (
+                "rate = \"1Mbit\"\ndelay = \"1s\"\nrtt = \"2s\"",
+                "link.rtt = given with delay",
+            ),
+            (
+                "rate = \"1Mbit\"\nchannels = 0",
+                "link.channels = 0: 1 to 64 parallel circuits",
+            ),
+            (
+                "rate = \"1Mbit\"\n[return]\nmtu = 9000",
+                "link.return.mtu = set: only allowed directly in [link]",
+            ),
+            ("rate = \"1Mbit\"\nbuffer = 0", "link.buffer = 0"),
+            (
+                "rate = \"1Mbit\"\ncall_drop_interval = \"1s\"\nredial_min = \"9s\"\nredial_max = \"2s\"",
+                "link.redial_min = 9s",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = spec(text).resolve().unwrap_err().to_string();
+            assert!(err.starts_with(expected), "{text}: {err}");
+        }
+        let unknown = toml::from_str::<ChannelSpec>("rate = \"1Mbit\"\nbandwidth = 5").unwrap_err();
+        assert!(
+            unknown.to_string().contains("unknown field `bandwidth`"),
+            "{unknown}"
+        );
+    }
+}

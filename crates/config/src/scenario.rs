@@ -1,0 +1,349 @@
+//! Scenarios: a named experiment as a sweep of points, each point fully
+//! resolved (link models, engine configuration, workload) and checked
+//! before anything runs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use scps_channel::{ChannelConfig, expected_up_fraction, goodput_limit_bps};
+use serde::Deserialize;
+use toml::Value;
+
+use crate::error::Error;
+use crate::link::{ChannelSpec, Link};
+use crate::protocol::Protocol;
+use crate::sweep::Sweep;
+use crate::tcp::{TcpSpec, validate};
+use crate::units::Time;
+use crate::workload::{Workload, WorkloadSpec};
+
+/// The scenarios shipped with the project, by name.
+pub const BUILTIN: [(&str, &str); 5] = [
+    (
+        "lowrate-leo-geo",
+        include_str!("../../../scenarios/lowrate-leo-geo.toml"),
+    ),
+    ("geo-8mbit", include_str!("../../../scenarios/geo-8mbit.toml")),
+    ("t1-geo", include_str!("../../../scenarios/t1-geo.toml")),
+    ("iridium-3ch", include_str!("../../../scenarios/iridium-3ch.toml")),
+    (
+        "complex-35ws",
+        include_str!("../../../scenarios/complex-35ws.toml"),
+    ),
+];
+
+/// IP, TCP and timestamp headers: the H of SCENARIOS.md's limit.
+pub const DEFAULT_HEADER_BYTES: u32 = 52;
+/// Longest a run may last in virtual time unless the scenario says.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(24 * 3600);
+
+/// One point's document, as the schema has it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PointSpec {
+    name: String,
+    #[serde(default)]
+    description: String,
+    protocol: String,
+    seed: Option<u64>,
+    runs: Option<u32>,
+    time_limit: Option<Time>,
+    link: ChannelSpec,
+    workload: WorkloadSpec,
+    #[serde(default)]
+    tcp: TcpSpec,
+    /// Settings for one protocol label only, over `[tcp]`.
+    #[serde(default)]
+    stacks: BTreeMap<String, TcpSpec>,
+    #[serde(default)]
+    limit: LimitSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitSpec {
+    /// H in the limit of SCENARIOS.md.
+    header_bytes: Option<u32>,
+}
+
+/// One fully resolved point of a scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub scenario: String,
+    pub protocol: Protocol,
+    /// The value of every sweep axis at this point.
+    pub params: Vec<(String, Value)>,
+    pub link: Link,
+    pub tcp: scps_proto::Config,
+    pub workload: Workload,
+    pub header_bytes: u32,
+    pub time_limit: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    /// Seed and runs per point unless the command line says otherwise.
+    pub seed: u64,
+    pub runs: u32,
+    pub points: Vec<Point>,
+}
+
+impl Scenario {
+    /// Loads a built-in scenario by name, or a TOML file by path, applies
+    /// the `--set` assignments and resolves every point.
+    pub fn load(name_or_path: &str, sets: &[(String, Value)]) -> Result<Scenario, Error> {
+        let (text, origin) = match BUILTIN.iter().find(|(name, _)| *name == name_or_path) {
+            Some((_, text)) => (text.to_string(), format!("scenario {name_or_path}")),
+            None => match std::fs::read_to_string(name_or_path) {
+                Ok(text) => (text, name_or_path.to_owned()),
+                Err(_) => {
+                    return Err(Error::UnknownScenario {
+                        name: name_or_path.to_owned(),
+                        known: BUILTIN.map(|(n, _)| n).join(", "),
+                    });
+                }
+            },
+        };
+        Scenario::from_text(&text, &origin, sets)
+    }
+
+    pub fn from_text(text: &str, origin: &str, sets: &[(String, Value)]) -> Result<Scenario, Error> {
+        let mut sweep = Sweep::parse(text, origin)?;
+        for (key, value) in sets {
+            sweep.set(key, value.clone())?;
+        }
+        let mut scenario = None;
+        let mut points = Vec::new();
+        for document in sweep.points()? {
+            let at = |error: Error| {
+                if document.params.is_empty() {
+                    return error;
+                }
+                let point = document
+                    .params
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                Error::AtPoint {
+                    point,
+                    error: Box::new(error),
+                }
+            };
+            let spec: PointSpec = serde_path_to_error::deserialize(Value::Table(document.document.clone()))
+                .map_err(|e| {
+                let key = e.path().to_string();
+                // The deserializer appends where it was ("in `link`"):
+                // the key already says so.
+                let message = e.into_inner().to_string();
+                let message = message.lines().next().unwrap_or_default().to_owned();
+                at(Error::Schema { key, message })
+            })?;
+            let point = resolve(&spec, document.params.clone()).map_err(at)?;
+            scenario.get_or_insert_with(|| Scenario {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                seed: spec.seed.unwrap_or(1),
+                runs: spec.runs.unwrap_or(1),
+                points: Vec::new(),
+            });
+            points.push(point);
+        }
+        let mut scenario = scenario.ok_or_else(|| Error::invalid("sweep", "empty", "at least one point"))?;
+        if scenario.runs == 0 {
+            return Err(Error::invalid("runs", 0, "at least 1"));
+        }
+        scenario.points = points;
+        Ok(scenario)
+    }
+}
+
+fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Error> {
+    let protocol: Protocol = spec.protocol.parse()?;
+    for label in spec.stacks.keys() {
+        label.parse::<Protocol>().map_err(|_| {
+            Error::invalid(
+                format!("stacks.{label}"),
+                "a table",
+                format!("a protocol label: {}", Protocol::labels()),
+            )
+        })?;
+    }
+    let link = spec.link.resolve()?;
+    let mut tcp = scps_proto::Config {
+        mtu: link.mtu,
+        ..scps_proto::Config::default()
+    };
+    spec.tcp.apply(&mut tcp, "tcp")?;
+    validate(&tcp, "tcp")?;
+    if let Some(stack) = spec.stacks.get(protocol.label()) {
+        let prefix = format!("stacks.{protocol}");
+        stack.apply(&mut tcp, &prefix)?;
+        validate(&tcp, &prefix)?;
+    }
+    protocol.apply(&mut tcp);
+    let header_bytes = spec.limit.header_bytes.unwrap_or(DEFAULT_HEADER_BYTES);
+    if header_bytes == 0 || header_bytes >= u32::from(link.mtu) {
+        return Err(Error::invalid(
+            "limit.header_bytes",
+            header_bytes,
+            "1 byte to less than the MTU",
+        ));
+    }
+    Ok(Point {
+        scenario: spec.name.clone(),
+        protocol,
+        params,
+        link,
+        tcp,
+        workload: spec.workload.resolve()?,
+        header_bytes,
+        time_limit: spec.time_limit.map_or(DEFAULT_TIME_LIMIT, |t| t.0),
+    })
+}
+
+impl Point {
+    /// The physical limit of SCENARIOS.md for the data this point moves,
+    /// bit/s: each channel's rate (the shaper's sustained rate if lower),
+    /// less packet errors at the MTU and header overhead, times the time
+    /// it is up during a run of `run_length`; summed over the channels and
+    /// the directions that carry data. A message stream cannot beat its
+    /// offered rate.
+    pub fn limit_bps(&self, run_length: Duration) -> f64 {
+        let direction = |channels: &[ChannelConfig]| -> f64 {
+            channels
+                .iter()
+                .map(|c| {
+                    let rate = c
+                        .shaper
+                        .as_ref()
+                        .map_or(c.rate_bps, |s| s.rate_bps.min(c.rate_bps));
+                    goodput_limit_bps(
+                        rate as f64,
+                        c.ber,
+                        usize::from(self.link.mtu),
+                        self.header_bytes as usize,
+                        expected_up_fraction(&c.outages, run_length),
+                    )
+                })
+                .sum()
+        };
+        let (forward, reverse) = (direction(&self.link.forward), direction(&self.link.reverse));
+        match &self.workload {
+            Workload::Bulk { both_ways: false, .. } => forward,
+            Workload::Bulk { both_ways: true, .. } => forward + reverse,
+            Workload::Messages {
+                forward: f,
+                reverse: r,
+                ..
+            } => {
+                let offered = |flow: &crate::workload::MessageFlow| flow.rate_bps as f64;
+                forward.min(offered(f)) + r.as_ref().map_or(0.0, |r| reverse.min(offered(r)))
+            }
+            // Files flow from the server back to the clients.
+            Workload::Fetches(_) => reverse,
+        }
+    }
+
+    /// The params as `key=value` text, for tables and errors.
+    pub fn describe(&self) -> String {
+        self.params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::parse_assignment;
+
+    const DOC: &str = r#"
+name = "demo"
+[sweep]
+protocol = ["tcp-vj", "tcp-cubic"]
+"link.ber" = [0, 1e-5]
+[link]
+rate = "8Mbit"
+delay = "300ms"
+[workload]
+kind = "bulk"
+bytes = "100MB"
+[tcp]
+recv_buffer = "4MiB"
+[stacks.tcp-cubic]
+recv_buffer = "6MiB"
+"#;
+
+    #[test]
+    fn points_are_resolved_with_per_stack_settings() {
+        let scenario = Scenario::from_text(DOC, "demo", &[]).unwrap();
+        assert_eq!(scenario.points.len(), 4);
+        let vj = &scenario.points[0];
+        let cubic = &scenario.points[2];
+        assert_eq!(vj.protocol, Protocol::TcpVj);
+        assert_eq!(vj.tcp.recv_buffer, 4 << 20);
+        assert_eq!(cubic.tcp.recv_buffer, 6 << 20);
+        assert_eq!(cubic.tcp.congestion, scps_proto::cc::CongestionAlgorithm::Cubic);
+        assert_eq!(vj.link.forward[0].delay, Duration::from_millis(300));
+    }
+
+    #[test]
+    fn the_limit_matches_the_table_of_scenarios_md() {
+        let scenario = Scenario::from_text(DOC, "demo", &[]).unwrap();
+        let run = Duration::from_secs(100);
+        let clean = scenario.points[0].limit_bps(run);
+        let lossy = scenario.points[1].limit_bps(run);
+        assert!((clean - 7.72e6).abs() < 0.01e6, "{clean}");
+        assert!((lossy - 6.85e6).abs() < 0.01e6, "{lossy}");
+    }
+
+    #[test]
+    fn unknown_keys_bad_units_and_ranges_are_refused_before_running() {
+        let cases = [
+            (
+                "link.bandwidth=5",
+                "at protocol=\"tcp-vj\", link.ber=0: link.bandwidth: unknown field `bandwidth`, expected one of `rate`",
+            ),
+            (
+                "link.delay=300",
+                "at protocol=\"tcp-vj\", link.ber=0: link.delay: invalid duration \"300\"",
+            ),
+            ("link.ber=2", "link.ber: invalid bit-error rate \"2\""),
+            (
+                "protocol=tcp-reno",
+                "protocol = \"tcp-reno\": one of tcp-vj, tcp-cubic",
+            ),
+            ("tcp.rto_min=0s", "tcp.rto_min = 0ns: greater than zero"),
+            (
+                "stacks.tcp-foo.nagle=false",
+                "stacks.tcp-foo = a table: a protocol label",
+            ),
+        ];
+        for (set, expected) in cases {
+            let assignment = parse_assignment(set).unwrap();
+            let err = Scenario::from_text(DOC, "demo", &[assignment])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(expected), "--set {set}: {err}");
+        }
+    }
+
+    #[test]
+    fn every_builtin_scenario_loads() {
+        for (name, _) in BUILTIN {
+            let scenario = Scenario::load(name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(scenario.name, name);
+            assert!(!scenario.points.is_empty());
+        }
+        let err = Scenario::load("no-such", &[]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("no scenario \"no-such\": not a built-in scenario (lowrate-leo-geo, "),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! The `[tcp]` schema: per-connection settings of the engine, in human
+//! units. Every key is optional; what is left out keeps the engine's
+//! default (see `scps_proto::Config`). The congestion control is not
+//! here: the protocol label of a run chooses it.
+
+use std::time::Duration;
+
+use scps_proto::Config;
+use scps_proto::config::Keepalive;
+use serde::Deserialize;
+use serde::de::{self, Deserializer};
+
+use crate::error::Error;
+use crate::units::{Bytes, Time};
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSpec {
+    pub send_buffer: Option<Bytes>,
+    pub recv_buffer: Option<Bytes>,
+    pub window_scaling: Option<bool>,
+    pub timestamps: Option<bool>,
+    pub sack: Option<bool>,
+    /// Segments; 0 for RFC 3390's formula.
+    pub initial_window: Option<u32>,
+    pub rto_initial: Option<Time>,
+    pub rto_min: Option<Time>,
+    pub rto_max: Option<Time>,
+    pub clock_granularity: Option<Time>,
+    pub max_retransmissions: Option<u32>,
+    pub max_syn_retransmissions: Option<u32>,
+    /// A delay, or "off" to acknowledge every segment at once.
+    pub delayed_ack: Option<Switch<Time>>,
+    pub ack_every: Option<u32>,
+    pub nagle: Option<bool>,
+    /// Keepalive settings, or "off".
+    pub keepalive: Option<Switch<KeepaliveSpec>>,
+    pub persist_min: Option<Time>,
+    pub persist_max: Option<Time>,
+    pub time_wait: Option<Time>,
+    pub dup_threshold: Option<u32>,
+    pub limited_transmit: Option<bool>,
+    pub slow_start_after_idle: Option<bool>,
+    pub hop_limit: Option<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeepaliveSpec {
+    pub idle: Time,
+    pub interval: Time,
+    pub probes: u32,
+}
+
+/// A setting that can also be switched off with `"off"` (or `false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switch<T> {
+    Off,
+    On(T),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Switch<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Buffer the value: it is either the word "off", false, or a T.
+        let value = toml::Value::deserialize(d)?;
+        match &value {
+            toml::Value::String(s) if s == "off" => return Ok(Switch::Off),
+            toml::Value::Boolean(false) => return Ok(Switch::Off),
+            _ => {}
+        }
+        T::deserialize(value).map(Switch::On).map_err(de::Error::custom)
+    }
+}
+
+impl<T: Copy> Switch<T> {
+    fn on(self) -> Option<T> {
+        match self {
+            Switch::Off => None,
+            Switch::On(t) => Some(t),
+        }
+    }
+}
+
+impl TcpSpec {
+    /// `self` with every key `over` sets replaced.
+    pub fn overlay(&self, over: &TcpSpec) -> TcpSpec {
+        let mut out = self.clone();
+        macro_rules! take {
+            ($($field:ident),*) => {$(if over.$field.is_some() { out.$field = over.$field; })*};
+        }
+        take!(
+            send_buffer,
+            recv_buffer,
+            window_scaling,
+            timestamps,
+            sack,
+            initial_window,
+            rto_initial,
+            rto_min,
+            rto_max,
+            clock_granularity,
+            max_retransmissions,
+            max_syn_retransmissions,
+            delayed_ack,
+            ack_every,
+            nagle,
+            keepalive,
+            persist_min,
+            persist_max,
+            time_wait,
+            dup_threshold,
+            limited_transmit,
+            slow_start_after_idle,
+            hop_limit
+        );
+        out
+    }
+
+    /// Writes the settings given into `config`; sizes that do not fit are
+    /// refused naming the key under `prefix`.
+    pub fn apply(&self, config: &mut Config, prefix: &str) -> Result<(), Error> {
+        let size = |key: &str, b: Bytes| {
+            usize::try_from(b.0).map_err(|_| Error::invalid(format!("{prefix}.{key}"), b, "at most 1GiB"))
+        };
+        let time = |t: Option<Time>, default: Duration| t.map_or(default, |t| t.0);
+        if let Some(b) = self.send_buffer {
+            config.send_buffer = size("send_buffer", b)?;
+        }
+        if let Some(b) = self.recv_buffer {
+            config.recv_buffer = size("recv_buffer", b)?;
+        }
+        config.window_scaling = self.window_scaling.unwrap_or(config.window_scaling);
+        config.timestamps = self.timestamps.unwrap_or(config.timestamps);
+        config.sack = self.sack.unwrap_or(config.sack);
+        config.initial_window_segments = self.initial_window.unwrap_or(config.initial_window_segments);
+        config.rto_initial = time(self.rto_initial, config.rto_initial);
+        config.rto_min = time(self.rto_min, config.rto_min);
+        config.rto_max = time(self.rto_max, config.rto_max);
+        config.clock_granularity = time(self.clock_granularity, config.clock_granularity);
+        config.max_retransmissions = self.max_retransmissions.unwrap_or(config.max_retransmissions);
+        config.max_syn_retransmissions = self
+            .max_syn_retransmissions
+            .unwrap_or(config.max_syn_retransmissions);
+        if let Some(delay) = self.delayed_ack {
+            config.delayed_ack = delay.on().map(|t| t.0);
+        }
+        config.ack_every = self.ack_every.unwrap_or(config.ack_every);
+        config.nagle = self.nagle.unwrap_or(config.nagle);
+        if let Some(keepalive) = self.keepalive {
+            config.keepalive = keepalive.on().map(|k| Keepalive {
+                idle: k.idle.0,
+                interval: k.interval.0,
+                probes: k.probes,
+            });
+        }
+        config.persist_min = time(self.persist_min, config.persist_min);
+        config.persist_max = time(self.persist_max, config.persist_max);
+        config.time_wait = time(self.time_wait, config.time_wait);
+        config.dup_threshold = self.dup_threshold.unwrap_or(config.dup_threshold);
+        config.limited_transmit = self.limited_transmit.unwrap_or(config.limited_transmit);
+        config.slow_start_after_idle = self.slow_start_after_idle.unwrap_or(config.slow_start_after_idle);
+        config.hop_limit = self.hop_limit.unwrap_or(config.hop_limit);
+        Ok(())
+    }
+}
+
+/// Checks a finished engine configuration, naming the key under `prefix`.
+pub fn validate(config: &Config, prefix: &str) -> Result<(), Error> {
+    config.validate().map_err(|e| {
+        // The engine's field names are the schema's, except one.
+        let key = match e.field {
+            "initial_window_segments" => "initial_window",
+            field => field,
+        };
+        Error::invalid(format!("{prefix}.{key}"), e.value, e.allowed)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_override_engine_defaults() {
+        let spec: TcpSpec = toml::from_str(
+            r#"
+            recv_buffer = "64KiB"
+            initial_window = 3
+            rto_min = "800ms"
+            delayed_ack = "off"
+            keepalive = { idle = "2h", interval = "75s", probes = 9 }
+            "#,
+        )
+        .unwrap();
+        let mut config = Config::default();
+        spec.apply(&mut config, "tcp").unwrap();
+        assert_eq!(config.recv_buffer, 65536);
+        assert_eq!(config.initial_window_segments, 3);
+        assert_eq!(config.rto_min, Duration::from_millis(800));
+        assert_eq!(config.delayed_ack, None);
+        assert_eq!(config.keepalive.unwrap().probes, 9);
+        assert_eq!(config.send_buffer, Config::default().send_buffer, "untouched");
+    }
+
+    #[test]
+    fn overlays_replace_only_what_they_name() {
+        let base: TcpSpec = toml::from_str("recv_buffer = \"64KiB\"\nnagle = false").unwrap();
+        let over: TcpSpec = toml::from_str("recv_buffer = \"4MiB\"").unwrap();
+        let merged = base.overlay(&over);
+        assert_eq!(merged.recv_buffer, Some(Bytes(4 << 20)));
+        assert_eq!(merged.nagle, Some(false));
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_key() {
+        let spec: TcpSpec = toml::from_str("recv_buffer = \"100KB\"\nwindow_scaling = false").unwrap();
+        let mut config = Config::default();
+        spec.apply(&mut config, "stacks.tcp-vj").unwrap();
+        let err = validate(&config, "stacks.tcp-vj").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "stacks.tcp-vj.recv_buffer = 100000: at most 65535 bytes without window scaling"
+        );
+        let bad = toml::from_str::<TcpSpec>("delayed_ack = \"soon\"").unwrap_err();
+        assert!(bad.to_string().contains("invalid duration \"soon\""), "{bad}");
+    }
+}

@@ -1,0 +1,245 @@
+//! The `[workload]` schema: what the applications do during a run.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::units::{Bytes, Rate, Time};
+
+/// Bytes at the head of every message: an 8-byte send timestamp and a
+/// 4-byte length (the Iridium paper's test applications).
+pub const MESSAGE_HEADER: u64 = 12;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    /// One connection carries `bytes` (and as many back with `both_ways`);
+    /// timed from the first SYN to the last byte read.
+    Bulk {
+        bytes: Bytes,
+        #[serde(default)]
+        both_ways: bool,
+    },
+    /// Timestamped messages of `size` bytes offered at `rate` for
+    /// `duration`; with `two_way` the other end sends too
+    /// (`reverse_size` and `reverse_rate` default to the same).
+    Messages {
+        size: Bytes,
+        rate: Rate,
+        duration: Time,
+        #[serde(default)]
+        two_way: bool,
+        reverse_size: Option<Bytes>,
+        reverse_rate: Option<Rate>,
+    },
+    /// `clients` each request a file every `interval` on average
+    /// (exponential), of exponentially distributed size with mean `size`,
+    /// kept within `size_min`..`size_max`; requests start during
+    /// `duration` and the run ends when all are answered. Each fetch is a
+    /// connection: a request, then the file, then close.
+    Fetches {
+        clients: u32,
+        interval: Time,
+        size: Bytes,
+        size_min: Bytes,
+        size_max: Bytes,
+        duration: Time,
+    },
+}
+
+/// The file fetches of many clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fetches {
+    pub clients: u32,
+    pub mean_interval: Duration,
+    pub mean_size: u64,
+    pub size_min: u64,
+    pub size_max: u64,
+    pub duration: Duration,
+}
+
+/// One direction of a message stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageFlow {
+    pub size: usize,
+    pub rate_bps: u64,
+}
+
+impl MessageFlow {
+    /// Time between two messages at the offered rate.
+    pub fn interval(&self) -> Duration {
+        Duration::from_secs_f64(self.size as f64 * 8.0 / self.rate_bps as f64)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    Bulk {
+        bytes: u64,
+        both_ways: bool,
+    },
+    Messages {
+        forward: MessageFlow,
+        reverse: Option<MessageFlow>,
+        duration: Duration,
+    },
+    Fetches(Fetches),
+}
+
+impl WorkloadSpec {
+    pub fn resolve(&self) -> Result<Workload, Error> {
+        match *self {
+            WorkloadSpec::Bulk { bytes, both_ways } => {
+                if bytes.0 == 0 {
+                    return Err(Error::invalid("workload.bytes", bytes, "at least 1 byte"));
+                }
+                Ok(Workload::Bulk {
+                    bytes: bytes.0,
+                    both_ways,
+                })
+            }
+            WorkloadSpec::Messages {
+                size,
+                rate,
+                duration,
+                two_way,
+                reverse_size,
+                reverse_rate,
+            } => {
+                let flow = |key: &str, size: Bytes, rate: Rate| {
+                    if !(MESSAGE_HEADER..=1 << 20).contains(&size.0) {
+                        return Err(Error::invalid(
+                            format!("workload.{key}"),
+                            size,
+                            "12 bytes (timestamp and length) to 1MiB",
+                        ));
+                    }
+                    Ok(MessageFlow {
+                        size: size.0 as usize,
+                        rate_bps: rate.bps(),
+                    })
+                };
+                if duration.0.is_zero() {
+                    return Err(Error::invalid("workload.duration", duration, "longer than zero"));
+                }
+                if !two_way && (reverse_size.is_some() || reverse_rate.is_some()) {
+                    return Err(Error::invalid(
+                        "workload.reverse_size",
+                        "set",
+                        "only with two_way = true",
+                    ));
+                }
+                let forward = flow("size", size, rate)?;
+                let reverse = match two_way {
+                    false => None,
+                    true => Some(flow(
+                        "reverse_size",
+                        reverse_size.unwrap_or(size),
+                        reverse_rate.unwrap_or(rate),
+                    )?),
+                };
+                Ok(Workload::Messages {
+                    forward,
+                    reverse,
+                    duration: duration.0,
+                })
+            }
+            WorkloadSpec::Fetches {
+                clients,
+                interval,
+                size,
+                size_min,
+                size_max,
+                duration,
+            } => {
+                if !(1..=1000).contains(&clients) {
+                    return Err(Error::invalid("workload.clients", clients, "1 to 1000"));
+                }
+                if interval.0.is_zero() || duration.0.is_zero() {
+                    return Err(Error::invalid(
+                        "workload.interval",
+                        interval,
+                        "interval and duration longer than zero",
+                    ));
+                }
+                if !(size_min.0 >= 1 && size_min.0 <= size.0 && size.0 <= size_max.0) {
+                    return Err(Error::invalid(
+                        "workload.size",
+                        size,
+                        format!(
+                            "between size_min ({size_min}) and size_max ({size_max}), size_min at least 1 byte"
+                        ),
+                    ));
+                }
+                Ok(Workload::Fetches(Fetches {
+                    clients,
+                    mean_interval: interval.0,
+                    mean_size: size.0,
+                    size_min: size_min.0,
+                    size_max: size_max.0,
+                    duration: duration.0,
+                }))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_kinds_resolve() {
+        let bulk: WorkloadSpec = toml::from_str("kind = \"bulk\"\nbytes = \"1MiB\"").unwrap();
+        assert_eq!(
+            bulk.resolve().unwrap(),
+            Workload::Bulk {
+                bytes: 1 << 20,
+                both_ways: false
+            }
+        );
+        let messages: WorkloadSpec = toml::from_str(
+            "kind = \"messages\"\nsize = 96\nrate = \"3072bps\"\nduration = \"47min\"\ntwo_way = true\nreverse_size = 32",
+        )
+        .unwrap();
+        let Workload::Messages {
+            forward,
+            reverse,
+            duration,
+        } = messages.resolve().unwrap()
+        else {
+            panic!("a message workload");
+        };
+        assert_eq!(
+            forward,
+            MessageFlow {
+                size: 96,
+                rate_bps: 3072
+            }
+        );
+        assert_eq!(
+            reverse,
+            Some(MessageFlow {
+                size: 32,
+                rate_bps: 3072
+            })
+        );
+        assert_eq!(duration, Duration::from_secs(47 * 60));
+        assert_eq!(forward.interval(), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn bad_workloads_are_refused_with_the_key() {
+        let tiny: WorkloadSpec =
+            toml::from_str("kind = \"messages\"\nsize = 8\nrate = \"1kbit\"\nduration = \"1s\"").unwrap();
+        assert_eq!(
+            tiny.resolve().unwrap_err().to_string(),
+            "workload.size = 8B: 12 bytes (timestamp and length) to 1MiB"
+        );
+        let unknown = toml::from_str::<WorkloadSpec>("kind = \"bulk\"\nbytes = 5\nfile = \"x\"").unwrap_err();
+        assert!(unknown.to_string().contains("unknown field `file`"), "{unknown}");
+        let kind = toml::from_str::<WorkloadSpec>("kind = \"video\"").unwrap_err();
+        assert!(kind.to_string().contains("unknown variant `video`"), "{kind}");
+    }
+}

@@ -1,0 +1,290 @@
+//! Message streams, the test applications of the Iridium paper: each
+//! message is a send timestamp, a length and random bytes; messages are
+//! offered at a fixed rate for a test window, and the receiving end
+//! measures the actual rate (bytes of whole messages received in the
+//! window) and each message's latency (receive time less timestamp).
+//!
+//! Messages are created on schedule whether or not the connection can
+//! take them: a message waiting in the application counts in its latency,
+//! as it did in the paper. Each end's window starts when its end of the
+//! connection is established.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use scps_config::MessageFlow;
+use scps_config::workload::MESSAGE_HEADER;
+use scps_proto::time::Instant;
+use scps_proto::{ConnectionHandle, Endpoint, State, StreamError};
+
+use crate::payload::Pattern;
+use crate::world::App;
+
+const HEADER: usize = MESSAGE_HEADER as usize;
+
+/// What one direction's receiver measured.
+#[derive(Debug, Default, Clone)]
+pub struct FlowReport {
+    /// Whole messages received within the sender's window.
+    pub messages: u64,
+    pub bytes: u64,
+    pub latencies: Vec<Duration>,
+}
+
+#[derive(Debug, Default)]
+pub struct MessageProgress {
+    pub client: Option<ConnectionHandle>,
+    pub server: Option<ConnectionHandle>,
+    /// Test window of each sending end: the client's (forward flow) and
+    /// the server's (reverse flow).
+    pub windows: [Option<(Instant, Instant)>; 2],
+    /// Indexed like `windows`, by the flow's sender.
+    pub received: [FlowReport; 2],
+    pub error: Option<String>,
+}
+
+pub type Shared = Rc<RefCell<MessageProgress>>;
+
+/// Creates messages on schedule and feeds them to the connection.
+#[derive(Debug)]
+struct Sender {
+    flow: MessageFlow,
+    pattern: Pattern,
+    next_index: u64,
+    queue: VecDeque<u8>,
+}
+
+impl Sender {
+    /// When the next message is created: message `i` at `i` times the
+    /// interval into the window, computed exactly (no accumulated error).
+    fn due(&self, window: (Instant, Instant)) -> Option<Instant> {
+        let bits = u128::from(self.next_index) * self.flow.size as u128 * 8;
+        let nanos = bits * 1_000_000_000 / u128::from(self.flow.rate_bps);
+        let at = window.0 + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        (at < window.1).then_some(at)
+    }
+
+    fn generate(&mut self, now: Instant, window: (Instant, Instant)) {
+        while let Some(at) = self.due(window).filter(|at| *at <= now) {
+            let offset = self.next_index * self.flow.size as u64;
+            let mut message = vec![0u8; self.flow.size];
+            message[..8].copy_from_slice(&at.as_nanos().to_be_bytes());
+            message[8..HEADER].copy_from_slice(&(self.flow.size as u32).to_be_bytes());
+            self.pattern.fill(offset + HEADER as u64, &mut message[HEADER..]);
+            self.queue.extend(message);
+            self.next_index += 1;
+        }
+    }
+
+    fn pump(&mut self, endpoint: &mut Endpoint, handle: ConnectionHandle) -> Result<(), StreamError> {
+        while !self.queue.is_empty() {
+            let (front, _) = self.queue.as_slices();
+            match endpoint.send(handle, front) {
+                Ok(0) | Err(StreamError::WouldBlock) => break,
+                Ok(n) => drop(self.queue.drain(..n)),
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Splits the byte stream into messages and checks them.
+#[derive(Debug)]
+struct Receiver {
+    size: usize,
+    pattern: Pattern,
+    /// Stream offset of the first byte of `partial`.
+    offset: u64,
+    partial: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Receiver {
+    fn pump(
+        &mut self,
+        now: Instant,
+        endpoint: &mut Endpoint,
+        handle: ConnectionHandle,
+        window_end: Option<Instant>,
+        report: &mut FlowReport,
+    ) -> Result<(), String> {
+        loop {
+            match endpoint.recv(handle, &mut self.buf) {
+                Ok(0) | Err(StreamError::WouldBlock) => return Ok(()),
+                Ok(n) => self.partial.extend_from_slice(&self.buf[..n]),
+                Err(err) => return Err(err.to_string()),
+            }
+            while self.partial.len() >= self.size {
+                let message = &self.partial[..self.size];
+                let sent = u64::from_be_bytes(message[..8].try_into().unwrap_or_default());
+                let len = u32::from_be_bytes(message[8..HEADER].try_into().unwrap_or_default());
+                if len as usize != self.size {
+                    return Err(format!(
+                        "message at byte {} claims {len} bytes, expected {}",
+                        self.offset, self.size
+                    ));
+                }
+                if let Some(at) = self
+                    .pattern
+                    .first_mismatch(self.offset + HEADER as u64, &message[HEADER..])
+                {
+                    return Err(format!(
+                        "message content differs from what was sent, first at byte {at}"
+                    ));
+                }
+                if window_end.is_some_and(|end| now <= end) {
+                    report.messages += 1;
+                    report.bytes += self.size as u64;
+                    report
+                        .latencies
+                        .push(now.saturating_since(Instant::from_nanos(sent)));
+                }
+                self.partial.drain(..self.size);
+                self.offset += self.size as u64;
+            }
+        }
+    }
+}
+
+/// One end of a message-stream connection: it may send a flow and may
+/// receive the other end's.
+#[derive(Debug)]
+pub struct MessageEnd {
+    /// The server's address; the client connects to it, the server
+    /// listens on it.
+    server: SocketAddr,
+    /// 0 for the client, 1 for the server: the index of the flow it sends.
+    end: usize,
+    duration: Duration,
+    sender: Option<Sender>,
+    receiver: Option<Receiver>,
+    progress: Shared,
+    /// When it was last polled: wake-ups must lie ahead of it.
+    polled_at: Instant,
+}
+
+/// The two ends of a message-stream test.
+pub fn stream(
+    server: SocketAddr,
+    forward: MessageFlow,
+    reverse: Option<MessageFlow>,
+    duration: Duration,
+    patterns: [Pattern; 2],
+) -> (MessageEnd, MessageEnd, Shared) {
+    let progress = Shared::default();
+    let sender = |flow: MessageFlow, pattern| Sender {
+        flow,
+        pattern,
+        next_index: 0,
+        queue: VecDeque::new(),
+    };
+    let receiver = |flow: MessageFlow, pattern| Receiver {
+        size: flow.size,
+        pattern,
+        offset: 0,
+        partial: Vec::new(),
+        buf: vec![0; 64 * 1024],
+    };
+    let client = MessageEnd {
+        server,
+        end: 0,
+        duration,
+        sender: Some(sender(forward, patterns[0])),
+        receiver: reverse.map(|flow| receiver(flow, patterns[1])),
+        progress: progress.clone(),
+        polled_at: Instant::ZERO,
+    };
+    let server_end = MessageEnd {
+        server,
+        end: 1,
+        duration,
+        sender: reverse.map(|flow| sender(flow, patterns[1])),
+        receiver: Some(receiver(forward, patterns[0])),
+        progress: progress.clone(),
+        polled_at: Instant::ZERO,
+    };
+    (client, server_end, progress)
+}
+
+impl MessageEnd {
+    fn handle(&mut self, now: Instant, endpoint: &mut Endpoint) -> Option<ConnectionHandle> {
+        let mut progress = self.progress.borrow_mut();
+        let slot = if self.end == 0 {
+            &mut progress.client
+        } else {
+            &mut progress.server
+        };
+        if let Some(handle) = *slot {
+            return Some(handle);
+        }
+        let handle = if self.end == 0 {
+            match endpoint.connect(now, self.server, None, None) {
+                Ok(handle) => handle,
+                Err(error) => {
+                    progress
+                        .error
+                        .get_or_insert_with(|| format!("cannot connect: {error}"));
+                    return None;
+                }
+            }
+        } else {
+            endpoint.accept(self.server)?
+        };
+        *slot = Some(handle);
+        Some(handle)
+    }
+}
+
+impl App for MessageEnd {
+    fn poll(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        self.polled_at = now;
+        if self.progress.borrow().error.is_some() {
+            return;
+        }
+        let Some(handle) = self.handle(now, endpoint) else {
+            return;
+        };
+        let connection = endpoint.connection(handle);
+        if let Some(error) = connection.and_then(|c| c.error()) {
+            self.progress
+                .borrow_mut()
+                .error
+                .get_or_insert_with(|| format!("connection failed: {error}"));
+            return;
+        }
+        let established =
+            connection.is_some_and(|c| c.state() != State::SynSent && c.state() != State::SynReceived);
+        let mut progress = self.progress.borrow_mut();
+        if established && progress.windows[self.end].is_none() {
+            progress.windows[self.end] = Some((now, now + self.duration));
+        }
+        if let (Some(sender), Some(window)) = (&mut self.sender, progress.windows[self.end]) {
+            sender.generate(now, window);
+            if let Err(error) = sender.pump(endpoint, handle) {
+                progress
+                    .error
+                    .get_or_insert_with(|| format!("sending failed: {error}"));
+                return;
+            }
+        }
+        let other = 1 - self.end;
+        let window_end = progress.windows[other].map(|w| w.1);
+        if let Some(receiver) = &mut self.receiver
+            && let Err(error) =
+                receiver.pump(now, endpoint, handle, window_end, &mut progress.received[other])
+        {
+            progress.error.get_or_insert(error);
+        }
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        let window = self.progress.borrow().windows[self.end]?;
+        let next_message = self.sender.as_ref().and_then(|s| s.due(window));
+        // Wake for the next message, else once more at the window's end.
+        next_message.or(Some(window.1).filter(|end| *end > self.polled_at))
+    }
+}

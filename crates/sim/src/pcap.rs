@@ -1,0 +1,74 @@
+//! Packet captures of a simulated interface, in the classic pcap format
+//! with link type RAW (packets begin at the IP header) and nanosecond
+//! timestamps in virtual time, so tshark and Wireshark read them as they
+//! read a real capture.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::{DataLink, TsResolution};
+
+use scps_proto::time::Instant;
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write capture {path}: {message}")]
+pub struct CaptureError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+pub struct Capture {
+    path: PathBuf,
+    writer: PcapWriter<BufWriter<File>>,
+}
+
+impl std::fmt::Debug for Capture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capture").field("path", &self.path).finish()
+    }
+}
+
+impl Capture {
+    pub fn create(path: &Path) -> Result<Capture, CaptureError> {
+        let error = |message: String| CaptureError {
+            path: path.to_owned(),
+            message,
+        };
+        let file = File::create(path).map_err(|e| error(e.to_string()))?;
+        let header = PcapHeader {
+            datalink: DataLink::RAW,
+            ts_resolution: TsResolution::NanoSecond,
+            ..PcapHeader::default()
+        };
+        let writer =
+            PcapWriter::with_header(BufWriter::new(file), header).map_err(|e| error(e.to_string()))?;
+        Ok(Capture {
+            path: path.to_owned(),
+            writer,
+        })
+    }
+
+    /// Writes out everything buffered; errors that a drop would swallow are
+    /// reported here.
+    pub fn finish(self) -> Result<(), CaptureError> {
+        use std::io::Write;
+        let path = self.path;
+        self.writer.into_writer().flush().map_err(|e| CaptureError {
+            path,
+            message: e.to_string(),
+        })
+    }
+
+    pub fn record(&mut self, at: Instant, packet: &[u8]) -> Result<(), CaptureError> {
+        let len = u32::try_from(packet.len()).unwrap_or(u32::MAX);
+        self.writer
+            .write_packet(&PcapPacket::new(at.as_duration(), len, packet))
+            .map(|_| ())
+            .map_err(|e| CaptureError {
+                path: self.path.clone(),
+                message: e.to_string(),
+            })
+    }
+}

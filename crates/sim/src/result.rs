@@ -1,0 +1,120 @@
+//! The record of one run, as `scps sim --json` prints it: one object per
+//! run with the figures SCENARIOS.md asks for.
+
+use std::time::Duration;
+
+use scps_channel::ChannelStats;
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    pub scenario: String,
+    pub protocol: String,
+    /// The value of every sweep axis for this run.
+    pub params: serde_json::Map<String, serde_json::Value>,
+    pub seed: u64,
+    /// Application bytes delivered (and checked).
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub goodput_bps: f64,
+    /// The physical limit of SCENARIOS.md for this point.
+    pub limit_bps: f64,
+    /// Goodput over the limit.
+    pub ratio: f64,
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageFigures>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub fetches: Option<FetchFigures>,
+    pub link: LinkFigures,
+    /// Why the run did not complete, if it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A message stream's figures, for the forward flow (and the reverse one
+/// of a two-way test).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageFigures {
+    #[serde(flatten)]
+    pub forward: FlowFigures,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<FlowFigures>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowFigures {
+    pub offered_bps: f64,
+    pub actual_bps: f64,
+    pub messages: u64,
+    pub latency_p50_s: f64,
+    pub latency_p95_s: f64,
+    pub latency_max_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FetchFigures {
+    pub fetches: usize,
+    pub fetches_failed: usize,
+    pub download_mean_s: f64,
+    pub download_p50_s: f64,
+    pub download_p95_s: f64,
+    pub download_max_s: f64,
+}
+
+/// What the link did to the packets in each direction.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LinkFigures {
+    pub forward: DirectionFigures,
+    pub reverse: DirectionFigures,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DirectionFigures {
+    pub packets: u64,
+    pub delivered: u64,
+    pub dropped_buffer: u64,
+    pub dropped_bit_errors: u64,
+    pub dropped_outage: u64,
+}
+
+impl DirectionFigures {
+    /// Sums the channels of one direction.
+    pub fn of(channels: &[ChannelStats]) -> DirectionFigures {
+        channels.iter().fold(DirectionFigures::default(), |mut sum, c| {
+            sum.packets += c.packets_in;
+            sum.delivered += c.packets_delivered;
+            sum.dropped_buffer += c.dropped_buffer;
+            sum.dropped_bit_errors += c.dropped_bit_errors;
+            sum.dropped_outage += c.dropped_outage;
+            sum
+        })
+    }
+}
+
+/// The `p`-th percentile (nearest rank) of `samples`, in seconds; 0 if
+/// there are none.
+pub fn percentile(samples: &mut [Duration], p: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    samples.sort_unstable();
+    let rank = ((p / 100.0) * samples.len() as f64).ceil().max(1.0) as usize;
+    samples[rank.min(samples.len()) - 1].as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut samples: Vec<Duration> = (1..=20).rev().map(Duration::from_secs).collect();
+        assert_eq!(percentile(&mut samples, 50.0), 10.0);
+        assert_eq!(percentile(&mut samples, 95.0), 19.0);
+        assert_eq!(percentile(&mut samples, 100.0), 20.0);
+        assert_eq!(percentile(&mut [], 50.0), 0.0);
+    }
+}
