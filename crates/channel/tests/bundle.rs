@@ -5,7 +5,9 @@ mod common;
 use std::time::Duration;
 
 use common::{arrival, ms};
-use scps_channel::{Bundle, CallDrops, ChannelConfig, ConfigError, DropCause, Fate, OutageWindow, channel_seed};
+use scps_channel::{
+    Bundle, CallDrops, ChannelConfig, ConfigError, DropCause, Fate, OutageWindow, channel_seed,
+};
 
 fn window(start_s: u64, dur_s: u64) -> OutageWindow {
     OutageWindow {

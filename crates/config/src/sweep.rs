@@ -8,6 +8,10 @@ use toml::{Table, Value};
 
 use crate::error::Error;
 
+/// More points than anyone means to run: a typo, refused before it eats
+/// the machine.
+pub const MAX_POINTS: usize = 100_000;
+
 /// A scenario document with its axes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sweep {
@@ -77,7 +81,23 @@ impl Sweep {
 
     /// Every point, the first axis varying slowest.
     pub fn points(&self) -> Result<Vec<PointDocument>, Error> {
-        let total: usize = self.axes.iter().map(|(_, v)| v.len()).product();
+        let total = self
+            .axes
+            .iter()
+            .try_fold(1usize, |n, (_, values)| n.checked_mul(values.len()))
+            .filter(|&n| n <= MAX_POINTS)
+            .ok_or_else(|| {
+                let sizes: Vec<String> = self
+                    .axes
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {}", v.len()))
+                    .collect();
+                Error::invalid(
+                    "sweep",
+                    sizes.join(", "),
+                    format!("at most {MAX_POINTS} points in all"),
+                )
+            })?;
         let mut points = Vec::with_capacity(total);
         for index in 0..total {
             let mut document = self.base.clone();
@@ -217,6 +237,18 @@ protocol = ["tcp-vj", "tcp-cubic"]
         assert_eq!(
             points[0].params[0],
             ("protocol".to_owned(), Value::String("tcp-vj".into()))
+        );
+    }
+
+    #[test]
+    fn absurdly_large_sweeps_are_refused() {
+        let axis: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        let list = format!("[{}]", axis.join(","));
+        let text = format!("[sweep]\na = {list}\nb = {list}\nc = {list}\n");
+        let err = Sweep::parse(&text, "big.toml").unwrap().points().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "sweep = a: 100, b: 100, c: 100: at most 100000 points in all"
         );
     }
 

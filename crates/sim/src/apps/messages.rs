@@ -4,13 +4,16 @@
 //! measures the actual rate (bytes of whole messages received in the
 //! window) and each message's latency (receive time less timestamp).
 //!
-//! Messages are created on schedule whether or not the connection can
-//! take them: a message waiting in the application counts in its latency,
-//! as it did in the paper. Each end's window starts when its end of the
+//! Like the paper's applications, a sender writes message `i` when its
+//! time comes (`i` intervals into the window) and stamps it as it writes
+//! it; while the connection's send buffer is full the write waits, and the
+//! messages that fell due meanwhile go one after the other as soon as
+//! there is room (the offered rate is kept, not the exact times). Latency
+//! therefore counts the send buffer and the network, not an unbounded
+//! queue in the application. Each end's window starts when its end of the
 //! connection is established.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -48,13 +51,14 @@ pub struct MessageProgress {
 
 pub type Shared = Rc<RefCell<MessageProgress>>;
 
-/// Creates messages on schedule and feeds them to the connection.
+/// Writes messages on schedule, one at a time.
 #[derive(Debug)]
 struct Sender {
     flow: MessageFlow,
     pattern: Pattern,
     next_index: u64,
-    queue: VecDeque<u8>,
+    /// The message being written and how much of it the connection took.
+    writing: Option<(Vec<u8>, usize)>,
 }
 
 impl Sender {
@@ -67,28 +71,45 @@ impl Sender {
         (at < window.1).then_some(at)
     }
 
-    fn generate(&mut self, now: Instant, window: (Instant, Instant)) {
-        while let Some(at) = self.due(window).filter(|at| *at <= now) {
-            let offset = self.next_index * self.flow.size as u64;
-            let mut message = vec![0u8; self.flow.size];
-            message[..8].copy_from_slice(&at.as_nanos().to_be_bytes());
-            message[8..HEADER].copy_from_slice(&(self.flow.size as u32).to_be_bytes());
-            self.pattern.fill(offset + HEADER as u64, &mut message[HEADER..]);
-            self.queue.extend(message);
-            self.next_index += 1;
-        }
+    /// Message `next_index`, stamped `now`.
+    fn message(&self, now: Instant) -> Vec<u8> {
+        let offset = self.next_index * self.flow.size as u64;
+        let mut message = vec![0u8; self.flow.size];
+        message[..8].copy_from_slice(&now.as_nanos().to_be_bytes());
+        message[8..HEADER].copy_from_slice(&(self.flow.size as u32).to_be_bytes());
+        self.pattern.fill(offset + HEADER as u64, &mut message[HEADER..]);
+        message
     }
 
-    fn pump(&mut self, endpoint: &mut Endpoint, handle: ConnectionHandle) -> Result<(), StreamError> {
-        while !self.queue.is_empty() {
-            let (front, _) = self.queue.as_slices();
-            match endpoint.send(handle, front) {
-                Ok(0) | Err(StreamError::WouldBlock) => break,
-                Ok(n) => drop(self.queue.drain(..n)),
+    /// Writes the message in hand and every message due by `now`, until
+    /// the connection takes no more.
+    fn pump(
+        &mut self,
+        now: Instant,
+        window: (Instant, Instant),
+        endpoint: &mut Endpoint,
+        handle: ConnectionHandle,
+    ) -> Result<(), StreamError> {
+        loop {
+            if self.writing.is_none() {
+                if !self.due(window).is_some_and(|at| at <= now) {
+                    return Ok(());
+                }
+                self.writing = Some((self.message(now), 0));
+                self.next_index += 1;
+            }
+            let Some((message, written)) = &mut self.writing else {
+                return Ok(());
+            };
+            match endpoint.send(handle, &message[*written..]) {
+                Ok(0) | Err(StreamError::WouldBlock) => return Ok(()),
+                Ok(n) => *written += n,
                 Err(err) => return Err(err),
             }
+            if *written == message.len() {
+                self.writing = None;
+            }
         }
-        Ok(())
     }
 }
 
@@ -180,7 +201,7 @@ pub fn stream(
         flow,
         pattern,
         next_index: 0,
-        queue: VecDeque::new(),
+        writing: None,
     };
     let receiver = |flow: MessageFlow, pattern| Receiver {
         size: flow.size,
@@ -263,8 +284,7 @@ impl App for MessageEnd {
             progress.windows[self.end] = Some((now, now + self.duration));
         }
         if let (Some(sender), Some(window)) = (&mut self.sender, progress.windows[self.end]) {
-            sender.generate(now, window);
-            if let Err(error) = sender.pump(endpoint, handle) {
+            if let Err(error) = sender.pump(now, window, endpoint, handle) {
                 progress
                     .error
                     .get_or_insert_with(|| format!("sending failed: {error}"));
@@ -283,7 +303,12 @@ impl App for MessageEnd {
 
     fn next_wake(&self) -> Option<Instant> {
         let window = self.progress.borrow().windows[self.end]?;
-        let next_message = self.sender.as_ref().and_then(|s| s.due(window));
+        // A message waiting for room is moved on by the ACKs that make it.
+        let next_message = self
+            .sender
+            .as_ref()
+            .filter(|s| s.writing.is_none())
+            .and_then(|s| s.due(window));
         // Wake for the next message, else once more at the window's end.
         next_message.or(Some(window.1).filter(|end| *end > self.polled_at))
     }

@@ -1,0 +1,134 @@
+//! `scps sim` as a user runs it.
+
+use std::process::{Command, Output};
+
+fn scps(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scps"))
+        .args(args)
+        .output()
+        .expect("scps runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const ONE_POINT: [&str; 10] = [
+    "--set",
+    "protocol=tcp-vj",
+    "--set",
+    "link.delay=120ms",
+    "--set",
+    "link.ber=0",
+    "--set",
+    "link.return.rate=115200bps",
+    "--set",
+    "workload.bytes=100KB",
+];
+
+#[test]
+fn json_lines_carry_the_figures_of_every_run() {
+    let mut args = vec!["sim", "lowrate-leo-geo", "--json", "--runs", "2", "--seed", "7"];
+    args.extend(ONE_POINT);
+    let output = scps(&args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let lines: Vec<serde_json::Value> = text(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert_eq!(lines.len(), 2, "one object per run");
+    for (run, line) in lines.iter().enumerate() {
+        for field in [
+            "scenario",
+            "protocol",
+            "params",
+            "seed",
+            "bytes",
+            "duration_s",
+            "goodput_bps",
+            "limit_bps",
+            "ratio",
+            "retransmitted_bytes",
+        ] {
+            assert!(line.get(field).is_some(), "missing {field} in {line}");
+        }
+        assert_eq!(line["scenario"], "lowrate-leo-geo");
+        assert_eq!(line["seed"], 7 + run as u64, "run i uses seed S + i");
+        assert_eq!(line["params"]["link.delay"], "120ms");
+        assert_eq!(line["bytes"], 100_000);
+        let ratio = line["ratio"].as_f64().unwrap();
+        let expected = line["goodput_bps"].as_f64().unwrap() / line["limit_bps"].as_f64().unwrap();
+        assert!((ratio - expected).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn message_runs_add_their_figures() {
+    let output = scps(&[
+        "sim",
+        "iridium-3ch",
+        "--json",
+        "--set",
+        "workload.rate=1024bps",
+        "--set",
+        "workload.duration=5min",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let line: serde_json::Value = serde_json::from_str(text(&output.stdout).trim()).unwrap();
+    for field in [
+        "offered_bps",
+        "actual_bps",
+        "latency_p50_s",
+        "latency_p95_s",
+        "latency_max_s",
+    ] {
+        assert!(line[field].is_number(), "missing {field} in {line}");
+    }
+}
+
+#[test]
+fn the_table_shows_the_limit_and_the_ratio() {
+    let mut args = vec!["sim", "lowrate-leo-geo"];
+    args.extend(ONE_POINT);
+    let output = scps(&args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("goodput") && stdout.contains("limit") && stdout.contains("ratio"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("111.21k"),
+        "the limit of a 115200 bit/s link: {stdout}"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs_naming_key_value_and_what_is_allowed() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["sim", "lowrate-leo-geo", "--set", "link.speed=5"],
+            "link.speed: unknown field `speed`, expected one of",
+        ),
+        (
+            &["sim", "lowrate-leo-geo", "--set", "link.delay=120"],
+            "link.delay: invalid duration \"120\": expected a number with a unit",
+        ),
+        (
+            &["sim", "lowrate-leo-geo", "--set", "link.ber=1.5"],
+            "invalid bit-error rate \"1.5\"",
+        ),
+        (
+            &["sim", "lowrate-leo-geo", "--set", "protocol=tcp-3"],
+            "protocol = \"tcp-3\": one of tcp-vj, tcp-cubic",
+        ),
+        (&["sim", "no-such-scenario"], "no scenario \"no-such-scenario\""),
+    ];
+    for (args, expected) in cases {
+        let output = scps(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(output.stdout.is_empty(), "nothing ran: {}", text(&output.stdout));
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}

@@ -1,0 +1,83 @@
+//! Captures of the simulator are real pcap files: tshark reads them with
+//! no malformed packets and no bad checksums, and shows our options.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use scps_sim::RunOptions;
+
+#[test]
+fn tshark_decodes_a_capture_without_errors() {
+    let point = &points(
+        "lowrate-leo-geo",
+        &[
+            "protocol=tcp-vj",
+            "link.delay=120ms",
+            "link.ber=1e-5",
+            "link.return.rate=115200bps",
+            "workload.bytes=200KB",
+        ],
+    )[0];
+    let path = std::env::temp_dir().join(format!("scps-capture-{}.pcap", std::process::id()));
+    let options = RunOptions {
+        capture: Some(path.clone()),
+    };
+    let result = scps_sim::run(point, seed(), &options).expect("the run starts");
+    assert_eq!(result.error, None, "{}", describe(&result));
+    assert!(
+        result.retransmitted_bytes > 0,
+        "the capture should show repairs too"
+    );
+
+    let tshark = |args: &[&str]| {
+        let output = Command::new("tshark")
+            .args([
+                "-r",
+                path.to_str().unwrap(),
+                "-o",
+                "ip.check_checksum:TRUE",
+                "-o",
+                "tcp.check_checksum:TRUE",
+            ])
+            .args(args)
+            .output()
+            .expect("tshark must be installed (.ci/run installs it)");
+        assert!(
+            output.status.success(),
+            "tshark failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let packets = tshark(&[]).lines().count();
+    assert!(packets > 150, "{packets} packets decoded");
+    let problems = tshark(&[
+        "-Y",
+        "_ws.malformed || _ws.expert.severity >= error || ip.checksum.status == 2 || tcp.checksum.status == 2",
+    ]);
+    assert!(problems.is_empty(), "tshark reports problems:\n{problems}");
+    // The SYN shows window scaling, SACK-permitted and timestamps.
+    let syn = tshark(&[
+        "-Y",
+        "tcp.flags.syn == 1 && tcp.flags.ack == 0",
+        "-T",
+        "fields",
+        "-e",
+        "tcp.options.wscale.shift",
+        "-e",
+        "tcp.options.sack_perm",
+        "-e",
+        "tcp.options.timestamp.tsval",
+    ]);
+    let fields: Vec<&str> = syn.trim().split('\t').collect();
+    assert_eq!(fields.len(), 3, "{syn:?}");
+    assert!(
+        fields.iter().all(|f| !f.is_empty()),
+        "options in the SYN: {syn:?}"
+    );
+    let sacks = tshark(&["-Y", "tcp.options.sack_le"]).lines().count();
+    assert!(sacks > 0, "SACK blocks decoded");
+    std::fs::remove_file(&path).ok();
+}

@@ -1,0 +1,32 @@
+//! The throughput grid of lowrate-leo-geo for tcp-vj (delay x BER, both
+//! link shapes), kept as a snapshot: any change to the engine's
+//! performance shows in review as a change to this table (the smoltcp
+//! `netsim` idea). Runs are deterministic, so the figures are exact.
+
+mod common;
+
+use std::fmt::Write;
+
+use common::*;
+
+#[test]
+fn lowrate_leo_geo_throughput_grid() {
+    let mut table = String::from("return     delay  ber      time_s  ratio  retransmitted\n");
+    for point in points("lowrate-leo-geo", &["protocol=tcp-vj"]) {
+        let result = run(&point, 1);
+        assert_eq!(result.error, None, "{}", describe(&result));
+        let param = |key: &str| result.params[key].to_string().trim_matches('"').to_owned();
+        writeln!(
+            table,
+            "{:<10} {:<6} {:<8} {:<7.2} {:<6.3} {}",
+            param("link.return.rate"),
+            param("link.delay"),
+            param("link.ber"),
+            result.duration_s,
+            result.ratio,
+            result.retransmitted_bytes
+        )
+        .unwrap();
+    }
+    insta::assert_snapshot!(table);
+}

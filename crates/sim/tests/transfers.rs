@@ -1,0 +1,70 @@
+//! Whole transfers in the simulator: every byte arrives once, in order,
+//! checked against what was sent (the applications compare each byte), or
+//! the run reports an error.
+
+mod common;
+
+use common::*;
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn a_mebibyte_arrives_intact_at_every_point_of_lowrate_leo_geo() {
+    let seed = seed();
+    let points = points("lowrate-leo-geo", &["protocol=tcp-vj"]);
+    assert_eq!(points.len(), 18, "3 delays x 3 BERs x symmetric and asymmetric");
+    for point in &points {
+        let result = run(point, seed);
+        let what = describe(&result);
+        assert_eq!(result.error, None, "{what}");
+        assert_eq!(result.bytes, MIB, "{what}");
+        assert!(
+            result.ratio <= 1.0,
+            "faster than the physical limit? {what}: {}",
+            result.ratio
+        );
+        assert!(result.ratio > 0.3, "{what}: ratio {}", result.ratio);
+    }
+}
+
+#[test]
+fn both_directions_at_once_on_an_asymmetric_lossy_link() {
+    let seed = seed();
+    for protocol in ["tcp-vj", "tcp-cubic"] {
+        let point = &points(
+            "lowrate-leo-geo",
+            &[
+                &format!("protocol={protocol}"),
+                "link.delay=120ms",
+                "link.ber=1e-6",
+                "link.return.rate=2400bps",
+                "workload.both_ways=true",
+            ],
+        )[0];
+        let result = run(point, seed);
+        let what = describe(&result);
+        assert_eq!(result.error, None, "{what}");
+        assert_eq!(result.bytes, 2 * MIB, "{what}");
+        // The 2400 bit/s return direction is the slow one: its megabyte
+        // takes at least its serialisation time.
+        assert!(result.duration_s > (MIB * 8) as f64 / 2400.0, "{what}");
+    }
+}
+
+#[test]
+fn cubic_fills_a_clean_geo_link() {
+    let seed = seed();
+    let point = &points(
+        "geo-8mbit",
+        &[
+            "protocol=tcp-cubic",
+            "link.rtt=100ms",
+            "link.ber=0",
+            "workload.bytes=20MB",
+        ],
+    )[0];
+    let result = run(point, seed);
+    let what = describe(&result);
+    assert_eq!(result.error, None, "{what}");
+    assert!(result.ratio > 0.85, "{what}: ratio {}", result.ratio);
+}

@@ -1,0 +1,71 @@
+//! Message streams and file fetches produce the figures their scenarios
+//! report.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn a_light_message_stream_gets_its_offered_rate_with_latency_above_the_delay() {
+    let point = &points(
+        "iridium-3ch",
+        &["workload.rate=1024bps", "workload.duration=10min"],
+    )[0];
+    let result = run(point, seed());
+    let what = describe(&result);
+    assert_eq!(result.error, None, "{what}");
+    let figures = &result.messages.as_ref().expect("message figures").forward;
+    assert_eq!(figures.offered_bps, 1024.0);
+    assert!(
+        (figures.actual_bps - 1024.0).abs() < 20.0,
+        "{what}: actual {}",
+        figures.actual_bps
+    );
+    // One way is 0.6 to 1.55 s on average: latency includes it.
+    assert!(
+        figures.latency_p50_s > 0.6,
+        "{what}: p50 {}",
+        figures.latency_p50_s
+    );
+    assert!(figures.latency_p95_s >= figures.latency_p50_s && figures.latency_max_s >= figures.latency_p95_s);
+    assert!(figures.messages > 1000, "{what}");
+}
+
+#[test]
+fn two_way_streams_report_both_directions() {
+    let point = &points(
+        "iridium-3ch",
+        &[
+            "workload.rate=2048bps",
+            "workload.duration=10min",
+            "workload.two_way=true",
+            "workload.reverse_size=32",
+            "workload.reverse_rate=1024bps",
+        ],
+    )[0];
+    let result = run(point, seed());
+    let what = describe(&result);
+    assert_eq!(result.error, None, "{what}");
+    let messages = result.messages.as_ref().expect("message figures");
+    let reverse = messages.reverse.as_ref().expect("reverse flow");
+    assert_eq!(reverse.offered_bps, 1024.0);
+    assert!(reverse.actual_bps > 900.0, "{what}: {reverse:?}");
+    assert!(
+        messages.forward.actual_bps > 1800.0,
+        "{what}: {:?}",
+        messages.forward
+    );
+}
+
+#[test]
+fn every_planned_fetch_completes_over_a_clean_link() {
+    let point = &points("complex-35ws", &["link.ber=1e-9", "workload.duration=5min"])[0];
+    let result = run(point, seed());
+    let what = describe(&result);
+    assert_eq!(result.error, None, "{what}");
+    let fetches = result.fetches.as_ref().expect("fetch figures");
+    assert!(fetches.fetches > 30, "{what}: {fetches:?}");
+    assert_eq!(fetches.fetches_failed, 0);
+    // Each fetch needs at least the handshake and one round trip: 2.8 s.
+    assert!(fetches.download_p50_s > 2.8, "{what}: {fetches:?}");
+}
