@@ -92,7 +92,7 @@ impl Sender {
     ) -> Result<(), StreamError> {
         loop {
             if self.writing.is_none() {
-                if !self.due(window).is_some_and(|at| at <= now) {
+                if self.due(window).is_none_or(|at| at > now) {
                     return Ok(());
                 }
                 self.writing = Some((self.message(now), 0));
@@ -283,13 +283,13 @@ impl App for MessageEnd {
         if established && progress.windows[self.end].is_none() {
             progress.windows[self.end] = Some((now, now + self.duration));
         }
-        if let (Some(sender), Some(window)) = (&mut self.sender, progress.windows[self.end]) {
-            if let Err(error) = sender.pump(now, window, endpoint, handle) {
-                progress
-                    .error
-                    .get_or_insert_with(|| format!("sending failed: {error}"));
-                return;
-            }
+        if let (Some(sender), Some(window)) = (&mut self.sender, progress.windows[self.end])
+            && let Err(error) = sender.pump(now, window, endpoint, handle)
+        {
+            progress
+                .error
+                .get_or_insert_with(|| format!("sending failed: {error}"));
+            return;
         }
         let other = 1 - self.end;
         let window_end = progress.windows[other].map(|w| w.1);
