@@ -19,4 +19,5 @@ fuzz_target!(|data: &[u8]| {
         assert!(again.abs_diff(duration).as_nanos() <= 1, "{text:?}");
     }
     let _ = parse_ber(text);
+    let _ = scps_config::sweep::parse_assignment(text);
 });

@@ -13,6 +13,10 @@ use scps_sim::{RunOptions, RunResult};
 use crate::table;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Scenario keys, with their units, defaults and ranges: docs/configuration.md.\n\
+    Figures and the commands behind them: docs/BENCHMARKS.md."
+)]
 pub struct SimArgs {
     /// A built-in scenario (lowrate-leo-geo, geo-8mbit, t1-geo,
     /// iridium-3ch, complex-35ws) or the path of a scenario file.

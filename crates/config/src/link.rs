@@ -109,10 +109,8 @@ impl ChannelSpec {
     /// two spellings of one quantity: setting either replaces both.
     fn overlay(&self, over: &ChannelSpec) -> ChannelSpec {
         let mut out = self.clone();
-        macro_rules! take {
-            ($($field:ident),*) => {$(if over.$field.is_some() { out.$field = over.$field.clone(); })*};
-        }
-        take!(
+        crate::overlay_fields!(
+            out, over;
             rate,
             buffer,
             framing,

@@ -85,10 +85,8 @@ impl TcpSpec {
     /// `self` with every key `over` sets replaced.
     pub fn overlay(&self, over: &TcpSpec) -> TcpSpec {
         let mut out = self.clone();
-        macro_rules! take {
-            ($($field:ident),*) => {$(if over.$field.is_some() { out.$field = over.$field; })*};
-        }
-        take!(
+        crate::overlay_fields!(
+            out, over;
             send_buffer,
             recv_buffer,
             window_scaling,

@@ -3,7 +3,7 @@
 //! Richer links live in the simulator crate.
 
 use std::collections::VecDeque;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use scps_proto::time::Instant;
@@ -11,6 +11,8 @@ use scps_proto::{Config, ConnectionHandle, Endpoint, EndpointConfig, State};
 
 const A: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const B: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+const A6: IpAddr = IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1));
+const B6: IpAddr = IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2));
 
 struct Pair {
     a: Endpoint,
@@ -22,10 +24,16 @@ struct Pair {
     /// Drop every n-th packet from A to B (0: none).
     drop_every: u64,
     sent_a_to_b: u64,
+    /// The server's address.
+    server: IpAddr,
 }
 
 impl Pair {
     fn new(config: Config, delay: Duration) -> Pair {
+        Pair::with_addresses(config, delay, A, B)
+    }
+
+    fn with_addresses(config: Config, delay: Duration, a: IpAddr, b: IpAddr) -> Pair {
         let make = |addr, secret| {
             let config = EndpointConfig {
                 connection: config.clone(),
@@ -35,8 +43,9 @@ impl Pair {
             Endpoint::new(config, [addr]).unwrap()
         };
         Pair {
-            a: make(A, 1),
-            b: make(B, 2),
+            a: make(a, 1),
+            b: make(b, 2),
+            server: b,
             now: Instant::ZERO,
             delay,
             wire: VecDeque::new(),
@@ -94,7 +103,7 @@ fn exchange(
     to_b: &[u8],
     to_a: &[u8],
 ) -> (Vec<u8>, Vec<u8>, ConnectionHandle, ConnectionHandle) {
-    let server = SocketAddr::new(B, 80);
+    let server = SocketAddr::new(pair.server, 80);
     pair.b.listen(server, None).unwrap();
     let ca = pair.a.connect(pair.now, server, None, None).unwrap();
     let mut cb = None;
@@ -162,4 +171,16 @@ fn regular_losses_are_repaired_with_and_without_sack() {
             "losses repaired by fast recovery (sack {sack}): {stats:?}"
         );
     }
+}
+
+#[test]
+fn ipv6_works_the_same() {
+    let mut pair = Pair::with_addresses(Config::default(), Duration::from_millis(30), A6, B6);
+    pair.drop_every = 40;
+    let (to_b, to_a) = (data(300_000, 4), data(200_000, 5));
+    let (at_a, at_b, ca, _) = exchange(&mut pair, &to_b, &to_a);
+    assert!(at_b == to_b && at_a == to_a, "content differs over IPv6");
+    let stats = pair.a.stats_of(ca).unwrap();
+    assert_eq!(stats.smss, 1500 - 40 - 20 - 12, "MSS from the IPv6 header size");
+    assert!(stats.bytes_retransmitted > 0);
 }

@@ -29,6 +29,10 @@ pub struct RunResult {
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub fetches: Option<FetchFigures>,
     pub link: LinkFigures,
+    /// Packets the two endpoints dropped, by cause (a corrupted packet
+    /// shows as `bad_checksum`); empty when none were.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub endpoint_drops: std::collections::BTreeMap<String, u64>,
     /// Why the run did not complete, if it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use scps_channel::Bundle;
 use scps_config::{Point, Workload};
 use scps_proto::time::Instant;
-use scps_proto::{ConnectionStats, Endpoint, EndpointConfig, EndpointError};
+use scps_proto::{ConnectionHandle, Endpoint, EndpointConfig, EndpointError};
 
 use crate::apps::{bulk, fetch, messages};
 use crate::payload::Pattern;
@@ -114,6 +114,11 @@ pub fn run(point: &Point, seed: u64, options: &RunOptions) -> Result<RunResult, 
         forward: DirectionFigures::of(&setup.world.channel_stats(setup.link, 0)),
         reverse: DirectionFigures::of(&setup.world.channel_stats(setup.link, 1)),
     };
+    for node in [setup.client, setup.server] {
+        for (cause, count) in &setup.world.endpoint(node).stats().drops {
+            *result.endpoint_drops.entry((*cause).to_owned()).or_default() += count;
+        }
+    }
     setup.world.finish()?;
     Ok(result)
 }
@@ -156,6 +161,7 @@ fn result(point: &Point, seed: u64, bytes: u64, duration: Duration, error: Optio
         messages: None,
         fetches: None,
         link: LinkFigures::default(),
+        endpoint_drops: Default::default(),
         error,
     }
 }
@@ -172,11 +178,15 @@ fn unfinished(outcome: Outcome, limit: Instant) -> Option<String> {
     }
 }
 
-fn add_connection_stats(result: &mut RunResult, stats: impl IntoIterator<Item = Option<ConnectionStats>>) {
-    for stats in stats.into_iter().flatten() {
-        result.retransmitted_bytes += stats.bytes_retransmitted;
-        result.timeouts += stats.timeouts;
-        result.fast_recoveries += stats.fast_recoveries;
+/// Adds the figures of the client's and the server's connections.
+fn add_connection_stats(result: &mut RunResult, setup: &Setup, handles: [Option<ConnectionHandle>; 2]) {
+    let nodes = [setup.client, setup.server];
+    for (node, handle) in nodes.into_iter().zip(handles) {
+        if let Some(stats) = handle.and_then(|h| setup.world.endpoint(node).stats_of(h)) {
+            result.retransmitted_bytes += stats.bytes_retransmitted;
+            result.timeouts += stats.timeouts;
+            result.fast_recoveries += stats.fast_recoveries;
+        }
     }
 }
 
@@ -226,17 +236,7 @@ fn run_bulk(
         (forward + reverse, setup.world.now())
     };
     let mut result = result(point, seed, delivered, end - started, error);
-    add_connection_stats(
-        &mut result,
-        [
-            progress
-                .client
-                .and_then(|h| setup.world.endpoint(setup.client).stats_of(h)),
-            progress
-                .server
-                .and_then(|h| setup.world.endpoint(setup.server).stats_of(h)),
-        ],
-    );
+    add_connection_stats(&mut result, setup, [progress.client, progress.server]);
     result
 }
 
@@ -288,17 +288,7 @@ fn run_messages(
         .1
         .map(|flow| flow_figures(&flow, &mut progress.received[1], duration));
     result.messages = Some(MessageFigures { forward, reverse });
-    add_connection_stats(
-        &mut result,
-        [
-            progress
-                .client
-                .and_then(|h| setup.world.endpoint(setup.client).stats_of(h)),
-            progress
-                .server
-                .and_then(|h| setup.world.endpoint(setup.server).stats_of(h)),
-        ],
-    );
+    add_connection_stats(&mut result, setup, [progress.client, progress.server]);
     result
 }
 

@@ -68,3 +68,27 @@ fn cubic_fills_a_clean_geo_link() {
     assert_eq!(result.error, None, "{what}");
     assert!(result.ratio > 0.85, "{what}: ratio {}", result.ratio);
 }
+
+#[test]
+fn corrupted_packets_are_caught_by_the_checksum_and_counted() {
+    let point = &points(
+        "lowrate-leo-geo",
+        &[
+            "protocol=tcp-vj",
+            "link.delay=120ms",
+            "link.ber=1e-5",
+            "link.return.rate=115200bps",
+            "link.errors=corrupt",
+        ],
+    )[0];
+    let result = run(point, seed());
+    let what = describe(&result);
+    assert_eq!(result.error, None, "{what}");
+    assert_eq!(result.bytes, MIB, "every byte arrived and matched: {what}");
+    assert_eq!(
+        result.link.forward.dropped_bit_errors, 0,
+        "corrupt mode delivers: {what}"
+    );
+    let caught = result.endpoint_drops.get("bad_checksum").copied().unwrap_or(0);
+    assert!(caught > 50, "{what}: {:?}", result.endpoint_drops);
+}
