@@ -19,13 +19,20 @@ enum Command {
     Sim(sim::SimArgs),
 }
 
+/// Exit status: 0 when everything ran and completed, 1 when some run
+/// ended with an error (reported in its row or JSON object), 2 when the
+/// command could not run at all (bad input, unwritable files).
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sim(args) => sim::main(args),
     };
     match outcome {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(sim::Completion::All) => std::process::ExitCode::SUCCESS,
+        Ok(sim::Completion::SomeFailed { failed, total }) => {
+            eprintln!("scps: {failed} of {total} runs did not complete (see their error)");
+            std::process::ExitCode::from(1)
+        }
         Err(error) => {
             eprintln!("scps: {error:#}");
             std::process::ExitCode::from(2)

@@ -51,7 +51,14 @@ struct Job<'a> {
     capture: Option<PathBuf>,
 }
 
-pub fn main(args: SimArgs) -> anyhow::Result<()> {
+/// Whether every run completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    All,
+    SomeFailed { failed: usize, total: usize },
+}
+
+pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
     let sets = args
         .sets
         .iter()
@@ -59,9 +66,7 @@ pub fn main(args: SimArgs) -> anyhow::Result<()> {
         .collect::<Result<Vec<_>, _>>()?;
     let scenario = Scenario::load(&args.scenario, &sets)?;
     let runs = args.runs.unwrap_or(scenario.runs);
-    if runs == 0 {
-        bail!("--runs 0: at least one run is needed");
-    }
+    scenario.check_runs("--runs", runs)?;
     let first_seed = args.seed.unwrap_or(scenario.seed);
     let total = scenario.points.len() * runs as usize;
     let jobs: Vec<Job> = scenario
@@ -75,6 +80,10 @@ pub fn main(args: SimArgs) -> anyhow::Result<()> {
             capture: args.pcap.as_ref().map(|path| capture_path(path, index, total)),
         })
         .collect();
+    // Unwritable capture files stop the command before any run starts.
+    for path in jobs.iter().filter_map(|job| job.capture.as_ref()) {
+        std::fs::File::create(path).with_context(|| format!("cannot write capture {}", path.display()))?;
+    }
     let workers = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -83,7 +92,40 @@ pub fn main(args: SimArgs) -> anyhow::Result<()> {
     if !args.json {
         table::print(&scenario, &results, runs)?;
     }
-    Ok(())
+    let failed = results.iter().filter(|r| r.error.is_some()).count();
+    Ok(match failed {
+        0 => Completion::All,
+        failed => Completion::SomeFailed {
+            failed,
+            total: results.len(),
+        },
+    })
+}
+
+/// Runs one job; a panic (a bug) becomes an error naming the run so that
+/// it can be replayed.
+fn run_one(job: &Job) -> anyhow::Result<RunResult> {
+    let options = RunOptions {
+        capture: job.capture.clone(),
+    };
+    let describe = || format!("run with seed {} at {}", job.seed, job.point.describe());
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        scps_sim::run(job.point, job.seed, &options)
+    }));
+    match outcome {
+        Ok(result) => result.with_context(describe),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(anyhow::anyhow!(
+                "{} panicked: {message} (a bug: please report it with this command)",
+                describe()
+            ))
+        }
+    }
 }
 
 /// `path` for a single run, else `path` with `-N` before the extension.
@@ -141,11 +183,7 @@ fn run_all(jobs: &[Job], workers: usize, json: bool) -> anyhow::Result<Vec<RunRe
                         index
                     };
                     let Some(job) = jobs.get(index) else { return };
-                    let options = RunOptions {
-                        capture: job.capture.clone(),
-                    };
-                    let outcome = scps_sim::run(job.point, job.seed, &options)
-                        .with_context(|| format!("run with seed {} at {}", job.seed, job.point.describe()));
+                    let outcome = run_one(job);
                     let failed = outcome.is_err();
                     if let Ok(mut slot) = slots[index].lock() {
                         *slot = Some(outcome);

@@ -132,3 +132,39 @@ fn bad_input_is_refused_before_anything_runs_naming_key_value_and_what_is_allowe
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn runs_that_fail_are_reported_and_the_exit_status_says_so() {
+    let mut args = vec!["sim", "lowrate-leo-geo", "--json", "--set", "time_limit=2s"];
+    args.extend(ONE_POINT);
+    let output = scps(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let line: serde_json::Value = serde_json::from_str(text(&output.stdout).trim()).unwrap();
+    let error = line["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("not finished within the time limit of 2s"),
+        "{line}"
+    );
+    assert!(text(&output.stderr).contains("1 of 1 runs did not complete"));
+}
+
+#[test]
+fn absurd_run_counts_and_unwritable_captures_stop_before_any_run() {
+    let output = scps(&["sim", "t1-geo", "--runs", "4000000000"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("--runs = 4000000000: 1 to 10000 runs per point"),
+        "{}",
+        text(&output.stderr)
+    );
+    let mut args = vec!["sim", "lowrate-leo-geo", "--pcap", "/no/such/dir/x.pcap"];
+    args.extend(ONE_POINT);
+    let output = scps(&args);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    assert!(
+        text(&output.stderr).contains("cannot write capture /no/such/dir/x.pcap"),
+        "{}",
+        text(&output.stderr)
+    );
+}

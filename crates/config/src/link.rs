@@ -16,6 +16,9 @@ use serde::Deserialize;
 use crate::error::Error;
 use crate::units::{Ber, Bytes, Rate, Time};
 
+/// The shortest mean time between call drops we accept.
+const MIN_CALL_DROP_INTERVAL: Duration = Duration::from_millis(10);
+
 /// Per-packet framing bytes, buffer and MTU when a scenario does not say.
 pub const DEFAULT_BUFFER: Bytes = Bytes(1 << 20);
 pub const DEFAULT_MTU: u16 = 1500;
@@ -157,6 +160,13 @@ impl ChannelSpec {
         };
         let call_drops = match (self.call_drop_interval, self.redial_min, self.redial_max) {
             (None, None, None) => None,
+            (Some(Time(interval)), _, _) if interval < MIN_CALL_DROP_INTERVAL => {
+                return Err(Error::invalid(
+                    format!("{key}.call_drop_interval"),
+                    Time(interval),
+                    "at least 10ms (shorter ones would make the link flap faster than it carries packets)",
+                ));
+            }
             (Some(Time(interval)), min, max) => {
                 let min = min.map_or(Duration::ZERO, |t| t.0);
                 Some(CallDrops {
@@ -245,6 +255,18 @@ impl ChannelSpec {
         }
         let mut forward = Vec::new();
         let mut reverse = Vec::new();
+        let fits_a_packet = |key: String, config: ChannelConfig| {
+            // The buffer counts IP bytes: below the MTU, every full-size
+            // packet would be dropped whatever happened.
+            if config.buffer_bytes < u64::from(mtu) {
+                return Err(Error::invalid(
+                    format!("{key}.buffer"),
+                    Bytes(config.buffer_bytes),
+                    format!("at least the MTU ({mtu} bytes)"),
+                ));
+            }
+            Ok(config)
+        };
         for i in 0..count as usize {
             let circuit = match overrides.get(i) {
                 Some(over) => self.overlay(over),
@@ -255,12 +277,13 @@ impl ChannelSpec {
             } else {
                 format!("link.channel[{i}]")
             };
-            forward.push(circuit.channel(&key)?);
+            forward.push(fits_a_packet(key.clone(), circuit.channel(&key)?)?);
             let back = match self.reverse.as_deref() {
                 Some(over) => circuit.overlay(over),
                 None => circuit,
             };
-            reverse.push(back.channel(&format!("{key}.return"))?);
+            let back_key = format!("{key}.return");
+            reverse.push(fits_a_packet(back_key.clone(), back.channel(&back_key)?)?);
         }
         Ok(Link {
             mtu,
@@ -393,6 +416,14 @@ mod tests {
                 "link.return.mtu = set: only allowed directly in [link]",
             ),
             ("rate = \"1Mbit\"\nbuffer = 0", "link.buffer = 0"),
+            (
+                "rate = \"1Mbit\"\nbuffer = 1000",
+                "link.buffer = 1000B: at least the MTU (1500 bytes)",
+            ),
+            (
+                "rate = \"1Mbit\"\ncall_drop_interval = \"1ns\"",
+                "link.call_drop_interval = 1ns: at least 10ms",
+            ),
             (
                 "rate = \"1Mbit\"\ncall_drop_interval = \"1s\"\nredial_min = \"9s\"\nredial_max = \"2s\"",
                 "link.redial_min = 9s",

@@ -32,8 +32,12 @@ pub const BUILTIN: [(&str, &str); 5] = [
     ),
 ];
 
-/// IP, TCP and timestamp headers: the H of SCENARIOS.md's limit.
-pub const DEFAULT_HEADER_BYTES: u32 = 52;
+/// Keys that describe a whole scenario and cannot be sweep axes.
+const WHOLE_SCENARIO_KEYS: [&str; 4] = ["name", "description", "seed", "runs"];
+
+/// Most runs one command may ask for (points times runs per point).
+pub const MAX_RUNS: u64 = 100_000;
+
 /// Longest a run may last in virtual time unless the scenario says.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
@@ -91,6 +95,24 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Checks `runs` runs of every point (`key` names where the number came
+    /// from: `runs` in the file, or `--runs`).
+    pub fn check_runs(&self, key: &str, runs: u32) -> Result<(), Error> {
+        let total = self.points.len() as u64 * u64::from(runs);
+        if runs == 0 || total > MAX_RUNS {
+            return Err(Error::invalid(
+                key,
+                runs,
+                format!(
+                    "1 to {} runs per point ({} points, at most {MAX_RUNS} runs in all)",
+                    (MAX_RUNS / self.points.len().max(1) as u64).max(1),
+                    self.points.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Loads a built-in scenario by name, or a TOML file by path, applies
     /// the `--set` assignments and resolves every point.
     pub fn load(name_or_path: &str, sets: &[(String, Value)]) -> Result<Scenario, Error> {
@@ -98,10 +120,16 @@ impl Scenario {
             Some((_, text)) => (text.to_string(), format!("scenario {name_or_path}")),
             None => match std::fs::read_to_string(name_or_path) {
                 Ok(text) => (text, name_or_path.to_owned()),
-                Err(_) => {
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                     return Err(Error::UnknownScenario {
                         name: name_or_path.to_owned(),
                         known: BUILTIN.map(|(n, _)| n).join(", "),
+                    });
+                }
+                Err(error) => {
+                    return Err(Error::Syntax {
+                        origin: name_or_path.to_owned(),
+                        message: format!("cannot read it: {error}"),
                     });
                 }
             },
@@ -113,6 +141,18 @@ impl Scenario {
         let mut sweep = Sweep::parse(text, origin)?;
         for (key, value) in sets {
             sweep.set(key, value.clone())?;
+        }
+        // These describe the whole scenario, not a point of it.
+        if let Some((key, _)) = sweep
+            .axes
+            .iter()
+            .find(|(k, _)| WHOLE_SCENARIO_KEYS.contains(&k.as_str()))
+        {
+            return Err(Error::invalid(
+                key.as_str(),
+                "a list",
+                "a single value (seeds and run counts vary with --seed and --runs)",
+            ));
         }
         let mut scenario = None;
         let mut points = Vec::new();
@@ -152,10 +192,8 @@ impl Scenario {
             points.push(point);
         }
         let mut scenario = scenario.ok_or_else(|| Error::invalid("sweep", "empty", "at least one point"))?;
-        if scenario.runs == 0 {
-            return Err(Error::invalid("runs", 0, "at least 1"));
-        }
         scenario.points = points;
+        scenario.check_runs("runs", scenario.runs)?;
         Ok(scenario)
     }
 }
@@ -184,7 +222,12 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         validate(&tcp, &prefix)?;
     }
     protocol.apply(&mut tcp);
-    let header_bytes = spec.limit.header_bytes.unwrap_or(DEFAULT_HEADER_BYTES);
+    // H of SCENARIOS.md's limit: the headers the stack really sends, IPv4
+    // and TCP (52 with timestamps, as SCENARIOS.md's table; 40 without).
+    let header_bytes = spec
+        .limit
+        .header_bytes
+        .unwrap_or(if tcp.timestamps { 52 } else { 40 });
     if header_bytes == 0 || header_bytes >= u32::from(link.mtu) {
         return Err(Error::invalid(
             "limit.header_bytes",
@@ -331,6 +374,32 @@ recv_buffer = "6MiB"
                 .to_string();
             assert!(err.contains(expected), "--set {set}: {err}");
         }
+    }
+
+    #[test]
+    fn whole_scenario_keys_cannot_be_swept_and_runs_are_bounded() {
+        let seeds = parse_assignment("seed=[5,7]").unwrap();
+        let err = Scenario::from_text(DOC, "demo", &[seeds])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("seed = a list: a single value"), "{err}");
+        let scenario = Scenario::from_text(DOC, "demo", &[]).unwrap();
+        assert!(scenario.check_runs("--runs", 25_000).is_ok());
+        let err = scenario.check_runs("--runs", 25_001).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--runs = 25001: 1 to 25000 runs per point (4 points, at most 100000 runs in all)"
+        );
+        assert!(scenario.check_runs("--runs", 0).is_err());
+        let many = parse_assignment("runs=4000000000").unwrap();
+        let err = Scenario::from_text(DOC, "demo", &[many]).unwrap_err().to_string();
+        assert!(err.starts_with("runs = 4000000000: 1 to 25000"), "{err}");
+    }
+
+    #[test]
+    fn unreadable_files_say_why() {
+        let err = Scenario::load("/", &[]).unwrap_err().to_string();
+        assert!(err.starts_with("/: cannot read it: "), "{err}");
     }
 
     #[test]

@@ -11,6 +11,11 @@ use crate::units::{Bytes, Rate, Time};
 /// 4-byte length (the Iridium paper's test applications).
 pub const MESSAGE_HEADER: u64 = 12;
 
+/// Most messages one flow may offer in a run (each one's latency is kept).
+pub const MAX_MESSAGES: f64 = 10_000_000.0;
+/// Most file fetches a run may plan, on average.
+pub const MAX_FETCHES: f64 = 100_000.0;
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum WorkloadSpec {
@@ -130,6 +135,27 @@ impl WorkloadSpec {
                         "only with two_way = true",
                     ));
                 }
+                let messages = |key: &str, size: Bytes, rate: Rate| {
+                    let count = rate.bps() as f64 * duration.0.as_secs_f64() / (8.0 * size.0 as f64);
+                    if count > MAX_MESSAGES {
+                        return Err(Error::invalid(
+                            format!("workload.{key}"),
+                            rate,
+                            format!(
+                                "a rate that offers at most {MAX_MESSAGES} messages of {size} in {duration} (this one offers {count:.0})"
+                            ),
+                        ));
+                    }
+                    Ok(())
+                };
+                messages("rate", size, rate)?;
+                if two_way {
+                    messages(
+                        "reverse_rate",
+                        reverse_size.unwrap_or(size),
+                        reverse_rate.unwrap_or(rate),
+                    )?;
+                }
                 let forward = flow("size", size, rate)?;
                 let reverse = match two_way {
                     false => None,
@@ -161,6 +187,17 @@ impl WorkloadSpec {
                         "workload.interval",
                         interval,
                         "interval and duration longer than zero",
+                    ));
+                }
+                let expected = f64::from(clients) * duration.0.as_secs_f64() / interval.0.as_secs_f64();
+                if expected > MAX_FETCHES {
+                    return Err(Error::invalid(
+                        "workload.interval",
+                        interval,
+                        format!(
+                            "at least {} with {clients} clients for {duration} (at most {MAX_FETCHES} fetches on average; this asks for {expected:.0})",
+                            Time(duration.0.mul_f64(f64::from(clients) / MAX_FETCHES))
+                        ),
                     ));
                 }
                 if !(size_min.0 >= 1 && size_min.0 <= size.0 && size.0 <= size_max.0) {
@@ -239,6 +276,22 @@ mod tests {
         );
         let unknown = toml::from_str::<WorkloadSpec>("kind = \"bulk\"\nbytes = 5\nfile = \"x\"").unwrap_err();
         assert!(unknown.to_string().contains("unknown field `file`"), "{unknown}");
+        let flood: WorkloadSpec =
+            toml::from_str("kind = \"messages\"\nsize = 12\nrate = \"1Gbit\"\nduration = \"47min\"").unwrap();
+        let err = flood.resolve().unwrap_err().to_string();
+        assert!(
+            err.starts_with("workload.rate = 1Gbit/s: a rate that offers at most 10000000 messages"),
+            "{err}"
+        );
+        let fetches: WorkloadSpec = toml::from_str(
+            "kind = \"fetches\"\nclients = 1000\ninterval = \"1us\"\nsize = \"1KB\"\nsize_min = 1\nsize_max = \"2KB\"\nduration = \"1h\"",
+        )
+        .unwrap();
+        let err = fetches.resolve().unwrap_err().to_string();
+        assert!(
+            err.starts_with("workload.interval = 1us: at least 36s with 1000 clients for 1h"),
+            "{err}"
+        );
         let kind = toml::from_str::<WorkloadSpec>("kind = \"video\"").unwrap_err();
         assert!(kind.to_string().contains("unknown variant `video`"), "{kind}");
     }

@@ -306,6 +306,12 @@ fn run_fetches(
     let outcome = setup.world.run(limit, |_| progress.borrow().is_done());
     let mut progress = progress.borrow_mut();
     let mut error = unfinished(outcome, limit);
+    if progress.planned == 0 {
+        error = Some(format!(
+            "no fetch was planned: {} clients requesting every {:?} on average made no request within {:?}",
+            workload.clients, workload.mean_interval, workload.duration
+        ));
+    }
     if progress.failed > 0 {
         error.get_or_insert_with(|| {
             format!(
@@ -318,7 +324,9 @@ fn run_fetches(
     }
     let end = progress.last_completion.unwrap_or(setup.world.now());
     let mut result = result(point, seed, progress.bytes, end.as_duration(), error);
-    result.retransmitted_bytes = progress.retransmitted_bytes;
+    result.retransmitted_bytes = progress.connections.retransmitted_bytes;
+    result.timeouts = progress.connections.timeouts;
+    result.fast_recoveries = progress.connections.fast_recoveries;
     let count = progress.completed.len();
     let mean = progress.completed.iter().map(Duration::as_secs_f64).sum::<f64>() / count.max(1) as f64;
     let failed = progress.failed;

@@ -7,7 +7,7 @@
 //! events at the same instant run in the order they were scheduled.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, BinaryHeap};
 use std::path::Path;
 
 use scps_channel::{Bundle, ChannelStats, Fate};
@@ -33,8 +33,10 @@ struct Node {
     apps: Vec<Box<dyn App>>,
     /// The node's one interface: which link, and which end of it.
     attachment: Option<(LinkId, usize)>,
-    /// The wake-up already in the queue, if any.
-    wake_at: Option<Instant>,
+    /// Instants at which a wake-up of this node is already queued, so that
+    /// none is queued twice (a wake-up that is no longer needed only costs
+    /// one extra look).
+    wakes: BTreeSet<Instant>,
 }
 
 struct Link {
@@ -124,12 +126,17 @@ impl World {
         self.events_processed
     }
 
+    /// Events waiting in the queue.
+    pub fn events_queued(&self) -> usize {
+        self.queue.len()
+    }
+
     pub fn add_node(&mut self, endpoint: Endpoint) -> NodeId {
         self.nodes.push(Node {
             endpoint,
             apps: Vec::new(),
             attachment: None,
-            wake_at: None,
+            wakes: BTreeSet::from([Instant::ZERO]),
         });
         let id = self.nodes.len() - 1;
         // Every node gets a first look at time zero (applications start).
@@ -222,9 +229,7 @@ impl World {
                     self.process(node);
                 }
                 Event::Wake { node } => {
-                    if self.nodes[node].wake_at == Some(next.at) {
-                        self.nodes[node].wake_at = None;
-                    }
+                    self.nodes[node].wakes.remove(&next.at);
                     self.process(node);
                 }
             }
@@ -258,13 +263,10 @@ impl World {
             .filter_map(|app| app.next_wake())
             .chain(node.endpoint.poll_timeout())
             .min();
-        if let Some(at) = next {
-            let at = at.max(now);
-            let stale = node.wake_at.is_none_or(|pending| at < pending || pending < now);
-            if stale {
-                node.wake_at = Some(at);
-                self.schedule(at, Event::Wake { node: id });
-            }
+        if let Some(at) = next.map(|at| at.max(now))
+            && node.wakes.insert(at)
+        {
+            self.schedule(at, Event::Wake { node: id });
         }
     }
 

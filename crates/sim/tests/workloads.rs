@@ -69,3 +69,53 @@ fn every_planned_fetch_completes_over_a_clean_link() {
     // Each fetch needs at least the handshake and one round trip: 2.8 s.
     assert!(fetches.download_p50_s > 2.8, "{what}: {fetches:?}");
 }
+
+#[test]
+fn fetch_figures_count_the_servers_connections_and_an_empty_plan_is_an_error() {
+    let point = &points("complex-35ws", &["link.ber=1e-5", "workload.duration=5min"])[0];
+    let result = run(point, seed());
+    let what = describe(&result);
+    // The files flow from the server: its repairs are what count.
+    assert!(
+        result.retransmitted_bytes > 10_000,
+        "{what}: {}",
+        result.retransmitted_bytes
+    );
+    assert!(result.fast_recoveries + result.timeouts > 0, "{what}");
+
+    let empty = &points(
+        "complex-35ws",
+        &["workload.interval=1000h", "workload.duration=1s"],
+    )[0];
+    let result = run(empty, seed());
+    let error = result.error.clone().unwrap_or_default();
+    assert!(
+        error.starts_with("no fetch was planned"),
+        "{}: {error}",
+        describe(&result)
+    );
+}
+
+#[test]
+fn a_bulk_transfer_is_timed_to_its_last_byte_not_to_the_fin() {
+    let point = &points(
+        "lowrate-leo-geo",
+        &[
+            "protocol=tcp-vj",
+            "link.delay=120ms",
+            "link.ber=0",
+            "link.return.rate=115200bps",
+            "workload.bytes=100KB",
+        ],
+    )[0];
+    let result = run(point, seed());
+    // 100 kB at 115200 bit/s with PPP framing and the handshake: the FIN's
+    // extra round trip would add 0.24 s.
+    let ideal = 100_000.0 * 8.0 / 115_200.0 * (1508.0 / 1448.0);
+    assert!(
+        result.duration_s < ideal + 0.6,
+        "{}: {}",
+        describe(&result),
+        result.duration_s
+    );
+}

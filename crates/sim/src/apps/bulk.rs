@@ -46,6 +46,7 @@ struct Halves {
     writer: Option<StreamWriter>,
     reader: Option<StreamReader>,
     shut_down: bool,
+    buf: Vec<u8>,
 }
 
 impl Halves {
@@ -74,17 +75,25 @@ impl Halves {
             }
         }
         if let Some(reader) = &mut self.reader {
-            if let Err(error) = reader.pump(endpoint, handle) {
+            if let Err(error) = reader.pump(endpoint, handle, &mut self.buf) {
                 return progress.fail(error);
             }
-            if reader.end_of_stream() && progress.finished[direction].is_none() {
-                if reader.received() != self.total {
-                    return progress.fail(format_args!(
-                        "stream ended after {} of {} bytes",
-                        reader.received(),
-                        self.total
-                    ));
-                }
+            if reader.received() > self.total {
+                return progress.fail(format_args!(
+                    "received {} bytes, {} were sent",
+                    reader.received(),
+                    self.total
+                ));
+            }
+            if reader.end_of_stream() && reader.received() < self.total {
+                return progress.fail(format_args!(
+                    "stream ended after {} of {} bytes",
+                    reader.received(),
+                    self.total
+                ));
+            }
+            // Timed at the last byte read, not at the FIN after it.
+            if reader.received() == self.total && progress.finished[direction].is_none() {
                 progress.finished[direction] = Some(now);
                 if self.writer.is_none() && !self.shut_down {
                     self.shut_down = true;
@@ -128,6 +137,7 @@ pub fn transfer(
             writer: Some(StreamWriter::new(forward, bytes)),
             reader: both_ways.then(|| StreamReader::new(reverse)),
             shut_down: false,
+            buf: vec![0; super::stream::READ_CHUNK],
         },
         progress: progress.clone(),
     };
@@ -138,6 +148,7 @@ pub fn transfer(
             writer: both_ways.then(|| StreamWriter::new(reverse, bytes)),
             reader: Some(StreamReader::new(forward)),
             shut_down: false,
+            buf: vec![0; super::stream::READ_CHUNK],
         },
         progress: progress.clone(),
     };

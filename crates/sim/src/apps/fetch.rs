@@ -30,8 +30,28 @@ pub struct FetchProgress {
     pub bytes: u64,
     pub failed: usize,
     pub first_error: Option<String>,
-    pub retransmitted_bytes: u64,
+    /// Figures of every connection, clients' and server's, once it ends.
+    pub connections: ConnectionTotals,
     pub last_completion: Option<Instant>,
+}
+
+/// Figures summed over many connections.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionTotals {
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+}
+
+impl ConnectionTotals {
+    /// Adds the figures of the connection behind `handle`, if it exists.
+    pub fn add(&mut self, endpoint: &Endpoint, handle: ConnectionHandle) {
+        if let Some(stats) = endpoint.stats_of(handle) {
+            self.retransmitted_bytes += stats.bytes_retransmitted;
+            self.timeouts += stats.timeouts;
+            self.fast_recoveries += stats.fast_recoveries;
+        }
+    }
 }
 
 impl FetchProgress {
@@ -104,6 +124,8 @@ pub struct FetchClients {
     active: Vec<Download>,
     seed: u64,
     progress: Shared,
+    /// One read buffer for all downloads.
+    buf: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -121,6 +143,7 @@ pub struct FetchServer {
     serving: Vec<Upload>,
     seed: u64,
     buf: Vec<u8>,
+    progress: Shared,
 }
 
 /// The clients and the server of a fetch workload; `seed` fixes the
@@ -137,12 +160,14 @@ pub fn fetches(server: SocketAddr, workload: &Fetches, seed: u64) -> (FetchClien
         active: Vec::new(),
         seed,
         progress: progress.clone(),
+        buf: vec![0; super::stream::READ_CHUNK],
     };
     let server = FetchServer {
         listen: server,
         serving: Vec::new(),
         seed,
         buf: vec![0; 4096],
+        progress: progress.clone(),
     };
     (clients, server, progress)
 }
@@ -154,11 +179,13 @@ impl FetchClients {
         progress.first_error.get_or_insert_with(|| error.to_string());
     }
 
-    /// Moves one download on; returns whether it is over.
-    fn step(&self, now: Instant, endpoint: &mut Endpoint, download: &mut Download) -> bool {
+    /// Moves one download on, reading through `buf`; returns whether it
+    /// is over.
+    fn step(&self, now: Instant, endpoint: &mut Endpoint, download: &mut Download, buf: &mut [u8]) -> bool {
         let handle = download.handle;
         if let Some(error) = endpoint.connection(handle).and_then(|c| c.error()) {
             self.fail(format_args!("fetch {} failed: {error}", download.planned.id));
+            self.progress.borrow_mut().connections.add(endpoint, handle);
             let _ = endpoint.release(now, handle);
             return true;
         }
@@ -176,7 +203,7 @@ impl FetchClients {
                 }
             }
         }
-        if let Err(error) = download.reader.pump(endpoint, handle) {
+        if let Err(error) = download.reader.pump(endpoint, handle, buf) {
             self.fail(format_args!("fetch {}: {error}", download.planned.id));
             let _ = endpoint.abort(now, handle);
             let _ = endpoint.release(now, handle);
@@ -197,7 +224,7 @@ impl FetchClients {
             progress.completed.push(now.saturating_since(download.started));
             progress.bytes += download.planned.size;
             progress.last_completion = Some(now);
-            progress.retransmitted_bytes += endpoint.stats_of(handle).map_or(0, |s| s.bytes_retransmitted);
+            progress.connections.add(endpoint, handle);
         }
         let _ = endpoint.close(now, handle);
         true
@@ -222,8 +249,10 @@ impl App for FetchClients {
             }
         }
         let mut active = std::mem::take(&mut self.active);
-        active.retain_mut(|download| !self.step(now, endpoint, download));
+        let mut buf = std::mem::take(&mut self.buf);
+        active.retain_mut(|download| !self.step(now, endpoint, download, &mut buf));
         self.active = active;
+        self.buf = buf;
     }
 
     fn next_wake(&self) -> Option<Instant> {
@@ -241,24 +270,26 @@ impl App for FetchServer {
                 shut_down: false,
             });
         }
-        let (seed, buf) = (self.seed, &mut self.buf);
+        let (seed, buf, progress) = (self.seed, &mut self.buf, &self.progress);
+        // An upload is over: count its connection, let it finish closing.
+        let finish = |endpoint: &mut Endpoint, handle| {
+            progress.borrow_mut().connections.add(endpoint, handle);
+            let _ = endpoint.release(now, handle);
+            false
+        };
         self.serving.retain_mut(|upload| {
             let handle = upload.handle;
             let Some(connection) = endpoint.connection(handle) else {
                 return false;
             };
             if connection.error().is_some() {
-                let _ = endpoint.release(now, handle);
-                return false;
+                return finish(endpoint, handle);
             }
             // Read the request, and afterwards whatever else comes (the
             // client's FIN ends the exchange).
             loop {
                 match endpoint.recv(handle, buf) {
-                    Ok(0) => {
-                        let _ = endpoint.release(now, handle);
-                        return false;
-                    }
+                    Ok(0) => return finish(endpoint, handle),
                     Ok(n) => {
                         let take = n.min(REQUEST - upload.request.len());
                         upload.request.extend_from_slice(&buf[..take]);
@@ -273,8 +304,7 @@ impl App for FetchServer {
             }
             if let Some(writer) = &mut upload.writer {
                 if writer.pump(endpoint, handle).is_err() {
-                    let _ = endpoint.release(now, handle);
-                    return false;
+                    return finish(endpoint, handle);
                 }
                 if writer.done() && !upload.shut_down {
                     upload.shut_down = true;

@@ -58,6 +58,9 @@ impl StreamWriter {
     }
 }
 
+/// Bytes read from a connection at a time.
+pub const READ_CHUNK: usize = 64 * 1024;
+
 /// Reads one direction of a connection and checks every byte against the
 /// pattern.
 #[derive(Debug)]
@@ -65,7 +68,6 @@ pub struct StreamReader {
     pattern: Pattern,
     received: u64,
     end_of_stream: bool,
-    buf: Vec<u8>,
 }
 
 /// What went wrong with a stream's content.
@@ -83,7 +85,6 @@ impl StreamReader {
             pattern,
             received: 0,
             end_of_stream: false,
-            buf: vec![0; CHUNK],
         }
     }
 
@@ -95,16 +96,22 @@ impl StreamReader {
         self.end_of_stream
     }
 
-    /// Reads everything available, checking it.
-    pub fn pump(&mut self, endpoint: &mut Endpoint, handle: ConnectionHandle) -> Result<(), ContentError> {
+    /// Reads everything available through `buf` (which readers may
+    /// share), checking it.
+    pub fn pump(
+        &mut self,
+        endpoint: &mut Endpoint,
+        handle: ConnectionHandle,
+        buf: &mut [u8],
+    ) -> Result<(), ContentError> {
         loop {
-            match endpoint.recv(handle, &mut self.buf) {
+            match endpoint.recv(handle, buf) {
                 Ok(0) => {
                     self.end_of_stream = true;
                     return Ok(());
                 }
                 Ok(n) => {
-                    if let Some(at) = self.pattern.first_mismatch(self.received, &self.buf[..n]) {
+                    if let Some(at) = self.pattern.first_mismatch(self.received, &buf[..n]) {
                         return Err(ContentError::Mismatch(at));
                     }
                     self.received += n as u64;
