@@ -362,8 +362,8 @@ impl Endpoint {
         self.with_connection(handle, |c| c.recv(out)).unwrap_or(Ok(0))
     }
 
-    pub fn shutdown(&mut self, now: Instant, handle: ConnectionHandle) -> Result<(), EndpointError> {
-        self.with_connection(handle, |c| c.shutdown(now))
+    pub fn shutdown(&mut self, handle: ConnectionHandle) -> Result<(), EndpointError> {
+        self.with_connection(handle, Connection::shutdown)
     }
 
     pub fn close(&mut self, now: Instant, handle: ConnectionHandle) -> Result<(), EndpointError> {

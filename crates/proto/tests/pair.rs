@@ -118,10 +118,10 @@ fn exchange(
         sent_a += p.a.send(ca, &to_b[sent_a..]).unwrap_or(0);
         sent_b += p.b.send(cb, &to_a[sent_b..]).unwrap_or(0);
         if sent_a == to_b.len() && p.a.state(ca) == Some(State::Established) {
-            p.a.shutdown(p.now, ca).unwrap();
+            p.a.shutdown(ca).unwrap();
         }
         if sent_b == to_a.len() && p.b.state(cb) == Some(State::Established) {
-            p.b.shutdown(p.now, cb).unwrap();
+            p.b.shutdown(cb).unwrap();
         }
         while let Ok(n @ 1..) = p.a.recv(ca, &mut buf) {
             at_a.extend_from_slice(&buf[..n]);

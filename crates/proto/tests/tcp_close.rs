@@ -20,7 +20,7 @@ fn config() -> Config {
 fn active_close_passes_fin_wait_and_time_wait() {
     let mut c = Established::new(config());
     c.write(b"bye");
-    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    c.h.ep.shutdown(c.conn).unwrap();
     let fin = c.one();
     assert_eq!(
         fin.flags,
@@ -67,7 +67,7 @@ fn passive_close_passes_close_wait_and_last_ack() {
     assert_eq!(c.h.read(c.conn), b"done");
     // We may still send after the peer closed.
     c.write(b"reply");
-    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    c.h.ep.shutdown(c.conn).unwrap();
     let fin = c.one();
     assert!(fin.has(TcpFlags::FIN));
     assert_eq!(c.h.ep.state(c.conn), Some(State::LastAck));
@@ -79,7 +79,7 @@ fn passive_close_passes_close_wait_and_last_ack() {
 #[test]
 fn simultaneous_close_passes_closing() {
     let mut c = Established::new(config());
-    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    c.h.ep.shutdown(c.conn).unwrap();
     let our_fin = c.one();
     let their_fin = c.peer_segment(c.snd_nxt).flag(TcpFlags::FIN);
     c.h.send(&their_fin);
@@ -93,7 +93,7 @@ fn simultaneous_close_passes_closing() {
 #[test]
 fn an_unacknowledged_fin_is_retransmitted() {
     let mut c = Established::new(config());
-    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    c.h.ep.shutdown(c.conn).unwrap();
     let fin = c.one();
     c.h.advance_to_timeout();
     let again = c.one();
@@ -208,7 +208,7 @@ fn a_fin_held_by_a_zero_window_is_probed_until_the_window_opens() {
     let first = c.one();
     let ack = c.peer_segment(first.seq.wrapping_add(10)).window(0);
     c.h.send(&ack);
-    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    c.h.ep.shutdown(c.conn).unwrap();
     assert!(c.output().is_empty(), "the FIN waits for window");
     assert!(c.h.ep.poll_timeout().is_some(), "the persist timer runs");
     c.h.advance_to_timeout();

@@ -421,7 +421,7 @@ fn our_fin_is_not_sent_beyond_the_peers_window() {
         },
     );
     c.write(b"0123456789");
-    c.h.ep.shutdown(c.h.now, c.conn).unwrap();
+    c.h.ep.shutdown(c.conn).unwrap();
     let data = c.one();
     assert_eq!(data.payload, b"0123456789");
     assert!(!data.has(TcpFlags::FIN), "the FIN does not fit a 10-byte window");

@@ -279,7 +279,7 @@ fn shutdown_before_the_handshake_completes_queues_the_fin() {
     let syn_ack = h.one();
     assert_eq!(h.ep.state(conn), Some(State::SynReceived));
     assert_eq!(h.ep.send(conn, b"early"), Ok(5));
-    h.ep.shutdown(h.now, conn).unwrap();
+    h.ep.shutdown(conn).unwrap();
     h.nothing();
     h.advance_to_timeout();
     assert_eq!(h.one().flags, syn_ack.flags, "the SYN-ACK again, not a FIN");

@@ -412,7 +412,7 @@ impl Connection {
     /// completes, the FIN is queued until it does (RFC 9293 3.10.4 for
     /// SYN-RECEIVED; we treat SYN-SENT alike so that data written early is
     /// not lost).
-    pub fn shutdown(&mut self, _now: Instant) {
+    pub fn shutdown(&mut self) {
         match self.state {
             State::SynSent | State::SynReceived => self.snd.fin_queued = true,
             State::Established => {
@@ -438,7 +438,7 @@ impl Connection {
             self.abort(now);
             return;
         }
-        self.shutdown(now);
+        self.shutdown();
         self.linger_if_orphaned(now);
     }
 

@@ -53,7 +53,7 @@ impl Connection {
                 let flight = self.snd.nxt - self.snd.una;
                 let repeated = self.consecutive_timeouts > 1;
                 self.cc.on_timeout(now, flight, self.negotiated.smss, repeated);
-                if self.consecutive_timeouts > 1 {
+                if repeated {
                     // Timeouts in a row although the SACKed data would let
                     // the ACK advance: the receiver may have discarded it
                     // (reneged, RFC 2018 section 8), so resend it all.

@@ -71,7 +71,7 @@ impl Halves {
             if writer.done() && !self.shut_down {
                 self.shut_down = true;
                 // Infallible for a live handle.
-                let _ = endpoint.shutdown(now, handle);
+                let _ = endpoint.shutdown(handle);
             }
         }
         if let Some(reader) = &mut self.reader {
@@ -97,7 +97,7 @@ impl Halves {
                 progress.finished[direction] = Some(now);
                 if self.writer.is_none() && !self.shut_down {
                     self.shut_down = true;
-                    let _ = endpoint.shutdown(now, handle);
+                    let _ = endpoint.shutdown(handle);
                 }
             }
         }

@@ -308,7 +308,7 @@ impl App for FetchServer {
                 }
                 if writer.done() && !upload.shut_down {
                     upload.shut_down = true;
-                    let _ = endpoint.shutdown(now, handle);
+                    let _ = endpoint.shutdown(handle);
                 }
             }
             true
