@@ -3,18 +3,6 @@
 //! scenarios with their sweeps. Everything is checked before anything runs;
 //! an error names the key, the value and what is allowed.
 
-/// Copies into `$out` every optional field that `$over` sets: how one
-/// table of settings overrides another (`[link.return]` over `[link]`,
-/// `[stacks.X]` over `[tcp]`).
-macro_rules! overlay_fields {
-    ($out:ident, $over:ident; $($field:ident),* $(,)?) => {
-        $(if $over.$field.is_some() {
-            $out.$field = $over.$field.clone();
-        })*
-    };
-}
-pub(crate) use overlay_fields;
-
 mod error;
 pub mod link;
 pub mod protocol;

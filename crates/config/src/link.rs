@@ -107,12 +107,21 @@ pub struct Link {
     pub reverse: Vec<ChannelConfig>,
 }
 
+/// Copies into `$out` every optional field that `$over` sets.
+macro_rules! overlay_fields {
+    ($out:ident, $over:ident; $($field:ident),* $(,)?) => {
+        $(if $over.$field.is_some() {
+            $out.$field = $over.$field.clone();
+        })*
+    };
+}
+
 impl ChannelSpec {
     /// `self` with every key `over` sets replaced. `delay` and `rtt` are
     /// two spellings of one quantity: setting either replaces both.
     fn overlay(&self, over: &ChannelSpec) -> ChannelSpec {
         let mut out = self.clone();
-        crate::overlay_fields!(
+        overlay_fields!(
             out, over;
             rate,
             buffer,
@@ -135,8 +144,9 @@ impl ChannelSpec {
         out
     }
 
-    /// The channel model this spec describes; `key` names it in errors.
-    fn channel(&self, key: &str) -> Result<ChannelConfig, Error> {
+    /// The channel model this spec describes on a link of `mtu`; `key`
+    /// names it in errors.
+    fn channel(&self, key: &str, mtu: u16) -> Result<ChannelConfig, Error> {
         let rate = self
             .rate
             .ok_or_else(|| Error::invalid(format!("{key}.rate"), "missing", "a line rate, such as 8Mbit"))?;
@@ -183,6 +193,7 @@ impl ChannelSpec {
                 ));
             }
         };
+        let framing = self.framing.map_or(0, |b| b.0);
         let config = ChannelConfig {
             rate_bps: rate.bps(),
             shaper: self.shaper.as_ref().map(|s| ShaperConfig {
@@ -191,13 +202,8 @@ impl ChannelSpec {
                 burst_bytes: s.burst.0,
             }),
             buffer_bytes: self.buffer.unwrap_or(DEFAULT_BUFFER).0,
-            framing_bytes: u32::try_from(self.framing.map_or(0, |b| b.0)).map_err(|_| {
-                Error::invalid(
-                    format!("{key}.framing"),
-                    self.framing.map_or(0, |b| b.0),
-                    "at most 4 GB",
-                )
-            })?,
+            framing_bytes: u32::try_from(framing)
+                .map_err(|_| Error::invalid(format!("{key}.framing"), Bytes(framing), "at most 4 GB"))?,
             delay,
             jitter,
             allow_reordering: self.reorder.unwrap_or(false),
@@ -227,15 +233,22 @@ impl ChannelSpec {
             ),
             None => Error::invalid(key, "", e.to_string()),
         })?;
+        // The buffer counts IP bytes: below the MTU, every full-size packet
+        // would be dropped whatever happened.
+        if config.buffer_bytes < u64::from(mtu) {
+            return Err(Error::invalid(
+                format!("{key}.buffer"),
+                Bytes(config.buffer_bytes),
+                format!("at least the MTU ({mtu} bytes)"),
+            ));
+        }
         Ok(config)
     }
 
     /// Resolves `[link]` into channel models for both directions.
     pub fn resolve(&self) -> Result<Link, Error> {
-        for (key, nested) in [("link.return", self.reverse.as_deref())] {
-            if let Some(nested) = nested {
-                nested.refuse_structure(key)?;
-            }
+        if let Some(reverse) = &self.reverse {
+            reverse.refuse_structure("link.return")?;
         }
         for (i, circuit) in self.channel.iter().flatten().enumerate() {
             circuit.refuse_structure(&format!("link.channel[{i}]"))?;
@@ -255,18 +268,6 @@ impl ChannelSpec {
         }
         let mut forward = Vec::new();
         let mut reverse = Vec::new();
-        let fits_a_packet = |key: String, config: ChannelConfig| {
-            // The buffer counts IP bytes: below the MTU, every full-size
-            // packet would be dropped whatever happened.
-            if config.buffer_bytes < u64::from(mtu) {
-                return Err(Error::invalid(
-                    format!("{key}.buffer"),
-                    Bytes(config.buffer_bytes),
-                    format!("at least the MTU ({mtu} bytes)"),
-                ));
-            }
-            Ok(config)
-        };
         for i in 0..count as usize {
             let circuit = match overrides.get(i) {
                 Some(over) => self.overlay(over),
@@ -277,13 +278,12 @@ impl ChannelSpec {
             } else {
                 format!("link.channel[{i}]")
             };
-            forward.push(fits_a_packet(key.clone(), circuit.channel(&key)?)?);
+            forward.push(circuit.channel(&key, mtu)?);
             let back = match self.reverse.as_deref() {
                 Some(over) => circuit.overlay(over),
                 None => circuit,
             };
-            let back_key = format!("{key}.return");
-            reverse.push(fits_a_packet(back_key.clone(), back.channel(&back_key)?)?);
+            reverse.push(back.channel(&format!("{key}.return"), mtu)?);
         }
         Ok(Link {
             mtu,

@@ -82,38 +82,6 @@ impl<T: Copy> Switch<T> {
 }
 
 impl TcpSpec {
-    /// `self` with every key `over` sets replaced.
-    pub fn overlay(&self, over: &TcpSpec) -> TcpSpec {
-        let mut out = self.clone();
-        crate::overlay_fields!(
-            out, over;
-            send_buffer,
-            recv_buffer,
-            window_scaling,
-            timestamps,
-            sack,
-            initial_window,
-            rto_initial,
-            rto_min,
-            rto_max,
-            clock_granularity,
-            max_retransmissions,
-            max_syn_retransmissions,
-            delayed_ack,
-            ack_every,
-            nagle,
-            keepalive,
-            persist_min,
-            persist_max,
-            time_wait,
-            dup_threshold,
-            limited_transmit,
-            slow_start_after_idle,
-            hop_limit
-        );
-        out
-    }
-
     /// Writes the settings given into `config`; sizes that do not fit are
     /// refused naming the key under `prefix`.
     pub fn apply(&self, config: &mut Config, prefix: &str) -> Result<(), Error> {
@@ -198,15 +166,6 @@ mod tests {
         assert_eq!(config.delayed_ack, None);
         assert_eq!(config.keepalive.unwrap().probes, 9);
         assert_eq!(config.send_buffer, Config::default().send_buffer, "untouched");
-    }
-
-    #[test]
-    fn overlays_replace_only_what_they_name() {
-        let base: TcpSpec = toml::from_str("recv_buffer = \"64KiB\"\nnagle = false").unwrap();
-        let over: TcpSpec = toml::from_str("recv_buffer = \"4MiB\"").unwrap();
-        let merged = base.overlay(&over);
-        assert_eq!(merged.recv_buffer, Some(Bytes(4 << 20)));
-        assert_eq!(merged.nagle, Some(false));
     }
 
     #[test]

@@ -23,6 +23,16 @@ pub struct UnitError {
     pub expected: &'static str,
 }
 
+impl UnitError {
+    fn new(kind: &'static str, text: &str, expected: &'static str) -> UnitError {
+        UnitError {
+            kind,
+            text: text.to_owned(),
+            expected,
+        }
+    }
+}
+
 const RATE_EXPECTED: &str = "a number with a unit of bit/s, such as 2400bps, 115.2kbit, 8Mbit or 1.544Mbit/s";
 const SIZE_EXPECTED: &str = "a number of bytes with an optional unit, such as 1500, 25KB, 64KiB or 1.5MB";
 const TIME_EXPECTED: &str = "a number with a unit, such as 250us, 600ms, 1.5s, 10min or 2h";
@@ -55,11 +65,7 @@ impl Rate {
 impl FromStr for Rate {
     type Err = UnitError;
     fn from_str(text: &str) -> Result<Rate, UnitError> {
-        let error = || UnitError {
-            kind: "rate",
-            text: text.to_owned(),
-            expected: RATE_EXPECTED,
-        };
+        let error = || UnitError::new("rate", text, RATE_EXPECTED);
         let (value, unit) = split_number(text).ok_or_else(error)?;
         let (prefix, base) = match unit.find(['b', 'B']) {
             Some(i) => unit.split_at(i),
@@ -102,11 +108,7 @@ pub struct Bytes(pub u64);
 impl FromStr for Bytes {
     type Err = UnitError;
     fn from_str(text: &str) -> Result<Bytes, UnitError> {
-        let error = || UnitError {
-            kind: "size",
-            text: text.to_owned(),
-            expected: SIZE_EXPECTED,
-        };
+        let error = || UnitError::new("size", text, SIZE_EXPECTED);
         let (value, unit) = split_number(text).ok_or_else(error)?;
         let scale: u64 = match unit {
             "" | "B" | "byte" | "bytes" => 1,
@@ -139,11 +141,7 @@ impl fmt::Display for Bytes {
 
 /// Parses a duration such as `600ms` or `1.5s`.
 pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
-    let error = || UnitError {
-        kind: "duration",
-        text: text.to_owned(),
-        expected: TIME_EXPECTED,
-    };
+    let error = || UnitError::new("duration", text, TIME_EXPECTED);
     let (value, unit) = split_number(text).ok_or_else(error)?;
     let seconds = match unit {
         "ns" => 1e-9,
@@ -188,19 +186,16 @@ pub fn format_duration(d: Duration) -> String {
 /// Parses a bit-error rate.
 pub fn parse_ber(text: &str) -> Result<f64, UnitError> {
     let ber = text.trim().parse::<f64>().ok().filter(|b| (0.0..1.0).contains(b));
-    ber.ok_or_else(|| UnitError {
-        kind: "bit-error rate",
-        text: text.to_owned(),
-        expected: BER_EXPECTED,
-    })
+    ber.ok_or_else(|| UnitError::new("bit-error rate", text, BER_EXPECTED))
 }
 
-/// Serde visitor accepting a string, or a number where the unit is clear
-/// (bit/s for rates, bytes for sizes, a probability for BER).
+/// Serde visitor for a quantity written as text or as a bare number. A
+/// number is read as its text would be: the default unit where one is
+/// clear (bit/s, bytes, a probability), an error naming the missing unit
+/// where none is (a duration).
 struct UnitVisitor<T> {
     what: &'static str,
     from_str: fn(&str) -> Result<T, UnitError>,
-    from_number: Option<fn(f64) -> Result<T, UnitError>>,
 }
 
 impl<T> Visitor<'_> for UnitVisitor<T> {
@@ -215,22 +210,15 @@ impl<T> Visitor<'_> for UnitVisitor<T> {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
-        match self.from_number {
-            Some(from_number) => from_number(v).map_err(E::custom),
-            None => Err(E::custom(UnitError {
-                kind: "duration",
-                text: v.to_string(),
-                expected: TIME_EXPECTED,
-            })),
-        }
+        self.visit_str(&v.to_string())
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
-        self.visit_f64(v as f64)
+        self.visit_str(&v.to_string())
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
-        self.visit_f64(v as f64)
+        self.visit_str(&v.to_string())
     }
 }
 
@@ -239,7 +227,6 @@ impl<'de> Deserialize<'de> for Rate {
         d.deserialize_any(UnitVisitor {
             what: RATE_EXPECTED,
             from_str: str::parse,
-            from_number: Some(|v| v.to_string().parse()),
         })
     }
 }
@@ -249,7 +236,6 @@ impl<'de> Deserialize<'de> for Bytes {
         d.deserialize_any(UnitVisitor {
             what: SIZE_EXPECTED,
             from_str: str::parse,
-            from_number: Some(|v| v.to_string().parse()),
         })
     }
 }
@@ -263,7 +249,6 @@ impl<'de> Deserialize<'de> for Time {
         d.deserialize_any(UnitVisitor {
             what: TIME_EXPECTED,
             from_str: |s| parse_duration(s).map(Time),
-            from_number: None,
         })
     }
 }
@@ -283,7 +268,6 @@ impl<'de> Deserialize<'de> for Ber {
         d.deserialize_any(UnitVisitor {
             what: BER_EXPECTED,
             from_str: |s| parse_ber(s).map(Ber),
-            from_number: Some(|v| parse_ber(&v.to_string()).map(Ber)),
         })
     }
 }
