@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use scps_channel::ChannelStats;
+use scps_proto::{ConnectionHandle, Endpoint};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,6 +37,33 @@ pub struct RunResult {
     /// Why the run did not complete, if it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Figures of connections, summed as each one ends.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionTotals {
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+}
+
+impl ConnectionTotals {
+    /// Adds the figures of the connection behind `handle`, if it exists.
+    pub fn add(&mut self, endpoint: &Endpoint, handle: ConnectionHandle) {
+        if let Some(stats) = endpoint.stats_of(handle) {
+            self.retransmitted_bytes += stats.bytes_retransmitted;
+            self.timeouts += stats.timeouts;
+            self.fast_recoveries += stats.fast_recoveries;
+        }
+    }
+}
+
+impl RunResult {
+    pub fn set_connection_totals(&mut self, totals: ConnectionTotals) {
+        self.retransmitted_bytes = totals.retransmitted_bytes;
+        self.timeouts = totals.timeouts;
+        self.fast_recoveries = totals.fast_recoveries;
+    }
 }
 
 /// A message stream's figures, for the forward flow (and the reverse one

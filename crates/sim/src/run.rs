@@ -14,7 +14,8 @@ use crate::apps::{bulk, fetch, messages};
 use crate::payload::Pattern;
 use crate::pcap::CaptureError;
 use crate::result::{
-    DirectionFigures, FetchFigures, FlowFigures, LinkFigures, MessageFigures, RunResult, percentile,
+    ConnectionTotals, DirectionFigures, FetchFigures, FlowFigures, LinkFigures, MessageFigures, RunResult,
+    percentile,
 };
 use crate::world::{LinkId, NodeId, Outcome, World};
 
@@ -178,16 +179,15 @@ fn unfinished(outcome: Outcome, limit: Instant) -> Option<String> {
     }
 }
 
-/// Adds the figures of the client's and the server's connections.
-fn add_connection_stats(result: &mut RunResult, setup: &Setup, handles: [Option<ConnectionHandle>; 2]) {
-    let nodes = [setup.client, setup.server];
-    for (node, handle) in nodes.into_iter().zip(handles) {
-        if let Some(stats) = handle.and_then(|h| setup.world.endpoint(node).stats_of(h)) {
-            result.retransmitted_bytes += stats.bytes_retransmitted;
-            result.timeouts += stats.timeouts;
-            result.fast_recoveries += stats.fast_recoveries;
+/// The figures of the client's and the server's connections.
+fn connection_totals(setup: &Setup, handles: [Option<ConnectionHandle>; 2]) -> ConnectionTotals {
+    let mut totals = ConnectionTotals::default();
+    for (node, handle) in [setup.client, setup.server].into_iter().zip(handles) {
+        if let Some(handle) = handle {
+            totals.add(setup.world.endpoint(node), handle);
         }
     }
+    totals
 }
 
 fn run_bulk(
@@ -236,7 +236,7 @@ fn run_bulk(
         (forward + reverse, setup.world.now())
     };
     let mut result = result(point, seed, delivered, end - started, error);
-    add_connection_stats(&mut result, setup, [progress.client, progress.server]);
+    result.set_connection_totals(connection_totals(setup, [progress.client, progress.server]));
     result
 }
 
@@ -288,7 +288,7 @@ fn run_messages(
         .1
         .map(|flow| flow_figures(&flow, &mut progress.received[1], duration));
     result.messages = Some(MessageFigures { forward, reverse });
-    add_connection_stats(&mut result, setup, [progress.client, progress.server]);
+    result.set_connection_totals(connection_totals(setup, [progress.client, progress.server]));
     result
 }
 
@@ -324,9 +324,7 @@ fn run_fetches(
     }
     let end = progress.last_completion.unwrap_or(setup.world.now());
     let mut result = result(point, seed, progress.bytes, end.as_duration(), error);
-    result.retransmitted_bytes = progress.connections.retransmitted_bytes;
-    result.timeouts = progress.connections.timeouts;
-    result.fast_recoveries = progress.connections.fast_recoveries;
+    result.set_connection_totals(progress.connections);
     let count = progress.completed.len();
     let mean = progress.completed.iter().map(Duration::as_secs_f64).sum::<f64>() / count.max(1) as f64;
     let failed = progress.failed;

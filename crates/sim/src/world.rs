@@ -98,7 +98,6 @@ pub struct World {
     spare: Vec<Vec<u8>>,
     /// The first capture error: the run goes on, the error is reported.
     capture_error: Option<CaptureError>,
-    events_processed: u64,
 }
 
 impl std::fmt::Debug for World {
@@ -119,11 +118,6 @@ impl World {
 
     pub fn now(&self) -> Instant {
         self.now
-    }
-
-    /// Events handled so far (a measure of the simulation's work).
-    pub fn events_processed(&self) -> u64 {
-        self.events_processed
     }
 
     /// Events waiting in the queue.
@@ -220,7 +214,6 @@ impl World {
                 return Outcome::TimeLimit;
             }
             self.now = next.at;
-            self.events_processed += 1;
             match next.event {
                 Event::Arrive { node, packet } => {
                     self.record(node, &packet);

@@ -155,12 +155,6 @@ pub fn transfer(
     (client, server, progress)
 }
 
-impl BulkServer {
-    pub fn listen_address(&self) -> SocketAddr {
-        self.listen
-    }
-}
-
 impl App for BulkClient {
     fn poll(&mut self, now: Instant, endpoint: &mut Endpoint) {
         if self.progress.borrow().error.is_some() {

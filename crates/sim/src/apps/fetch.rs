@@ -18,6 +18,7 @@ use scps_proto::{ConnectionHandle, Endpoint, StreamError};
 
 use super::stream::{StreamReader, StreamWriter};
 use crate::payload::Pattern;
+use crate::result::ConnectionTotals;
 use crate::world::App;
 
 const REQUEST: usize = 16;
@@ -33,25 +34,6 @@ pub struct FetchProgress {
     /// Figures of every connection, clients' and server's, once it ends.
     pub connections: ConnectionTotals,
     pub last_completion: Option<Instant>,
-}
-
-/// Figures summed over many connections.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectionTotals {
-    pub retransmitted_bytes: u64,
-    pub timeouts: u64,
-    pub fast_recoveries: u64,
-}
-
-impl ConnectionTotals {
-    /// Adds the figures of the connection behind `handle`, if it exists.
-    pub fn add(&mut self, endpoint: &Endpoint, handle: ConnectionHandle) {
-        if let Some(stats) = endpoint.stats_of(handle) {
-            self.retransmitted_bytes += stats.bytes_retransmitted;
-            self.timeouts += stats.timeouts;
-            self.fast_recoveries += stats.fast_recoveries;
-        }
-    }
 }
 
 impl FetchProgress {
