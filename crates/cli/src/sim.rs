@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -147,7 +148,7 @@ fn capture_path(path: &std::path::Path, index: usize, total: usize) -> PathBuf {
 /// Runs every job on `workers` threads; with `json`, prints each result in
 /// job order as soon as those before it are done.
 fn run_all(jobs: &[Job], workers: usize, json: bool) -> anyhow::Result<Vec<RunResult>> {
-    let next = Mutex::new(0usize);
+    let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<anyhow::Result<RunResult>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
     let printed = Mutex::new(0usize);
@@ -176,12 +177,7 @@ fn run_all(jobs: &[Job], workers: usize, json: bool) -> anyhow::Result<Vec<RunRe
         for _ in 0..workers {
             scope.spawn(|| {
                 loop {
-                    let index = {
-                        let Ok(mut next) = next.lock() else { return };
-                        let index = *next;
-                        *next += 1;
-                        index
-                    };
+                    let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(index) else { return };
                     let outcome = run_one(job);
                     let failed = outcome.is_err();
