@@ -1,5 +1,6 @@
 //! `scps`: the one binary of the project.
 
+mod emulate;
 mod sim;
 mod table;
 
@@ -17,6 +18,9 @@ enum Command {
     /// Run a scenario in the simulator (virtual time) and report each run
     /// against the physical limit of its link.
     Sim(sim::SimArgs),
+    /// Emulate a link live between two interfaces (the channel models of
+    /// `sim`, applied to real packets), or control a running emulator.
+    Emulate(emulate::EmulateArgs),
 }
 
 /// Exit status: 0 when everything ran and completed, 1 when some run
@@ -26,6 +30,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sim(args) => sim::main(args),
+        Command::Emulate(args) => emulate::main(args).map(|()| sim::Completion::All),
     };
     match outcome {
         Ok(sim::Completion::All) => std::process::ExitCode::SUCCESS,

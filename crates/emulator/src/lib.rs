@@ -49,7 +49,7 @@ pub enum Error {
     Config(#[from] scps_config::Error),
     #[error("invalid channel model: {0}")]
     Model(#[from] scps_channel::ConfigError),
-    #[error("cannot {what}: {source}")]
+    #[error("cannot {what}")]
     Io {
         what: String,
         #[source]

@@ -44,7 +44,7 @@ pub enum Error {
         status: String,
         stderr: String,
     },
-    #[error("cannot {what}: {source}")]
+    #[error("cannot {what}")]
     Io {
         what: String,
         #[source]
