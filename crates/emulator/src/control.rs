@@ -4,20 +4,20 @@
 //! with its error and changes nothing.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Error;
 use crate::bridge::{Shared, lock};
 use crate::command::{Query, Request};
 use crate::stats::Stats;
 use crate::trace::Recorder;
+use crate::{Error, wake};
 
 /// The answer to a request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,7 +96,7 @@ pub(crate) fn answer(shared: &Shared, recorder: Option<&Recorder>, line: &str) -
 #[derive(Debug)]
 pub(crate) struct ControlServer {
     path: PathBuf,
-    stopping: Arc<AtomicBool>,
+    stopper: Option<wake::Stopper>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -117,16 +117,22 @@ impl ControlServer {
             what: format!("listen on control socket {}", path.display()),
             source,
         })?;
-        let stopping = Arc::new(AtomicBool::new(false));
-        let flag = stopping.clone();
+        listener.set_nonblocking(true).map_err(|source| Error::Io {
+            what: "make the listener non-blocking".into(),
+            source,
+        })?;
+        let (stopper, waiter) = wake::pair().map_err(|source| Error::Io {
+            what: "create the stop signal".into(),
+            source,
+        })?;
         let thread = std::thread::Builder::new()
             .name("emulator-control".into())
             .spawn(move || {
-                for stream in listener.incoming() {
-                    if flag.load(Ordering::Acquire) {
-                        break;
-                    }
-                    if let Ok(stream) = stream {
+                while let Ok(true) = waiter.readable(listener.as_fd()) {
+                    // Another client may have taken it: then WouldBlock.
+                    if let Ok((stream, _)) = listener.accept()
+                        && stream.set_nonblocking(false).is_ok()
+                    {
                         serve(stream, &shared, recorder.as_deref());
                     }
                 }
@@ -137,7 +143,7 @@ impl ControlServer {
             })?;
         Ok(ControlServer {
             path: path.to_owned(),
-            stopping,
+            stopper: Some(stopper),
             thread: Some(thread),
         })
     }
@@ -164,9 +170,7 @@ fn serve(stream: UnixStream, shared: &Shared, recorder: Option<&Recorder>) {
 
 impl Drop for ControlServer {
     fn drop(&mut self) {
-        self.stopping.store(true, Ordering::Release);
-        // Wake the accept loop so that it sees the flag.
-        let _ = UnixStream::connect(&self.path);
+        self.stopper.take();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

@@ -20,6 +20,7 @@ pub mod state;
 pub mod stats;
 mod steering;
 pub mod trace;
+mod wake;
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -3,19 +3,18 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::AsFd;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::Error;
 use crate::bridge::{Shared, lock};
+use crate::{Error, wake};
 
 /// The HTTP listener and its thread.
 #[derive(Debug)]
 pub(crate) struct MetricsServer {
     address: SocketAddr,
-    stopping: Arc<AtomicBool>,
+    stopper: Option<wake::Stopper>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -29,16 +28,22 @@ impl MetricsServer {
             what: "read the metrics address".into(),
             source,
         })?;
-        let stopping = Arc::new(AtomicBool::new(false));
-        let flag = stopping.clone();
+        listener.set_nonblocking(true).map_err(|source| Error::Io {
+            what: "make the listener non-blocking".into(),
+            source,
+        })?;
+        let (stopper, waiter) = wake::pair().map_err(|source| Error::Io {
+            what: "create the stop signal".into(),
+            source,
+        })?;
         let thread = std::thread::Builder::new()
             .name("emulator-metrics".into())
             .spawn(move || {
-                for stream in listener.incoming() {
-                    if flag.load(Ordering::Acquire) {
-                        break;
-                    }
-                    if let Ok(stream) = stream {
+                while let Ok(true) = waiter.readable(listener.as_fd()) {
+                    // Another client may have taken it: then WouldBlock.
+                    if let Ok((stream, _)) = listener.accept()
+                        && stream.set_nonblocking(false).is_ok()
+                    {
                         let _ = serve(stream, &shared);
                     }
                 }
@@ -49,7 +54,7 @@ impl MetricsServer {
             })?;
         Ok(MetricsServer {
             address,
-            stopping,
+            stopper: Some(stopper),
             thread: Some(thread),
         })
     }
@@ -96,8 +101,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
 
 impl Drop for MetricsServer {
     fn drop(&mut self) {
-        self.stopping.store(true, Ordering::Release);
-        let _ = TcpStream::connect(self.address);
+        self.stopper.take();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

@@ -1,0 +1,247 @@
+//! The emulator carrying real traffic: kernel TCP both ways with every
+//! byte checked, IPv6, parallel channels, timeline replay and recording,
+//! and Prometheus metrics over HTTP.
+
+mod common;
+
+use std::io::{BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::{bench, config, probe, quantile};
+use scps_testbed::{EMU, ipv6};
+
+/// A checksum over the byte stream (FNV-1a, 64 bits).
+fn fnv(bytes: &[u8], mut hash: u64) -> u64 {
+    for &b in bytes {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    hash
+}
+
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Pseudo-random bytes from a seed (xorshift), so both ends can agree.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn emulated_link_carries_kernel_tcp_both_ways_byte_for_byte() {
+    // Bit errors in drop mode and a small buffer: TCP has to recover.
+    let link = "rate = \"20Mbit\"\ndelay = \"10ms\"\nber = 1e-6\nbuffer = \"64KB\"";
+    let seed = 11;
+    println!("seed {seed}");
+    let bench = bench(config(link, "", seed));
+    let server_addr: SocketAddr = "10.99.2.2:7100".parse().unwrap();
+    let listener = bench
+        .testbed
+        .node("server")
+        .unwrap()
+        .run(move || TcpListener::bind(server_addr))
+        .unwrap();
+    let upload = pattern(1, 2_000_000);
+    let download = pattern(2, 1_000_000);
+    let expected_up = fnv(&upload, FNV_START);
+    let down_len = download.len();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut received = vec![0u8; 2_000_000];
+        stream.read_exact(&mut received).unwrap();
+        stream.write_all(&download).unwrap();
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+        fnv(&received, FNV_START)
+    });
+    let mut client = bench
+        .testbed
+        .node("client")
+        .unwrap()
+        .run(move || TcpStream::connect_timeout(&server_addr, Duration::from_secs(5)))
+        .unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let start = Instant::now();
+    client.write_all(&upload).unwrap();
+    let mut back = Vec::new();
+    client.read_to_end(&mut back).unwrap();
+    println!("2 MB up and 1 MB down in {:?}", start.elapsed());
+    assert_eq!(server.join().unwrap(), expected_up, "upload damaged");
+    assert_eq!(back.len(), down_len);
+    assert_eq!(
+        fnv(&back, FNV_START),
+        fnv(&pattern(2, down_len), FNV_START),
+        "download damaged"
+    );
+    let stats = bench.emulator.stats();
+    let errors: u64 = stats.channels.iter().map(|c| c.dropped_bit_errors).sum();
+    println!("packets lost to bit errors: {errors}");
+    assert!(errors > 0, "BER 1e-6 over 3 MB loses packets");
+}
+
+#[test]
+fn emulated_link_carries_ipv6() {
+    let bench = bench(config("rate = \"10Mbit\"\ndelay = \"20ms\"", "", 12));
+    let server = SocketAddr::new(ipv6(2, 2).into(), 7200);
+    let client = SocketAddr::new(ipv6(1, 2).into(), 0);
+    let receiver = bench.udp("server", server);
+    receiver.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let sender = bench.udp("client", client);
+    let sent = Instant::now();
+    sender.send_to(b"six", server).unwrap();
+    let mut buf = [0u8; 8];
+    let n = receiver.recv(&mut buf).expect("IPv6 datagram arrives");
+    assert_eq!(&buf[..n], b"six");
+    assert!(sent.elapsed() >= Duration::from_millis(20));
+    assert_eq!(bench.emulator.stats().channels[0].packets_out, 1);
+}
+
+#[test]
+fn emulated_parallel_channels_stripe_round_robin_each_with_its_own_model() {
+    // Three circuits with delays 10, 20 and 30 ms.
+    let link = "rate = \"10Mbit\"\nchannels = 3\n[[channel]]\ndelay = \"10ms\"\n[[channel]]\ndelay = \"20ms\"\n[[channel]]\ndelay = \"30ms\"\n";
+    let link = link.replace("[[channel]]", "[[link.channel]]");
+    let bench = bench(config(&link, "", 13));
+    let probes = probe(
+        &bench,
+        300,
+        100,
+        Duration::from_millis(3),
+        Duration::from_millis(200),
+    );
+    assert_eq!(probes.lost(), 0);
+    for circuit in 0..3 {
+        let delays: Vec<Duration> = probes
+            .sent
+            .iter()
+            .zip(&probes.arrived)
+            .skip(circuit)
+            .step_by(3)
+            .map(|(s, a)| a.unwrap() - *s)
+            .collect();
+        let expected = Duration::from_millis(10 * (circuit as u64 + 1));
+        let p50 = quantile(&delays, 0.5);
+        println!("channel {circuit}: median one-way delay {p50:?}");
+        assert!(
+            p50 >= expected && p50 - expected < Duration::from_millis(1),
+            "channel {circuit}: {p50:?}"
+        );
+    }
+    let stats = bench.emulator.stats();
+    let forward: Vec<u64> = stats
+        .channels
+        .iter()
+        .filter(|c| c.direction == "forward")
+        .map(|c| c.packets_in)
+        .collect();
+    assert_eq!(forward, [100, 100, 100]);
+}
+
+#[test]
+fn emulated_timeline_replays_and_records() {
+    let dir = std::env::temp_dir().join(format!("scps-emulator-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let replay = dir.join("replay.jsonl");
+    let record = dir.join("record.jsonl");
+    std::fs::write(
+        &replay,
+        "# delay up at 0.5 s, a call drop from 1 s to 1.2 s\n\
+         {\"at\": \"500ms\", \"op\": \"set\", \"direction\": \"forward\", \"keys\": {\"delay\": \"30ms\"}}\n\
+         {\"at\": \"1s\", \"op\": \"outage_start\", \"channel\": 0}\n\
+         {\"at\": \"1.2s\", \"op\": \"outage_end\", \"channel\": 0}\n",
+    )
+    .unwrap();
+    let extra = format!(
+        "replay = \"{}\"\nrecord = \"{}\"",
+        replay.display(),
+        record.display()
+    );
+    let bench = bench(config("rate = \"50Mbit\"\ndelay = \"5ms\"", &extra, 14));
+    let epoch = bench.emulator.epoch();
+    let probes = probe(
+        &bench,
+        700,
+        100,
+        Duration::from_millis(2),
+        Duration::from_millis(100),
+    );
+    for ((sent, arrived), seq) in probes.sent.iter().zip(&probes.arrived).zip(0..) {
+        let at = *sent - epoch;
+        let margin = Duration::from_millis(10);
+        if at > Duration::from_millis(500) + margin && at + margin < Duration::from_millis(1000) {
+            let delay = arrived.expect("up") - *sent;
+            assert!(
+                delay >= Duration::from_millis(30),
+                "probe {seq} at {at:?}: {delay:?}"
+            );
+        } else if at + margin < Duration::from_millis(500) {
+            let delay = arrived.expect("up") - *sent;
+            assert!(
+                delay < Duration::from_millis(10),
+                "probe {seq} at {at:?}: {delay:?}"
+            );
+        } else if at > Duration::from_millis(1000) + margin && at + margin < Duration::from_millis(1200) {
+            assert!(arrived.is_none(), "probe {seq} at {at:?} crossed a dropped call");
+        }
+    }
+    drop(bench);
+    let recorded = std::fs::read_to_string(&record).unwrap();
+    let lines: Vec<serde_json::Value> = recorded
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{recorded}");
+    assert_eq!(lines[1]["op"], "outage_start");
+    let at: f64 = lines[1]["at"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('s')
+        .parse()
+        .unwrap();
+    assert!((at - 1.0).abs() < 0.01, "recorded at {at}");
+    // A recording is itself a timeline.
+    scps_emulator::Timeline::parse(&recorded, "recording").unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn emulated_counters_are_served_to_prometheus() {
+    let bench = bench(config(
+        "rate = \"10Mbit\"\nbuffer = 1500",
+        "metrics = \"127.0.0.1:0\"",
+        15,
+    ));
+    // Sent at once: most of the burst overflows a one-packet buffer.
+    let probes = probe(&bench, 50, 1400, Duration::ZERO, Duration::from_millis(100));
+    assert!(probes.lost() > 0);
+    let address = bench.emulator.metrics_address().unwrap();
+    let text = bench
+        .testbed
+        .node(EMU)
+        .unwrap()
+        .run(move || {
+            let mut stream = TcpStream::connect(address)?;
+            stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: emu\r\n\r\n")?;
+            let mut text = String::new();
+            BufReader::new(stream).read_to_string(&mut text)?;
+            Ok::<_, std::io::Error>(text)
+        })
+        .unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    let buffer_drops = format!(
+        "scps_emulator_packets_dropped_total{{channel=\"0\",direction=\"forward\",cause=\"buffer\"}} {}",
+        probes.lost()
+    );
+    assert!(text.contains(&buffer_drops), "{text}");
+    assert!(
+        text.contains("scps_emulator_in_bytes_total{channel=\"0\",direction=\"forward\"} 71400"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l == "# EOF"), "{text}");
+}
