@@ -31,6 +31,12 @@ use crate::Error;
 /// Names of the emulator's TUN devices (one per side).
 pub const TUN_NAMES: [&str; 2] = ["scps-emu-a", "scps-emu-b"];
 
+/// Packets the kernel holds for the emulator on each TUN device: enough
+/// for tens of milliseconds at hundreds of Mbit/s, so that a moment
+/// without a CPU delays packets instead of dropping them (the kernel's
+/// default is 500).
+const TX_QUEUE_PACKETS: u32 = 10_000;
+
 /// Priority of the emulator's routing rules (before the main table's 32766).
 const RULE_PRIORITY: &str = "1000";
 
@@ -88,6 +94,7 @@ impl Steering {
             let device = DeviceBuilder::new()
                 .name(name)
                 .mtu(mtu)
+                .tx_queue_len(TX_QUEUE_PACKETS)
                 .enable(true)
                 .build_sync()
                 .map_err(|source| Error::Io {
