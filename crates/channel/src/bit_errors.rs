@@ -25,6 +25,7 @@ fn ln_good(ber: f64) -> Option<f64> {
 
 #[derive(Debug, Clone)]
 pub(crate) struct BitErrors {
+    ber: f64,
     /// ln(1 - ber) < 0, or `None` when ber = 0 (no errors, no draws).
     ln_good: Option<f64>,
     rng: ChaCha8Rng,
@@ -37,6 +38,7 @@ impl BitErrors {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(BIT_ERROR_STREAM);
         let mut errors = BitErrors {
+            ber,
             ln_good: ln_good(ber),
             rng,
             gap: u64::MAX,
@@ -46,8 +48,13 @@ impl BitErrors {
     }
 
     /// Changes the rate from here on. Gaps are memoryless, so redrawing
-    /// the current one with the new rate is exact.
+    /// the current one with the new rate is exact. The same rate again
+    /// changes nothing (and draws nothing).
     pub(crate) fn set_ber(&mut self, ber: f64) {
+        if ber == self.ber {
+            return;
+        }
+        self.ber = ber;
         self.ln_good = ln_good(ber);
         self.gap = self.draw_gap();
     }

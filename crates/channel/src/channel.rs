@@ -4,7 +4,8 @@
 //! # Randomness
 //!
 //! Each random process has its own generator: `ChaCha8Rng::seed_from_u64(seed)`
-//! switched to its own stream (bit errors 0, jitter 1, call drops 2). So
+//! switched to its own stream (bit errors 0, jitter 1, call drops 2,
+//! burst states 3, early drops 4). So
 //! turning jitter on does not move where bit errors fall, and the call
 //! drops are the same whatever traffic is sent. The bit-error stream is
 //! advanced by every packet that goes on the line (lost to an outage or
@@ -14,12 +15,22 @@
 use std::time::Duration;
 
 use crate::bit_errors::{BitErrors, flip};
-use crate::config::{ChannelConfig, ConfigError, ErrorMode};
+use crate::burst::BurstProcess;
+use crate::config::{ChannelConfig, ConfigError, ErrorMode, Qdisc};
 use crate::delay::DelayModel;
 use crate::outage::OutageProcess;
+use crate::red::Red;
 use crate::serializer::Serializer;
 use crate::stats::ChannelStats;
 use crate::time::{from_ns, to_ns};
+
+/// The early-drop state of `config`'s queue discipline, if it has one.
+fn red_of(config: &ChannelConfig, seed: u64) -> Option<Red> {
+    match config.qdisc {
+        Qdisc::DropTail => None,
+        Qdisc::Red(red) => Some(Red::new(red, seed)),
+    }
+}
 
 /// What became of a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,6 +67,8 @@ pub struct Channel {
     line: Serializer,
     outages: OutageProcess,
     errors: BitErrors,
+    burst: Option<BurstProcess>,
+    red: Option<Red>,
     delay: DelayModel,
     stats: ChannelStats,
 }
@@ -81,6 +94,8 @@ impl Channel {
             line: Serializer::new(&config),
             outages: OutageProcess::new(&config.outages, outage_seed)?,
             errors: BitErrors::new(config.ber, seed),
+            burst: config.burst.as_ref().map(|b| BurstProcess::new(b, seed)),
+            red: red_of(&config, seed),
             delay: DelayModel::new(config.delay, config.jitter, config.allow_reordering, seed),
             stats: ChannelStats::default(),
             config,
@@ -102,6 +117,8 @@ impl Channel {
         self.outages = outages;
         self.line.reconfigure(&config);
         self.errors.set_ber(config.ber);
+        self.burst = config.burst.as_ref().map(|b| BurstProcess::new(b, self.seed));
+        self.red = red_of(&config, self.seed);
         self.delay
             .reconfigure(config.delay, config.jitter, config.allow_reordering);
         self.config = config;
@@ -119,6 +136,13 @@ impl Channel {
         let len = u64::try_from(packet.len()).unwrap_or(u64::MAX);
         self.stats.offered(len);
 
+        if let Some(red) = &mut self.red
+            && !red.admit(self.line.backlog_bytes(now_ns))
+        {
+            self.stats.dropped_buffer += 1;
+            self.stats.dropped_early += 1;
+            return Fate::Dropped(DropCause::Buffer);
+        }
         let Some(slot) = self.line.offer(now_ns, len) else {
             self.stats.dropped_buffer += 1;
             return Fate::Dropped(DropCause::Buffer);
@@ -134,11 +158,27 @@ impl Channel {
 
         let corrupt = self.config.error_mode == ErrorMode::Corrupt && !lost_to_outage;
         let bits = len.saturating_mul(8);
-        let errors = self.errors.pass(bits, |bit| {
-            if corrupt {
-                flip(packet, bit);
+        let mut errors = 0;
+        let mut offset = 0;
+        let (errors_model, good_ber) = (&mut self.errors, self.config.ber);
+        let mut pass = |segment_bits: u64, ber: f64| {
+            errors_model.set_ber(ber);
+            errors += errors_model.pass(segment_bits, |bit| {
+                if corrupt {
+                    flip(packet, offset + bit);
+                }
+            });
+            offset += segment_bits;
+        };
+        match &mut self.burst {
+            Some(burst) => {
+                let bad_ber = burst.bad_ber();
+                burst.segments(start_ns, end_ns, bits, |segment_bits, bad| {
+                    pass(segment_bits, if bad { bad_ber } else { good_ber })
+                });
             }
-        });
+            None => pass(bits, good_ber),
+        }
         let arrival = self.delay.arrival(end_ns);
 
         if lost_to_outage {

@@ -30,6 +30,11 @@ pub struct ChannelConfig {
     pub ber: f64,
     /// What a bit error does to a packet.
     pub error_mode: ErrorMode,
+    /// Two-state (Gilbert-Elliott) burst errors: `ber` applies in the good
+    /// state, `burst.ber` in the bad one.
+    pub burst: Option<BurstErrors>,
+    /// How the buffer decides what to drop.
+    pub qdisc: Qdisc,
     /// When the link is down.
     pub outages: OutageConfig,
 }
@@ -48,6 +53,8 @@ impl ChannelConfig {
             allow_reordering: false,
             ber: 0.0,
             error_mode: ErrorMode::Drop,
+            burst: None,
+            qdisc: Qdisc::DropTail,
             outages: OutageConfig::default(),
         }
     }
@@ -68,7 +75,29 @@ impl ChannelConfig {
         if let Some(shaper) = &self.shaper {
             shaper.validate()?;
         }
+        if let Some(burst) = &self.burst {
+            burst.validate()?;
+        }
+        if let Qdisc::Red(red) = &self.qdisc {
+            red.validate(self.buffer_bytes)?;
+        }
         self.outages.validate()
+    }
+
+    /// The bit-error rate that, applied uniformly, loses as many packets
+    /// of `len_bytes` in the long run as this channel: `ber` itself, or
+    /// with burst errors the rate whose PER is the time-weighted mean of
+    /// the two states' (for packets short against the states' sojourns).
+    pub fn effective_ber(&self, len_bytes: usize) -> f64 {
+        let Some(burst) = &self.burst else { return self.ber };
+        let bad = burst.bad_fraction();
+        let per = (1.0 - bad) * crate::packet_error_rate(self.ber, len_bytes)
+            + bad * crate::packet_error_rate(burst.ber, len_bytes);
+        if len_bytes == 0 || per <= 0.0 {
+            return 0.0;
+        }
+        // Inverse of PER(L) = 1 - (1 - ber)^(8 L).
+        -((-per).ln_1p() / (8.0 * len_bytes as f64)).exp_m1()
     }
 
     /// The rate at which the line clocks bits out: the shaper's ceiling
@@ -107,6 +136,106 @@ impl ShaperConfig {
         }
         if self.burst_bytes == 0 {
             return Err(ConfigError::out_of_range("shaper.burst_bytes", 0, ">= 1 byte"));
+        }
+        Ok(())
+    }
+}
+
+/// Two-state burst errors (Gilbert-Elliott): the channel alternates
+/// between a good state, where each bit is in error with the channel's
+/// `ber`, and a bad state (a fade), where it is with `ber`. Sojourns are
+/// exponential, in time (so the states do not depend on the traffic), and
+/// the channel starts good at time 0. A packet's bits are spread evenly
+/// over its time on the line, each with the error rate of the state at
+/// its moment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BurstErrors {
+    /// Mean time in the good state (> 0).
+    pub mean_good: Duration,
+    /// Mean time in the bad state (> 0).
+    pub mean_bad: Duration,
+    /// Bit-error rate in the bad state, in [0, 1).
+    pub ber: f64,
+}
+
+impl BurstErrors {
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (field, value) in [
+            ("burst.mean_good", self.mean_good),
+            ("burst.mean_bad", self.mean_bad),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError::out_of_range(field, "0s", "> 0"));
+            }
+        }
+        if !(0.0..1.0).contains(&self.ber) {
+            return Err(ConfigError::out_of_range("burst.ber", self.ber, "0 <= ber < 1"));
+        }
+        Ok(())
+    }
+
+    /// Long-run fraction of time in the bad state.
+    pub fn bad_fraction(&self) -> f64 {
+        let bad = self.mean_bad.as_secs_f64();
+        bad / (bad + self.mean_good.as_secs_f64())
+    }
+}
+
+/// Queue discipline of the buffer in front of the line.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Qdisc {
+    /// Refuse a packet only when it does not fit.
+    #[default]
+    DropTail,
+    /// Random early detection (Floyd and Jacobson 1993; RFC 2309): drop
+    /// early, with a probability rising with the average queue, so that
+    /// senders slow down before the buffer overflows.
+    Red(RedConfig),
+}
+
+/// Parameters of [`Qdisc::Red`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RedConfig {
+    /// Below this average backlog (bytes) nothing is dropped early.
+    pub min_bytes: u64,
+    /// At or above this average backlog every packet is dropped; between
+    /// the two the probability rises linearly up to `max_probability`.
+    pub max_bytes: u64,
+    /// Drop probability as the average reaches `max_bytes`, in (0, 1].
+    pub max_probability: f64,
+    /// Weight of each new sample in the average backlog, in (0, 1].
+    pub weight: f64,
+}
+
+impl RedConfig {
+    fn validate(&self, buffer_bytes: u64) -> Result<(), ConfigError> {
+        if self.min_bytes >= self.max_bytes {
+            return Err(ConfigError::OutOfRange {
+                field: "qdisc.min_bytes",
+                value: self.min_bytes.to_string(),
+                allowed: format!("< qdisc.max_bytes ({})", self.max_bytes),
+            });
+        }
+        if self.max_bytes > buffer_bytes {
+            return Err(ConfigError::OutOfRange {
+                field: "qdisc.max_bytes",
+                value: self.max_bytes.to_string(),
+                allowed: format!("<= buffer_bytes ({buffer_bytes})"),
+            });
+        }
+        if !(self.max_probability > 0.0 && self.max_probability <= 1.0) {
+            return Err(ConfigError::out_of_range(
+                "qdisc.max_probability",
+                self.max_probability,
+                "0 < p <= 1",
+            ));
+        }
+        if !(self.weight > 0.0 && self.weight <= 1.0) {
+            return Err(ConfigError::out_of_range(
+                "qdisc.weight",
+                self.weight,
+                "0 < weight <= 1",
+            ));
         }
         Ok(())
     }

@@ -10,7 +10,8 @@
 //! A packet of `L` bytes (the whole IP packet) offered at `now` goes
 //! through, in order:
 //!
-//! 1. **Queue and line** (`serializer.rs`). A FIFO
+//! 1. **Queue and line** (`serializer.rs`; with [`Qdisc::Red`], `red.rs`
+//!    may drop a packet early, counted as a buffer drop). A FIFO
 //!    drop-tail buffer of `buffer_bytes` in front of a line clocking at
 //!    `rate_bps`. The packet occupies the line for
 //!    `(L + framing_bytes) * 8 / rate` seconds. With a token-bucket
@@ -38,13 +39,17 @@
 //!    ([`DropCause::BitErrors`]); in [`ErrorMode::Corrupt`] its errored
 //!    bits are flipped in place and it is delivered. A packet lost to an
 //!    outage is reported as an outage loss (and not corrupted).
+//!    With [`BurstErrors`] (`burst.rs`), the rate is `burst.ber` for the
+//!    bits sent while a two-state (Gilbert-Elliott) process is in its bad
+//!    state.
 //! 4. **Delay** (`delay.rs`). `arrival = end + max(0, delay +
 //!    jitter)`, jitter being none, Uniform[-a, a] or Normal(0, sd). Unless
 //!    `allow_reordering`, a packet never arrives before the previously
 //!    delivered one.
 //!
 //! Each random process has its own ChaCha8 stream derived from the
-//! channel's seed (bit errors 0, jitter 1, call drops 2): enabling one does
+//! channel's seed (bit errors 0, jitter 1, call drops 2, burst states 3,
+//! early drops 4): enabling one does
 //! not shift the others (see `channel.rs`).
 //!
 //! A [`Bundle`] stripes packets round-robin over parallel channels that are
@@ -74,11 +79,13 @@
 
 mod bit_errors;
 mod bundle;
+mod burst;
 mod channel;
 mod config;
 mod delay;
 mod limit;
 mod outage;
+mod red;
 mod serializer;
 mod stats;
 mod time;
@@ -87,7 +94,8 @@ mod token_bucket;
 pub use bundle::{Bundle, channel_seed};
 pub use channel::{Channel, DropCause, Fate};
 pub use config::{
-    CallDrops, ChannelConfig, ConfigError, ErrorMode, Jitter, OutageConfig, OutageWindow, ShaperConfig,
+    BurstErrors, CallDrops, ChannelConfig, ConfigError, ErrorMode, Jitter, OutageConfig, OutageWindow, Qdisc,
+    RedConfig, ShaperConfig,
 };
 pub use limit::{expected_up_fraction, goodput_limit_bps, packet_error_rate};
 pub use outage::{OutageProcess, RETAINED_DOWN_PERIODS};

@@ -24,7 +24,7 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::{CallDrops, ConfigError, OutageConfig, OutageWindow};
+use crate::config::{ConfigError, OutageConfig, OutageWindow};
 use crate::time::{from_ns, to_ns};
 
 /// ChaCha stream of the call-drop process (see `channel.rs`).
@@ -82,7 +82,7 @@ pub struct OutageProcess {
     /// Outages forced by hand (a live "call drop"), sorted and disjoint;
     /// the last may still be open (end `u64::MAX`).
     forced: Vec<Span>,
-    call_drops: Option<CallDropProcess>,
+    call_drops: Option<RenewalProcess>,
     availability: f64,
 }
 
@@ -95,10 +95,14 @@ impl OutageProcess {
         Ok(OutageProcess {
             scheduled: merge_windows(&config.scheduled),
             forced: Vec::new(),
-            call_drops: config
-                .call_drops
-                .as_ref()
-                .and_then(|d| CallDropProcess::new(d, seed)),
+            call_drops: config.call_drops.as_ref().and_then(|d| {
+                RenewalProcess::new(
+                    d.mean_interval,
+                    DownLength::Uniform(to_ns(d.redial_min), to_ns(d.redial_max)),
+                    seed,
+                    OUTAGE_STREAM,
+                )
+            }),
             availability: config.call_drop_availability(),
         })
     }
@@ -230,12 +234,22 @@ impl OutageProcess {
     }
 }
 
-/// Lazily generated call drops.
+/// How long a down period lasts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum DownLength {
+    /// Uniform in [min, max] ns (a redial).
+    Uniform(u64, u64),
+    /// Exponential with this mean in ns (a fade).
+    Exponential(f64),
+}
+
+/// A lazily generated alternating renewal process: up ~
+/// Exponential(mean_up), then down for a [`DownLength`], up from time 0.
+/// Call drops (outages) and the bad state of burst errors are both one.
 #[derive(Debug, Clone)]
-struct CallDropProcess {
+pub(crate) struct RenewalProcess {
     mean_up_ns: f64,
-    redial_min_ns: u64,
-    redial_max_ns: u64,
+    down: DownLength,
     /// The generator as it was at time 0, for regeneration.
     initial_rng: ChaCha8Rng,
     rng: ChaCha8Rng,
@@ -248,19 +262,22 @@ struct CallDropProcess {
     complete_from: u64,
 }
 
-impl CallDropProcess {
-    /// `None` when the process can never be down (redial always zero).
-    fn new(config: &CallDrops, seed: u64) -> Option<Self> {
-        let redial_max_ns = to_ns(config.redial_max);
-        if redial_max_ns == 0 {
+impl RenewalProcess {
+    /// `None` when the process can never be down (down periods always
+    /// zero). Uses `stream` of `ChaCha8Rng::seed_from_u64(seed)`.
+    pub(crate) fn new(mean_up: Duration, down: DownLength, seed: u64, stream: u64) -> Option<Self> {
+        let never_down = match down {
+            DownLength::Uniform(_, max) => max == 0,
+            DownLength::Exponential(mean) => mean <= 0.0,
+        };
+        if never_down {
             return None;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(OUTAGE_STREAM);
-        Some(CallDropProcess {
-            mean_up_ns: to_ns(config.mean_interval) as f64,
-            redial_min_ns: to_ns(config.redial_min),
-            redial_max_ns,
+        rng.set_stream(stream);
+        Some(RenewalProcess {
+            mean_up_ns: to_ns(mean_up) as f64,
+            down,
             initial_rng: rng.clone(),
             rng,
             downs: VecDeque::new(),
@@ -269,13 +286,20 @@ impl CallDropProcess {
         })
     }
 
+    /// Exponential(mean) by inversion: -mean * ln(U), U in (0, 1]; `as
+    /// u64` saturates, so huge draws are safe.
+    fn exponential(&mut self, mean_ns: f64) -> u64 {
+        let u = 1.0 - self.rng.random::<f64>();
+        (-u.ln() * mean_ns).round() as u64
+    }
+
     /// Generates one up period and the down period that follows it.
     fn step(&mut self) {
-        // Inverse transform: -mean * ln(U) with U in (0, 1] is
-        // Exponential(mean). `as u64` saturates, so huge draws are safe.
-        let u = 1.0 - self.rng.random::<f64>();
-        let up = (-u.ln() * self.mean_up_ns).round() as u64;
-        let redial = self.rng.random_range(self.redial_min_ns..=self.redial_max_ns);
+        let up = self.exponential(self.mean_up_ns);
+        let redial = match self.down {
+            DownLength::Uniform(min, max) => self.rng.random_range(min..=max),
+            DownLength::Exponential(mean) => self.exponential(mean),
+        };
         let start = self.horizon.saturating_add(up);
         let end = start.saturating_add(redial);
         if end > start {
@@ -303,13 +327,13 @@ impl CallDropProcess {
         }
     }
 
-    fn down_span(&mut self, t: u64) -> Option<Span> {
+    pub(crate) fn down_span(&mut self, t: u64) -> Option<Span> {
         self.ensure(t);
         let idx = self.downs.partition_point(|s| s.start <= t);
         containing(idx.checked_sub(1).and_then(|i| self.downs.get(i)), t)
     }
 
-    fn next_start_after(&mut self, t: u64) -> Option<u64> {
+    pub(crate) fn next_start_after(&mut self, t: u64) -> Option<u64> {
         self.ensure(t);
         loop {
             let idx = self.downs.partition_point(|s| s.start <= t);
@@ -327,6 +351,7 @@ impl CallDropProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::CallDrops;
 
     fn window(start_ms: u64, dur_ms: u64) -> OutageWindow {
         OutageWindow {

@@ -17,8 +17,10 @@ pub struct ChannelStats {
     /// Packets that went on the line (accepted by the buffer), whatever
     /// became of them afterwards.
     pub packets_transmitted: u64,
-    /// Refused by the drop-tail buffer.
+    /// Refused by the buffer (full, or dropped early by RED).
     pub dropped_buffer: u64,
+    /// Of those, dropped early by RED.
+    pub dropped_early: u64,
     /// Lost to bit errors (error mode Drop).
     pub dropped_bit_errors: u64,
     /// Lost because their transmission overlapped an outage.

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use scps_channel::{
-    CallDrops, Channel, ChannelConfig, ErrorMode, Fate, Jitter, OutageConfig, OutageProcess, OutageWindow,
-    ShaperConfig,
+    BurstErrors, CallDrops, Channel, ChannelConfig, ErrorMode, Fate, Jitter, OutageConfig, OutageProcess,
+    OutageWindow, Qdisc, RedConfig, ShaperConfig,
 };
 
 fn duration_up_to(max_ns: u64) -> impl Strategy<Value = Duration> {
@@ -55,6 +55,10 @@ fn configs() -> impl Strategy<Value = ChannelConfig> {
             any::<bool>(),
         ),
         outages(),
+        (
+            prop::option::of((1u64..1_000_000_000, 1u64..1_000_000_000, 0.0..0.5f64)),
+            prop::option::of((0.0..1.0f64, 0.0..1.0f64, 0.001..1.0f64, 0.001..1.0f64)),
+        ),
     )
         .prop_map(
             |(
@@ -62,8 +66,35 @@ fn configs() -> impl Strategy<Value = ChannelConfig> {
                 (buffer_bytes, framing_bytes, delay),
                 (jitter, allow_reordering, ber, corrupt),
                 outages,
+                (burst, red),
             )| {
+                // RED thresholds as fractions of the buffer, min < max.
+                let qdisc = match red {
+                    Some((a, b, max_probability, weight)) => {
+                        let (low, high) = (a.min(b), a.max(b));
+                        let min_bytes = (low * buffer_bytes as f64) as u64;
+                        let max_bytes = ((high * buffer_bytes as f64) as u64)
+                            .clamp(min_bytes + 1, buffer_bytes.max(min_bytes + 1));
+                        if max_bytes > buffer_bytes {
+                            Qdisc::DropTail
+                        } else {
+                            Qdisc::Red(RedConfig {
+                                min_bytes,
+                                max_bytes,
+                                max_probability,
+                                weight,
+                            })
+                        }
+                    }
+                    None => Qdisc::DropTail,
+                };
                 ChannelConfig {
+                    burst: burst.map(|(good, bad, ber)| BurstErrors {
+                        mean_good: Duration::from_nanos(good),
+                        mean_bad: Duration::from_nanos(bad),
+                        ber,
+                    }),
+                    qdisc,
                     rate_bps,
                     shaper,
                     buffer_bytes,

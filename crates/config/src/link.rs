@@ -10,7 +10,10 @@
 
 use std::time::Duration;
 
-use scps_channel::{CallDrops, ChannelConfig, ErrorMode, Jitter, OutageConfig, OutageWindow, ShaperConfig};
+use scps_channel::{
+    BurstErrors, CallDrops, ChannelConfig, ErrorMode, Jitter, OutageConfig, OutageWindow, Qdisc, RedConfig,
+    ShaperConfig,
+};
 use serde::Deserialize;
 
 use crate::error::Error;
@@ -47,6 +50,21 @@ pub struct ChannelSpec {
     pub ber: Option<Ber>,
     /// What a bit error does: drop the packet or flip its bits.
     pub errors: Option<ErrorKind>,
+    /// Gilbert-Elliott burst errors: bit-error rate in the bad state...
+    pub burst_ber: Option<Ber>,
+    /// ... its mean duration ...
+    pub burst_duration: Option<Time>,
+    /// ... and the mean time between bad states.
+    pub burst_interval: Option<Time>,
+    /// Queue discipline of the buffer.
+    pub qdisc: Option<QdiscKind>,
+    /// RED: average backlog where early drops start and where every
+    /// packet is dropped; drop probability reached at `red_max`; weight of
+    /// each sample in the average.
+    pub red_min: Option<Bytes>,
+    pub red_max: Option<Bytes>,
+    pub red_probability: Option<f64>,
+    pub red_weight: Option<f64>,
     pub shaper: Option<ShaperSpec>,
     /// Scheduled outages.
     pub outages: Option<Vec<OutageSpec>>,
@@ -71,6 +89,13 @@ pub struct ChannelSpec {
 pub enum JitterKind {
     Uniform,
     Normal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QdiscKind {
+    Droptail,
+    Red,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -141,6 +166,14 @@ impl ChannelSpec {
             reorder,
             ber,
             errors,
+            burst_ber,
+            burst_duration,
+            burst_interval,
+            qdisc,
+            red_min,
+            red_max,
+            red_probability,
+            red_weight,
             shaper,
             outages,
             call_drop_interval,
@@ -203,6 +236,9 @@ impl ChannelSpec {
                 ));
             }
         };
+        let burst = self.burst(key)?;
+        let buffer_bytes = self.buffer.unwrap_or(DEFAULT_BUFFER).0;
+        let qdisc = self.qdisc(key, buffer_bytes)?;
         let framing = self.framing.map_or(0, |b| b.0);
         let config = ChannelConfig {
             rate_bps: rate.bps(),
@@ -211,7 +247,7 @@ impl ChannelSpec {
                 ceiling_bps: s.ceiling.bps(),
                 burst_bytes: s.burst.0,
             }),
-            buffer_bytes: self.buffer.unwrap_or(DEFAULT_BUFFER).0,
+            buffer_bytes,
             framing_bytes: u32::try_from(framing)
                 .map_err(|_| Error::invalid(format!("{key}.framing"), Bytes(framing), "at most 4 GB"))?,
             delay,
@@ -222,6 +258,8 @@ impl ChannelSpec {
                 Some(ErrorKind::Corrupt) => ErrorMode::Corrupt,
                 None | Some(ErrorKind::Drop) => ErrorMode::Drop,
             },
+            burst,
+            qdisc,
             outages: OutageConfig {
                 scheduled: self
                     .outages
@@ -253,6 +291,58 @@ impl ChannelSpec {
             ));
         }
         Ok(config)
+    }
+
+    /// The burst-error model: all three keys or none.
+    fn burst(&self, key: &str) -> Result<Option<BurstErrors>, Error> {
+        match (self.burst_ber, self.burst_duration, self.burst_interval) {
+            (None, None, None) => Ok(None),
+            (Some(Ber(ber)), Some(Time(mean_bad)), Some(Time(mean_good))) => Ok(Some(BurstErrors {
+                mean_good,
+                mean_bad,
+                ber,
+            })),
+            _ => {
+                let missing = [
+                    ("burst_ber", self.burst_ber.is_none()),
+                    ("burst_duration", self.burst_duration.is_none()),
+                    ("burst_interval", self.burst_interval.is_none()),
+                ];
+                let name = missing.iter().find(|(_, m)| *m).map_or("burst_ber", |(n, _)| n);
+                Err(Error::invalid(
+                    format!("{key}.{name}"),
+                    "missing",
+                    "burst_ber, burst_duration and burst_interval together (or none of them)",
+                ))
+            }
+        }
+    }
+
+    /// The queue discipline; RED's thresholds default to a quarter and
+    /// three quarters of the buffer.
+    fn qdisc(&self, key: &str, buffer_bytes: u64) -> Result<Qdisc, Error> {
+        let red_keys = [
+            ("red_min", self.red_min.is_some()),
+            ("red_max", self.red_max.is_some()),
+            ("red_probability", self.red_probability.is_some()),
+            ("red_weight", self.red_weight.is_some()),
+        ];
+        match self.qdisc {
+            None | Some(QdiscKind::Droptail) => match red_keys.iter().find(|(_, set)| *set) {
+                Some((name, _)) => Err(Error::invalid(
+                    format!("{key}.{name}"),
+                    "set",
+                    "only with qdisc = \"red\"",
+                )),
+                None => Ok(Qdisc::DropTail),
+            },
+            Some(QdiscKind::Red) => Ok(Qdisc::Red(RedConfig {
+                min_bytes: self.red_min.map_or(buffer_bytes / 4, |b| b.0),
+                max_bytes: self.red_max.map_or(buffer_bytes / 4 * 3, |b| b.0),
+                max_probability: self.red_probability.unwrap_or(0.1),
+                weight: self.red_weight.unwrap_or(0.002),
+            })),
+        }
     }
 
     /// Resolves `[link]` into channel models for both directions.
@@ -349,6 +439,13 @@ fn schema_key(model_field: &str) -> &str {
         "shaper.burst_bytes" => "shaper.burst",
         "outages.call_drops.mean_interval" => "call_drop_interval",
         "outages.call_drops.redial_min" => "redial_min",
+        "burst.mean_good" => "burst_interval",
+        "burst.mean_bad" => "burst_duration",
+        "burst.ber" => "burst_ber",
+        "qdisc.min_bytes" => "red_min",
+        "qdisc.max_bytes" => "red_max",
+        "qdisc.max_probability" => "red_probability",
+        "qdisc.weight" => "red_weight",
         other => other,
     }
 }
@@ -425,6 +522,42 @@ mod tests {
     }
 
     #[test]
+    fn burst_errors_and_red_become_channel_models() {
+        let link = spec(
+            r#"
+            rate = "8Mbit"
+            buffer = "128KB"
+            burst_ber = 1e-4
+            burst_duration = "20ms"
+            burst_interval = "2s"
+            qdisc = "red"
+            red_min = "16KB"
+            "#,
+        )
+        .resolve()
+        .unwrap();
+        let forward = &link.forward[0];
+        assert_eq!(
+            forward.burst,
+            Some(BurstErrors {
+                mean_good: Duration::from_secs(2),
+                mean_bad: Duration::from_millis(20),
+                ber: 1e-4
+            })
+        );
+        assert_eq!(
+            forward.qdisc,
+            Qdisc::Red(RedConfig {
+                min_bytes: 16_000,
+                max_bytes: 96_000,
+                max_probability: 0.1,
+                weight: 0.002
+            })
+        );
+        assert_eq!(link.reverse[0].qdisc, forward.qdisc);
+    }
+
+    #[test]
     fn mistakes_name_the_key() {
         let cases = [
             (
@@ -458,6 +591,32 @@ mod tests {
             ),
         ];
         for (text, expected) in cases {
+            let err = spec(text).resolve().unwrap_err().to_string();
+            assert!(err.starts_with(expected), "{text}: {err}");
+        }
+        let more = [
+            (
+                "rate = \"1Mbit\"\nburst_ber = 1e-4\nburst_duration = \"10ms\"",
+                "link.burst_interval = missing: burst_ber, burst_duration and burst_interval together",
+            ),
+            (
+                "rate = \"1Mbit\"\nburst_ber = 1e-4\nburst_duration = \"0s\"\nburst_interval = \"1s\"",
+                "link.burst_duration = 0s: > 0",
+            ),
+            (
+                "rate = \"1Mbit\"\nred_min = 1000",
+                "link.red_min = set: only with qdisc = \"red\"",
+            ),
+            (
+                "rate = \"1Mbit\"\nbuffer = \"100KB\"\nqdisc = \"red\"\nred_max = \"200KB\"",
+                "link.red_max = 200000: <= buffer_bytes (100000)",
+            ),
+            (
+                "rate = \"1Mbit\"\nqdisc = \"red\"\nred_probability = 0",
+                "link.red_probability = 0: 0 < p <= 1",
+            ),
+        ];
+        for (text, expected) in more {
             let err = spec(text).resolve().unwrap_err().to_string();
             assert!(err.starts_with(expected), "{text}: {err}");
         }

@@ -265,7 +265,7 @@ impl Point {
                         .map_or(c.rate_bps, |s| s.rate_bps.min(c.rate_bps));
                     goodput_limit_bps(
                         rate as f64,
-                        c.ber,
+                        c.effective_ber(usize::from(self.link.mtu)),
                         usize::from(self.link.mtu),
                         self.header_bytes as usize,
                         expected_up_fraction(&c.outages, run_length),
