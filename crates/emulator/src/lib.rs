@@ -16,6 +16,7 @@ pub mod config;
 mod control;
 mod metrics;
 mod scope;
+pub use scope::crosses_link;
 pub mod state;
 pub mod stats;
 mod steering;

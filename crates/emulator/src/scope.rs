@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Whether `packet` (an IP packet as read from a TUN device) can cross
 /// the emulated link.
-pub(crate) fn crosses_link(packet: &[u8]) -> bool {
+pub fn crosses_link(packet: &[u8]) -> bool {
     match packet.first().map(|b| b >> 4) {
         Some(4) if packet.len() >= 20 => {
             let address =
