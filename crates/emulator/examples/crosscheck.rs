@@ -30,7 +30,11 @@ fn mean_sd(values: &[f64]) -> (f64, f64) {
 /// connect to the last byte read.
 fn kernel_transfer(testbed: &Testbed, port: u16) -> f64 {
     let server: SocketAddr = format!("10.99.2.2:{port}").parse().unwrap();
-    let listener = testbed.node("server").unwrap().run(move || TcpListener::bind(server)).unwrap();
+    let listener = testbed
+        .node("server")
+        .unwrap()
+        .run(move || TcpListener::bind(server))
+        .unwrap();
     let receiving = std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
         let mut buf = vec![0u8; 1 << 16];
@@ -43,7 +47,11 @@ fn kernel_transfer(testbed: &Testbed, port: u16) -> f64 {
         Instant::now()
     });
     let start = Instant::now();
-    let mut client = testbed.node("client").unwrap().run(move || TcpStream::connect(server)).unwrap();
+    let mut client = testbed
+        .node("client")
+        .unwrap()
+        .run(move || TcpStream::connect(server))
+        .unwrap();
     client.write_all(&vec![0x5a; BYTES]).unwrap();
     let end = receiving.join().unwrap();
     BYTES as f64 * 8.0 / (end - start).as_secs_f64()
@@ -51,12 +59,20 @@ fn kernel_transfer(testbed: &Testbed, port: u16) -> f64 {
 
 fn main() {
     let runs: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(3);
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/geo-8mbit.toml"))
-        .expect("the scenario file");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/geo-8mbit.toml"
+    ))
+    .expect("the scenario file");
     let document: toml::Table = text.parse().unwrap();
     let testbed = Testbed::build(Topology::direct()).expect("testbed (run as root or in a user namespace)");
-    println!("geo-8mbit link, RTT 100 ms, {} MB, {runs} runs each", BYTES / 1_000_000);
-    println!("BER   | limit      | simulator tcp-cubic (mean +- sd) | emulator + Linux CUBIC (mean +- sd) | ratio");
+    println!(
+        "geo-8mbit link, RTT 100 ms, {} MB, {runs} runs each",
+        BYTES / 1_000_000
+    );
+    println!(
+        "BER   | limit      | simulator tcp-cubic (mean +- sd) | emulator + Linux CUBIC (mean +- sd) | ratio"
+    );
     for ber in ["0", "1e-6"] {
         let sets: Vec<_> = [
             "protocol=tcp-cubic".to_owned(),
@@ -70,7 +86,11 @@ fn main() {
         let scenario = Scenario::load("geo-8mbit", &sets).unwrap();
         let point = &scenario.points[0];
         let simulated: Vec<f64> = (1..=runs)
-            .map(|seed| scps_sim::run(point, seed, &scps_sim::RunOptions::default()).unwrap().goodput_bps)
+            .map(|seed| {
+                scps_sim::run(point, seed, &scps_sim::RunOptions::default())
+                    .unwrap()
+                    .goodput_bps
+            })
             .collect();
         let mut link = document["link"].as_table().unwrap().clone();
         link.insert("rtt".into(), "100ms".into());
@@ -85,7 +105,11 @@ fn main() {
             file.insert("emulate".into(), emulate.into());
             file.insert("link".into(), link.clone().into());
             let config = EmulatorConfig::from_text(&toml::to_string(&file).unwrap(), "crosscheck").unwrap();
-            let emulator = testbed.node(EMU).unwrap().run(move || Emulator::start(&config)).unwrap();
+            let emulator = testbed
+                .node(EMU)
+                .unwrap()
+                .run(move || Emulator::start(&config))
+                .unwrap();
             emulated.push(kernel_transfer(&testbed, 7400 + seed as u16));
             let stats = emulator.stats();
             let forward = &stats.channels[0];
