@@ -7,8 +7,13 @@
 //!   path (the kernel here has no netem).
 //! * `bridge.rs`: the packet loop, sleeping until a packet or a due time.
 //! * `state.rs`: the models of both directions and the live changes.
-//! * `control.rs`, `trace.rs`, `metrics.rs`: the control socket, timeline
-//!   replay and recording, Prometheus metrics.
+//! * `scope.rs`: which packets belong on the link.
+//! * `control.rs`, `trace.rs`, `metrics.rs`, `stats.rs`: the control
+//!   socket, timeline replay and recording, counters as JSON and for
+//!   Prometheus.
+//!
+//! Time is the monotonic clock since the emulator's start: the epoch of
+//! the channel models, of scheduled outages and of timelines.
 
 mod bridge;
 pub mod command;
@@ -16,7 +21,6 @@ pub mod config;
 mod control;
 mod metrics;
 mod scope;
-pub use scope::crosses_link;
 pub mod state;
 pub mod stats;
 mod steering;
@@ -33,6 +37,7 @@ use std::time::{Duration, Instant};
 pub use command::{Change, Directions, Query, Request};
 pub use config::EmulatorConfig;
 pub use control::{Response, request};
+pub use scope::crosses_link;
 pub use state::{ChangeError, Direction, LinkState};
 pub use stats::Stats;
 pub use steering::TUN_NAMES;

@@ -185,7 +185,7 @@ impl LinkState {
                 channel,
                 direction,
                 keys,
-            } => self.set(*channel, *direction, keys, now),
+            } => self.set(*channel, *direction, keys),
             Change::OutageStart { channel } => {
                 let range = self.channels(*channel)?;
                 if let Some(c) = range.clone().find(|&c| self.forced_since(c).is_some()) {
@@ -222,7 +222,6 @@ impl LinkState {
         channel: Option<usize>,
         directions: Directions,
         keys: &std::collections::BTreeMap<String, String>,
-        _now: Duration,
     ) -> Result<(), ChangeError> {
         if keys.is_empty() {
             return Err(ChangeError::NothingToSet);

@@ -4,8 +4,8 @@
 #![allow(dead_code)] // each test file uses a part
 
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use scps_emulator::{Emulator, EmulatorConfig};
@@ -28,6 +28,16 @@ pub fn config(link: &str, emulate_extra: &str, seed: u64) -> EmulatorConfig {
         "seed = {seed}\n[emulate]\nside_a = \"{EMU_SIDE_A}\"\nside_b = \"{EMU_SIDE_B}\"\n{emulate_extra}\n[link]\n{link}\n"
     );
     EmulatorConfig::from_text(&text, "test").expect("valid configuration")
+}
+
+/// Held by every test that measures time: on two cores, tests of one
+/// binary running side by side would measure each other's load. Poisoning
+/// (a failed test) does not matter to the others.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+/// Serialises the measuring tests of a test binary.
+pub fn exclusive() -> MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 pub fn bench(config: EmulatorConfig) -> Bench {
