@@ -94,7 +94,6 @@ impl Steering {
             let device = DeviceBuilder::new()
                 .name(name)
                 .mtu(mtu)
-                .tx_queue_len(TX_QUEUE_PACKETS)
                 .enable(true)
                 .build_sync()
                 .map_err(|source| Error::Io {
@@ -105,6 +104,11 @@ impl Steering {
                 what: format!("make {name} non-blocking"),
                 source,
             })?;
+            // Through netlink: the ioctl needs CAP_NET_ADMIN in the
+            // initial user namespace, netlink only in the device's.
+            ip(&words(&format!(
+                "link set dev {name} txqueuelen {TX_QUEUE_PACKETS}"
+            )))?;
             Ok(device)
         };
         let namespace = File::open("/proc/thread-self/ns/net").map_err(|source| Error::Io {
