@@ -202,3 +202,44 @@ pub fn request(path: &Path, request: &Request) -> Result<Response, Error> {
     serde_json::from_str(&answer)
         .map_err(|e| Error::Setup(format!("unreadable answer from the emulator: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::config::EmulatorConfig;
+    use crate::state::LinkState;
+
+    fn shared() -> Shared {
+        let config = EmulatorConfig::from_text(
+            "[emulate]\nside_a = \"a\"\nside_b = \"b\"\n[link]\nrate = \"1Mbit\"\n",
+            "test",
+        )
+        .unwrap();
+        Shared {
+            state: Arc::new(Mutex::new(LinkState::new(&config).unwrap())),
+            epoch: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn bad_requests_are_answered_with_the_reason_and_change_nothing() {
+        let shared = shared();
+        let garbage = answer(&shared, None, "reboot now");
+        assert!(!garbage.ok);
+        assert!(garbage.error.unwrap().starts_with("not a request"));
+        let missing = answer(&shared, None, r#"{"op": "outage_start", "channel": 3}"#);
+        assert_eq!(
+            missing.error.as_deref(),
+            Some("no channel 3: this link has 1 (0 to 0)")
+        );
+        let stats = answer(&shared, None, r#"{"op": "stats"}"#).stats.unwrap();
+        assert!(stats.channels.iter().all(|c| c.up && c.rate_bps == 1_000_000));
+        let set = answer(&shared, None, r#"{"op": "set", "keys": {"rate": "2Mbit"}}"#);
+        assert!(set.ok, "{set:?}");
+        let stats = answer(&shared, None, r#"{"op": "stats"}"#).stats.unwrap();
+        assert!(stats.channels.iter().all(|c| c.rate_bps == 2_000_000));
+    }
+}
