@@ -296,3 +296,37 @@ fn emulated_without_root_inside_a_user_namespace() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[test]
+fn emulated_link_sits_between_the_gateways_of_the_long_topology() {
+    let _alone = common::exclusive();
+    let testbed = scps_testbed::Testbed::build(scps_testbed::Topology::with_gateways()).unwrap();
+    let config = config("rate = \"10Mbit\"\ndelay = \"25ms\"", "", 17);
+    let emulator = testbed
+        .node(EMU)
+        .unwrap()
+        .run(move || scps_emulator::Emulator::start(&config))
+        .unwrap();
+    let server: SocketAddr = "10.99.4.2:7500".parse().unwrap();
+    let receiver = testbed
+        .node("server")
+        .unwrap()
+        .run(move || std::net::UdpSocket::bind(server))
+        .unwrap();
+    receiver.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let sender = testbed
+        .node("client")
+        .unwrap()
+        .run(|| std::net::UdpSocket::bind("10.99.1.2:0"))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    for _ in 0..3 {
+        let sent = Instant::now();
+        sender.send_to(b"via gwA and gwB", server).unwrap();
+        let n = receiver.recv(&mut buf).expect("arrives");
+        assert_eq!(&buf[..n], b"via gwA and gwB");
+        assert!(sent.elapsed() >= Duration::from_millis(25));
+    }
+    assert_eq!(emulator.stats().channels[0].packets_out, 3);
+    drop(emulator);
+}
