@@ -2,11 +2,13 @@
 //! running emulator.
 
 use std::collections::BTreeMap;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::SignalFd;
 use scps_emulator::{Change, Directions, Emulator, EmulatorConfig, Query, Request, Response, Stats};
 
 #[derive(Debug, Args)]
@@ -118,10 +120,21 @@ fn run(path: &std::path::Path) -> anyhow::Result<()> {
             .metrics_address()
             .map_or("off".into(), |a| format!("http://{a}/metrics")),
     );
-    let signal = signals.wait().context("wait for a signal")?;
+    let signal_fd = SignalFd::new(&signals).context("create a signalfd")?;
+    let signalled = emulator.wait_for(signal_fd.as_fd())?;
     let stats = emulator.stats();
     emulator.stop().context("the packet loop failed")?;
-    eprintln!("scps emulate: stopped by {signal:?}");
+    if signalled {
+        let signal = signal_fd
+            .read_signal()
+            .ok()
+            .flatten()
+            .and_then(|s| Signal::try_from(i32::try_from(s.ssi_signo).ok()?).ok());
+        eprintln!(
+            "scps emulate: stopped by {}",
+            signal.map_or("a signal", Signal::as_str)
+        );
+    }
     println!("{}", serde_json::to_string(&stats)?);
     Ok(())
 }

@@ -81,6 +81,8 @@ pub struct Emulator {
     recorder: Option<Arc<Recorder>>,
     stop: UnixStream,
     packet_loop: Option<JoinHandle<Result<(), Error>>>,
+    /// Readable (end of file) once the packet loop has ended.
+    loop_ended: wake::Waiter,
     // Dropped in this order: the servers and the replay stop before the
     // steering goes.
     replay: Option<Replay>,
@@ -118,13 +120,20 @@ impl Emulator {
             what: "create the stop signal".into(),
             source,
         })?;
+        let (ending, loop_ended) = wake::pair().map_err(|source| Error::Io {
+            what: "create the end signal".into(),
+            source,
+        })?;
         let packet_loop = {
             let shared = shared.clone();
             let steering = steering.clone();
             let buffer = usize::from(config.mtu).max(1500) + 64;
             std::thread::Builder::new()
                 .name("emulator-packets".into())
-                .spawn(move || bridge::run(&shared.state, &steering.tuns, shared.epoch, stop_rx, buffer))
+                .spawn(move || {
+                    let _ending = ending;
+                    bridge::run(&shared.state, &steering.tuns, shared.epoch, stop_rx, buffer)
+                })
                 .map_err(|source| Error::Io {
                     what: "start the packet loop".into(),
                     source,
@@ -135,6 +144,7 @@ impl Emulator {
             recorder: recorder.clone(),
             stop,
             packet_loop: Some(packet_loop),
+            loop_ended,
             replay: None,
             control: None,
             metrics: None,
@@ -187,6 +197,16 @@ impl Emulator {
     /// or when told to).
     pub fn is_running(&self) -> bool {
         self.packet_loop.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    /// Sleeps until `other` becomes readable (true) or the packet loop
+    /// ends on its own, which only an I/O error makes it do (false). The
+    /// command waits so on a signalfd.
+    pub fn wait_for(&self, other: std::os::fd::BorrowedFd<'_>) -> Result<bool, Error> {
+        self.loop_ended.readable(other).map_err(|source| Error::Io {
+            what: "wait for a signal".into(),
+            source,
+        })
     }
 
     /// Stops and reports how the packet loop ended.

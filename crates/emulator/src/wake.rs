@@ -1,8 +1,9 @@
-//! Waiting for a socket to become readable unless told to stop: the
+//! Waiting for a file to become readable unless told to stop: the
 //! servers' threads sleep in `poll` on their listener and on one end of a
-//! socket pair; the other end, written or dropped, wakes them. (Waking a
-//! blocked `accept` by connecting to it would not work from another
-//! network namespace.)
+//! socket pair; the other end, dropped, wakes them. (Waking a blocked
+//! `accept` by connecting to it would not work from another network
+//! namespace.) The same pair tells the command that the packet loop has
+//! ended.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -10,7 +11,7 @@ use std::os::unix::net::UnixStream;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-/// Held by the owner: dropping it stops the waiter.
+/// Held by one side: dropping it wakes the waiter for good.
 #[derive(Debug)]
 pub(crate) struct Stopper {
     /// Closed on drop, which the waiter sees.
