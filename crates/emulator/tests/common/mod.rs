@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use nix::sys::socket::{setsockopt, sockopt};
 use scps_emulator::{Emulator, EmulatorConfig};
 use scps_testbed::{EMU, EMU_SIDE_A, EMU_SIDE_B, Testbed, Topology, ipv4};
 
@@ -87,6 +88,12 @@ impl Probes {
 pub fn probe(bench: &Bench, count: usize, payload: usize, interval: Duration, linger: Duration) -> Probes {
     let server_addr: SocketAddr = format!("{SERVER}:7000").parse().unwrap();
     let receiver = bench.udp("server", server_addr);
+    // 8 MB of receive buffer: a receiving thread that waits a moment for a
+    // CPU must not lose probes (losses are the emulator's to make). Inside
+    // a user namespace only the capped SO_RCVBUF is allowed.
+    setsockopt(&receiver, sockopt::RcvBufForce, &(8 << 20))
+        .or_else(|_| setsockopt(&receiver, sockopt::RcvBuf, &(8 << 20)))
+        .expect("SO_RCVBUF");
     let sender = bench.udp("client", SocketAddr::new(ipv4(1, 2).into(), 0));
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = stop.clone();
