@@ -6,7 +6,6 @@
 
 pub mod apps;
 pub mod payload;
-pub mod pcap;
 pub mod result;
 pub mod run;
 pub mod world;
