@@ -5,6 +5,7 @@
 //! bit.
 
 pub mod apps;
+pub mod message;
 pub mod payload;
 pub mod result;
 pub mod run;
