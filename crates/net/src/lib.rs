@@ -23,4 +23,4 @@ mod stream;
 pub use driver::{Net, NetOptions, NetStats};
 pub use error::NetError;
 pub use path::{PacketPath, TunPath, UdpPath};
-pub use stream::{Listener, Stream};
+pub use stream::{AbortHandle, Listener, Stream};

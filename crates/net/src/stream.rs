@@ -58,12 +58,16 @@ impl Stream {
     /// Resets the connection at once (RFC 9293 3.10.5 ABORT): the peer
     /// learns that the transfer was cut short.
     pub fn abort(&self) {
-        let now = self.shared.clock.now();
-        let mut state = self.shared.lock();
-        let _ = state.endpoint.abort(now, self.handle);
-        state.dispatch_events();
-        drop(state);
-        self.shared.wake_driver.notify_one();
+        self.abort_handle().abort();
+    }
+
+    /// A handle that can reset the connection from elsewhere (a Ctrl-C
+    /// handler, say) while a task uses the stream.
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            shared: self.shared.clone(),
+            handle: self.handle,
+        }
     }
 
     /// Runs `op` on the endpoint for this connection, mapping the engine's
@@ -96,6 +100,24 @@ impl Stream {
             }
             Err(err) => Poll::Ready(Err(to_io_error(err))),
         }
+    }
+}
+
+/// Resets one connection on demand; see [`Stream::abort_handle`].
+#[derive(Debug, Clone)]
+pub struct AbortHandle {
+    shared: Arc<Shared>,
+    handle: ConnectionHandle,
+}
+
+impl AbortHandle {
+    pub fn abort(&self) {
+        let now = self.shared.clock.now();
+        let mut state = self.shared.lock();
+        let _ = state.endpoint.abort(now, self.handle);
+        state.dispatch_events();
+        drop(state);
+        self.shared.wake_driver.notify_one();
     }
 }
 
