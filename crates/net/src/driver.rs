@@ -252,7 +252,12 @@ impl Driver {
             let deadline = wake_at.map(|at| self.shared.clock.deadline(at));
             tokio::select! {
                 biased;
-                _ = stop.notified() => return Ok(()),
+                _ = stop.notified() => {
+                    // What the application did last (a FIN, a reset) still
+                    // goes out.
+                    while self.flush().await?.0 == BATCH {}
+                    return Ok(());
+                }
                 received = self.path.recv(&mut self.buf) => self.receive_burst(received?)?,
                 _ = self.shared.wake_driver.notified() => {}
                 _ = sleep_until(deadline) => {}

@@ -1,48 +1,41 @@
 //! Two endpoints of ours talking over UDP encapsulation on loopback: every
 //! byte arrives, in order, both ways (checked by SHA-256 of seeded random
-//! content), over IPv4 and IPv6; an unanswered connect fails with a clear
-//! timeout error.
+//! content), over IPv4 and IPv6, and the capture of the path is clean for
+//! tshark; an unanswered connect fails with a clear timeout error, a
+//! refused one with a refusal.
+
+mod common;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use rand::{Rng, RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use common::{PORT, assert_capture_clean, content, seed, syn_options};
 use scps_net::{Net, NetError, NetOptions, PacketPath, UdpPath};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn seed() -> u64 {
-    let seed = std::env::var("SCPS_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| rand::rng().random());
-    println!("seed {seed} (replay with SCPS_TEST_SEED={seed})");
-    seed
-}
-
-fn content(seed: u64, len: usize) -> Vec<u8> {
-    let mut data = vec![0u8; len];
-    ChaCha8Rng::seed_from_u64(seed).fill_bytes(&mut data);
-    data
-}
-
 /// A server and a client endpoint on `ip`, the client's path pointed at
-/// the server's.
-fn pair(ip: &str) -> (Net, Net, SocketAddr) {
+/// the server's and captured to `capture`.
+fn pair(ip: &str, capture: Option<PathBuf>) -> (Net, Net, SocketAddr) {
     let server_path = UdpPath::bind(format!("{ip}:0").parse().unwrap(), None).unwrap();
     let server_udp = server_path.local_addr().unwrap();
     let client_path = UdpPath::bind(format!("{ip}:0").parse().unwrap(), Some(server_udp)).unwrap();
     let server = Net::start(PacketPath::Udp(server_path), NetOptions::default()).unwrap();
-    let client = Net::start(PacketPath::Udp(client_path), NetOptions::default()).unwrap();
-    (server, client, SocketAddr::new(server_udp.ip(), 5001))
+    let options = NetOptions {
+        capture,
+        ..NetOptions::default()
+    };
+    let client = Net::start(PacketPath::Udp(client_path), options).unwrap();
+    (server, client, SocketAddr::new(server_udp.ip(), PORT))
 }
 
 async fn exchange(ip: &str, len: usize) {
     let seed = seed();
     let upload = content(seed, len);
     let download = content(seed ^ 1, len / 2);
-    let (server_net, client_net, server_addr) = pair(ip);
+    let capture = std::env::temp_dir().join(format!("scps-udp-{}-{}.pcap", ip.len(), std::process::id()));
+    let (server_net, client_net, server_addr) = pair(ip, Some(capture.clone()));
     let listener = server_net.listen(server_addr).unwrap();
 
     let expected_down = download.clone();
@@ -92,6 +85,15 @@ async fn exchange(ip: &str, len: usize) {
         assert_eq!(stats.endpoint.total_dropped(), 0, "{stats:?}");
         assert_eq!(stats.unroutable, 0);
     }
+    // The capture (written out by `close`) decodes cleanly, with the
+    // options of both SYNs.
+    assert_capture_clean(&capture);
+    let syns = syn_options(&capture);
+    assert_eq!(syns.len(), 2, "{syns:?}");
+    for (_, _, options) in &syns {
+        assert!(options.iter().all(|o| !o.is_empty()), "{syns:?}");
+    }
+    std::fs::remove_file(&capture).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,7 +130,7 @@ async fn a_silent_peer_gives_a_timeout_error() {
 
 #[tokio::test]
 async fn a_refusing_peer_gives_a_refused_error() {
-    let (server_net, client_net, server_addr) = pair("127.0.0.1");
+    let (server_net, client_net, server_addr) = pair("127.0.0.1", None);
     // Nothing listens on the server's endpoint: it answers with a reset.
     let err = client_net.connect(server_addr).await.unwrap_err();
     match &err {
