@@ -13,6 +13,8 @@ use std::process::Command;
 
 use tun_rs::{AsyncDevice, DeviceBuilder};
 
+use super::batch::{RecvBatch, SLOT_BYTES, SLOTS};
+use super::would_block;
 use crate::error::NetError;
 
 pub struct TunPath {
@@ -79,26 +81,47 @@ impl TunPath {
         &self.local_addrs
     }
 
-    pub(crate) async fn recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {
-        self.device
-            .recv(buf)
+    /// Waits for a packet, then takes it and any others already there.
+    pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        let n = self
+            .device
+            .recv(&mut batch.buf[..SLOT_BYTES])
             .await
-            .map_err(NetError::io("TUN read failed"))
+            .map_err(NetError::io("TUN read failed"))?;
+        batch.push(0..n);
+        self.take_more(batch, 1)
     }
 
-    pub(crate) fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {
-        self.device.try_recv(buf).map_err(NetError::io("TUN read failed"))
+    pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        self.take_more(batch, 0)
     }
 
-    pub(crate) async fn send(&mut self, packet: &[u8]) -> Result<(), NetError> {
-        // A packet the kernel cannot route is accepted and dropped by the
-        // kernel (a loss the engine deals with); an error here means the
-        // device itself is unusable.
-        self.device
-            .send(packet)
-            .await
-            .map(|_| ())
-            .map_err(NetError::io(format!("TUN write to {} failed", self.name)))
+    /// Reads the packets already waiting into slots `first..` of `batch`.
+    fn take_more(&mut self, batch: &mut RecvBatch, first: usize) -> Result<(), NetError> {
+        for slot in first..SLOTS {
+            let base = slot * SLOT_BYTES;
+            match self.device.try_recv(&mut batch.buf[base..base + SLOT_BYTES]) {
+                Ok(n) => batch.push(base..base + n),
+                Err(err) if would_block(&err) => break,
+                Err(err) => return Err(NetError::io("TUN read failed")(err)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
+        for packet in packets {
+            // A packet the kernel cannot route is accepted and dropped by
+            // the kernel (a loss the engine deals with); an error here
+            // means the device itself is unusable.
+            self.device
+                .send(packet)
+                .await
+                .map_err(NetError::io(format!("TUN write to {} failed", self.name)))?;
+        }
+        Ok(())
     }
 }
 
