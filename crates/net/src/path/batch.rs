@@ -31,6 +31,23 @@ impl RecvBatch {
         self.packets.push(range);
     }
 
+    /// Bytes used from the start of `buf` when packets are appended one
+    /// after another.
+    pub(crate) fn used(&self) -> usize {
+        self.packets.last().map_or(0, |r| r.end)
+    }
+
+    /// Copies `packet` after the last one; false if it does not fit.
+    pub(crate) fn append(&mut self, packet: &[u8]) -> bool {
+        let start = self.used();
+        let Some(room) = self.buf.get_mut(start..start + packet.len()) else {
+            return false;
+        };
+        room.copy_from_slice(packet);
+        self.packets.push(start..start + packet.len());
+        true
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.packets.is_empty()
     }
