@@ -155,9 +155,6 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
             seed,
         } => {
             report.workload = "messages".into();
-            if !(duration_s.is_finite() && duration_s > 0.0 && duration_s < 1e9) {
-                bail!("the sender asked for a test window of {duration_s} s");
-            }
             let window = Duration::from_secs_f64(duration_s);
             let receiving = messages::receive(&mut reader, forward, Pattern::new(seed), window, false);
             let sending = async {

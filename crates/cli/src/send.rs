@@ -73,23 +73,13 @@ pub struct SendArgs {
     connect_timeout: Duration,
 }
 
-/// Largest message: the simulator's limit (scps-config).
-const MAX_MESSAGE: u64 = 1 << 20;
-
 fn flow(size: Bytes, rate: Rate, what: &str) -> anyhow::Result<Flow> {
-    if size.0 < messages::END_MARKER.len() as u64 || size.0 > MAX_MESSAGE {
-        bail!(
-            "{what} size {}: a message is 12 bytes (its header) to 1MiB",
-            size.0
-        );
-    }
-    if rate.0 == 0 {
-        bail!("{what} rate 0: the offered rate must be above 0 bit/s");
-    }
-    Ok(Flow {
-        size: size.0 as usize,
+    let flow = Flow {
+        size: usize::try_from(size.0).unwrap_or(usize::MAX),
         rate_bps: rate.0,
-    })
+    };
+    flow.check(what).map_err(anyhow::Error::msg)?;
+    Ok(flow)
 }
 
 enum Workload {
@@ -129,23 +119,25 @@ impl SendArgs {
             let (Some(size), Some(rate), Some(duration)) = (self.size, self.rate, self.duration) else {
                 bail!("--messages needs --size, --rate and --duration");
             };
-            let forward = flow(size, rate, "--size/--rate: message")?;
+            let forward = flow(size, rate, "--size/--rate:")?;
             let reverse = self
                 .two_way
                 .then(|| {
                     flow(
                         self.reverse_size.unwrap_or(size),
                         self.reverse_rate.unwrap_or(rate),
-                        "--reverse-size/--reverse-rate: message",
+                        "--reverse-size/--reverse-rate:",
                     )
                 })
                 .transpose()?;
-            return Ok(Workload::Messages(Hello::Messages {
+            let hello = Hello::Messages {
                 forward,
                 reverse,
                 duration_s: duration.as_secs_f64(),
                 seed: self.seed,
-            }));
+            };
+            hello.check().map_err(anyhow::Error::msg)?;
+            return Ok(Workload::Messages(hello));
         }
         bail!("nothing to send: give --bytes SIZE, --file FILE or --messages")
     }

@@ -141,7 +141,7 @@ impl Net {
 
     /// Waits (at most `linger`) until every connection the application let
     /// go has finished closing, then stops the driver and writes out the
-    /// capture. Streams still held are left as they are.
+    /// capture. Streams the application still holds are not waited for.
     pub async fn close(mut self, linger: Duration) -> Result<NetStats, NetError> {
         let _ = tokio::time::timeout(linger, async {
             loop {

@@ -119,7 +119,7 @@ impl State {
                 .state(handle)
                 .is_some_and(|s| !matches!(s, ConnState::TimeWait | ConnState::Closed))
         });
-        self.closing.is_empty() && self.waiters.is_empty()
+        self.closing.is_empty()
     }
 
     /// The driver stopped: every waiting task learns it.

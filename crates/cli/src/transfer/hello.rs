@@ -36,6 +36,51 @@ pub enum Hello {
     },
 }
 
+/// Smallest and largest message: the header alone, and the simulator's
+/// limit (scps-config).
+pub const MESSAGE_SIZES: std::ops::RangeInclusive<usize> = 12..=(1 << 20);
+
+impl Flow {
+    /// Why the flow cannot be run, if it cannot.
+    pub fn check(&self, what: &str) -> Result<(), String> {
+        if !MESSAGE_SIZES.contains(&self.size) {
+            return Err(format!(
+                "{what} message size {}: a message is 12 bytes (its header) to 1MiB",
+                self.size
+            ));
+        }
+        if self.rate_bps == 0 {
+            return Err(format!("{what} rate 0: the offered rate must be above 0 bit/s"));
+        }
+        Ok(())
+    }
+}
+
+impl Hello {
+    /// Refuses workloads no sender of ours asks for: a peer's hello is
+    /// network input.
+    pub fn check(&self) -> Result<(), String> {
+        if let Hello::Messages {
+            forward,
+            reverse,
+            duration_s,
+            ..
+        } = self
+        {
+            forward.check("forward")?;
+            if let Some(reverse) = reverse {
+                reverse.check("reverse")?;
+            }
+            if !(duration_s.is_finite() && *duration_s > 0.0 && *duration_s < 1e9) {
+                return Err(format!(
+                    "test window {duration_s} s: expected above 0 and below 1e9 s"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LineError {
     #[error("the peer closed the connection before sending {0}")]
@@ -50,6 +95,8 @@ pub enum LineError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("the sender asked for what cannot be run: {0}")]
+    Refused(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -92,10 +139,12 @@ pub async fn read_hello(input: &mut (impl AsyncBufRead + Unpin)) -> Result<Hello
         let start = String::from_utf8_lossy(&line[..line.len().min(40)]).into_owned();
         return Err(LineError::NotATestPeer(start));
     };
-    serde_json::from_slice(json).map_err(|source| LineError::Invalid {
+    let hello: Hello = serde_json::from_slice(json).map_err(|source| LineError::Invalid {
         what: "hello",
         source,
-    })
+    })?;
+    hello.check().map_err(LineError::Refused)?;
+    Ok(hello)
 }
 
 #[cfg(test)]
@@ -128,6 +177,10 @@ mod tests {
         assert!(err.to_string().contains("invalid hello"), "{err}");
         let err = read_hello(&mut &b"SCPS-TEST/1 {"[..]).await.unwrap_err();
         assert!(matches!(err, LineError::Closed(_)), "{err}");
+        let tiny = b"SCPS-TEST/1 {\"kind\":\"messages\",\"forward\":{\"size\":0,\"rate_bps\":8},\
+                     \"reverse\":null,\"duration_s\":1.0,\"seed\":1}\n";
+        let err = read_hello(&mut &tiny[..]).await.unwrap_err();
+        assert!(err.to_string().contains("message size 0"), "{err}");
         let long = vec![b'x'; MAX_LINE + 10];
         let err = read_hello(&mut &long[..]).await.unwrap_err();
         assert!(matches!(err, LineError::TooLong(_)), "{err}");

@@ -154,12 +154,21 @@ impl Stack {
             }
             Stack::Kernel { .. } => {
                 // IPv6 unspecified also takes IPv4 (as mapped addresses)
-                // unless the host has set bindv6only.
-                let socket = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::STREAM, None)
-                    .context("cannot create a TCP socket")?;
-                socket.set_only_v6(false).ok();
+                // unless the host has set bindv6only; a host without IPv6
+                // gets IPv4 only.
+                let (socket, addr) =
+                    match socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::STREAM, None) {
+                        Ok(socket) => {
+                            socket.set_only_v6(false).ok();
+                            (socket, SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port))
+                        }
+                        Err(_) => (
+                            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                                .context("cannot create a TCP socket")?,
+                            SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port),
+                        ),
+                    };
                 socket.set_reuse_address(true).ok();
-                let addr = SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port);
                 socket
                     .bind(&addr.into())
                     .with_context(|| format!("cannot listen on TCP port {port}"))?;
