@@ -402,3 +402,52 @@ fn ctrl_c_resets_the_connection_and_the_receiver_keeps_no_file() {
 fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
+
+#[test]
+fn ctrl_c_at_the_receiver_resets_the_connection_and_keeps_no_file() {
+    let dir = TempDir::new("ctrl-c-recv");
+    let output = dir.0.join("big.bin");
+    let receiver = Receiver::start(&[
+        "--udp",
+        "127.0.0.1:0",
+        "--once",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let sender = scps()
+        .args(["send", "--udp", &udp, &to, "--bytes", "100GB"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir
+        .entries()
+        .iter()
+        .any(|name| name.contains("scps-partial") && file_len(&dir.0.join(name)) > 1_000_000)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the transfer never started: {:?}",
+            dir.entries()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = receiver.child.as_ref().unwrap().id();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "recv: {stdout}{stderr}");
+    assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
+    let mut sender = sender;
+    let status = wait(&mut sender, Duration::from_secs(20));
+    let output = sender.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(status.code(), Some(1), "the sender fails: {stdout}");
+    assert!(stdout.contains("reset"), "and says why: {stdout}");
+}
