@@ -14,6 +14,9 @@ impl Connection {
                 Timer::Persist => self.on_persist_timeout(now),
                 Timer::Keepalive => self.on_keepalive_timeout(now),
                 Timer::TimeWait => self.close_with(now, None),
+                // Nothing to do but try sending again.
+                Timer::Pacing => {}
+                Timer::Snack => self.schedule_snack(now),
             }
         }
     }
@@ -47,6 +50,9 @@ impl Connection {
                     };
                     self.close_with(now, Some(error));
                     return;
+                }
+                if self.consecutive_timeouts == 0 {
+                    self.window_before_timeouts = Some((self.cc.window(), self.cc.ssthresh()));
                 }
                 self.consecutive_timeouts += 1;
                 self.stats.timeouts += 1;
