@@ -98,16 +98,20 @@ struct Layout {
 }
 
 impl<'a> CompressedRepr<'a> {
-    /// The longest header: connection id, both control bytes, every field,
-    /// 40 option bytes with their length byte, the pad byte and the checksum.
-    pub const MAX_HEADER_LEN: usize = 3 + 2 + 6 + 4 + 8 + 1 + MAX_OPTIONS_LEN + 1 + CHECKSUM_LEN;
+    /// The longest header [`Self::emit`] writes: connection id, both
+    /// control bytes, every field, 40 option bytes with their length byte,
+    /// and the checksum. (The pad byte only makes an odd length even; this
+    /// one is even.)
+    pub const MAX_HEADER_LEN: usize = 3 + 2 + 6 + 4 + 8 + 1 + MAX_OPTIONS_LEN + CHECKSUM_LEN;
 
     /// Parses a compressed segment (the bytes after the IP header of a
     /// protocol-105 packet) carried from `src` to `dst`.
     ///
-    /// With `verify_checksum` the checksum is checked first, over the
-    /// pseudo-header with protocol 6 or, failing that, 105 (see
-    /// [`Self::emit`] for what it covers).
+    /// With `verify_checksum` the checksum is checked over the pseudo-header
+    /// with protocol 6 or, failing that, 105 (see [`Self::emit`] for what it
+    /// covers), as soon as the control bits have told where it is: only a
+    /// truncation is reported before a bad checksum, and the options are
+    /// decoded after it.
     ///
     /// Errors: [`WireError::BadChecksum`], [`WireError::Truncated`] when a
     /// field the control bits announce runs past the end,
@@ -123,9 +127,6 @@ impl<'a> CompressedRepr<'a> {
     ) -> Result<CompressedRepr<'a>, WireError> {
         if src.is_ipv4() != dst.is_ipv4() {
             return Err(WireError::AddressFamilyMismatch);
-        }
-        if verify_checksum {
-            verify_checksum_of(segment, src, dst)?;
         }
         let mut r = Reader {
             bytes: segment,
@@ -150,20 +151,25 @@ impl<'a> CompressedRepr<'a> {
         let seq = r.take_u32_if(c1 & C1_S != 0)?;
         let tsval = r.take_u32_if(c1 & C1_TS1 != 0)?;
         let tsecr = r.take_u32_if(c1 & C1_TS2 != 0)?;
-        let options = if c2 & C2_OPTS != 0 {
+        let raw_options = if c2 & C2_OPTS != 0 {
             let [len] = r.take()?;
-            let len = usize::from(len);
-            if len > MAX_OPTIONS_LEN {
-                return Err(WireError::OptionsTooLong(len));
-            }
-            TcpOptions::parse(r.take_slice(len)?)?
+            Some(r.take_slice(usize::from(len))?)
         } else {
-            TcpOptions::default()
+            None
         };
         if c2 & C2_PAD != 0 {
             r.take::<1>()?;
         }
-        r.take::<CHECKSUM_LEN>()?;
+        let checksum_at = r.pos;
+        let checksum = u16::from_be_bytes(r.take()?);
+        if verify_checksum {
+            verify_checksum_of(segment, checksum_at, checksum, src, dst)?;
+        }
+        let options = match raw_options {
+            Some(raw) if raw.len() > MAX_OPTIONS_LEN => return Err(WireError::OptionsTooLong(raw.len())),
+            Some(raw) => TcpOptions::parse(raw)?,
+            None => TcpOptions::default(),
+        };
         if c1 & C1_SNACK != 0 && options.snacks.is_empty() {
             return Err(WireError::SnackBitWithoutSnack);
         }
@@ -399,15 +405,29 @@ pub(super) fn check_compressible(flags: TcpFlags) -> Result<(), WireError> {
     Ok(())
 }
 
-/// Checks the checksum over the pseudo-header with protocol 6, or 105
-/// (spec: "accept 105 too").
-fn verify_checksum_of(segment: &[u8], src: IpAddr, dst: IpAddr) -> Result<(), WireError> {
+/// Checks `checksum`, found at offset `field_at` of `segment`, over the
+/// pseudo-header with protocol 6, or 105 (spec: "accept 105 too").
+fn verify_checksum_of(
+    segment: &[u8],
+    field_at: usize,
+    checksum: u16,
+    src: IpAddr,
+    dst: IpAddr,
+) -> Result<(), WireError> {
     let len = u32::try_from(segment.len()).map_err(|_| WireError::PayloadTooLong(segment.len()))?;
     for protocol in [IPPROTO_TCP, IPPROTO_SCPS_COMPRESSED] {
         let mut sum = Checksum::pseudo_header(src, dst, protocol, len)?;
         sum.add_bytes(segment);
-        // Summed over everything including the checksum field, a right
-        // segment finishes as 0 (RFC 1071).
+        if field_at % 2 == 1 {
+            // A header of odd length (never ours, never the RI's) puts the
+            // field across two 16-bit words, where the sum above counted it
+            // byte-swapped. Take that out and count it as the sender did,
+            // whole (one's-complement a - b is a + !b, RFC 1071).
+            sum.add_u16(!checksum.swap_bytes());
+            sum.add_u16(checksum);
+        }
+        // Summed over everything including the checksum, a right segment
+        // finishes as 0 (RFC 1071).
         if sum.finish() == 0 {
             return Ok(());
         }
