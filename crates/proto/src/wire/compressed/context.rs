@@ -242,9 +242,11 @@ impl Decompressor {
         }
     }
 
-    /// Learns from an uncompressed segment of the same connection (its
-    /// SYN-ACK, say): the RI's data segments never carry the window and
-    /// acknowledgment number, so they come from whatever carried them last.
+    /// Learns from an uncompressed segment the peer sent on this connection
+    /// (its SYN-ACK, or its handshake ACK if that came uncompressed): feed
+    /// it every such segment. The RI's data segments never carry the window
+    /// and acknowledgment number, so they come from whatever carried them
+    /// last.
     pub fn observe(&mut self, segment: &TcpRepr<'_>) {
         if segment.flags.ack() {
             self.window_ack = Some(WindowAck {
