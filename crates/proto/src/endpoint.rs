@@ -652,14 +652,31 @@ impl Endpoint {
     /// losses without slowing down. The endpoint calls this itself when a
     /// segment from a known peer fails its checksum.
     pub fn corruption_experienced(&mut self, peer: IpAddr) {
+        self.for_connections_to(Some(peer), Connection::corruption_experienced);
+    }
+
+    /// The link layer says the link towards `peer` (every peer, for
+    /// `None`) is down (spec/scps-tp.md "Link outages"): its connections
+    /// stop sending data, probe at the configured interval, and are kept.
+    pub fn link_down(&mut self, now: Instant, peer: Option<IpAddr>) {
+        self.for_connections_to(peer, |c| c.link_down(now));
+    }
+
+    /// The link is back: connections in an outage probe at once and resume
+    /// at their prior rate when the probe is answered.
+    pub fn link_up(&mut self, now: Instant, peer: Option<IpAddr>) {
+        self.for_connections_to(peer, |c| c.link_up(now));
+    }
+
+    fn for_connections_to(&mut self, peer: Option<IpAddr>, mut action: impl FnMut(&mut Connection)) {
         let handles: Vec<ConnectionHandle> = self
             .by_tuple
             .iter()
-            .filter(|(tuple, _)| tuple.remote.ip() == peer)
+            .filter(|(tuple, _)| peer.is_none_or(|p| tuple.remote.ip() == p))
             .map(|(_, &handle)| handle)
             .collect();
         for handle in handles {
-            let _ = self.with_connection(handle, Connection::corruption_experienced);
+            let _ = self.with_connection(handle, &mut action);
         }
     }
 

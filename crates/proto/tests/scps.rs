@@ -9,7 +9,7 @@ use std::time::Duration;
 use harness::{Established, Harness, OURS, PEER_ISS, PeerOffer, Seg, THEIRS, pattern};
 use scps_proto::Config;
 use scps_proto::cc::CongestionAlgorithm;
-use scps_proto::config::LossSource;
+use scps_proto::config::{LossSource, OutagePolicy};
 use scps_proto::wire::{ScpsCapabilities, Snack, TcpFlags};
 
 const MSS: u32 = 1448;
@@ -347,4 +347,43 @@ fn the_rate_controller_never_shrinks_on_loss() {
     c.h.send(&ack);
     assert_eq!(c.output().len(), 3);
     assert_eq!(c.stats().cwnd, window);
+}
+
+#[test]
+fn a_signalled_outage_holds_data_probes_and_resumes_at_the_prior_window() {
+    let probe_interval = Duration::from_secs(5);
+    let mut c = Established::with_offer(
+        Config {
+            initial_window_segments: 10,
+            outage: OutagePolicy {
+                after_timeouts: None,
+                probe_interval,
+            },
+            ..scps_config()
+        },
+        scps_offer(),
+    );
+    send_segments(&mut c, 4);
+    let window = c.stats().cwnd;
+    c.h.ep.link_down(c.h.now, None);
+    c.write(&pattern(4 * MSS as usize));
+    c.h.nothing();
+    // Probes at the fixed interval, one segment each, no backoff, far
+    // beyond the retransmissions that would otherwise end the connection.
+    for _ in 0..(Config::default().max_retransmissions + 5) {
+        assert_eq!(c.h.advance_to_timeout(), probe_interval);
+        let probe = c.one();
+        assert_eq!(probe.seq, c.snd_nxt, "the oldest segment probes");
+    }
+    assert!(c.stats().outages == 1 && c.stats().outage_probes > 15);
+    // The link is back: a probe at once; its ACK resumes sending at the
+    // window from before, the lost flight first, then the new data.
+    c.h.ep.link_up(c.h.now, None);
+    assert_eq!(c.one().seq, c.snd_nxt);
+    let ack = c.peer_segment(c.snd_nxt.wrapping_add(MSS));
+    c.h.send(&ack);
+    let out = c.output();
+    assert_eq!(out.len(), 7, "3 resent and 4 new, no slow start");
+    assert!(c.stats().cwnd >= window);
+    assert!(!c.h.ep.connection(c.conn).unwrap().in_outage());
 }

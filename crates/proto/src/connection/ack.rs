@@ -36,6 +36,8 @@ impl Connection {
             // An old duplicate ACK: ignore the field, keep the text.
             return true;
         }
+        // The peer answers: whatever the link layer last said, it is up.
+        self.end_outage(now);
         // The peer is alive: probes it answered do not count against it.
         if self.persist_unanswered > 0 {
             self.persist_unanswered = 0;

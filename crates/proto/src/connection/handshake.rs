@@ -135,6 +135,7 @@ impl Connection {
             window_before_timeouts: None,
             corruption_reported_until: None,
             corruption_report_due: false,
+            outage: None,
             last_received: params.now,
             send_reset: false,
             pending_reset: None,

@@ -11,6 +11,7 @@ mod ack;
 mod corruption;
 mod handshake;
 mod input;
+mod outage;
 mod output;
 mod pacer;
 mod receive;
@@ -284,6 +285,9 @@ pub struct Connection {
     /// We learnt of corruption on the path and owe the peer the
     /// corruption-experienced option.
     corruption_report_due: bool,
+    /// The link is down: data is held back and probes go at a fixed
+    /// interval.
+    outage: Option<outage::Outage>,
     /// Last time anything arrived from the peer (keepalive idle time).
     last_received: Instant,
     /// A reset must be sent (abort, or data for a closed application).
@@ -334,6 +338,8 @@ struct Counters {
     snacked_segments: u64,
     corruption_reports_sent: u64,
     corruption_reports_received: u64,
+    outages: u64,
+    outage_probes: u64,
 }
 
 impl Connection {
@@ -520,6 +526,8 @@ impl Connection {
             snacked_segments: c.snacked_segments,
             corruption_reports_sent: c.corruption_reports_sent,
             corruption_reports_received: c.corruption_reports_received,
+            outages: c.outages,
+            outage_probes: c.outage_probes,
             srtt: self.rtt.srtt(),
             rttvar: self.rtt.rttvar(),
             rto: self.rtt.rto(),

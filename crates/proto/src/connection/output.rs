@@ -83,6 +83,14 @@ impl Connection {
     /// The next segment carrying data: a retransmission (NextSeg rules 1
     /// and 3 of RFC 6675) or new data (rule 2).
     fn next_data_segment(&mut self, now: Instant) -> Option<Plan> {
+        if self.outage.is_some() {
+            // Only the probe the timer asked for.
+            return self
+                .force_retransmit
+                .then(|| self.next_retransmission())
+                .flatten()
+                .map(Plan::Retransmit);
+        }
         if let Some(index) = self.next_retransmission() {
             return Some(Plan::Retransmit(index));
         }

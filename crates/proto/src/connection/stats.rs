@@ -36,6 +36,9 @@ pub struct ConnectionStats {
     /// Corruption-experienced options sent and received.
     pub corruption_reports_sent: u64,
     pub corruption_reports_received: u64,
+    /// Link outages entered (signalled or detected) and probes sent in them.
+    pub outages: u64,
+    pub outage_probes: u64,
     pub srtt: Option<Duration>,
     pub rttvar: Duration,
     pub rto: Duration,

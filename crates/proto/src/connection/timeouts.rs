@@ -39,6 +39,10 @@ impl Connection {
             }
             State::Closed | State::TimeWait => {}
             _ => {
+                if self.outage.is_some() {
+                    self.send_outage_probe(now);
+                    return;
+                }
                 let Some(front) = self.board.front() else {
                     return;
                 };
@@ -68,6 +72,17 @@ impl Connection {
                 self.board.mark_all_lost();
                 self.recovery.enter_timeout(self.snd.nxt);
                 self.force_retransmit = true;
+                if self
+                    .config
+                    .outage
+                    .after_timeouts
+                    .is_some_and(|n| self.consecutive_timeouts >= n)
+                {
+                    // This retransmission is the first probe of the outage.
+                    self.enter_outage(now, false);
+                    self.force_retransmit = true;
+                    return;
+                }
                 self.rtt.back_off();
                 self.timers.set(Timer::Retransmit, now + self.rtt.rto());
             }
