@@ -1,7 +1,10 @@
 //! `scps`: the one binary of the project.
 
+mod recv;
+mod send;
 mod sim;
 mod table;
+mod transfer;
 
 use clap::{Parser, Subcommand};
 
@@ -17,6 +20,11 @@ enum Command {
     /// Run a scenario in the simulator (virtual time) and report each run
     /// against the physical limit of its link.
     Sim(sim::SimArgs),
+    /// Send a bulk transfer or a message stream to `scps recv`, over our
+    /// stack (TUN or UDP-encapsulated) or the kernel's TCP.
+    Send(send::SendArgs),
+    /// Receive what `scps send` sends, check it and report.
+    Recv(recv::RecvArgs),
 }
 
 /// Exit status: 0 when everything ran and completed, 1 when some run
@@ -26,6 +34,8 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sim(args) => sim::main(args),
+        Command::Send(args) => return transfer::exit(send::main(args)),
+        Command::Recv(args) => return transfer::exit(recv::main(args)),
     };
     match outcome {
         Ok(sim::Completion::All) => std::process::ExitCode::SUCCESS,

@@ -12,12 +12,12 @@ use scps_proto::{ConnectionHandle, Endpoint, EndpointConfig, EndpointError};
 
 use crate::apps::{bulk, fetch, messages};
 use crate::payload::Pattern;
-use crate::pcap::CaptureError;
 use crate::result::{
     ConnectionTotals, DirectionFigures, FetchFigures, FlowFigures, LinkFigures, MessageFigures, RunResult,
     percentile,
 };
 use crate::world::{LinkId, NodeId, Outcome, World};
+use scps_pcap::CaptureError;
 
 pub const CLIENT_ADDR: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 pub const SERVER_ADDR: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
