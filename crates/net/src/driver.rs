@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
 use crate::error::NetError;
-use crate::path::PacketPath;
+use crate::path::{PacketPath, RecvBatch};
 use crate::shared::Shared;
 use crate::stream::{Listener, Stream};
 
@@ -23,9 +23,6 @@ use crate::stream::{Listener, Stream};
 /// enough to amortise the lock and the wake-ups, small enough that ACKs
 /// are not held back behind a long burst.
 const BATCH: usize = 64;
-
-/// Largest packet read from a path: IPv4's and IPv6's (non-jumbo) limit.
-const MAX_PACKET: usize = 65_535;
 
 #[derive(Debug, Clone)]
 pub struct NetOptions {
@@ -200,7 +197,7 @@ async fn run(
         capture,
         counters: NetStats::default(),
         out: (0..BATCH).map(|_| Vec::with_capacity(2048)).collect(),
-        buf: vec![0; MAX_PACKET],
+        received: RecvBatch::new(),
     };
     let result = driver.run(&stop).await;
     let reason = match &result {
@@ -233,7 +230,7 @@ struct Driver {
     counters: NetStats,
     /// Packets taken from the engine, sent after the lock is released.
     out: Vec<Vec<u8>>,
-    buf: Vec<u8>,
+    received: RecvBatch,
 }
 
 impl Driver {
@@ -244,9 +241,8 @@ impl Driver {
             if sent == BATCH {
                 // More output may be waiting: take it before sleeping, but
                 // let arrived packets in first.
-                if let Some(n) = self.path.try_recv(&mut self.buf)? {
-                    self.receive_burst(n)?;
-                }
+                self.path.try_recv(&mut self.received)?;
+                self.receive()?;
                 continue;
             }
             let deadline = wake_at.map(|at| self.shared.clock.deadline(at));
@@ -258,29 +254,29 @@ impl Driver {
                     while self.flush().await?.0 == BATCH {}
                     return Ok(());
                 }
-                received = self.path.recv(&mut self.buf) => self.receive_burst(received?)?,
+                received = self.path.recv(&mut self.received) => {
+                    received?;
+                    self.receive()?;
+                }
                 _ = self.shared.wake_driver.notified() => {}
                 _ = sleep_until(deadline) => {}
             }
         }
     }
 
-    /// Hands the packet in `buf` (`len` bytes) and any others already
-    /// waiting (up to a batch) to the engine.
-    fn receive_burst(&mut self, mut len: usize) -> Result<(), NetError> {
+    /// Hands the packets received to the engine.
+    fn receive(&mut self) -> Result<(), NetError> {
+        if self.received.is_empty() {
+            return Ok(());
+        }
         let mut state = self.shared.lock();
-        for _ in 0..BATCH {
-            let now = self.shared.clock.now();
-            let packet = &self.buf[..len];
+        let now = self.shared.clock.now();
+        for packet in self.received.packets() {
             if let Some(capture) = &mut self.capture {
                 capture.record(self.shared.clock.wall(now), packet)?;
             }
             self.counters.packets_in += 1;
             state.endpoint.handle_packet(now, packet);
-            match self.path.try_recv(&mut self.buf)? {
-                Some(n) => len = n,
-                None => break,
-            }
         }
         state.dispatch_events();
         Ok(())
@@ -300,13 +296,13 @@ impl Driver {
             state.dispatch_events();
             (count, state.endpoint.poll_timeout())
         };
-        for packet in &self.out[..count] {
-            if let Some(capture) = &mut self.capture {
+        if let Some(capture) = &mut self.capture {
+            for packet in &self.out[..count] {
                 capture.record(self.shared.clock.wall(now), packet)?;
             }
-            self.path.send(packet).await?;
-            self.counters.packets_out += 1;
         }
+        self.path.send(&self.out[..count]).await?;
+        self.counters.packets_out += count as u64;
         Ok((count, wake_at))
     }
 }

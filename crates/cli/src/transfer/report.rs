@@ -129,13 +129,13 @@ fn rate(bps: f64) -> String {
 
 fn flow(f: &FlowFigures) -> String {
     format!(
-        "offered {}, actual {}, {} messages, latency p50 {:.3} s, p95 {:.3} s, max {:.3} s",
+        "offered {}, actual {}, {} messages, latency p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
         rate(f.offered_bps),
         rate(f.actual_bps),
         f.messages,
-        f.latency_p50_s,
-        f.latency_p95_s,
-        f.latency_max_s
+        f.latency_p50_s * 1e3,
+        f.latency_p95_s * 1e3,
+        f.latency_max_s * 1e3
     )
 }
 

@@ -1,10 +1,15 @@
-//! The ways the engine's IP packets reach the network.
+//! The ways the engine's IP packets reach the network. Packets move in
+//! batches, so that a path can hand several to the kernel in one system
+//! call (UDP GSO and GRO).
 
+mod batch;
 mod tun;
 mod udp;
 
 pub use tun::TunPath;
 pub use udp::UdpPath;
+
+pub(crate) use batch::RecvBatch;
 
 use std::net::IpAddr;
 
@@ -26,32 +31,28 @@ impl PacketPath {
         }
     }
 
-    /// Waits for the next packet; returns its length in `buf`.
-    pub(crate) async fn recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {
+    /// Waits for packets and puts those that have arrived in `batch`.
+    pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
         match self {
-            PacketPath::Udp(path) => path.recv(buf).await,
-            PacketPath::Tun(path) => path.recv(buf).await,
+            PacketPath::Udp(path) => path.recv(batch).await,
+            PacketPath::Tun(path) => path.recv(batch).await,
         }
     }
 
-    /// The next packet if one is waiting.
-    pub(crate) fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<usize>, NetError> {
-        let result = match self {
-            PacketPath::Udp(path) => path.try_recv(buf),
-            PacketPath::Tun(path) => path.try_recv(buf),
-        };
-        match result {
-            Ok(n) => Ok(Some(n)),
-            Err(NetError::Io { source, .. }) if source.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
-            Err(err) => Err(err),
+    /// Puts the packets that have already arrived in `batch` (perhaps
+    /// none), without waiting.
+    pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        match self {
+            PacketPath::Udp(path) => path.try_recv(batch),
+            PacketPath::Tun(path) => path.try_recv(batch),
         }
     }
 
-    /// Sends one packet, waiting while the path has no room.
-    pub(crate) async fn send(&mut self, packet: &[u8]) -> Result<(), NetError> {
+    /// Sends the packets, in order, waiting while the path has no room.
+    pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
         match self {
-            PacketPath::Udp(path) => path.send(packet).await,
-            PacketPath::Tun(path) => path.send(packet).await,
+            PacketPath::Udp(path) => path.send(packets).await,
+            PacketPath::Tun(path) => path.send(packets).await,
         }
     }
 
@@ -63,4 +64,9 @@ impl PacketPath {
             PacketPath::Tun(_) => 0,
         }
     }
+}
+
+/// Whether an I/O error only says "nothing now".
+pub(crate) fn would_block(err: &std::io::Error) -> bool {
+    err.kind() == std::io::ErrorKind::WouldBlock
 }

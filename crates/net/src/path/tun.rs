@@ -7,18 +7,35 @@
 //! Routes are set with iproute2's `ip` (tun-rs's own address management
 //! would pull in a second netlink stack); the device and its routes vanish
 //! when the path is dropped.
+//!
+//! The device is opened with offload (a virtio-net header on each read and
+//! write, as virtual machines use): the kernel hands us TCP data coalesced
+//! (GRO) and tun-rs splits it back into MTU-sized packets; our packets of
+//! one flow are coalesced into one write that the kernel segments (TSO).
+//! Without that, every 1500-byte packet costs a system call and a trip
+//! through the stack on its own.
 
 use std::net::IpAddr;
 use std::process::Command;
 
-use tun_rs::{AsyncDevice, DeviceBuilder};
+use tun_rs::{AsyncDevice, DeviceBuilder, GROTable, IDEAL_BATCH_SIZE, VIRTIO_NET_HDR_LEN};
 
+use super::batch::{RecvBatch, SLOT_BYTES};
+use super::would_block;
 use crate::error::NetError;
 
 pub struct TunPath {
     device: AsyncDevice,
     name: String,
     local_addrs: Vec<IpAddr>,
+    /// One read from the device: header and (perhaps coalesced) packet.
+    raw: Vec<u8>,
+    /// The packets of one read, split; `sizes` their lengths.
+    split: Vec<Vec<u8>>,
+    sizes: Vec<usize>,
+    /// Our packets with room for the virtio-net header before each.
+    outgoing: Vec<Vec<u8>>,
+    gro: GROTable,
 }
 
 impl std::fmt::Debug for TunPath {
@@ -37,6 +54,7 @@ impl TunPath {
         let device = DeviceBuilder::new()
             .name(name)
             .mtu(mtu)
+            .offload(true)
             .build_async()
             .map_err(NetError::io(format!(
                 "cannot create TUN device {name} (needs CAP_NET_ADMIN and /dev/net/tun)"
@@ -68,6 +86,11 @@ impl TunPath {
             device,
             name,
             local_addrs: addrs.iter().map(|&(addr, _)| addr).collect(),
+            raw: vec![0; VIRTIO_NET_HDR_LEN + SLOT_BYTES],
+            split: vec![vec![0; usize::from(mtu)]; IDEAL_BATCH_SIZE],
+            sizes: vec![0; IDEAL_BATCH_SIZE],
+            outgoing: Vec::new(),
+            gro: GROTable::default(),
         })
     }
 
@@ -79,23 +102,65 @@ impl TunPath {
         &self.local_addrs
     }
 
-    pub(crate) async fn recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {
-        self.device
-            .recv(buf)
+    /// Waits for a read, then takes it and any others already there.
+    pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        let count = self
+            .device
+            .recv_multiple(&mut self.raw, &mut self.split, &mut self.sizes, 0)
             .await
-            .map_err(NetError::io("TUN read failed"))
+            .map_err(NetError::io("TUN read failed"))?;
+        self.append(batch, count);
+        self.take_more(batch)
     }
 
-    pub(crate) fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {
-        self.device.try_recv(buf).map_err(NetError::io("TUN read failed"))
+    pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        self.take_more(batch)
     }
 
-    pub(crate) async fn send(&mut self, packet: &[u8]) -> Result<(), NetError> {
+    fn append(&self, batch: &mut RecvBatch, count: usize) {
+        for (packet, &size) in self.split.iter().zip(&self.sizes).take(count) {
+            // Room for a whole read is checked before each read.
+            batch.append(&packet[..size]);
+        }
+    }
+
+    /// Reads what is already waiting while `batch` has room for a whole
+    /// read.
+    fn take_more(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        while batch.buf.len() - batch.used() >= SLOT_BYTES {
+            match self
+                .device
+                .try_recv_multiple(&mut self.raw, &mut self.split, &mut self.sizes, 0)
+            {
+                Ok(count) => self.append(batch, count),
+                Err(err) if would_block(&err) => break,
+                Err(err) => return Err(NetError::io("TUN read failed")(err)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
+        if packets.is_empty() {
+            return Ok(());
+        }
+        self.outgoing.resize_with(packets.len(), Vec::new);
+        for (out, packet) in self.outgoing.iter_mut().zip(packets) {
+            out.clear();
+            out.resize(VIRTIO_NET_HDR_LEN, 0);
+            out.extend_from_slice(packet);
+        }
         // A packet the kernel cannot route is accepted and dropped by the
         // kernel (a loss the engine deals with); an error here means the
         // device itself is unusable.
         self.device
-            .send(packet)
+            .send_multiple(
+                &mut self.gro,
+                &mut self.outgoing[..packets.len()],
+                VIRTIO_NET_HDR_LEN,
+            )
             .await
             .map(|_| ())
             .map_err(NetError::io(format!("TUN write to {} failed", self.name)))

@@ -6,27 +6,48 @@
 //! A path with a fixed peer sends everything there. A path without one (a
 //! server) learns, from each datagram it receives, which outer address the
 //! inner source address lives at, and answers there.
+//!
+//! Datagrams go out and come in several per system call: runs of
+//! equal-sized packets to one peer are sent as one segmentation-offload
+//! (GSO) send, and coalesced receives (GRO) are split back (quinn-udp).
 
 use std::collections::HashMap;
+use std::io::IoSliceMut;
 use std::net::{IpAddr, SocketAddr};
 
+use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
 use scps_proto::wire::IpRepr;
 use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
+use super::batch::{RecvBatch, SLOT_BYTES, SLOTS};
+use super::would_block;
 use crate::error::NetError;
 
 /// Socket buffers large enough for a burst of a fast connection's window.
-const SOCKET_BUFFER_BYTES: usize = 4 << 20;
+const SOCKET_BUFFER_BYTES: usize = 8 << 20;
 
-#[derive(Debug)]
 pub struct UdpPath {
     socket: UdpSocket,
+    state: UdpSocketState,
     peer: Option<SocketAddr>,
     /// Inner source address -> the outer address it was last seen at.
     learned: HashMap<IpAddr, SocketAddr>,
     local_addrs: Vec<IpAddr>,
     unroutable: u64,
+    /// Packets of one GSO send, back to back.
+    gso_buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for UdpPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpPath")
+            .field("socket", &self.socket)
+            .field("peer", &self.peer)
+            .field("local_addrs", &self.local_addrs)
+            .finish()
+    }
 }
 
 impl UdpPath {
@@ -37,12 +58,25 @@ impl UdpPath {
     pub fn bind(bind: SocketAddr, peer: Option<SocketAddr>) -> Result<UdpPath, NetError> {
         let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
             .map_err(NetError::io("cannot create a UDP socket"))?;
-        // Best effort: the kernel caps these at net.core.[rw]mem_max.
-        let _ = socket.set_recv_buffer_size(SOCKET_BUFFER_BYTES);
-        let _ = socket.set_send_buffer_size(SOCKET_BUFFER_BYTES);
         socket
             .bind(&bind.into())
             .map_err(NetError::io(format!("cannot bind UDP {bind}")))?;
+        let state = UdpSocketState::new(UdpSockRef::from(&socket))
+            .map_err(NetError::io("cannot set up the UDP socket"))?;
+        // Best effort: the kernel caps these at net.core.[rw]mem_max
+        // unless we may exceed it (CAP_NET_ADMIN).
+        let _ = state.set_recv_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER_BYTES);
+        let _ = state.set_send_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER_BYTES);
+        let _ = nix::sys::socket::setsockopt(
+            &socket,
+            nix::sys::socket::sockopt::RcvBufForce,
+            &SOCKET_BUFFER_BYTES,
+        );
+        let _ = nix::sys::socket::setsockopt(
+            &socket,
+            nix::sys::socket::sockopt::SndBufForce,
+            &SOCKET_BUFFER_BYTES,
+        );
         socket
             .set_nonblocking(true)
             .map_err(NetError::io("cannot make the UDP socket non-blocking"))?;
@@ -57,10 +91,12 @@ impl UdpPath {
         };
         Ok(UdpPath {
             socket,
+            state,
             peer,
             learned: HashMap::new(),
             local_addrs,
             unroutable: 0,
+            gso_buf: Vec::with_capacity(SLOT_BYTES),
         })
     }
 
@@ -79,52 +115,113 @@ impl UdpPath {
         self.unroutable
     }
 
-    fn learn(&mut self, packet: &[u8], from: SocketAddr) {
-        if self.peer.is_none()
-            && let Ok((ip, _)) = IpRepr::parse(packet)
-        {
-            self.learned.insert(ip.src(), from);
+    pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        loop {
+            self.socket
+                .readable()
+                .await
+                .map_err(NetError::io("UDP receive failed"))?;
+            self.try_recv(batch)?;
+            if !batch.is_empty() {
+                return Ok(());
+            }
         }
     }
 
-    pub(crate) async fn recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {
-        let (n, from) = self
-            .socket
-            .recv_from(buf)
-            .await
-            .map_err(NetError::io("UDP receive failed"))?;
-        self.learn(&buf[..n], from);
-        Ok(n)
+    pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        let mut meta = [RecvMeta::default(); SLOTS];
+        let count = {
+            let mut slices: Vec<IoSliceMut<'_>> =
+                batch.buf.chunks_mut(SLOT_BYTES).map(IoSliceMut::new).collect();
+            let (socket, state) = (&self.socket, &self.state);
+            match socket.try_io(Interest::READABLE, || {
+                state.recv(UdpSockRef::from(socket), &mut slices, &mut meta)
+            }) {
+                Ok(count) => count,
+                Err(err) if would_block(&err) => return Ok(()),
+                // An ICMP error for an earlier datagram: a loss the
+                // engine recovers from, as on a routed path.
+                Err(err) if is_transient(&err) => return Ok(()),
+                Err(err) => return Err(NetError::io("UDP receive failed")(err)),
+            }
+        };
+        for (slot, meta) in meta.iter().take(count).enumerate() {
+            let base = slot * SLOT_BYTES;
+            let stride = meta.stride.max(1);
+            let mut start = 0;
+            while start < meta.len {
+                let end = (start + stride).min(meta.len);
+                batch.push(base + start..base + end);
+                start = end;
+            }
+            if self.peer.is_none()
+                && let Ok((ip, _)) = IpRepr::parse(&batch.buf[base..base + meta.len.min(stride)])
+            {
+                self.learned.insert(ip.src(), meta.addr);
+            }
+        }
+        Ok(())
     }
 
-    pub(crate) fn try_recv(&mut self, buf: &mut [u8]) -> Result<usize, NetError> {
-        let (n, from) = self
-            .socket
-            .try_recv_from(buf)
-            .map_err(NetError::io("UDP receive failed"))?;
-        self.learn(&buf[..n], from);
-        Ok(n)
-    }
-
-    pub(crate) async fn send(&mut self, packet: &[u8]) -> Result<(), NetError> {
-        let to = match self.peer {
-            Some(peer) => Some(peer),
-            None => IpRepr::parse(packet)
+    fn destination(&self, packet: &[u8]) -> Option<SocketAddr> {
+        self.peer.or_else(|| {
+            IpRepr::parse(packet)
                 .ok()
-                .and_then(|(ip, _)| self.learned.get(&ip.dst()).copied()),
-        };
-        let Some(to) = to else {
-            self.unroutable += 1;
-            return Ok(());
-        };
-        match self.socket.send_to(packet, to).await {
-            Ok(_) => Ok(()),
-            // ICMP errors from an earlier datagram surface on a later send;
-            // the engine's retransmission timers deal with the loss, as
-            // they would on a routed path.
-            Err(err) if is_transient(&err) => Ok(()),
-            Err(err) => Err(NetError::io(format!("UDP send to {to} failed"))(err)),
+                .and_then(|(ip, _)| self.learned.get(&ip.dst()).copied())
+        })
+    }
+
+    /// Sends runs of packets to one destination as single GSO sends: all of
+    /// a run's packets but the last have the size of the first (the
+    /// kernel's rule for segmentation offload).
+    pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
+        let max_segments = self.state.max_gso_segments().max(1);
+        let mut i = 0;
+        while i < packets.len() {
+            let Some(to) = self.destination(&packets[i]) else {
+                self.unroutable += 1;
+                i += 1;
+                continue;
+            };
+            let size = packets[i].len();
+            let mut end = i + 1;
+            while end < packets.len()
+                && end - i < max_segments
+                && packets[end - 1].len() == size
+                && packets[end].len() <= size
+                && (end - i + 1) * size <= SLOT_BYTES
+                && self.destination(&packets[end]) == Some(to)
+            {
+                end += 1;
+            }
+            self.gso_buf.clear();
+            for packet in &packets[i..end] {
+                self.gso_buf.extend_from_slice(packet);
+            }
+            let transmit = Transmit {
+                destination: to,
+                ecn: None,
+                contents: &self.gso_buf,
+                segment_size: (end - i > 1).then_some(size),
+                src_ip: None,
+            };
+            let (socket, state) = (&self.socket, &self.state);
+            let sent = socket
+                .async_io(Interest::WRITABLE, || {
+                    state.try_send(UdpSockRef::from(socket), &transmit)
+                })
+                .await;
+            match sent {
+                Ok(()) => {}
+                // ICMP errors from an earlier datagram surface on a later
+                // send; the engine's timers deal with the loss.
+                Err(err) if is_transient(&err) => {}
+                Err(err) => return Err(NetError::io(format!("UDP send to {to} failed"))(err)),
+            }
+            i = end;
         }
+        Ok(())
     }
 }
 

@@ -80,8 +80,16 @@ impl Namespace {
         self.run("ip", args)
     }
 
+    /// Sets a network sysctl of this namespace, e.g.
+    /// `net.ipv4.ip_forward=1` (written from inside it: /proc/sys/net
+    /// shows the namespace of the thread that opens it).
     pub fn sysctl(&self, setting: &str) {
-        self.run("sysctl", &format!("-q -w {setting}"));
+        let (key, value) = setting.split_once('=').expect("KEY=VALUE");
+        let path = format!("/proc/sys/{}", key.replace('.', "/"));
+        let value = value.to_owned();
+        self.spawn(move || std::fs::write(&path, value).unwrap_or_else(|e| panic!("{path}: {e}")))
+            .join()
+            .expect("sysctl thread");
     }
 }
 
