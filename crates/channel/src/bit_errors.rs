@@ -17,6 +17,12 @@ use rand_chacha::ChaCha8Rng;
 /// ChaCha stream of the bit-error process (see `channel.rs`).
 pub(crate) const BIT_ERROR_STREAM: u64 = 0;
 
+/// ln(1 - ber), or `None` when no bit can be in error. ln_1p keeps
+/// precision for tiny ber, where 1 - ber rounds to 1.
+fn ln_good(ber: f64) -> Option<f64> {
+    (ber > 0.0).then(|| (-ber).ln_1p()).filter(|l| *l < 0.0)
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct BitErrors {
     /// ln(1 - ber) < 0, or `None` when ber = 0 (no errors, no draws).
@@ -30,15 +36,20 @@ impl BitErrors {
     pub(crate) fn new(ber: f64, seed: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(BIT_ERROR_STREAM);
-        // ln_1p keeps precision for tiny ber, where 1 - ber rounds to 1.
-        let ln_good = (ber > 0.0).then(|| (-ber).ln_1p()).filter(|l| *l < 0.0);
         let mut errors = BitErrors {
-            ln_good,
+            ln_good: ln_good(ber),
             rng,
             gap: u64::MAX,
         };
         errors.gap = errors.draw_gap();
         errors
+    }
+
+    /// Changes the rate from here on. Gaps are memoryless, so redrawing
+    /// the current one with the new rate is exact.
+    pub(crate) fn set_ber(&mut self, ber: f64) {
+        self.ln_good = ln_good(ber);
+        self.gap = self.draw_gap();
     }
 
     /// Geometric(ber) by inversion: floor(ln U / ln(1 - ber)), U in (0, 1].

@@ -52,6 +52,7 @@ pub enum DropCause {
 pub struct Channel {
     config: ChannelConfig,
     seed: u64,
+    outage_seed: u64,
     line: Serializer,
     outages: OutageProcess,
     errors: BitErrors,
@@ -84,7 +85,27 @@ impl Channel {
             stats: ChannelStats::default(),
             config,
             seed,
+            outage_seed,
         })
+    }
+
+    /// Takes a new configuration from now on (the live emulator's
+    /// parameter changes). What is on the line stays: the line is busy
+    /// until the same instant and waiting packets keep their slots; the
+    /// random streams carry on, and the call drops are those of the new
+    /// parameters with the same seed. Forced outages and counters stay. On
+    /// error nothing changes.
+    pub fn reconfigure(&mut self, config: ChannelConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        let mut outages = OutageProcess::new(&config.outages, self.outage_seed)?;
+        outages.keep_forced_from(&self.outages);
+        self.outages = outages;
+        self.line.reconfigure(&config);
+        self.errors.set_ber(config.ber);
+        self.delay
+            .reconfigure(config.delay, config.jitter, config.allow_reordering);
+        self.config = config;
+        Ok(())
     }
 
     /// Offers `packet` (a whole IP packet) at `now`. In
@@ -168,6 +189,12 @@ impl Channel {
     /// The outage process (e.g. for its expected availability).
     pub fn outages(&self) -> &OutageProcess {
         &self.outages
+    }
+
+    /// The outage process, to force outages by hand
+    /// ([`OutageProcess::force_down`]).
+    pub fn outages_mut(&mut self) -> &mut OutageProcess {
+        &mut self.outages
     }
 
     /// Counters so far.

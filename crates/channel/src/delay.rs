@@ -58,6 +58,15 @@ impl DelayModel {
         }
     }
 
+    /// New delay, jitter and ordering; the random stream and the FIFO
+    /// state carry on.
+    pub(crate) fn reconfigure(&mut self, delay: std::time::Duration, jitter: Jitter, allow_reordering: bool) {
+        let fresh = DelayModel::new(delay, jitter, allow_reordering, 0);
+        self.delay_ns = fresh.delay_ns;
+        self.jitter = fresh.jitter;
+        self.allow_reordering = allow_reordering;
+    }
+
     fn draw_jitter(&mut self) -> i128 {
         match self.jitter {
             JitterNs::None => 0,

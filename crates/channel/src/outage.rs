@@ -79,6 +79,9 @@ fn containing(last_started: Option<&Span>, t: u64) -> Option<Span> {
 #[derive(Debug, Clone)]
 pub struct OutageProcess {
     scheduled: Vec<Span>,
+    /// Outages forced by hand (a live "call drop"), sorted and disjoint;
+    /// the last may still be open (end `u64::MAX`).
+    forced: Vec<Span>,
     call_drops: Option<CallDropProcess>,
     availability: f64,
 }
@@ -91,6 +94,7 @@ impl OutageProcess {
         config.validate()?;
         Ok(OutageProcess {
             scheduled: merge_windows(&config.scheduled),
+            forced: Vec::new(),
             call_drops: config
                 .call_drops
                 .as_ref()
@@ -161,14 +165,68 @@ impl OutageProcess {
         end > start && self.next_change_ns(start).is_some_and(|c| c < end)
     }
 
-    fn scheduled_span(&self, t: u64) -> Option<Span> {
-        let idx = self.scheduled.partition_point(|s| s.start <= t);
-        containing(idx.checked_sub(1).and_then(|i| self.scheduled.get(i)), t)
+    /// Forces the link down from `from` until [`end_forced`] (a call
+    /// dropped by hand). Returns false, changing nothing, if a forced
+    /// outage is already open. Starts before the end of the previous
+    /// forced outage are moved to its end.
+    ///
+    /// [`end_forced`]: OutageProcess::end_forced
+    pub fn force_down(&mut self, from: Duration) -> bool {
+        if self.forced_since().is_some() {
+            return false;
+        }
+        let start = to_ns(from).max(self.forced.last().map_or(0, |s| s.end));
+        self.forced.push(Span { start, end: u64::MAX });
+        true
     }
 
+    /// Ends the open forced outage at `at` (not before it began). Returns
+    /// false if none is open.
+    pub fn end_forced(&mut self, at: Duration) -> bool {
+        match self.forced.last_mut() {
+            Some(span) if span.end == u64::MAX => {
+                span.end = to_ns(at).max(span.start);
+                if span.end == span.start {
+                    self.forced.pop();
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes over the forced outages of `other` (same channel, before a
+    /// reconfiguration).
+    pub(crate) fn keep_forced_from(&mut self, other: &OutageProcess) {
+        self.forced.clone_from(&other.forced);
+    }
+
+    /// When the open forced outage began, if one is open.
+    pub fn forced_since(&self) -> Option<Duration> {
+        self.forced
+            .last()
+            .filter(|s| s.end == u64::MAX)
+            .map(|s| from_ns(s.start))
+    }
+
+    /// The scheduled or forced span containing `t`.
+    fn scheduled_span(&self, t: u64) -> Option<Span> {
+        [&self.scheduled, &self.forced].into_iter().find_map(|spans| {
+            let idx = spans.partition_point(|s| s.start <= t);
+            containing(idx.checked_sub(1).and_then(|i| spans.get(i)), t)
+        })
+    }
+
+    /// The first scheduled or forced start after `t`.
     fn scheduled_start_after(&self, t: u64) -> Option<u64> {
-        let idx = self.scheduled.partition_point(|s| s.start <= t);
-        self.scheduled.get(idx).map(|s| s.start)
+        [&self.scheduled, &self.forced]
+            .into_iter()
+            .filter_map(|spans| {
+                spans
+                    .get(spans.partition_point(|s| s.start <= t))
+                    .map(|s| s.start)
+            })
+            .min()
     }
 }
 
@@ -342,6 +400,28 @@ mod tests {
         assert_eq!(p.next_change(Duration::from_secs(20)), None);
         assert!(!p.is_up(Duration::from_secs(1 << 40)));
         assert!(p.overlaps_down(u64::MAX - 10, u64::MAX));
+    }
+
+    #[test]
+    fn forced_outages_open_and_close() {
+        let ms = Duration::from_millis;
+        let mut p = OutageProcess::new(&OutageConfig::default(), 1).expect("valid");
+        assert!(p.force_down(ms(100)));
+        assert!(!p.force_down(ms(150)), "already forced");
+        assert_eq!(p.forced_since(), Some(ms(100)));
+        assert!(!p.is_up(ms(5000)));
+        assert_eq!(p.next_change(ms(200)), None);
+        assert!(p.end_forced(ms(300)));
+        assert!(!p.end_forced(ms(400)), "none open");
+        assert!(p.is_up(ms(99)) && !p.is_up(ms(299)) && p.is_up(ms(300)));
+        assert_eq!(p.next_change(ms(0)), Some(ms(100)));
+        assert_eq!(p.next_change(ms(100)), Some(ms(300)));
+        // A second outage asked to start inside the first starts after it.
+        assert!(p.force_down(ms(200)));
+        assert_eq!(p.forced_since(), Some(ms(300)));
+        assert!(p.end_forced(ms(250)));
+        assert_eq!(p.forced_since(), None);
+        assert!(p.is_up(ms(300)));
     }
 
     #[test]

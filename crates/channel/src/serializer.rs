@@ -67,6 +67,22 @@ impl Serializer {
         }
     }
 
+    /// Takes a new configuration while keeping the line's state: the line
+    /// stays busy until the same instant and packets waiting keep their
+    /// start times (to the nanosecond). A new shaper starts with a full
+    /// bucket.
+    pub(crate) fn reconfigure(&mut self, config: &ChannelConfig) {
+        let mut next = Serializer::new(config);
+        next.free_at = next.ticks(self.ceil_ns(self.free_at));
+        next.waiting = self
+            .waiting
+            .iter()
+            .map(|&(start, len)| (next.ticks(self.floor_ns(start)), len))
+            .collect();
+        next.waiting_bytes = self.waiting_bytes;
+        *self = next;
+    }
+
     pub(crate) fn ticks(&self, ns: u64) -> u128 {
         // (2^64 - 1)^2 < 2^128: cannot overflow.
         u128::from(ns) * self.line_rate
@@ -172,6 +188,21 @@ mod tests {
         let mut s = Serializer::new(&config);
         let slot = s.offer(0, 1000).expect("accepted");
         assert_eq!(s.ceil_ns(slot.end), 4_000_000);
+    }
+
+    #[test]
+    fn reconfiguring_keeps_the_line_busy_and_the_queue() {
+        let mut s = Serializer::new(&ChannelConfig::new(8_000_000));
+        for _ in 0..3 {
+            s.offer(0, 1000);
+        }
+        s.reconfigure(&ChannelConfig::new(1_000_000));
+        assert_eq!(s.free_at_ns(), 3_000_000);
+        assert_eq!(s.backlog_bytes(0), 2000);
+        // The next packet follows the queue at the new rate: 8 ms.
+        let slot = s.offer(0, 1000).expect("accepted");
+        assert_eq!(s.floor_ns(slot.start), 3_000_000);
+        assert_eq!(s.ceil_ns(slot.end), 11_000_000);
     }
 
     #[test]

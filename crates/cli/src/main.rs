@@ -1,5 +1,6 @@
 //! `scps`: the one binary of the project.
 
+mod emulate;
 mod recv;
 mod send;
 mod sim;
@@ -25,6 +26,9 @@ enum Command {
     Send(send::SendArgs),
     /// Receive what `scps send` sends, check it and report.
     Recv(recv::RecvArgs),
+    /// Emulate a link live between two interfaces (the channel models of
+    /// `sim`, applied to real packets), or control a running emulator.
+    Emulate(emulate::EmulateArgs),
 }
 
 /// Exit status: 0 when everything ran and completed, 1 when some run
@@ -36,6 +40,7 @@ fn main() -> std::process::ExitCode {
         Command::Sim(args) => sim::main(args),
         Command::Send(args) => return transfer::exit(send::main(args)),
         Command::Recv(args) => return transfer::exit(recv::main(args)),
+        Command::Emulate(args) => emulate::main(args).map(|()| sim::Completion::All),
     };
     match outcome {
         Ok(sim::Completion::All) => std::process::ExitCode::SUCCESS,

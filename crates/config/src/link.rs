@@ -107,6 +107,58 @@ pub struct Link {
     pub reverse: Vec<ChannelConfig>,
 }
 
+/// Which way a node's data goes over a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Client to server.
+    Forward,
+    /// Server to client (the return link).
+    Reverse,
+}
+
+impl Link {
+    pub fn channels(&self, direction: Direction) -> &[ChannelConfig] {
+        match direction {
+            Direction::Forward => &self.forward,
+            Direction::Reverse => &self.reverse,
+        }
+    }
+
+    /// The rate of IP packets a direction carries, bit/s: each channel's
+    /// sustained rate less its per-packet framing at full-sized packets,
+    /// summed over the channels. This is the route rate an SCPS sender
+    /// paces to.
+    pub fn route_rate_bps(&self, direction: Direction) -> u64 {
+        let mtu = f64::from(self.mtu);
+        self.channels(direction)
+            .iter()
+            .map(|c| {
+                let framed = mtu + f64::from(c.framing_bytes);
+                (sustained_rate_bps(c) as f64 * mtu / framed).floor() as u64
+            })
+            .sum()
+    }
+}
+
+/// A channel's long-run rate: the line rate, or the shaper's sustained
+/// rate if lower.
+pub fn sustained_rate_bps(channel: &ChannelConfig) -> u64 {
+    channel
+        .shaper
+        .as_ref()
+        .map_or(channel.rate_bps, |s| s.rate_bps.min(channel.rate_bps))
+}
+
+/// One circuit's keys in each direction, and the key that names it in
+/// errors (`link` or `link.channel[i]`; the return direction adds
+/// `.return`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CircuitSpec {
+    pub key: String,
+    pub forward: ChannelSpec,
+    pub reverse: ChannelSpec,
+}
+
 /// Copies into `$out` every optional field that `$over` sets.
 macro_rules! overlay_fields {
     ($out:ident, $over:ident; $($field:ident),* $(,)?) => {
@@ -119,7 +171,7 @@ macro_rules! overlay_fields {
 impl ChannelSpec {
     /// `self` with every key `over` sets replaced. `delay` and `rtt` are
     /// two spellings of one quantity: setting either replaces both.
-    fn overlay(&self, over: &ChannelSpec) -> ChannelSpec {
+    pub fn overlay(&self, over: &ChannelSpec) -> ChannelSpec {
         let mut out = self.clone();
         overlay_fields!(
             out, over;
@@ -146,7 +198,7 @@ impl ChannelSpec {
 
     /// The channel model this spec describes on a link of `mtu`; `key`
     /// names it in errors.
-    fn channel(&self, key: &str, mtu: u16) -> Result<ChannelConfig, Error> {
+    pub fn channel(&self, key: &str, mtu: u16) -> Result<ChannelConfig, Error> {
         let rate = self
             .rate
             .ok_or_else(|| Error::invalid(format!("{key}.rate"), "missing", "a line rate, such as 8Mbit"))?;
@@ -247,6 +299,24 @@ impl ChannelSpec {
 
     /// Resolves `[link]` into channel models for both directions.
     pub fn resolve(&self) -> Result<Link, Error> {
+        let (mtu, circuits) = self.circuits()?;
+        let mut forward = Vec::new();
+        let mut reverse = Vec::new();
+        for circuit in &circuits {
+            forward.push(circuit.forward.channel(&circuit.key, mtu)?);
+            reverse.push(circuit.reverse.channel(&format!("{}.return", circuit.key), mtu)?);
+        }
+        Ok(Link {
+            mtu,
+            forward,
+            reverse,
+        })
+    }
+
+    /// The MTU and, per circuit, the keys that apply in each direction
+    /// (overrides folded in), before they become channel models: the live
+    /// emulator changes these and resolves them again.
+    pub fn circuits(&self) -> Result<(u16, Vec<CircuitSpec>), Error> {
         if let Some(reverse) = &self.reverse {
             reverse.refuse_structure("link.return")?;
         }
@@ -266,34 +336,34 @@ impl ChannelSpec {
         if !(576..=65535).contains(&mtu) {
             return Err(Error::invalid("link.mtu", mtu, "576 to 65535 bytes"));
         }
-        let mut forward = Vec::new();
-        let mut reverse = Vec::new();
+        let mut circuits = Vec::new();
         for i in 0..count as usize {
-            let circuit = match overrides.get(i) {
+            let mut forward = match overrides.get(i) {
                 Some(over) => self.overlay(over),
                 None => self.clone(),
+            };
+            forward.reverse = None;
+            forward.channel = None;
+            let reverse = match self.reverse.as_deref() {
+                Some(over) => forward.overlay(over),
+                None => forward.clone(),
             };
             let key = if count == 1 {
                 "link".to_owned()
             } else {
                 format!("link.channel[{i}]")
             };
-            forward.push(circuit.channel(&key, mtu)?);
-            let back = match self.reverse.as_deref() {
-                Some(over) => circuit.overlay(over),
-                None => circuit,
-            };
-            reverse.push(back.channel(&format!("{key}.return"), mtu)?);
+            circuits.push(CircuitSpec {
+                key,
+                forward,
+                reverse,
+            });
         }
-        Ok(Link {
-            mtu,
-            forward,
-            reverse,
-        })
+        Ok((mtu, circuits))
     }
 
     /// Keys that only make sense in `[link]` itself.
-    fn refuse_structure(&self, key: &str) -> Result<(), Error> {
+    pub fn refuse_structure(&self, key: &str) -> Result<(), Error> {
         let misplaced = [
             ("channels", self.channels.is_some()),
             ("mtu", self.mtu.is_some()),

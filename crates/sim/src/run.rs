@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use scps_channel::Bundle;
-use scps_config::{Point, Workload};
+use scps_config::{Direction, Point, Workload};
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, EndpointConfig, EndpointError};
 
@@ -58,9 +58,9 @@ struct Setup {
 }
 
 fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Setup, SimError> {
-    let endpoint = |addr: IpAddr, purpose| {
+    let endpoint = |addr: IpAddr, purpose, sends: Direction| {
         let config = EndpointConfig {
-            connection: point.tcp.clone(),
+            connection: point.engine_config(sends),
             secret: derive_seed(seed, purpose),
             backlog: 1024,
             ..EndpointConfig::default()
@@ -68,8 +68,8 @@ fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Setup, SimErr
         Endpoint::new(config, [addr])
     };
     let mut world = World::new();
-    let client = world.add_node(endpoint(CLIENT_ADDR, 10)?);
-    let server = world.add_node(endpoint(SERVER_ADDR, 11)?);
+    let client = world.add_node(endpoint(CLIENT_ADDR, 10, Direction::Forward)?);
+    let server = world.add_node(endpoint(SERVER_ADDR, 11, Direction::Reverse)?);
     // Both directions of a circuit share its outages (seed 3).
     let outages = derive_seed(seed, 3);
     let forward = Bundle::with_outage_seed(point.link.forward.clone(), derive_seed(seed, 1), outages)?;

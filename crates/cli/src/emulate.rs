@@ -1,0 +1,220 @@
+//! `scps emulate --config FILE`, and `scps emulate ctl ...` to talk to a
+//! running emulator.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use nix::sys::signal::{SigSet, Signal};
+use scps_emulator::{Change, Directions, Emulator, EmulatorConfig, Query, Request, Response, Stats};
+
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "The configuration is `seed`, an `[emulate]` table (side_a, side_b, control, metrics, \
+    replay, record, table) and the scenarios' `[link]` table: docs/configuration.md.\n\
+    Run it inside the network namespace that joins the two sides (as root, or root in a user namespace)."
+)]
+pub struct EmulateArgs {
+    /// The emulator's configuration file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<EmulateCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum EmulateCommand {
+    /// Change or query a running emulator through its control socket.
+    Ctl(CtlArgs),
+}
+
+#[derive(Debug, Args)]
+struct CtlArgs {
+    /// The running emulator's control socket (`emulate.control`).
+    #[arg(long, value_name = "PATH")]
+    socket: PathBuf,
+    #[command(subcommand)]
+    request: CtlRequest,
+}
+
+#[derive(Debug, Subcommand)]
+enum CtlRequest {
+    /// Set link keys (as in `[link]`: rate, delay, ber, jitter, buffer,
+    /// shaper.rate, ...) on the running link.
+    Set {
+        /// One channel (0-based); all if absent.
+        #[arg(long)]
+        channel: Option<usize>,
+        /// Which direction: forward (side a to b), return, or both.
+        #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
+        direction: DirectionArg,
+        /// KEY=VALUE, e.g. `rate=2Mbit delay=300ms ber=1e-6`.
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        keys: Vec<String>,
+    },
+    /// Force an outage (drop the call) on a channel, or end it.
+    Outage {
+        #[arg(value_enum)]
+        action: OutageAction,
+        /// One channel (0-based); all if absent.
+        #[arg(long)]
+        channel: Option<usize>,
+    },
+    /// Counters per channel and direction.
+    Stats {
+        /// As JSON rather than a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The counters in the Prometheus text format.
+    Metrics,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DirectionArg {
+    Forward,
+    Return,
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum OutageAction {
+    Start,
+    End,
+}
+
+pub fn main(args: EmulateArgs) -> anyhow::Result<()> {
+    match (args.command, args.config) {
+        (Some(EmulateCommand::Ctl(ctl)), _) => control(ctl),
+        (None, Some(config)) => run(&config),
+        (None, None) => bail!("--config FILE is required"),
+    }
+}
+
+/// Runs the emulator until SIGINT (Ctrl-C) or SIGTERM, then tears down.
+fn run(path: &std::path::Path) -> anyhow::Result<()> {
+    let config = EmulatorConfig::load(path)?;
+    // Blocked before any thread starts, so that every thread inherits the
+    // mask and the signals wait for `wait` below.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    signals.thread_block().context("block SIGINT and SIGTERM")?;
+    let emulator =
+        Emulator::start(&config).with_context(|| format!("start the emulator of {}", path.display()))?;
+    eprintln!(
+        "scps emulate: {} <-> {}, {} channel(s); control {}; metrics {}; Ctrl-C stops",
+        config.emulate.side_a,
+        config.emulate.side_b,
+        config.circuits.len(),
+        config
+            .emulate
+            .control
+            .as_ref()
+            .map_or("off".into(), |p| p.display().to_string()),
+        emulator
+            .metrics_address()
+            .map_or("off".into(), |a| format!("http://{a}/metrics")),
+    );
+    let signal = signals.wait().context("wait for a signal")?;
+    let stats = emulator.stats();
+    emulator.stop().context("the packet loop failed")?;
+    eprintln!("scps emulate: stopped by {signal:?}");
+    println!("{}", serde_json::to_string(&stats)?);
+    Ok(())
+}
+
+fn control(ctl: CtlArgs) -> anyhow::Result<()> {
+    let json = matches!(ctl.request, CtlRequest::Stats { json: true });
+    let request = match ctl.request {
+        CtlRequest::Set {
+            channel,
+            direction,
+            keys,
+        } => {
+            let mut pairs = BTreeMap::new();
+            for key in keys {
+                let Some((k, v)) = key.split_once('=') else {
+                    bail!("{key:?}: expected KEY=VALUE, such as rate=2Mbit");
+                };
+                pairs.insert(k.trim().to_owned(), v.trim().to_owned());
+            }
+            Request::Change(Change::Set {
+                channel,
+                direction: match direction {
+                    DirectionArg::Forward => Directions::Forward,
+                    DirectionArg::Return => Directions::Return,
+                    DirectionArg::Both => Directions::Both,
+                },
+                keys: pairs,
+            })
+        }
+        CtlRequest::Outage {
+            action: OutageAction::Start,
+            channel,
+        } => Request::Change(Change::OutageStart { channel }),
+        CtlRequest::Outage {
+            action: OutageAction::End,
+            channel,
+        } => Request::Change(Change::OutageEnd { channel }),
+        CtlRequest::Stats { .. } => Request::Query(Query::Stats),
+        CtlRequest::Metrics => Request::Query(Query::Metrics),
+    };
+    let response = scps_emulator::request(&ctl.socket, &request)?;
+    print_response(response, json)
+}
+
+fn print_response(response: Response, json: bool) -> anyhow::Result<()> {
+    if let Some(error) = response.error {
+        bail!("the emulator refused: {error}");
+    }
+    if let Some(metrics) = response.metrics {
+        print!("{metrics}");
+    }
+    if let Some(stats) = response.stats {
+        if json {
+            println!("{}", serde_json::to_string(&stats)?);
+        } else {
+            print_table(&stats);
+        }
+    }
+    Ok(())
+}
+
+fn print_table(stats: &Stats) {
+    println!(
+        "{:>3} {:<8} {:<4} {:>10} {:>12} {:>10} {:>12} {:>8} {:>8} {:>8} {:>11} {:>11}",
+        "ch",
+        "dir",
+        "up",
+        "pkts in",
+        "bytes in",
+        "pkts out",
+        "bytes out",
+        "buffer",
+        "errors",
+        "outage",
+        "queue mean",
+        "queue max"
+    );
+    for c in &stats.channels {
+        println!(
+            "{:>3} {:<8} {:<4} {:>10} {:>12} {:>10} {:>12} {:>8} {:>8} {:>8} {:>9.3}ms {:>9.3}ms",
+            c.channel,
+            c.direction,
+            if c.up { "yes" } else { "no" },
+            c.packets_in,
+            c.bytes_in,
+            c.packets_out,
+            c.bytes_out,
+            c.dropped_buffer,
+            c.dropped_bit_errors,
+            c.dropped_outage,
+            c.queue_delay_mean_s * 1e3,
+            c.queue_delay_max_s * 1e3,
+        );
+    }
+    println!("uptime {:.3} s", stats.uptime_s);
+}

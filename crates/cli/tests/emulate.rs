@@ -1,0 +1,176 @@
+//! `scps emulate` as a user runs it: started in the emulator's namespace
+//! of a testbed, controlled with `scps emulate ctl`, stopped with Ctrl-C.
+
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use scps_testbed::{EMU, Output as Io, Testbed, Topology};
+
+const SCPS: &str = env!("CARGO_BIN_EXE_scps");
+
+fn ctl(socket: &Path, args: &[&str]) -> Output {
+    Command::new(SCPS)
+        .args(["emulate", "ctl", "--socket"])
+        .arg(socket)
+        .args(args)
+        .output()
+        .expect("scps runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A directory of its own under the system's temporary directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("scps-emulate-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn datagram_crosses(testbed: &Testbed) -> bool {
+    let server = testbed
+        .node("server")
+        .unwrap()
+        .run(|| UdpSocket::bind("10.99.2.2:6000"))
+        .unwrap();
+    server.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let client = testbed
+        .node("client")
+        .unwrap()
+        .run(|| UdpSocket::bind("10.99.1.2:0"))
+        .unwrap();
+    client.send_to(b"through scps emulate", "10.99.2.2:6000").unwrap();
+    let mut buf = [0u8; 64];
+    matches!(server.recv(&mut buf), Ok(n) if &buf[..n] == b"through scps emulate")
+}
+
+#[test]
+fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
+    let dir = scratch("ctl");
+    let socket = dir.join("control.sock");
+    let config = dir.join("emulate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\ncontrol = \"{}\"\n[link]\nrate = \"10Mbit\"\ndelay = \"5ms\"\nchannels = 2\n",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    let testbed = Testbed::build(Topology::direct()).unwrap();
+    let emu = testbed.node(EMU).unwrap();
+    let emulator = emu
+        .spawn(
+            SCPS,
+            &["emulate".as_ref(), "--config".as_ref(), config.as_os_str()],
+            Io::Piped,
+        )
+        .unwrap();
+    // Ready once the control socket answers.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ctl(&socket, &["stats"]).status.success() {
+        assert!(Instant::now() < deadline, "the emulator never answered");
+        assert!(emulator.try_wait().unwrap().is_none(), "the emulator exited");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(datagram_crosses(&testbed));
+
+    let set = ctl(
+        &socket,
+        &[
+            "set",
+            "--channel",
+            "1",
+            "--direction",
+            "return",
+            "delay=300ms",
+            "rate=2Mbit",
+        ],
+    );
+    assert!(set.status.success(), "{}", text(&set.stderr));
+    let stats = ctl(&socket, &["stats", "--json"]);
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let channels = stats["channels"].as_array().unwrap();
+    assert_eq!(channels.len(), 4);
+    let ret1 = channels
+        .iter()
+        .find(|c| c["channel"] == 1 && c["direction"] == "return")
+        .unwrap();
+    assert_eq!(
+        (ret1["delay_s"].as_f64(), ret1["rate_bps"].as_u64()),
+        (Some(0.3), Some(2_000_000))
+    );
+    assert!(stats["directions"][0]["packets_out"].as_u64().unwrap() >= 1);
+
+    // Mistakes are refused with the reason; the emulator runs on.
+    let missing = ctl(&socket, &["outage", "start", "--channel", "7"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("no channel 7: this link has 2 (0 to 1)"),
+        "{}",
+        text(&missing.stderr)
+    );
+    let bad = ctl(&socket, &["set", "ber=1.5"]);
+    assert!(
+        text(&bad.stderr).contains("ber: invalid bit-error rate \"1.5\""),
+        "{}",
+        text(&bad.stderr)
+    );
+    assert!(emulator.try_wait().unwrap().is_none());
+    assert!(datagram_crosses(&testbed));
+
+    // Both circuits dropped: nothing crosses until they come back.
+    assert!(ctl(&socket, &["outage", "start"]).status.success());
+    assert!(!datagram_crosses(&testbed));
+    assert!(ctl(&socket, &["outage", "end"]).status.success());
+    assert!(datagram_crosses(&testbed));
+    let metrics = ctl(&socket, &["metrics"]);
+    let metrics = text(&metrics.stdout);
+    assert!(
+        metrics.contains(
+            "scps_emulator_packets_dropped_total{channel=\"0\",direction=\"forward\",cause=\"outage\"} 1"
+        ) || metrics.contains(
+            "scps_emulator_packets_dropped_total{channel=\"1\",direction=\"forward\",cause=\"outage\"} 1"
+        ),
+        "{metrics}"
+    );
+
+    emulator.signal(Signal::SIGINT).unwrap();
+    let status = emulator
+        .wait_timeout(Duration::from_secs(10))
+        .unwrap()
+        .expect("stops on Ctrl-C");
+    assert!(status.success(), "{status}");
+    let last: serde_json::Value = serde_json::from_str(emulator.read_stdout().unwrap().trim()).unwrap();
+    assert!(last["uptime_s"].as_f64().unwrap() > 0.0);
+    // Its rules and its socket are gone.
+    assert!(!emu.ip(&["rule"]).unwrap().contains("lookup 23000"));
+    assert!(!socket.exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn emulate_refuses_a_bad_configuration_naming_the_key() {
+    let dir = scratch("bad");
+    let config = dir.join("emulate.toml");
+    std::fs::write(
+        &config,
+        "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\n[link]\nrate = \"10Mbit\"\nbuffer = 100\n",
+    )
+    .unwrap();
+    let output = Command::new(SCPS)
+        .args(["emulate", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr).trim(),
+        "scps: link.buffer = 100B: at least the MTU (1500 bytes)"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

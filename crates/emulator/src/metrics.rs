@@ -1,0 +1,105 @@
+//! Prometheus metrics over HTTP: `GET /metrics` on the configured address
+//! answers with the text exposition of the current counters.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::Error;
+use crate::bridge::{Shared, lock};
+
+/// The HTTP listener and its thread.
+#[derive(Debug)]
+pub(crate) struct MetricsServer {
+    address: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    pub(crate) fn start(address: SocketAddr, shared: Shared) -> Result<Self, Error> {
+        let listener = TcpListener::bind(address).map_err(|source| Error::Io {
+            what: format!("listen for metrics on {address}"),
+            source,
+        })?;
+        let address = listener.local_addr().map_err(|source| Error::Io {
+            what: "read the metrics address".into(),
+            source,
+        })?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let flag = stopping.clone();
+        let thread = std::thread::Builder::new()
+            .name("emulator-metrics".into())
+            .spawn(move || {
+                for stream in listener.incoming() {
+                    if flag.load(Ordering::Acquire) {
+                        break;
+                    }
+                    if let Ok(stream) = stream {
+                        let _ = serve(stream, &shared);
+                    }
+                }
+            })
+            .map_err(|source| Error::Io {
+                what: "start the metrics thread".into(),
+                source,
+            })?;
+        Ok(MetricsServer {
+            address,
+            stopping,
+            thread: Some(thread),
+        })
+    }
+
+    /// Where it listens (useful when the configured port was 0).
+    pub(crate) fn address(&self) -> SocketAddr {
+        self.address
+    }
+}
+
+fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let mut reader = BufReader::new(std::io::Read::take(stream.try_clone()?, 16 * 1024));
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    // Skip the headers: nothing in them changes the answer.
+    let mut header = String::new();
+    while reader.read_line(&mut header)? > 2 {
+        header.clear();
+    }
+    let mut words = request_line.split_whitespace();
+    let (status, content_type, body) = match (words.next(), words.next()) {
+        (Some("GET"), Some("/metrics")) => {
+            let stats = lock(&shared.state).stats(shared.now());
+            (
+                "200 OK",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                stats.prometheus(),
+            )
+        }
+        _ => (
+            "404 Not Found",
+            "text/plain",
+            "only GET /metrics is served\n".to_owned(),
+        ),
+    };
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::Release);
+        let _ = TcpStream::connect(self.address);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The emulated link: the channel models of both directions, the packets
+//! on their way, and the live changes. Pure: time comes in as the
+//! `Duration` since the emulator's start, so tests drive it directly.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+use scps_channel::{Bundle, Fate, channel_seed};
+use scps_config::link::{ChannelSpec, CircuitSpec};
+use scps_config::sweep::parse_value;
+
+use crate::command::{Change, Directions};
+use crate::config::EmulatorConfig;
+use crate::stats::{ChannelFigures, DirectionFigures, Stats};
+
+/// A direction of the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Side a to side b.
+    Forward,
+    /// Side b to side a.
+    Return,
+}
+
+impl Direction {
+    pub const BOTH: [Direction; 2] = [Direction::Forward, Direction::Return];
+
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Direction::Forward => 0,
+            Direction::Return => 1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Forward => "forward",
+            Direction::Return => "return",
+        }
+    }
+}
+
+/// A change that cannot be applied; the link is left as it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChangeError {
+    #[error("no channel {channel}: this link has {count} (0 to {})", count - 1)]
+    NoSuchChannel { channel: usize, count: usize },
+    #[error("{0}")]
+    Invalid(#[from] scps_config::Error),
+    #[error("channel {0} is already in a forced outage")]
+    AlreadyDown(usize),
+    #[error("channel {0} is not in a forced outage")]
+    NotForcedDown(usize),
+    #[error("`keys` is empty: name at least one link key to set")]
+    NothingToSet,
+}
+
+/// A packet whose fate is delivery, waiting for its time.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Pending {
+    at: Duration,
+    /// Order of acceptance: equal times leave in the order they came.
+    seq: u64,
+    packet: Vec<u8>,
+}
+
+/// One direction: its channels and the packets in flight.
+#[derive(Debug, Clone)]
+struct Path {
+    bundle: Bundle,
+    in_flight: BinaryHeap<Reverse<Pending>>,
+    accepted: u64,
+    written_packets: u64,
+    written_bytes: u64,
+    write_errors: u64,
+    /// Packets read that do not belong on the link (see `scope.rs`).
+    set_aside: u64,
+}
+
+impl Path {
+    fn new(bundle: Bundle) -> Path {
+        Path {
+            bundle,
+            in_flight: BinaryHeap::new(),
+            accepted: 0,
+            written_packets: 0,
+            written_bytes: 0,
+            write_errors: 0,
+            set_aside: 0,
+        }
+    }
+}
+
+/// Both directions of the emulated link.
+#[derive(Debug, Clone)]
+pub struct LinkState {
+    mtu: u16,
+    circuits: Vec<CircuitSpec>,
+    paths: [Path; 2],
+}
+
+impl LinkState {
+    /// Builds the channels of `config`: forward channels from seed
+    /// `channel_seed(seed, 1)`, return ones from `channel_seed(seed, 2)`,
+    /// and both directions of a circuit share the call drops of
+    /// `channel_seed(seed, 3)`.
+    pub fn new(config: &EmulatorConfig) -> Result<LinkState, scps_channel::ConfigError> {
+        let outages = channel_seed(config.seed, 3);
+        let bundle = |configs: &Vec<_>, purpose| {
+            Bundle::with_outage_seed(configs.clone(), channel_seed(config.seed, purpose), outages)
+        };
+        Ok(LinkState {
+            mtu: config.mtu,
+            circuits: config.circuits.clone(),
+            paths: [
+                Path::new(bundle(&config.link.forward, 1)?),
+                Path::new(bundle(&config.link.reverse, 2)?),
+            ],
+        })
+    }
+
+    /// A packet arrived from the side where `direction` starts, at `now`.
+    pub fn offer(&mut self, direction: Direction, now: Duration, mut packet: Vec<u8>) {
+        let path = &mut self.paths[direction.index()];
+        let (_, fate) = path.bundle.transmit(now, &mut packet);
+        if let Fate::Delivered { at, .. } = fate {
+            path.accepted += 1;
+            path.in_flight.push(Reverse(Pending {
+                at,
+                seq: path.accepted,
+                packet,
+            }));
+        }
+    }
+
+    /// When the next packet is due, in either direction.
+    pub fn next_due(&self) -> Option<Duration> {
+        self.paths
+            .iter()
+            .filter_map(|p| p.in_flight.peek().map(|Reverse(p)| p.at))
+            .min()
+    }
+
+    /// The next packet of `direction` due at or before `now`.
+    pub fn take_due(&mut self, direction: Direction, now: Duration) -> Option<Vec<u8>> {
+        let path = &mut self.paths[direction.index()];
+        match path.in_flight.peek() {
+            Some(Reverse(p)) if p.at <= now => path.in_flight.pop().map(|Reverse(p)| p.packet),
+            _ => None,
+        }
+    }
+
+    /// Counts a packet read from the side where `direction` starts that
+    /// does not belong on the link.
+    pub fn set_aside(&mut self, direction: Direction) {
+        self.paths[direction.index()].set_aside += 1;
+    }
+
+    /// Counts a packet handed to the far side, or a failure to hand it.
+    pub fn written(&mut self, direction: Direction, result: Result<usize, ()>) {
+        let path = &mut self.paths[direction.index()];
+        match result {
+            Ok(bytes) => {
+                path.written_packets += 1;
+                path.written_bytes += bytes as u64;
+            }
+            Err(()) => path.write_errors += 1,
+        }
+    }
+
+    fn channels(&self, channel: Option<usize>) -> Result<std::ops::Range<usize>, ChangeError> {
+        let count = self.circuits.len();
+        match channel {
+            None => Ok(0..count),
+            Some(c) if c < count => Ok(c..c + 1),
+            Some(c) => Err(ChangeError::NoSuchChannel { channel: c, count }),
+        }
+    }
+
+    /// Applies `change` at `now`, entirely or (on error) not at all.
+    pub fn apply(&mut self, now: Duration, change: &Change) -> Result<(), ChangeError> {
+        match change {
+            Change::Set {
+                channel,
+                direction,
+                keys,
+            } => self.set(*channel, *direction, keys, now),
+            Change::OutageStart { channel } => {
+                let range = self.channels(*channel)?;
+                if let Some(c) = range.clone().find(|&c| self.forced_since(c).is_some()) {
+                    return Err(ChangeError::AlreadyDown(c));
+                }
+                for c in range {
+                    for path in &mut self.paths {
+                        path.bundle.channels_mut()[c].outages_mut().force_down(now);
+                    }
+                }
+                Ok(())
+            }
+            Change::OutageEnd { channel } => {
+                let range = self.channels(*channel)?;
+                if let Some(c) = range.clone().find(|&c| self.forced_since(c).is_none()) {
+                    return Err(ChangeError::NotForcedDown(c));
+                }
+                for c in range {
+                    for path in &mut self.paths {
+                        path.bundle.channels_mut()[c].outages_mut().end_forced(now);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn forced_since(&self, channel: usize) -> Option<Duration> {
+        self.paths[0].bundle.channels()[channel].outages().forced_since()
+    }
+
+    fn set(
+        &mut self,
+        channel: Option<usize>,
+        directions: Directions,
+        keys: &std::collections::BTreeMap<String, String>,
+        _now: Duration,
+    ) -> Result<(), ChangeError> {
+        if keys.is_empty() {
+            return Err(ChangeError::NothingToSet);
+        }
+        let over = overlay_from_keys(keys)?;
+        over.refuse_structure("set")?;
+        let selected: &[Direction] = match directions {
+            Directions::Forward => &[Direction::Forward],
+            Directions::Return => &[Direction::Return],
+            Directions::Both => &Direction::BOTH,
+        };
+        // Resolve every new configuration first, so that an error changes
+        // nothing.
+        let mut updates = Vec::new();
+        for c in self.channels(channel)? {
+            for &direction in selected {
+                let circuit = &self.circuits[c];
+                let (spec, key) = match direction {
+                    Direction::Forward => (&circuit.forward, circuit.key.clone()),
+                    Direction::Return => (&circuit.reverse, format!("{}.return", circuit.key)),
+                };
+                let spec = spec.overlay(&over);
+                let config = spec.channel(&key, self.mtu)?;
+                updates.push((c, direction, spec, config));
+            }
+        }
+        for (c, direction, spec, config) in updates {
+            let channel = &mut self.paths[direction.index()].bundle.channels_mut()[c];
+            channel
+                .reconfigure(config)
+                .expect("validated by ChannelSpec::channel");
+            match direction {
+                Direction::Forward => self.circuits[c].forward = spec,
+                Direction::Return => self.circuits[c].reverse = spec,
+            }
+        }
+        Ok(())
+    }
+
+    /// Counters and settings of every channel, at `now`.
+    pub fn stats(&mut self, now: Duration) -> Stats {
+        let mut channels = Vec::new();
+        let mut directions = Vec::new();
+        for direction in Direction::BOTH {
+            let path = &mut self.paths[direction.index()];
+            for (index, channel) in path.bundle.channels_mut().iter_mut().enumerate() {
+                let up = channel.is_up(now);
+                let backlog_bytes = channel.backlog_bytes(now);
+                channels.push(ChannelFigures::new(index, direction, up, backlog_bytes, channel));
+            }
+            directions.push(DirectionFigures {
+                direction: direction.name().to_owned(),
+                in_flight: path.in_flight.len(),
+                packets_out: path.written_packets,
+                bytes_out: path.written_bytes,
+                write_errors: path.write_errors,
+                set_aside: path.set_aside,
+            });
+        }
+        Stats {
+            uptime_s: now.as_secs_f64(),
+            channels,
+            directions,
+        }
+    }
+}
+
+/// A partial `[link]` table from `key = value` texts (dotted keys make
+/// sub-tables), read as a configuration file would be.
+fn overlay_from_keys(keys: &std::collections::BTreeMap<String, String>) -> Result<ChannelSpec, ChangeError> {
+    let mut table = toml::Table::new();
+    for (key, value) in keys {
+        let mut parts: Vec<&str> = key.split('.').collect();
+        let last = parts.pop().unwrap_or_default();
+        let mut node = &mut table;
+        for part in parts {
+            let entry = node
+                .entry(part)
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            node = match entry {
+                toml::Value::Table(t) => t,
+                _ => {
+                    return Err(
+                        scps_config::Error::invalid(key.as_str(), value, "a key inside a table").into(),
+                    );
+                }
+            };
+        }
+        node.insert(last.to_owned(), parse_value(value));
+    }
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = e.path().to_string();
+        let message = e.into_inner().to_string();
+        ChangeError::Invalid(scps_config::Error::Schema {
+            key,
+            message: message.lines().next().unwrap_or_default().to_owned(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(link: &str) -> LinkState {
+        let text = format!("[emulate]\nside_a = \"a\"\nside_b = \"b\"\n[link]\n{link}");
+        LinkState::new(&EmulatorConfig::from_text(&text, "test").unwrap()).unwrap()
+    }
+
+    fn set(keys: &[(&str, &str)], channel: Option<usize>, direction: Directions) -> Change {
+        Change::Set {
+            channel,
+            direction,
+            keys: keys.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }
+    }
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn packets_leave_when_their_fate_says() {
+        let mut link = state("rate = \"8Mbit\"\ndelay = \"10ms\"");
+        link.offer(Direction::Forward, MS(0), vec![0; 1000]);
+        link.offer(Direction::Return, MS(0), vec![1; 500]);
+        assert_eq!(link.next_due(), Some(Duration::from_micros(10_500)));
+        assert_eq!(link.take_due(Direction::Forward, MS(10)), None);
+        assert_eq!(link.take_due(Direction::Return, MS(11)), Some(vec![1; 500]));
+        assert_eq!(link.take_due(Direction::Forward, MS(11)), Some(vec![0; 1000]));
+        assert_eq!(link.next_due(), None);
+    }
+
+    #[test]
+    fn set_changes_the_chosen_direction_and_refuses_bad_values_whole() {
+        let mut link = state("rate = \"8Mbit\"\nchannels = 2");
+        link.apply(MS(0), &set(&[("delay", "5ms")], Some(1), Directions::Return))
+            .unwrap();
+        link.offer(Direction::Return, MS(0), vec![0; 1000]);
+        link.offer(Direction::Return, MS(0), vec![0; 1000]);
+        // Round robin: channel 0 (no delay) then channel 1 (5 ms).
+        assert_eq!(
+            link.take_due(Direction::Return, MS(2)).map(|p| p.len()),
+            Some(1000)
+        );
+        assert_eq!(link.next_due(), Some(MS(6)));
+
+        let bad = set(&[("delay", "5ms"), ("ber", "2")], None, Directions::Both);
+        let error = link.apply(MS(0), &bad).unwrap_err().to_string();
+        assert!(error.starts_with("ber: invalid bit-error rate \"2\""), "{error}");
+        // Valid alone, but not on this link: the key says which circuit.
+        let small = set(&[("delay", "5ms"), ("buffer", "100")], None, Directions::Both);
+        let error = link.apply(MS(0), &small).unwrap_err().to_string();
+        assert!(
+            error.starts_with("link.channel[0].buffer = 100B: at least the MTU"),
+            "{error}"
+        );
+        let stats = link.stats(MS(0));
+        assert!(stats.channels.iter().all(|c| c.ber == 0.0));
+        assert_eq!(stats.channels[0].delay_s, 0.0);
+
+        let unknown = link.apply(MS(0), &set(&[("bandwidth", "1")], None, Directions::Both));
+        assert!(
+            unknown
+                .unwrap_err()
+                .to_string()
+                .contains("unknown field `bandwidth`")
+        );
+        let structure = link.apply(MS(0), &set(&[("channels", "3")], None, Directions::Both));
+        assert_eq!(
+            structure.unwrap_err().to_string(),
+            "set.channels = set: only allowed directly in [link]"
+        );
+        let nested = link.apply(MS(0), &set(&[("shaper.rate", "1Mbit")], None, Directions::Both));
+        assert!(
+            nested
+                .unwrap_err()
+                .to_string()
+                .contains("missing field `ceiling`")
+        );
+    }
+
+    #[test]
+    fn forced_outages_take_both_directions_down_and_name_missing_channels() {
+        let mut link = state("rate = \"8Mbit\"\nchannels = 2");
+        let start = Change::OutageStart { channel: Some(1) };
+        link.apply(MS(100), &start).unwrap();
+        assert_eq!(link.apply(MS(100), &start), Err(ChangeError::AlreadyDown(1)));
+        let stats = link.stats(MS(150));
+        let up: Vec<bool> = stats.channels.iter().map(|c| c.up).collect();
+        assert_eq!(up, [true, false, true, false]);
+        assert_eq!(
+            link.apply(MS(0), &Change::OutageStart { channel: Some(2) })
+                .unwrap_err()
+                .to_string(),
+            "no channel 2: this link has 2 (0 to 1)"
+        );
+        link.apply(MS(200), &Change::OutageEnd { channel: Some(1) })
+            .unwrap();
+        assert_eq!(
+            link.apply(MS(200), &Change::OutageEnd { channel: None }),
+            Err(ChangeError::NotForcedDown(0))
+        );
+        assert!(link.stats(MS(200)).channels.iter().all(|c| c.up));
+    }
+}

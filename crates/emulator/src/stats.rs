@@ -1,0 +1,284 @@
+//! Counters per channel and direction, as JSON (`scps emulate ctl stats`)
+//! and in the Prometheus text format (`GET /metrics`).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+use scps_channel::Channel;
+use serde::{Deserialize, Serialize};
+
+use crate::state::Direction;
+
+/// One direction of one channel: what came in, what the model did with
+/// it, and its current settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelFigures {
+    pub channel: usize,
+    pub direction: String,
+    /// Up at the time of the snapshot (no outage, forced or not).
+    pub up: bool,
+    pub forced_outage: bool,
+    pub packets_in: u64,
+    pub bytes_in: u64,
+    /// Packets the model delivers (sent on to the far side at their time).
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    pub dropped_buffer: u64,
+    pub dropped_bit_errors: u64,
+    pub dropped_outage: u64,
+    pub packets_corrupted: u64,
+    /// Time from arrival to the start of transmission, over transmitted
+    /// packets.
+    pub queue_delay_mean_s: f64,
+    pub queue_delay_max_s: f64,
+    pub queue_delay_total_s: f64,
+    pub packets_transmitted: u64,
+    /// Bytes waiting for the line now.
+    pub backlog_bytes: u64,
+    pub rate_bps: u64,
+    pub delay_s: f64,
+    pub ber: f64,
+}
+
+impl ChannelFigures {
+    pub(crate) fn new(
+        channel: usize,
+        direction: Direction,
+        up: bool,
+        backlog_bytes: u64,
+        model: &Channel,
+    ) -> ChannelFigures {
+        let stats = model.stats();
+        let config = model.config();
+        ChannelFigures {
+            channel,
+            direction: direction.name().to_owned(),
+            up,
+            forced_outage: model.outages().forced_since().is_some(),
+            packets_in: stats.packets_in,
+            bytes_in: stats.bytes_in,
+            packets_out: stats.packets_delivered,
+            bytes_out: stats.bytes_delivered,
+            dropped_buffer: stats.dropped_buffer,
+            dropped_bit_errors: stats.dropped_bit_errors,
+            dropped_outage: stats.dropped_outage,
+            packets_corrupted: stats.packets_corrupted,
+            queue_delay_mean_s: stats.queue_delay_mean().as_secs_f64(),
+            queue_delay_max_s: stats.queue_delay_max.as_secs_f64(),
+            queue_delay_total_s: stats.queue_delay_total.as_secs_f64(),
+            packets_transmitted: stats.packets_transmitted,
+            backlog_bytes,
+            rate_bps: config.rate_bps,
+            delay_s: config.delay.as_secs_f64(),
+            ber: config.ber,
+        }
+    }
+}
+
+/// One direction as a whole: what was handed to the far side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionFigures {
+    pub direction: String,
+    /// Packets delivered by the model and not yet due.
+    pub in_flight: usize,
+    /// Packets and bytes written to the far side.
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    /// Packets the kernel refused when written.
+    pub write_errors: u64,
+    /// Packets read that do not belong on the link: link-local or
+    /// multicast, or not IP (see `scope.rs`).
+    pub set_aside: u64,
+}
+
+/// A snapshot of the whole emulator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub uptime_s: f64,
+    pub channels: Vec<ChannelFigures>,
+    pub directions: Vec<DirectionFigures>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChannelLabels {
+    channel: String,
+    direction: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DropLabels {
+    channel: String,
+    direction: String,
+    cause: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DirectionLabels {
+    direction: String,
+}
+
+/// Registers a counter family, fills it from `rows`, and returns nothing:
+/// the registry owns it.
+fn counters<L, I>(registry: &mut Registry, name: &str, help: &str, unit: Option<Unit>, rows: I)
+where
+    L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static,
+    I: IntoIterator<Item = (L, u64)>,
+{
+    let family = Family::<L, Counter>::default();
+    for (labels, value) in rows {
+        family.get_or_create(&labels).inc_by(value);
+    }
+    match unit {
+        Some(unit) => registry.register_with_unit(name, help, unit, family),
+        None => registry.register(name, help, family),
+    }
+}
+
+impl Stats {
+    /// The Prometheus text exposition of this snapshot.
+    pub fn prometheus(&self) -> String {
+        let mut registry = Registry::with_prefix("scps_emulator");
+        let labels = |c: &ChannelFigures| ChannelLabels {
+            channel: c.channel.to_string(),
+            direction: c.direction.clone(),
+        };
+        let per_channel = |f: fn(&ChannelFigures) -> u64| {
+            self.channels
+                .iter()
+                .map(move |c| (labels(c), f(c)))
+                .collect::<Vec<_>>()
+        };
+        counters(
+            &mut registry,
+            "packets_in",
+            "Packets offered to the channel",
+            None,
+            per_channel(|c| c.packets_in),
+        );
+        counters(
+            &mut registry,
+            "in",
+            "IP bytes offered to the channel",
+            Some(Unit::Bytes),
+            per_channel(|c| c.bytes_in),
+        );
+        counters(
+            &mut registry,
+            "packets_out",
+            "Packets the channel delivers",
+            None,
+            per_channel(|c| c.packets_out),
+        );
+        counters(
+            &mut registry,
+            "out",
+            "IP bytes the channel delivers",
+            Some(Unit::Bytes),
+            per_channel(|c| c.bytes_out),
+        );
+        let drops = self.channels.iter().flat_map(|c| {
+            [
+                ("buffer", c.dropped_buffer),
+                ("bit_errors", c.dropped_bit_errors),
+                ("outage", c.dropped_outage),
+            ]
+            .map(|(cause, value)| {
+                (
+                    DropLabels {
+                        channel: c.channel.to_string(),
+                        direction: c.direction.clone(),
+                        cause,
+                    },
+                    value,
+                )
+            })
+        });
+        counters(
+            &mut registry,
+            "packets_dropped",
+            "Packets lost, by cause",
+            None,
+            drops,
+        );
+        counters(
+            &mut registry,
+            "packets_transmitted",
+            "Packets that went on the line",
+            None,
+            per_channel(|c| c.packets_transmitted),
+        );
+        // Seconds summed over transmitted packets: rate(this) / rate(packets
+        // transmitted) is the mean queueing delay.
+        let queue = Family::<ChannelLabels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        for c in &self.channels {
+            queue.get_or_create(&labels(c)).inc_by(c.queue_delay_total_s);
+        }
+        registry.register_with_unit(
+            "queue_delay",
+            "Queueing delay summed over transmitted packets",
+            Unit::Seconds,
+            queue,
+        );
+        let up = Family::<ChannelLabels, Gauge>::default();
+        let backlog = Family::<ChannelLabels, Gauge>::default();
+        for c in &self.channels {
+            up.get_or_create(&labels(c)).set(i64::from(c.up));
+            backlog
+                .get_or_create(&labels(c))
+                .set(i64::try_from(c.backlog_bytes).unwrap_or(i64::MAX));
+        }
+        registry.register("up", "1 if the channel is up", up);
+        registry.register_with_unit("backlog", "Bytes waiting for the line", Unit::Bytes, backlog);
+        let written = self.directions.iter().map(|d| {
+            (
+                DirectionLabels {
+                    direction: d.direction.clone(),
+                },
+                d.packets_out,
+            )
+        });
+        counters(
+            &mut registry,
+            "written_packets",
+            "Packets handed to the far side",
+            None,
+            written,
+        );
+        let errors = self.directions.iter().map(|d| {
+            (
+                DirectionLabels {
+                    direction: d.direction.clone(),
+                },
+                d.write_errors,
+            )
+        });
+        counters(
+            &mut registry,
+            "write_errors",
+            "Packets the far side's interface refused",
+            None,
+            errors,
+        );
+        let aside = self.directions.iter().map(|d| {
+            (
+                DirectionLabels {
+                    direction: d.direction.clone(),
+                },
+                d.set_aside,
+            )
+        });
+        counters(
+            &mut registry,
+            "set_aside_packets",
+            "Packets read that do not belong on the link",
+            None,
+            aside,
+        );
+        let mut text = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+        text
+    }
+}
