@@ -266,6 +266,7 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
     }
     let conn = reader.into_inner().unsplit(writer);
     report.retransmitted_bytes = conn.retransmitted_bytes();
+    report.scps = conn.scps();
     Ok(())
 }
 

@@ -159,6 +159,7 @@ fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
         assert!(sent.get(key).is_some(), "send reports {key}: {sent}");
     }
     assert_eq!(sent["protocol"], "scps-udp");
+    assert_eq!(sent["scps"], true, "two of ours negotiate SCPS-TP");
     assert_eq!(sent["bytes"], 3_000_000);
     assert_eq!(sent["verified"], true);
     assert!(sent["goodput_bps"].as_f64().unwrap() > 0.0);

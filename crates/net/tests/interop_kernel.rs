@@ -2,7 +2,10 @@
 //! of a kernel server and as the server of a kernel client, over IPv4 and
 //! IPv6, with every byte checked both ways (SHA-256) and the capture of our
 //! TUN path checked with tshark: window scaling, timestamps and SACK are
-//! negotiated with the kernel, and nothing is malformed.
+//! negotiated with the kernel, and nothing is malformed. Our stack offers
+//! SCPS-TP, as an SCPS host would: the kernel ignores the capabilities
+//! option of our SYN, and the connection is plain TCP (spec/scps-tp.md
+//! "SCPS capabilities").
 //!
 //! Needs root (CI) or a user namespace: `unshare -r cargo test interop`.
 
@@ -43,10 +46,12 @@ where
             .unwrap();
         runtime.block_on(async move {
             let path = TunPath::create(TUN_NAME, &Topology::our_prefixes(), 1500).unwrap();
-            let options = NetOptions {
+            let mut options = NetOptions {
                 capture: Some(capture),
                 ..NetOptions::default()
             };
+            // An SCPS host: it offers SCPS-TP to every peer.
+            options.endpoint.connection.scps = true;
             let net = std::sync::Arc::new(Net::start(PacketPath::Tun(path), options).unwrap());
             let result = app(net.clone()).await;
             let net = std::sync::Arc::into_inner(net).expect("the app let the endpoint go");
@@ -75,25 +80,31 @@ fn assert_negotiated(stats: &scps_proto::ConnectionStats) {
     );
 }
 
-/// tshark finds nothing wrong in the capture, and both SYNs of the
-/// handshake (ours and the kernel's, in whichever order) carry window
-/// scaling, SACK-permitted and timestamps.
+/// tshark finds nothing wrong in the capture; both SYNs of the handshake
+/// (ours and the kernel's, in whichever order) carry window scaling,
+/// SACK-permitted and timestamps; tshark decodes the SCPS capabilities
+/// option in our SYN when we open, and it is absent from every SYN-ACK
+/// (the kernel ignores it; we do not offer it to a SYN without it).
 fn check_capture(capture: &std::path::Path, ipv6: bool) {
     let (ours, kernel) = Topology::addresses(ipv6);
     assert_capture_clean(capture);
     let syns = syn_options(capture);
     for src in [ours, kernel] {
-        let (_, _, options) = syns
+        let syn = syns
             .iter()
-            .find(|(from, _, _)| *from == src)
+            .find(|syn| syn.src == src)
             .unwrap_or_else(|| panic!("no SYN from {src} in {syns:?}"));
         assert!(
-            options.iter().all(|o| !o.is_empty()),
-            "SYN options from {src} (wscale, SACK-permitted, TSval): {options:?}"
+            syn.options.iter().all(|o| !o.is_empty()),
+            "SYN options from {src} (wscale, SACK-permitted, TSval): {syn:?}"
         );
     }
+    for syn in &syns {
+        let expect_scps = syn.src == ours && !syn.ack;
+        assert_eq!(!syn.scps.is_empty(), expect_scps, "SCPS capabilities: {syns:?}");
+    }
     assert!(
-        syns.iter().any(|(_, ack, _)| !ack) && syns.iter().any(|(_, ack, _)| *ack),
+        syns.iter().any(|syn| !syn.ack) && syns.iter().any(|syn| syn.ack),
         "a SYN and a SYN-ACK: {syns:?}"
     );
     std::fs::remove_file(capture).ok();

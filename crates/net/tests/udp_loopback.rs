@@ -1,7 +1,8 @@
-//! Two endpoints of ours talking over UDP encapsulation on loopback: every
-//! byte arrives, in order, both ways (checked by SHA-256 of seeded random
-//! content), over IPv4 and IPv6, and the capture of the path is clean for
-//! tshark; an unanswered connect fails with a clear timeout error, a
+//! Two endpoints of ours talking SCPS-TP over UDP encapsulation on
+//! loopback: every byte arrives, in order, both ways (checked by SHA-256 of
+//! seeded random content), over IPv4 and IPv6, SCPS is negotiated, and the
+//! capture of the path is clean for tshark, the capabilities option decoded
+//! in both SYNs; an unanswered connect fails with a clear timeout error, a
 //! refused one with a refusal.
 
 mod common;
@@ -21,11 +22,10 @@ fn pair(ip: &str, capture: Option<PathBuf>) -> (Net, Net, SocketAddr) {
     let server_path = UdpPath::bind(format!("{ip}:0").parse().unwrap(), None).unwrap();
     let server_udp = server_path.local_addr().unwrap();
     let client_path = UdpPath::bind(format!("{ip}:0").parse().unwrap(), Some(server_udp)).unwrap();
-    let server = Net::start(PacketPath::Udp(server_path), NetOptions::default()).unwrap();
-    let options = NetOptions {
-        capture,
-        ..NetOptions::default()
-    };
+    let mut options = NetOptions::default();
+    options.endpoint.connection.scps = true;
+    let server = Net::start(PacketPath::Udp(server_path), options.clone()).unwrap();
+    let options = NetOptions { capture, ..options };
     let client = Net::start(PacketPath::Udp(client_path), options).unwrap();
     (server, client, SocketAddr::new(server_udp.ip(), PORT))
 }
@@ -68,6 +68,8 @@ async fn exchange(ip: &str, len: usize) {
         received
     };
     let ((), received) = tokio::join!(send, receive);
+    let stats = stream.stats().unwrap();
+    assert!(stats.scps && stats.snack, "SCPS and SNACK negotiated: {stats:?}");
     drop(stream);
     assert_eq!(received.len(), download.len(), "bytes downloaded");
     assert_eq!(
@@ -90,8 +92,9 @@ async fn exchange(ip: &str, len: usize) {
     assert_capture_clean(&capture);
     let syns = syn_options(&capture);
     assert_eq!(syns.len(), 2, "{syns:?}");
-    for (_, _, options) in &syns {
-        assert!(options.iter().all(|o| !o.is_empty()), "{syns:?}");
+    for syn in &syns {
+        assert!(syn.options.iter().all(|o| !o.is_empty()), "{syns:?}");
+        assert!(!syn.scps.is_empty(), "SCPS capabilities in both SYNs: {syns:?}");
     }
     std::fs::remove_file(&capture).ok();
 }

@@ -33,6 +33,11 @@ pub struct CommonArgs {
     /// 256KiB).
     #[arg(long, value_name = "SIZE")]
     pub buffer: Option<Bytes>,
+    /// Our stack offers plain TCP only. By default it offers SCPS-TP (the
+    /// capabilities option, SNACK) and speaks plain TCP with a peer that
+    /// does not answer in kind.
+    #[arg(long)]
+    pub no_scps: bool,
     /// One JSON object (the field names of `scps sim --json`) instead of
     /// text.
     #[arg(long)]
@@ -45,6 +50,7 @@ impl CommonArgs {
             pcap: self.pcap.clone(),
             mtu: self.mtu,
             buffer: self.buffer.map(|b| b.0),
+            scps: !self.no_scps,
             connect_timeout,
         }
     }

@@ -50,6 +50,15 @@ impl Conn {
         }
     }
 
+    /// Whether SCPS-TP was negotiated (not known for kernel TCP, which
+    /// never speaks it).
+    pub fn scps(&self) -> Option<bool> {
+        match self {
+            Conn::Scps(stream) => stream.stats().map(|s| s.scps),
+            Conn::Tcp(_) => None,
+        }
+    }
+
     pub fn peer(&self) -> String {
         match self {
             Conn::Scps(stream) => stream.peer_addr().to_string(),

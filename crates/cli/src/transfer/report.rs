@@ -25,6 +25,10 @@ pub struct Report {
     pub goodput_bps: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retransmitted_bytes: Option<u64>,
+    /// Whether the connection is SCPS-TP (both SYNs offered it) or plain
+    /// TCP; absent for kernel TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scps: Option<bool>,
     /// SHA-256 of the bulk data, as this end computed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
@@ -69,8 +73,13 @@ impl Report {
     }
 
     fn human(&self) -> String {
+        let negotiated = match self.scps {
+            Some(true) => " (SCPS-TP)",
+            Some(false) => " (plain TCP)",
+            None => "",
+        };
         let mut lines = vec![format!(
-            "{} {} over {} with {}: {} bytes in {:.3} s, {}",
+            "{} {} over {}{negotiated} with {}: {} bytes in {:.3} s, {}",
             self.role,
             self.workload,
             self.protocol,

@@ -45,6 +45,8 @@ pub struct StackOptions {
     pub mtu: Option<u16>,
     /// Send and receive buffer of each connection, bytes.
     pub buffer: Option<u64>,
+    /// Offer SCPS-TP (capabilities option and SNACK).
+    pub scps: bool,
     pub connect_timeout: Duration,
 }
 
@@ -74,8 +76,10 @@ impl Stack {
                 if options.pcap.is_some() {
                     bail!("--pcap captures our stack's packets; for kernel TCP use tcpdump");
                 }
-                if options.mtu.is_some() || options.buffer.is_some() {
-                    bail!("--mtu and --buffer set our stack; kernel TCP takes the system's settings");
+                if options.mtu.is_some() || options.buffer.is_some() || !options.scps {
+                    bail!(
+                        "--mtu, --buffer and --no-scps set our stack; kernel TCP takes the system's settings"
+                    );
                 }
                 return Ok(Stack::Kernel {
                     connect_timeout: options.connect_timeout,
@@ -101,6 +105,7 @@ impl Stack {
         };
         let connection = &mut net_options.endpoint.connection;
         connection.mtu = options.mtu.unwrap_or(default_mtu);
+        connection.scps = options.scps;
         if let Some(buffer) = options.buffer {
             let bytes = usize::try_from(buffer).context("--buffer is too large")?;
             connection.send_buffer = bytes;

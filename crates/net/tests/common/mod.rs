@@ -121,10 +121,19 @@ pub fn assert_capture_clean(capture: &Path) {
     assert!(problems.is_empty(), "tshark reports problems:\n{problems}");
 }
 
-/// Per SYN or SYN-ACK in the capture: its source address, whether it is
-/// a SYN-ACK, and the window-scale shift, SACK-permitted and TSval tshark
-/// decodes in it (each empty if absent).
-pub fn syn_options(capture: &Path) -> Vec<(IpAddr, bool, [String; 3])> {
+/// What tshark decodes in one SYN or SYN-ACK.
+#[derive(Debug)]
+pub struct Syn {
+    pub src: IpAddr,
+    pub ack: bool,
+    /// Window-scale shift, SACK-permitted, TSval (each empty if absent).
+    pub options: [String; 3],
+    /// The SCPS capabilities vector (option kind 20), empty if absent.
+    pub scps: String,
+}
+
+/// The SYNs and SYN-ACKs of the capture.
+pub fn syn_options(capture: &Path) -> Vec<Syn> {
     let out = tshark(
         capture,
         &[
@@ -144,19 +153,21 @@ pub fn syn_options(capture: &Path) -> Vec<(IpAddr, bool, [String; 3])> {
             "tcp.options.sack_perm",
             "-e",
             "tcp.options.timestamp.tsval",
+            "-e",
+            "tcp.options.scps.vector",
         ],
     );
     out.lines()
         .map(|line| {
             let f: Vec<&str> = line.split('\t').collect();
-            assert_eq!(f.len(), 6, "tshark fields: {line:?}");
+            assert_eq!(f.len(), 7, "tshark fields: {line:?}");
             let src = if f[0].is_empty() { f[1] } else { f[0] };
-            let ack = matches!(f[2], "1" | "True");
-            (
-                src.parse().unwrap_or_else(|_| panic!("source address {src:?}")),
-                ack,
-                [f[3].to_owned(), f[4].to_owned(), f[5].to_owned()],
-            )
+            Syn {
+                src: src.parse().unwrap_or_else(|_| panic!("source address {src:?}")),
+                ack: matches!(f[2], "1" | "True"),
+                options: [f[3].to_owned(), f[4].to_owned(), f[5].to_owned()],
+                scps: f[6].to_owned(),
+            }
         })
         .collect()
 }
