@@ -16,6 +16,30 @@ use std::thread::JoinHandle;
 
 use nix::sched::{CloneFlags, setns, unshare};
 
+/// Without root, runs test `name` of this test binary again inside a user
+/// namespace of its own (where we are root: network namespaces, veth pairs
+/// and TUN devices are ours to make) and returns true once it has passed;
+/// as root, returns false and the caller goes on. CI runs as root; a
+/// developer's `cargo test interop` takes this path.
+pub fn in_user_namespace(name: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return false;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let status = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--"])
+        .arg(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads", "1"])
+        .status()
+        .expect("unshare (util-linux) runs");
+    assert!(
+        status.success(),
+        "{name} failed in a user namespace (it needs unprivileged user namespaces \
+         and a /dev/net/tun open to all, as Debian has it)"
+    );
+    true
+}
+
 #[derive(Debug)]
 pub struct Namespace {
     name: &'static str,
