@@ -5,12 +5,23 @@
 //! offset, so the receiver checks every byte. Shared by the simulator's
 //! message streams and `scps send`/`scps recv`.
 
+use std::time::Duration;
+
 use scps_config::workload::MESSAGE_HEADER;
 
 use crate::payload::Pattern;
 
 /// Bytes of the header: timestamp and length.
 pub const HEADER: usize = MESSAGE_HEADER as usize;
+
+/// When message `index` of a flow of `size`-byte messages offered at
+/// `rate_bps` is due, from the start of the test window: `index` intervals
+/// in, computed exactly (no accumulated error).
+pub fn due(index: u64, size: usize, rate_bps: u64) -> Duration {
+    let bits = u128::from(index) * size as u128 * 8;
+    let nanos = bits * 1_000_000_000 / u128::from(rate_bps.max(1));
+    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+}
 
 /// Fills `message` (the whole message, at least [`HEADER`] bytes) as the
 /// message found at stream offset `offset`, stamped `sent_nanos`.
@@ -64,6 +75,13 @@ pub fn check(message: &[u8], offset: u64, size: usize, pattern: &Pattern) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_fall_due_at_the_offered_rate() {
+        assert_eq!(due(0, 64, 1024), Duration::ZERO);
+        assert_eq!(due(1, 64, 1024), Duration::from_millis(500));
+        assert_eq!(due(120, 64, 1024), Duration::from_secs(60));
+    }
 
     #[test]
     fn a_written_message_checks_and_damage_is_named() {

@@ -26,13 +26,6 @@ use scps_sim::result::FlowFigures;
 /// message is shorter than its header).
 pub const END_MARKER: [u8; HEADER] = [0; HEADER];
 
-/// When message `index` of `flow` falls due, from the window's start.
-fn due(flow: Flow, index: u64) -> Duration {
-    let bits = u128::from(index) * flow.size as u128 * 8;
-    let nanos = bits * 1_000_000_000 / u128::from(flow.rate_bps.max(1));
-    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
-}
-
 /// Writes `flow`'s messages for `window`; returns how many.
 pub async fn send(
     out: &mut (impl AsyncWrite + Unpin),
@@ -44,7 +37,7 @@ pub async fn send(
     let mut buf = vec![0u8; flow.size];
     let mut index = 0u64;
     loop {
-        let at = due(flow, index);
+        let at = message::due(index, flow.size, flow.rate_bps);
         if at >= window {
             return Ok(index);
         }
@@ -120,17 +113,6 @@ pub async fn expect_end_marker(input: &mut (impl AsyncBufRead + Unpin)) -> anyho
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn messages_fall_due_at_the_offered_rate() {
-        let flow = Flow {
-            size: 64,
-            rate_bps: 1024,
-        };
-        assert_eq!(due(flow, 0), Duration::ZERO);
-        assert_eq!(due(flow, 1), Duration::from_millis(500));
-        assert_eq!(due(flow, 120), Duration::from_secs(60));
-    }
 
     #[tokio::test]
     async fn a_stream_of_messages_reads_back_and_damage_is_caught() {

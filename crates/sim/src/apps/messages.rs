@@ -63,9 +63,7 @@ impl Sender {
     /// When the next message is created: message `i` at `i` times the
     /// interval into the window, computed exactly (no accumulated error).
     fn due(&self, window: (Instant, Instant)) -> Option<Instant> {
-        let bits = u128::from(self.next_index) * self.flow.size as u128 * 8;
-        let nanos = bits * 1_000_000_000 / u128::from(self.flow.rate_bps);
-        let at = window.0 + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        let at = window.0 + message::due(self.next_index, self.flow.size, self.flow.rate_bps);
         (at < window.1).then_some(at)
     }
 
