@@ -196,6 +196,7 @@ async fn run(
         path,
         capture,
         counters: NetStats::default(),
+        capture_error: None,
         out: (0..BATCH).map(|_| Vec::with_capacity(2048)).collect(),
         received: RecvBatch::new(),
     };
@@ -208,6 +209,9 @@ async fn run(
     shared.progress.notify_waiters();
     let capture = driver.capture.take().map(Capture::finish).transpose();
     result?;
+    if let Some(err) = driver.capture_error.take() {
+        return Err(err.into());
+    }
     capture?;
     let mut stats = driver.counters;
     stats.endpoint = shared.lock().endpoint.stats().clone();
@@ -227,6 +231,9 @@ struct Driver {
     shared: Arc<Shared>,
     path: PacketPath,
     capture: Option<Capture>,
+    /// The first capture error: capturing stops, the connections go on,
+    /// and [`Net::close`] reports it.
+    capture_error: Option<scps_pcap::CaptureError>,
     counters: NetStats,
     /// Packets taken from the engine, sent after the lock is released.
     out: Vec<Vec<u8>>,
@@ -242,7 +249,7 @@ impl Driver {
                 // More output may be waiting: take it before sleeping, but
                 // let arrived packets in first.
                 self.path.try_recv(&mut self.received)?;
-                self.receive()?;
+                self.receive();
                 continue;
             }
             let deadline = wake_at.map(|at| self.shared.clock.deadline(at));
@@ -256,7 +263,7 @@ impl Driver {
                 }
                 received = self.path.recv(&mut self.received) => {
                     received?;
-                    self.receive()?;
+                    self.receive();
                 }
                 _ = self.shared.wake_driver.notified() => {}
                 _ = sleep_until(deadline) => {}
@@ -265,21 +272,23 @@ impl Driver {
     }
 
     /// Hands the packets received to the engine.
-    fn receive(&mut self) -> Result<(), NetError> {
+    fn receive(&mut self) {
         if self.received.is_empty() {
-            return Ok(());
+            return;
         }
         let mut state = self.shared.lock();
         let now = self.shared.clock.now();
         for packet in self.received.packets() {
-            if let Some(capture) = &mut self.capture {
-                capture.record(self.shared.clock.wall(now), packet)?;
+            if let Some(capture) = &mut self.capture
+                && let Err(err) = capture.record(self.shared.clock.wall(now), packet)
+            {
+                self.capture_error.get_or_insert(err);
+                self.capture = None;
             }
             self.counters.packets_in += 1;
             state.endpoint.handle_packet(now, packet);
         }
         state.dispatch_events();
-        Ok(())
     }
 
     /// Runs due timers, sends up to a batch of the engine's packets, and
@@ -297,8 +306,13 @@ impl Driver {
             (count, state.endpoint.poll_timeout())
         };
         if let Some(capture) = &mut self.capture {
-            for packet in &self.out[..count] {
-                capture.record(self.shared.clock.wall(now), packet)?;
+            let wall = self.shared.clock.wall(now);
+            if let Some(err) = self.out[..count]
+                .iter()
+                .find_map(|p| capture.record(wall, p).err())
+            {
+                self.capture_error.get_or_insert(err);
+                self.capture = None;
             }
         }
         self.path.send(&self.out[..count]).await?;
