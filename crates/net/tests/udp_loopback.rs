@@ -145,3 +145,29 @@ async fn a_refusing_peer_gives_a_refused_error() {
     client_net.close(Duration::from_secs(1)).await.unwrap();
     server_net.close(Duration::from_secs(1)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_that_cannot_be_written_does_not_stop_the_connection() {
+    // Writes to /dev/full fail with "no space left on device".
+    let (server_net, client_net, server_addr) = pair("127.0.0.1", Some("/dev/full".into()));
+    let listener = server_net.listen(server_addr).unwrap();
+    let data = content(seed(), 1 << 20);
+    let expected = Sha256::digest(&data);
+    let server = tokio::spawn(async move {
+        let mut stream = listener.accept().await.unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).await.unwrap();
+        Sha256::digest(&received)
+    });
+    let mut stream = client_net.connect(server_addr).await.unwrap();
+    stream.write_all(&data).await.unwrap();
+    stream.shutdown().await.unwrap();
+    assert_eq!(server.await.unwrap(), expected, "the data arrived all the same");
+    drop(stream);
+    let err = client_net.close(Duration::from_secs(5)).await.unwrap_err();
+    assert!(
+        err.to_string().contains("/dev/full"),
+        "close names the capture: {err}"
+    );
+    server_net.close(Duration::from_secs(5)).await.unwrap();
+}
