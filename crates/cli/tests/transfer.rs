@@ -454,3 +454,53 @@ fn ctrl_c_at_the_receiver_resets_the_connection_and_keeps_no_file() {
     assert_eq!(status.code(), Some(1), "the sender fails: {stdout}");
     assert!(stdout.contains("reset"), "and says why: {stdout}");
 }
+
+#[test]
+fn a_sender_that_vanishes_ends_the_receiver_with_a_keepalive_timeout() {
+    let dir = TempDir::new("vanished");
+    let output = dir.0.join("big.bin");
+    let receiver = Receiver::start(&[
+        "--udp",
+        "127.0.0.1:0",
+        "--once",
+        "--keepalive",
+        "500ms",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let mut sender = scps()
+        .args(["send", "--udp", &udp, &to, "--bytes", "100GB"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir
+        .entries()
+        .iter()
+        .any(|name| name.contains("scps-partial") && file_len(&dir.0.join(name)) > 1_000_000)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the transfer never started: {:?}",
+            dir.entries()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGKILL: the sender's stack vanishes without a word, like a host
+    // that lost power.
+    sender.kill().unwrap();
+    sender.wait().unwrap();
+    let started = Instant::now();
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "recv: {stdout}{stderr}");
+    assert!(stdout.contains("keepalive probes unanswered"), "{stdout}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
+}

@@ -33,6 +33,12 @@ pub struct CommonArgs {
     /// 256KiB).
     #[arg(long, value_name = "SIZE")]
     pub buffer: Option<Bytes>,
+    /// Probe an idle connection after this long without a segment from the
+    /// peer, every this long again, and give up after 3 unanswered probes
+    /// (RFC 1122 4.2.3.6 keepalive, on either stack): a peer that vanished
+    /// mid-transfer ends the test with an error instead of a wait forever.
+    #[arg(long, value_parser = parse_time, default_value = "15s")]
+    pub keepalive: Duration,
     /// Our stack offers plain TCP only. By default it offers SCPS-TP (the
     /// capabilities option, SNACK) and speaks plain TCP with a peer that
     /// does not answer in kind.
@@ -51,6 +57,7 @@ impl CommonArgs {
             mtu: self.mtu,
             buffer: self.buffer.map(|b| b.0),
             scps: !self.no_scps,
+            keepalive: self.keepalive,
             connect_timeout,
         }
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use scps_net::{Listener, Net, NetOptions, PacketPath, TunPath, UdpPath};
+use scps_proto::config::Keepalive;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::conn::Conn;
@@ -47,19 +48,33 @@ pub struct StackOptions {
     pub buffer: Option<u64>,
     /// Offer SCPS-TP (capabilities option and SNACK).
     pub scps: bool,
+    /// Keepalive idle time and probe interval (3 probes).
+    pub keepalive: Duration,
     pub connect_timeout: Duration,
 }
 
 #[derive(Debug)]
 pub enum Stack {
     /// Our stack; `udp` is the bound UDP address of an encapsulated path.
-    Ours {
-        net: Net,
-        udp: Option<SocketAddr>,
-    },
+    Ours { net: Net, udp: Option<SocketAddr> },
     Kernel {
         connect_timeout: Duration,
+        keepalive: Duration,
     },
+}
+
+/// Unanswered keepalive probes after which a connection is given up.
+const KEEPALIVE_PROBES: u32 = 3;
+
+/// Keepalive on a kernel socket, as on ours.
+fn kernel_keepalive(stream: &TcpStream, every: Duration) -> anyhow::Result<()> {
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(every)
+        .with_interval(every)
+        .with_retries(KEEPALIVE_PROBES);
+    socket2::SockRef::from(stream)
+        .set_tcp_keepalive(&keepalive)
+        .context("cannot set TCP keepalive")
 }
 
 /// Bytes of the outer IP and UDP headers around an encapsulated packet.
@@ -83,6 +98,7 @@ impl Stack {
                 }
                 return Ok(Stack::Kernel {
                     connect_timeout: options.connect_timeout,
+                    keepalive: options.keepalive,
                 });
             }
             Transport::Udp { bind, peer } => {
@@ -106,6 +122,14 @@ impl Stack {
         let connection = &mut net_options.endpoint.connection;
         connection.mtu = options.mtu.unwrap_or(default_mtu);
         connection.scps = options.scps;
+        if options.keepalive.is_zero() {
+            bail!("--keepalive 0s: expected a duration above 0");
+        }
+        connection.keepalive = Some(Keepalive {
+            idle: options.keepalive,
+            interval: options.keepalive,
+            probes: KEEPALIVE_PROBES,
+        });
         if let Some(buffer) = options.buffer {
             let bytes = usize::try_from(buffer).context("--buffer is too large")?;
             connection.send_buffer = bytes;
@@ -129,7 +153,10 @@ impl Stack {
     pub async fn connect(&self, to: SocketAddr) -> anyhow::Result<Conn> {
         match self {
             Stack::Ours { net, .. } => Ok(Conn::Scps(net.connect(to).await?)),
-            Stack::Kernel { connect_timeout } => {
+            Stack::Kernel {
+                connect_timeout,
+                keepalive,
+            } => {
                 let stream = tokio::time::timeout(*connect_timeout, TcpStream::connect(to))
                     .await
                     .map_err(|_| {
@@ -138,6 +165,7 @@ impl Stack {
                         )
                     })?
                     .with_context(|| format!("cannot connect to {to}"))?;
+                kernel_keepalive(&stream, *keepalive)?;
                 Ok(Conn::Tcp(stream))
             }
         }
@@ -157,7 +185,7 @@ impl Stack {
                 }
                 Ok(Acceptor::Ours(listeners))
             }
-            Stack::Kernel { .. } => {
+            Stack::Kernel { keepalive, .. } => {
                 // IPv6 unspecified also takes IPv4 (as mapped addresses)
                 // unless the host has set bindv6only; a host without IPv6
                 // gets IPv4 only.
@@ -181,7 +209,10 @@ impl Stack {
                     .listen(16)
                     .with_context(|| format!("cannot listen on TCP port {port}"))?;
                 socket.set_nonblocking(true)?;
-                Ok(Acceptor::Kernel(TcpListener::from_std(socket.into())?))
+                Ok(Acceptor::Kernel {
+                    listener: TcpListener::from_std(socket.into())?,
+                    keepalive: *keepalive,
+                })
             }
         }
     }
@@ -199,7 +230,10 @@ impl Stack {
 #[derive(Debug)]
 pub enum Acceptor {
     Ours(Vec<Listener>),
-    Kernel(TcpListener),
+    Kernel {
+        listener: TcpListener,
+        keepalive: Duration,
+    },
 }
 
 impl Acceptor {
@@ -208,7 +242,7 @@ impl Acceptor {
     pub fn port(&self) -> u16 {
         match self {
             Acceptor::Ours(listeners) => listeners.first().map_or(0, |l| l.local_addr().port()),
-            Acceptor::Kernel(listener) => listener.local_addr().map_or(0, |a| a.port()),
+            Acceptor::Kernel { listener, .. } => listener.local_addr().map_or(0, |a| a.port()),
         }
     }
 
@@ -225,8 +259,9 @@ impl Acceptor {
                 };
                 Ok(Conn::Scps(stream))
             }
-            Acceptor::Kernel(listener) => {
+            Acceptor::Kernel { listener, keepalive } => {
                 let (stream, _) = listener.accept().await.context("accepting a TCP connection")?;
+                kernel_keepalive(&stream, *keepalive)?;
                 Ok(Conn::Tcp(stream))
             }
         }
