@@ -54,7 +54,7 @@ pub struct SendArgs {
     #[arg(long, value_name = "RATE", requires = "messages")]
     rate: Option<Rate>,
     /// The test window, e.g. 60s.
-    #[arg(long, value_parser = parse_time, requires = "messages")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_time, requires = "messages")]
     duration: Option<Duration>,
     /// The receiver sends messages back at the same time.
     #[arg(long, requires = "messages")]
@@ -69,7 +69,7 @@ pub struct SendArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Give up connecting after this long.
-    #[arg(long, value_parser = parse_time, default_value = "20s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "20s")]
     connect_timeout: Duration,
 }
 

@@ -27,7 +27,7 @@ pub struct CommonArgs {
     pub pcap: Option<PathBuf>,
     /// Largest IP packet of ours, bytes (default 1500 on a TUN device; on
     /// UDP, what fits a 1500-byte outer packet).
-    #[arg(long)]
+    #[arg(long, value_name = "BYTES")]
     pub mtu: Option<u16>,
     /// Send and receive buffer of our connections, e.g. 4MiB (default
     /// 256KiB).
@@ -37,7 +37,7 @@ pub struct CommonArgs {
     /// peer, every this long again, and give up after 3 unanswered probes
     /// (RFC 1122 4.2.3.6 keepalive, on either stack): a peer that vanished
     /// mid-transfer ends the test with an error instead of a wait forever.
-    #[arg(long, value_parser = parse_time, default_value = "15s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "15s")]
     pub keepalive: Duration,
     /// Our stack offers plain TCP only. By default it offers SCPS-TP (the
     /// capabilities option, SNACK) and speaks plain TCP with a peer that
