@@ -504,3 +504,41 @@ fn a_sender_that_vanishes_ends_the_receiver_with_a_keepalive_timeout() {
     );
     assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
 }
+
+#[test]
+fn an_idle_connection_costs_no_cpu() {
+    // 64-byte messages at 200 bit/s in a 3 s window: message 0 goes at
+    // once, message 1 after 2.56 s, and in between the connection is
+    // idle. The drivers then sleep until a packet or a timer: a polling
+    // loop would show as CPU time here (the reference gateway busy-polls
+    // at 50-98% when idle).
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let (status, stdout, stderr) = run_send(&[
+        "--udp",
+        &udp,
+        &to,
+        "--messages",
+        "--size",
+        "64",
+        "--rate",
+        "200bps",
+        "--duration",
+        "3s",
+        "--json",
+    ]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let sent = json(&stdout);
+    assert_eq!(sent["messages"], 2, "{sent}");
+    for report in [&sent, &sent["peer_report"]] {
+        let cpu = report["cpu_user_s"].as_f64().unwrap() + report["cpu_system_s"].as_f64().unwrap();
+        assert!(
+            cpu < 0.05,
+            "{} used {cpu} s of CPU in a 3 s idle test",
+            report["role"]
+        );
+    }
+    let (status, _, _) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success());
+}
