@@ -159,7 +159,7 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
             let receiving = messages::receive(&mut reader, forward, Pattern::new(seed), window, false);
             let sending = async {
                 if let Some(flow) = reverse {
-                    messages::send(&mut writer, flow, Pattern::new(seed + 1), window).await?;
+                    messages::send(&mut writer, flow, Pattern::new(seed.wrapping_add(1)), window).await?;
                 }
                 anyhow::Ok(())
             };

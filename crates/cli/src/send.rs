@@ -241,7 +241,14 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             let receiving = async {
                 let reverse = match reverse {
                     Some(flow) => Some(
-                        messages::receive(&mut reader, flow, Pattern::new(seed + 1), window, true).await?,
+                        messages::receive(
+                            &mut reader,
+                            flow,
+                            Pattern::new(seed.wrapping_add(1)),
+                            window,
+                            true,
+                        )
+                        .await?,
                     ),
                     None => {
                         messages::expect_end_marker(&mut reader).await?;

@@ -27,7 +27,7 @@ pub enum Hello {
     Bulk { bytes: u64 },
     /// Messages of `forward` for `duration_s`; with `reverse`, the receiver
     /// sends such messages back at the same time. `seed` keys the random
-    /// bytes of the forward flow (the reverse flow's key is `seed + 1`).
+    /// bytes of the forward flow (the reverse flow's key is `seed + 1`, wrapping).
     Messages {
         forward: Flow,
         reverse: Option<Flow>,
