@@ -142,11 +142,49 @@ fn json(text: &str) -> serde_json::Value {
 
 #[test]
 fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
+    let dir = TempDir::new("bulk-udp");
+    let capture = dir.0.join("send.pcap");
     let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
     let to = format!("127.0.0.1:{}", receiver.port());
     let udp = receiver.udp();
-    let (status, stdout, stderr) = run_send(&["--udp", &udp, &to, "--bytes", "3MB", "--seed", "9", "--json"]);
+    let (status, stdout, stderr) = run_send(&[
+        "--udp",
+        &udp,
+        &to,
+        "--bytes",
+        "3MB",
+        "--seed",
+        "9",
+        "--json",
+        "--pcap",
+        capture.to_str().unwrap(),
+    ]);
     assert!(status.success(), "send: {stdout}{stderr}");
+    // The sender's capture reads cleanly in tshark, with the SCPS
+    // capabilities option in both SYNs.
+    let tshark = |args: &[&str]| {
+        let output = Command::new("tshark")
+            .arg("-r")
+            .arg(&capture)
+            .args(["-o", "tcp.check_checksum:TRUE", "-d", "tcp.port==5001,data"])
+            .args(args)
+            .output()
+            .expect("tshark is installed (.ci/run installs it)");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    assert!(tshark(&[]).lines().count() > 2000, "every packet captured");
+    let problems = tshark(&[
+        "-Y",
+        "_ws.malformed || _ws.expert.severity >= error || tcp.checksum.status == 2",
+    ]);
+    assert!(problems.is_empty(), "tshark reports problems:\n{problems}");
+    let scps = tshark(&["-Y", "tcp.flags.syn == 1 && tcp.options.scps.vector"]);
+    assert_eq!(scps.lines().count(), 2, "SYN and SYN-ACK offer SCPS-TP: {scps}");
     let sent = json(&stdout);
     for key in [
         "bytes",
