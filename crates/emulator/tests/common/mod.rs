@@ -4,8 +4,8 @@
 #![allow(dead_code)] // each test file uses a part
 
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use scps_emulator::{Emulator, EmulatorConfig};
@@ -15,11 +15,17 @@ pub const CLIENT: &str = "10.99.1.2";
 pub const SERVER: &str = "10.99.2.2";
 
 /// The emulator is declared first so that it stops before the testbed
-/// (and its namespace) goes.
+/// (and its namespace) goes; the measuring slot is given up last.
 pub struct Bench {
     pub emulator: Emulator,
     pub testbed: Testbed,
+    _measuring: MutexGuard<'static, ()>,
 }
+
+/// One bench at a time: these tests measure real time to the millisecond,
+/// and on two cores a second emulator and its probes running beside them
+/// would be measured too.
+static MEASURING: Mutex<()> = Mutex::new(());
 
 /// A configuration with `link` (the body of `[link]`) and `emulate_extra`
 /// (more `[emulate]` keys).
@@ -31,13 +37,20 @@ pub fn config(link: &str, emulate_extra: &str, seed: u64) -> EmulatorConfig {
 }
 
 pub fn bench(config: EmulatorConfig) -> Bench {
+    // A test that failed while holding the slot leaves nothing behind
+    // (its bench was dropped): the poison carries no meaning here.
+    let measuring = MEASURING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let testbed = Testbed::build(Topology::direct()).expect("testbed");
     let emulator = testbed
         .node(EMU)
         .unwrap()
         .run(move || Emulator::start(&config))
         .expect("emulator starts");
-    Bench { emulator, testbed }
+    Bench {
+        emulator,
+        testbed,
+        _measuring: measuring,
+    }
 }
 
 impl Bench {
