@@ -1,8 +1,11 @@
 //! `scps`: the one binary of the project.
 
 mod emulate;
+mod recv;
+mod send;
 mod sim;
 mod table;
+mod transfer;
 
 use clap::{Parser, Subcommand};
 
@@ -18,6 +21,11 @@ enum Command {
     /// Run a scenario in the simulator (virtual time) and report each run
     /// against the physical limit of its link.
     Sim(sim::SimArgs),
+    /// Send a bulk transfer or a message stream to `scps recv`, over our
+    /// stack (TUN or UDP-encapsulated) or the kernel's TCP.
+    Send(send::SendArgs),
+    /// Receive what `scps send` sends, check it and report.
+    Recv(recv::RecvArgs),
     /// Emulate a link live between two interfaces (the channel models of
     /// `sim`, applied to real packets), or control a running emulator.
     Emulate(emulate::EmulateArgs),
@@ -30,6 +38,8 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sim(args) => sim::main(args),
+        Command::Send(args) => return transfer::exit(send::main(args)),
+        Command::Recv(args) => return transfer::exit(recv::main(args)),
         Command::Emulate(args) => emulate::main(args).map(|()| sim::Completion::All),
     };
     match outcome {

@@ -13,6 +13,7 @@ pub mod units;
 pub mod workload;
 
 pub use error::Error;
+pub use link::Direction;
 pub use protocol::Protocol;
 pub use scenario::{Point, Scenario};
 pub use workload::{Fetches, MessageFlow, Workload};

@@ -132,6 +132,48 @@ pub struct Link {
     pub reverse: Vec<ChannelConfig>,
 }
 
+/// Which way a node's data goes over a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Client to server.
+    Forward,
+    /// Server to client (the return link).
+    Reverse,
+}
+
+impl Link {
+    pub fn channels(&self, direction: Direction) -> &[ChannelConfig] {
+        match direction {
+            Direction::Forward => &self.forward,
+            Direction::Reverse => &self.reverse,
+        }
+    }
+
+    /// The rate of IP packets a direction carries, bit/s: each channel's
+    /// sustained rate less its per-packet framing at full-sized packets,
+    /// summed over the channels. This is the route rate an SCPS sender
+    /// paces to.
+    pub fn route_rate_bps(&self, direction: Direction) -> u64 {
+        let mtu = f64::from(self.mtu);
+        self.channels(direction)
+            .iter()
+            .map(|c| {
+                let framed = mtu + f64::from(c.framing_bytes);
+                (sustained_rate_bps(c) as f64 * mtu / framed).floor() as u64
+            })
+            .sum()
+    }
+}
+
+/// A channel's long-run rate: the line rate, or the shaper's sustained
+/// rate if lower.
+pub fn sustained_rate_bps(channel: &ChannelConfig) -> u64 {
+    channel
+        .shaper
+        .as_ref()
+        .map_or(channel.rate_bps, |s| s.rate_bps.min(channel.rate_bps))
+}
+
 /// One circuit's keys in each direction, and the key that names it in
 /// errors (`link` or `link.channel[i]`; the return direction adds
 /// `.return`).

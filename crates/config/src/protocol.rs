@@ -15,24 +15,49 @@ pub enum Protocol {
     TcpVj,
     /// Standard TCP with CUBIC, the model of modern Linux.
     TcpCubic,
+    /// SCPS-TP (capabilities, SNACK, paced to the route rate) with Van
+    /// Jacobson congestion control.
+    ScpsVj,
+    /// SCPS-TP with Vegas.
+    ScpsVegas,
+    /// SCPS-TP with no congestion control: sends at the route rate.
+    ScpsRate,
 }
 
 impl Protocol {
-    pub const ALL: [Protocol; 2] = [Protocol::TcpVj, Protocol::TcpCubic];
+    pub const ALL: [Protocol; 5] = [
+        Protocol::TcpVj,
+        Protocol::TcpCubic,
+        Protocol::ScpsVj,
+        Protocol::ScpsVegas,
+        Protocol::ScpsRate,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
             Protocol::TcpVj => "tcp-vj",
             Protocol::TcpCubic => "tcp-cubic",
+            Protocol::ScpsVj => "scps-vj",
+            Protocol::ScpsVegas => "scps-vegas",
+            Protocol::ScpsRate => "scps-rate",
         }
     }
 
-    /// Sets what the label decides in an engine configuration.
+    /// Whether the label is an SCPS-TP stack.
+    pub fn is_scps(self) -> bool {
+        matches!(self, Protocol::ScpsVj | Protocol::ScpsVegas | Protocol::ScpsRate)
+    }
+
+    /// Sets what the label decides in an engine configuration: the
+    /// congestion control, and whether SCPS-TP capabilities are offered.
     pub fn apply(self, config: &mut Config) {
         config.congestion = match self {
-            Protocol::TcpVj => CongestionAlgorithm::NewReno,
+            Protocol::TcpVj | Protocol::ScpsVj => CongestionAlgorithm::NewReno,
             Protocol::TcpCubic => CongestionAlgorithm::Cubic,
+            Protocol::ScpsVegas => CongestionAlgorithm::Vegas,
+            Protocol::ScpsRate => CongestionAlgorithm::Rate,
         };
+        config.scps = self.is_scps();
     }
 
     pub fn labels() -> String {

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use toml::Value;
 
 use crate::error::Error;
-use crate::link::{ChannelSpec, Link};
+use crate::link::{ChannelSpec, Direction, Link, sustained_rate_bps};
 use crate::protocol::Protocol;
 use crate::sweep::Sweep;
 use crate::tcp::{TcpSpec, validate};
@@ -235,7 +235,7 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
             "1 byte to less than the MTU",
         ));
     }
-    Ok(Point {
+    let point = Point {
         scenario: spec.name.clone(),
         protocol,
         params,
@@ -244,10 +244,25 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         workload: spec.workload.resolve()?,
         header_bytes,
         time_limit: spec.time_limit.map_or(DEFAULT_TIME_LIMIT, |t| t.0),
-    })
+    };
+    for direction in [Direction::Forward, Direction::Reverse] {
+        validate(&point.engine_config(direction), "tcp")?;
+    }
+    Ok(point)
 }
 
 impl Point {
+    /// The engine configuration of the node whose data goes `direction`:
+    /// an SCPS stack without a `rate` of its own paces to the route rate
+    /// of that direction (spec/scps-tp.md "Rate control").
+    pub fn engine_config(&self, direction: Direction) -> scps_proto::Config {
+        let mut config = self.tcp.clone();
+        if self.protocol.is_scps() && config.rate_bps.is_none() {
+            config.rate_bps = Some(self.link.route_rate_bps(direction));
+        }
+        config
+    }
+
     /// The physical limit of SCENARIOS.md for the data this point moves,
     /// bit/s: each channel's rate (the shaper's sustained rate if lower),
     /// less packet errors at the MTU and header overhead, times the time
@@ -259,12 +274,8 @@ impl Point {
             channels
                 .iter()
                 .map(|c| {
-                    let rate = c
-                        .shaper
-                        .as_ref()
-                        .map_or(c.rate_bps, |s| s.rate_bps.min(c.rate_bps));
                     goodput_limit_bps(
-                        rate as f64,
+                        sustained_rate_bps(c) as f64,
                         c.effective_ber(usize::from(self.link.mtu)),
                         usize::from(self.link.mtu),
                         self.header_bytes as usize,

@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use scps_proto::Config;
-use scps_proto::config::Keepalive;
+use scps_proto::config::{Keepalive, LossSource};
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 
 use crate::error::Error;
-use crate::units::{Bytes, Time};
+use crate::units::{Bytes, Rate, Time};
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,6 +42,40 @@ pub struct TcpSpec {
     pub limited_transmit: Option<bool>,
     pub slow_start_after_idle: Option<bool>,
     pub hop_limit: Option<u8>,
+    // SCPS-TP (whether the capabilities are offered is the protocol
+    // label's choice).
+    pub snack: Option<bool>,
+    pub snack_delay: Option<Time>,
+    /// The route rate all sending is paced within; SCPS stacks default to
+    /// the link's rate in their direction.
+    pub rate: Option<Rate>,
+    /// "congestion" or "corruption".
+    pub loss_source: Option<LossSourceSpec>,
+    pub vegas: Option<VegasSpec>,
+    pub outage: Option<OutageSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossSourceSpec {
+    Congestion,
+    Corruption,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VegasSpec {
+    pub alpha: Option<f64>,
+    pub beta: Option<f64>,
+    pub gamma: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutageSpec {
+    /// Timeouts in a row that mean the link is down, or "off".
+    pub after_timeouts: Option<Switch<u32>>,
+    pub probe_interval: Option<Time>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -126,6 +160,28 @@ impl TcpSpec {
         config.limited_transmit = self.limited_transmit.unwrap_or(config.limited_transmit);
         config.slow_start_after_idle = self.slow_start_after_idle.unwrap_or(config.slow_start_after_idle);
         config.hop_limit = self.hop_limit.unwrap_or(config.hop_limit);
+        config.snack = self.snack.unwrap_or(config.snack);
+        config.snack_delay = time(self.snack_delay, config.snack_delay);
+        if let Some(rate) = self.rate {
+            config.rate_bps = Some(rate.0);
+        }
+        if let Some(source) = self.loss_source {
+            config.loss_source = match source {
+                LossSourceSpec::Congestion => LossSource::Congestion,
+                LossSourceSpec::Corruption => LossSource::Corruption,
+            };
+        }
+        if let Some(v) = self.vegas {
+            config.vegas.alpha = v.alpha.unwrap_or(config.vegas.alpha);
+            config.vegas.beta = v.beta.unwrap_or(config.vegas.beta);
+            config.vegas.gamma = v.gamma.unwrap_or(config.vegas.gamma);
+        }
+        if let Some(outage) = self.outage {
+            if let Some(after) = outage.after_timeouts {
+                config.outage.after_timeouts = after.on();
+            }
+            config.outage.probe_interval = time(outage.probe_interval, config.outage.probe_interval);
+        }
         Ok(())
     }
 }

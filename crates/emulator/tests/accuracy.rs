@@ -15,7 +15,6 @@ const HEADERS: usize = 28;
 
 #[test]
 fn emulated_rate_is_within_2_percent() {
-    let _alone = common::exclusive();
     // 1500-byte packets offered at ~24 Mbit/s to a 20 Mbit/s line with a
     // buffer that never fills: the line is busy the whole time.
     let rate_bps = 20e6;
@@ -45,7 +44,6 @@ fn emulated_rate_is_within_2_percent() {
 
 #[test]
 fn emulated_delay_is_within_1_ms_with_and_without_jitter() {
-    let _alone = common::exclusive();
     let delay = Duration::from_millis(40);
     for (jitter, link) in [
         (Duration::ZERO, "rate = \"100Mbit\"\ndelay = \"40ms\""),
@@ -75,13 +73,18 @@ fn emulated_delay_is_within_1_ms_with_and_without_jitter() {
         );
         let min = quantile(&delays, 0.0);
         println!("jitter {jitter:?}: one-way delay min {min:?} p50 {p50:?} p99 {p99:?} max {max:?}");
-        // Never early; the median (symmetric jitter leaves it at the
-        // delay) within 1 ms. The tail is left to docs/BENCHMARKS.md: on
-        // two cores shared with other work, a probe's receiver or the
-        // emulator sometimes waits for a CPU, and an assertion on it would
-        // measure the machine's load.
+        let p95 = quantile(&delays, 0.95);
         assert!(min >= low, "a probe arrived early: {min:?}");
+        // The emulator's accuracy is the typical probe's: the median within
+        // 1 ms of the configured delay (symmetric jitter leaves it there).
+        // The tail also holds the scheduling of the probe threads, which on
+        // two cores shared with other work waits for a CPU by a few
+        // milliseconds (p95 of 42.3 ms seen under a load average of 2.4):
+        // bounded loosely, to catch a coarse timer or a queue, not the
+        // machine's load.
         assert!(p50.abs_diff(delay) < Duration::from_millis(1), "p50 {p50:?}");
+        let tail = high + Duration::from_millis(4);
+        assert!(p95 <= tail, "p95 {p95:?} beyond {tail:?}");
         let within = delays.iter().filter(|d| **d <= high).count() as f64 / delays.len() as f64;
         println!("  {:.1}% within delay + jitter + 1 ms", within * 100.0);
     }
@@ -89,7 +92,6 @@ fn emulated_delay_is_within_1_ms_with_and_without_jitter() {
 
 #[test]
 fn emulated_loss_is_within_3_sigma_of_the_packet_error_rate() {
-    let _alone = common::exclusive();
     // PER(1000 bytes) = 0.2.
     let length = 1000;
     let ber = 1.0 - 0.8f64.powf(1.0 / (8.0 * length as f64));
@@ -162,7 +164,6 @@ fn assert_within_10ms(what: &str, bracket: (Duration, Duration), expected: Durat
 
 #[test]
 fn emulated_outages_start_and_end_within_10_ms() {
-    let _alone = common::exclusive();
     // A scheduled outage [1 s, 1.5 s) after the emulator's start.
     let link = "rate = \"100Mbit\"\noutages = [{ start = \"1s\", duration = \"500ms\" }]";
     let bench = bench(config(link, "", 4));
@@ -195,7 +196,6 @@ fn emulated_outages_start_and_end_within_10_ms() {
 
 #[test]
 fn emulated_call_drop_by_hand_starts_and_ends_within_10_ms() {
-    let _alone = common::exclusive();
     let bench = bench(config("rate = \"100Mbit\"", "", 5));
     let epoch = bench.emulator.epoch();
     let emulator = &bench.emulator;

@@ -36,7 +36,6 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
 
 #[test]
 fn emulated_link_carries_kernel_tcp_both_ways_byte_for_byte() {
-    let _alone = common::exclusive();
     // Bit errors in drop mode and a small buffer: TCP has to recover.
     let link = "rate = \"20Mbit\"\ndelay = \"10ms\"\nber = 1e-6\nbuffer = \"64KB\"";
     let seed = 11;
@@ -88,7 +87,6 @@ fn emulated_link_carries_kernel_tcp_both_ways_byte_for_byte() {
 
 #[test]
 fn emulated_link_carries_ipv6() {
-    let _alone = common::exclusive();
     let bench = bench(config("rate = \"10Mbit\"\ndelay = \"20ms\"", "", 12));
     let server = SocketAddr::new(ipv6(2, 2).into(), 7200);
     let client = SocketAddr::new(ipv6(1, 2).into(), 0);
@@ -106,7 +104,6 @@ fn emulated_link_carries_ipv6() {
 
 #[test]
 fn emulated_parallel_channels_stripe_round_robin_each_with_its_own_model() {
-    let _alone = common::exclusive();
     // Three circuits with delays 10, 20 and 30 ms.
     let link = "rate = \"10Mbit\"\nchannels = 3\n[[channel]]\ndelay = \"10ms\"\n[[channel]]\ndelay = \"20ms\"\n[[channel]]\ndelay = \"30ms\"\n";
     let link = link.replace("[[channel]]", "[[link.channel]]");
@@ -148,7 +145,6 @@ fn emulated_parallel_channels_stripe_round_robin_each_with_its_own_model() {
 
 #[test]
 fn emulated_timeline_replays_and_records() {
-    let _alone = common::exclusive();
     let dir = std::env::temp_dir().join(format!("scps-emulator-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let replay = dir.join("replay.jsonl");
@@ -218,7 +214,6 @@ fn emulated_timeline_replays_and_records() {
 
 #[test]
 fn emulated_counters_are_served_to_prometheus() {
-    let _alone = common::exclusive();
     let bench = bench(config(
         "rate = \"10Mbit\"\nbuffer = 1500",
         "metrics = \"127.0.0.1:0\"",
@@ -299,7 +294,6 @@ fn emulated_without_root_inside_a_user_namespace() {
 
 #[test]
 fn emulated_link_sits_between_the_gateways_of_the_long_topology() {
-    let _alone = common::exclusive();
     let testbed = scps_testbed::Testbed::build(scps_testbed::Topology::with_gateways()).unwrap();
     let config = config("rate = \"10Mbit\"\ndelay = \"25ms\"", "", 17);
     let emulator = testbed

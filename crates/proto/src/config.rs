@@ -9,6 +9,66 @@ use std::time::Duration;
 
 use crate::cc::CongestionAlgorithm;
 
+/// Where data losses are assumed to come from, per route (the SCPS
+/// "default source of data loss", spec/scps-tp.md "Sender-side behaviours").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LossSource {
+    /// Losses mean congestion: the congestion controller backs off.
+    Congestion,
+    /// Losses mean corruption: retransmit without reducing the rate.
+    Corruption,
+}
+
+impl LossSource {
+    pub fn label(self) -> &'static str {
+        match self {
+            LossSource::Congestion => "congestion",
+            LossSource::Corruption => "corruption",
+        }
+    }
+}
+
+/// Vegas thresholds, in segments of queued data (Brakmo and Peterson 1995;
+/// the SCPS reference implementation's defaults: alpha 3, beta 5, gamma 4).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VegasParams {
+    /// Below this many queued segments the window grows by one per RTT.
+    pub alpha: f64,
+    /// Above this many the window shrinks by one per RTT.
+    pub beta: f64,
+    /// Above this many slow start ends.
+    pub gamma: f64,
+}
+
+impl Default for VegasParams {
+    fn default() -> Self {
+        VegasParams {
+            alpha: 3.0,
+            beta: 5.0,
+            gamma: 4.0,
+        }
+    }
+}
+
+/// How a connection treats a link outage (spec/scps-tp.md "Link outages").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutagePolicy {
+    /// Retransmission timeouts in a row after which the link is deemed
+    /// down without being told; `None` leaves that to the link layer.
+    pub after_timeouts: Option<u32>,
+    /// Interval of the probes sent while the link is down.
+    pub probe_interval: Duration,
+}
+
+impl Default for OutagePolicy {
+    fn default() -> Self {
+        OutagePolicy {
+            after_timeouts: None,
+            probe_interval: Duration::from_secs(1),
+        }
+    }
+}
+
 /// Keepalive probing (RFC 9293 section 3.8.4, RFC 1122 section 4.2.3.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Keepalive {
@@ -75,6 +135,24 @@ pub struct Config {
     pub slow_start_after_idle: bool,
     /// TTL or hop limit of the packets we send.
     pub hop_limit: u8,
+
+    // SCPS-TP (CCSDS 714.0; shared/spec/scps-tp.md).
+    /// Offer the SCPS capabilities option (kind 20) in our SYN. Without it
+    /// on both SYNs the connection is plain TCP.
+    pub scps: bool,
+    /// Offer SNACK (capability SNACK1) and use it once agreed.
+    pub snack: bool,
+    /// How long a receiver waits after seeing a hole before naming it in a
+    /// SNACK, so that reordering is not taken for loss.
+    pub snack_delay: Duration,
+    /// Offer header compression (IP protocol 105).
+    pub header_compression: bool,
+    /// The route's rate ceiling, bit/s of IP packets: all sending is paced
+    /// within it by a token bucket. Required by the `rate` controller.
+    pub rate_bps: Option<u64>,
+    pub vegas: VegasParams,
+    pub loss_source: LossSource,
+    pub outage: OutagePolicy,
 }
 
 impl Default for Config {
@@ -105,6 +183,14 @@ impl Default for Config {
             limited_transmit: true,
             slow_start_after_idle: true,
             hop_limit: 64,
+            scps: false,
+            snack: true,
+            snack_delay: Duration::ZERO,
+            header_compression: false,
+            rate_bps: None,
+            vegas: VegasParams::default(),
+            loss_source: LossSource::Congestion,
+            outage: OutagePolicy::default(),
         }
     }
 }
@@ -134,6 +220,10 @@ fn check(
         })
     }
 }
+
+/// Bounds of a route rate, bit/s.
+pub const MIN_RATE_BPS: u64 = 100;
+pub const MAX_RATE_BPS: u64 = 100_000_000_000;
 
 /// Largest window RFC 7323 allows: 2^30 bytes (shift 14).
 pub const MAX_WINDOW: usize = 1 << 30;
@@ -237,6 +327,47 @@ impl Config {
             "at least 1",
         )?;
         check(self.hop_limit >= 1, "hop_limit", self.hop_limit, "at least 1")?;
+        check(
+            self.congestion != CongestionAlgorithm::Rate || self.rate_bps.is_some(),
+            "rate",
+            self.rate_bps,
+            "a route rate, which the rate-based controller sends at",
+        )?;
+        if let Some(rate) = self.rate_bps {
+            check(
+                (MIN_RATE_BPS..=MAX_RATE_BPS).contains(&rate),
+                "rate",
+                rate,
+                "100 bit/s to 100 Gbit/s",
+            )?;
+        }
+        let v = self.vegas;
+        check(
+            v.alpha > 0.0 && v.alpha <= v.beta && v.beta <= 1000.0,
+            "vegas.alpha",
+            v.alpha,
+            "greater than zero and at most vegas.beta (at most 1000 segments)",
+        )?;
+        check(
+            v.gamma > 0.0 && v.gamma <= 1000.0,
+            "vegas.gamma",
+            v.gamma,
+            "greater than zero, at most 1000 segments",
+        )?;
+        if let Some(n) = self.outage.after_timeouts {
+            check(
+                (1..=self.max_retransmissions).contains(&n),
+                "outage.after_timeouts",
+                n,
+                "1 to max_retransmissions",
+            )?;
+        }
+        check(
+            !self.outage.probe_interval.is_zero(),
+            "outage.probe_interval",
+            self.outage.probe_interval,
+            "greater than zero",
+        )?;
         Ok(())
     }
 

@@ -18,7 +18,7 @@ use crate::connection::{
     Connection, ConnectionParams, ConnectionStats, Event, FourTuple, State, StreamError,
 };
 use crate::time::Instant;
-use crate::wire::{TcpFlags, TcpOptions, TcpRepr, build_tcp_packet, parse_tcp_packet};
+use crate::wire::{IPPROTO_TCP, IpRepr, TcpFlags, TcpOptions, TcpRepr, WireError, build_tcp_packet};
 
 /// Identifies a connection of an endpoint. Handles of connections that are
 /// gone are refused, never confused with new ones.
@@ -390,12 +390,24 @@ impl Endpoint {
     /// Processes one received IP packet.
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
         self.stats.packets_received += 1;
-        let (ip, tcp) = match parse_tcp_packet(packet) {
+        let (ip, payload) = match IpRepr::parse(packet) {
             Ok(parsed) => parsed,
             Err(err) => return self.drop_packet(err.label()),
         };
-        let Some(tcp) = tcp else {
+        if ip.protocol() != IPPROTO_TCP {
             return self.drop_packet("not_tcp");
+        }
+        let tcp = match TcpRepr::parse(payload, ip.src(), ip.dst(), true) {
+            Ok(tcp) => tcp,
+            Err(err) => {
+                if matches!(err, WireError::BadChecksum { .. }) && self.local_addrs.contains(&ip.dst()) {
+                    // The IP header is intact (its checksum held, or IPv6
+                    // has none and the addresses are ours): the segment
+                    // was damaged on the way from this peer.
+                    self.corruption_experienced(ip.src());
+                }
+                return self.drop_packet(err.label());
+            }
         };
         if !self.local_addrs.contains(&ip.dst()) {
             return self.drop_packet("not_local");
@@ -631,6 +643,40 @@ impl Endpoint {
                 slot.timeout = None;
             }
             let _ = self.with_connection(handle, |c| c.handle_timeout(now));
+        }
+    }
+
+    /// The link layer learnt that packets from `peer` arrive corrupted
+    /// (spec/scps-tp.md "Corruption experienced"): every SCPS-TP connection
+    /// with it tells the peer with the option, so that the peer repairs its
+    /// losses without slowing down. The endpoint calls this itself when a
+    /// segment from a known peer fails its checksum.
+    pub fn corruption_experienced(&mut self, peer: IpAddr) {
+        self.for_connections_to(Some(peer), Connection::corruption_experienced);
+    }
+
+    /// The link layer says the link towards `peer` (every peer, for
+    /// `None`) is down (spec/scps-tp.md "Link outages"): its connections
+    /// stop sending data, probe at the configured interval, and are kept.
+    pub fn link_down(&mut self, now: Instant, peer: Option<IpAddr>) {
+        self.for_connections_to(peer, |c| c.link_down(now));
+    }
+
+    /// The link is back: connections in an outage probe at once and resume
+    /// at their prior rate when the probe is answered.
+    pub fn link_up(&mut self, now: Instant, peer: Option<IpAddr>) {
+        self.for_connections_to(peer, |c| c.link_up(now));
+    }
+
+    fn for_connections_to(&mut self, peer: Option<IpAddr>, mut action: impl FnMut(&mut Connection)) {
+        let handles: Vec<ConnectionHandle> = self
+            .by_tuple
+            .iter()
+            .filter(|(tuple, _)| peer.is_none_or(|p| tuple.remote.ip() == p))
+            .map(|(_, &handle)| handle)
+            .collect();
+        for handle in handles {
+            let _ = self.with_connection(handle, &mut action);
         }
     }
 

@@ -301,13 +301,17 @@ fn paws_drops_old_timestamps_and_segments_without_them() {
 #[test]
 fn timestamps_give_rtt_samples() {
     let mut c = Established::new(Config::default());
+    // The scripted handshake took no time: its sample is 0 ms.
+    assert_eq!(c.stats().srtt, Some(Duration::ZERO));
     c.write(b"ping");
     c.one();
     c.h.advance(Duration::from_millis(250));
     let ack = c.peer_segment(c.snd_nxt.wrapping_add(4));
     c.h.send(&ack);
     let srtt = c.stats().srtt.expect("an RTT sample");
-    assert_eq!(srtt, Duration::from_millis(250));
+    // RFC 6298 2.3: SRTT <- 7/8 SRTT + 1/8 R'.
+    assert_eq!(srtt, Duration::from_millis(250) / 8);
+    assert_eq!(c.stats().min_rtt, Some(Duration::ZERO));
 }
 
 #[test]

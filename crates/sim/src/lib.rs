@@ -5,8 +5,8 @@
 //! bit.
 
 pub mod apps;
+pub mod message;
 pub mod payload;
-pub mod pcap;
 pub mod result;
 pub mod run;
 pub mod world;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use scps_channel::ChannelStats;
 use scps_proto::{ConnectionHandle, Endpoint};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunResult {
@@ -68,7 +68,7 @@ impl RunResult {
 
 /// A message stream's figures, for the forward flow (and the reverse one
 /// of a two-way test).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageFigures {
     #[serde(flatten)]
     pub forward: FlowFigures,
@@ -76,7 +76,7 @@ pub struct MessageFigures {
     pub reverse: Option<FlowFigures>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowFigures {
     pub offered_bps: f64,
     pub actual_bps: f64,

@@ -6,18 +6,18 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use scps_channel::Bundle;
-use scps_config::{Point, Workload};
+use scps_config::{Direction, Point, Workload};
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, EndpointConfig, EndpointError};
 
 use crate::apps::{bulk, fetch, messages};
 use crate::payload::Pattern;
-use crate::pcap::CaptureError;
 use crate::result::{
     ConnectionTotals, DirectionFigures, FetchFigures, FlowFigures, LinkFigures, MessageFigures, RunResult,
     percentile,
 };
 use crate::world::{LinkId, NodeId, Outcome, World};
+use scps_pcap::CaptureError;
 
 pub const CLIENT_ADDR: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 pub const SERVER_ADDR: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
@@ -58,9 +58,9 @@ struct Setup {
 }
 
 fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Setup, SimError> {
-    let endpoint = |addr: IpAddr, purpose| {
+    let endpoint = |addr: IpAddr, purpose, sends: Direction| {
         let config = EndpointConfig {
-            connection: point.tcp.clone(),
+            connection: point.engine_config(sends),
             secret: derive_seed(seed, purpose),
             backlog: 1024,
             ..EndpointConfig::default()
@@ -68,8 +68,8 @@ fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Setup, SimErr
         Endpoint::new(config, [addr])
     };
     let mut world = World::new();
-    let client = world.add_node(endpoint(CLIENT_ADDR, 10)?);
-    let server = world.add_node(endpoint(SERVER_ADDR, 11)?);
+    let client = world.add_node(endpoint(CLIENT_ADDR, 10, Direction::Forward)?);
+    let server = world.add_node(endpoint(SERVER_ADDR, 11, Direction::Reverse)?);
     // Both directions of a circuit share its outages (seed 3).
     let outages = derive_seed(seed, 3);
     let forward = Bundle::with_outage_seed(point.link.forward.clone(), derive_seed(seed, 1), outages)?;

@@ -14,7 +14,7 @@ use scps_channel::{Bundle, ChannelStats, Fate};
 use scps_proto::Endpoint;
 use scps_proto::time::Instant;
 
-use crate::pcap::{Capture, CaptureError};
+use scps_pcap::{Capture, CaptureError};
 
 pub type NodeId = usize;
 pub type LinkId = usize;
@@ -287,7 +287,7 @@ impl World {
             return;
         };
         if let Some(capture) = self.links[link_id].capture.as_mut()
-            && let Err(err) = capture.record(self.now, packet)
+            && let Err(err) = capture.record(self.now.as_duration(), packet)
         {
             self.capture_error.get_or_insert(err);
             self.links[link_id].capture = None;

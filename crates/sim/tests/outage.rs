@@ -6,10 +6,14 @@ mod common;
 use common::*;
 
 fn scenario(max_retransmissions: u32, rto_max: &str) -> String {
+    scenario_with("tcp-vj", max_retransmissions, rto_max, "")
+}
+
+fn scenario_with(protocol: &str, max_retransmissions: u32, rto_max: &str, extra_tcp: &str) -> String {
     format!(
         r#"
 name = "outage"
-protocol = "tcp-vj"
+protocol = "{protocol}"
 [link]
 rate = "115200bps"
 delay = "120ms"
@@ -23,6 +27,7 @@ recv_buffer = "64KiB"
 send_buffer = "64KiB"
 max_retransmissions = {max_retransmissions}
 rto_max = "{rto_max}"
+{extra_tcp}
 "#
     )
 }
@@ -67,4 +72,41 @@ fn a_ten_minute_outage_ends_in_a_clear_error_when_the_timers_do_not_allow_it() {
     );
     assert!(result.bytes < 1 << 20, "not everything arrived");
     assert!(result.duration_s < 600.0, "gave up within the outage");
+}
+
+/// The transfer time of the same megabyte with no outage, seconds.
+const CLEAN_TRANSFER_S: f64 = 76.5;
+
+#[test]
+fn an_scps_sender_rides_out_the_outage_with_probes_and_resumes_at_once() {
+    // Timers that give up within a minute, as in the test above; outage
+    // handling keeps the connection instead: after 3 timeouts in a row the
+    // link is deemed down, and a probe goes every 2 s.
+    for protocol in ["scps-vj", "scps-rate"] {
+        let extra = r#"outage = { after_timeouts = 3, probe_interval = "2s" }"#;
+        let point = point_from(&scenario_with(protocol, 5, "60s", extra));
+        let result = run(&point, seed());
+        let what = describe(&result);
+        assert_eq!(result.error, None, "{what}");
+        assert_eq!(result.bytes, 1 << 20, "{what}");
+        // Resumed within a probe interval and a round trip of the link's
+        // return, not after a backed-off timer or a slow start.
+        let outage_s = 600.0;
+        assert!(
+            result.duration_s < CLEAN_TRANSFER_S + outage_s + 5.0,
+            "{what}: {} s",
+            result.duration_s
+        );
+        // While the link was down only probes went: one per 2 s, besides
+        // the window in flight when it went (64 KiB, 46 segments) and the
+        // first timeouts' retransmissions; not a flood at the link's rate
+        // (5760 packets in ten minutes).
+        let sent_into_outage = result.link.forward.dropped_outage;
+        let bound = (outage_s / 2.0) as u64 + 46 + 5;
+        assert!(
+            sent_into_outage <= bound,
+            "{what}: {sent_into_outage} packets sent into the outage, at most {bound} expected"
+        );
+        assert!(result.timeouts >= 3, "{what}");
+    }
 }

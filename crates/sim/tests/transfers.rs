@@ -71,24 +71,31 @@ fn cubic_fills_a_clean_geo_link() {
 
 #[test]
 fn corrupted_packets_are_caught_by_the_checksum_and_counted() {
+    // BER 1e-6: about 1.2% of 1500-byte packets are hit, nearly always by
+    // one bit, which the TCP checksum always catches. (At 1e-5 some 6% of
+    // the hit packets carry two flips, and about 1 in 32 of those cancel in
+    // the ones'-complement sum: over a 1 MiB transfer the odds that one
+    // slips through and the simulator reports a content mismatch are about
+    // one in five. A real link's CRC stops those; this mode has none.)
     let point = &points(
         "lowrate-leo-geo",
         &[
             "protocol=tcp-vj",
             "link.delay=120ms",
-            "link.ber=1e-5",
+            "link.ber=1e-6",
             "link.return.rate=115200bps",
             "link.errors=corrupt",
+            "workload.bytes=4MiB",
         ],
     )[0];
     let result = run(point, seed());
     let what = describe(&result);
     assert_eq!(result.error, None, "{what}");
-    assert_eq!(result.bytes, MIB, "every byte arrived and matched: {what}");
+    assert_eq!(result.bytes, 4 * MIB, "every byte arrived and matched: {what}");
     assert_eq!(
         result.link.forward.dropped_bit_errors, 0,
         "corrupt mode delivers: {what}"
     );
     let caught = result.endpoint_drops.get("bad_checksum").copied().unwrap_or(0);
-    assert!(caught > 50, "{what}: {:?}", result.endpoint_drops);
+    assert!(caught > 15, "{what}: {:?}", result.endpoint_drops);
 }

@@ -16,11 +16,17 @@ pub const CLIENT: &str = "10.99.1.2";
 pub const SERVER: &str = "10.99.2.2";
 
 /// The emulator is declared first so that it stops before the testbed
-/// (and its namespace) goes.
+/// (and its namespace) goes; the measuring slot is given up last.
 pub struct Bench {
     pub emulator: Emulator,
     pub testbed: Testbed,
+    _measuring: MutexGuard<'static, ()>,
 }
+
+/// One bench at a time: these tests measure real time to the millisecond,
+/// and on two cores a second emulator and its probes running beside them
+/// would be measured too.
+static MEASURING: Mutex<()> = Mutex::new(());
 
 /// A configuration with `link` (the body of `[link]`) and `emulate_extra`
 /// (more `[emulate]` keys).
@@ -31,24 +37,21 @@ pub fn config(link: &str, emulate_extra: &str, seed: u64) -> EmulatorConfig {
     EmulatorConfig::from_text(&text, "test").expect("valid configuration")
 }
 
-/// Held by every test that measures time: on two cores, tests of one
-/// binary running side by side would measure each other's load. Poisoning
-/// (a failed test) does not matter to the others.
-static MEASURING: Mutex<()> = Mutex::new(());
-
-/// Serialises the measuring tests of a test binary.
-pub fn exclusive() -> MutexGuard<'static, ()> {
-    MEASURING.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 pub fn bench(config: EmulatorConfig) -> Bench {
+    // A test that failed while holding the slot leaves nothing behind
+    // (its bench was dropped): the poison carries no meaning here.
+    let measuring = MEASURING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let testbed = Testbed::build(Topology::direct()).expect("testbed");
     let emulator = testbed
         .node(EMU)
         .unwrap()
         .run(move || Emulator::start(&config))
         .expect("emulator starts");
-    Bench { emulator, testbed }
+    Bench {
+        emulator,
+        testbed,
+        _measuring: measuring,
+    }
 }
 
 impl Bench {

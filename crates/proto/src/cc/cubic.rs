@@ -159,6 +159,13 @@ impl CongestionControl for Cubic {
         self.cwnd = self.cwnd.min(restart_window);
         self.epoch = None;
     }
+
+    fn restore(&mut self, window: u64, ssthresh: u64) {
+        self.cwnd = window;
+        self.ssthresh = ssthresh;
+        self.epoch = None;
+        self.after_timeout = false;
+    }
 }
 
 #[cfg(test)]
@@ -173,6 +180,8 @@ mod tests {
             acked,
             smss: SMSS,
             srtt: Some(Duration::from_millis(100)),
+            rtt_sample: Some(Duration::from_millis(100)),
+            min_rtt: Some(Duration::from_millis(100)),
             cwnd_limited: true,
         }
     }

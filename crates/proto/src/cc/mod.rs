@@ -7,15 +7,20 @@
 
 mod cubic;
 mod newreno;
+mod rate;
+mod vegas;
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::config::Config;
 use crate::time::Instant;
 
 pub use cubic::Cubic;
 pub use newreno::NewReno;
+pub use rate::RateBased;
+pub use vegas::Vegas;
 
 /// What an acknowledgment of new data tells the controller.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +31,10 @@ pub struct AckEvent {
     /// The sender's maximum segment payload.
     pub smss: u64,
     pub srtt: Option<Duration>,
+    /// The RTT measured by this ACK, if it gave a valid sample.
+    pub rtt_sample: Option<Duration>,
+    /// The smallest RTT seen on the connection.
+    pub min_rtt: Option<Duration>,
     /// Whether the window was what limited sending when the acknowledged
     /// data went out; an application-limited sender must not grow a window
     /// it does not use (RFC 7661 section 4.3, RFC 5681 section 3.1).
@@ -52,6 +61,11 @@ pub trait CongestionControl: fmt::Debug + Send {
     /// Sending resumes after an idle period longer than the RTO (RFC 5681
     /// 4.1): the window is at most the restart window.
     fn on_idle_restart(&mut self, restart_window: u64);
+    /// Puts back a window and threshold saved before timeouts that turned
+    /// out not to be congestion: an outage, or losses attributed to
+    /// corruption (spec/scps-tp.md "Link outages": resume at the prior
+    /// rate, not from slow start).
+    fn restore(&mut self, window: u64, ssthresh: u64);
 }
 
 /// The congestion controllers we have, by name.
@@ -61,23 +75,36 @@ pub enum CongestionAlgorithm {
     NewReno,
     /// CUBIC, RFC 9438 (label `cubic`), to model modern Linux.
     Cubic,
+    /// TCP Vegas (label `vegas`), the SCPS-TP delay-based controller.
+    Vegas,
+    /// No congestion control (label `rate`): send at the route rate.
+    Rate,
 }
 
 impl CongestionAlgorithm {
-    pub const ALL: [CongestionAlgorithm; 2] = [CongestionAlgorithm::NewReno, CongestionAlgorithm::Cubic];
+    pub const ALL: [CongestionAlgorithm; 4] = [
+        CongestionAlgorithm::NewReno,
+        CongestionAlgorithm::Cubic,
+        CongestionAlgorithm::Vegas,
+        CongestionAlgorithm::Rate,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
             CongestionAlgorithm::NewReno => "vj",
             CongestionAlgorithm::Cubic => "cubic",
+            CongestionAlgorithm::Vegas => "vegas",
+            CongestionAlgorithm::Rate => "rate",
         }
     }
 
     /// A controller starting with `initial_window` bytes.
-    pub fn build(self, initial_window: u64) -> Box<dyn CongestionControl> {
+    pub fn build(self, config: &Config, initial_window: u64) -> Box<dyn CongestionControl> {
         match self {
             CongestionAlgorithm::NewReno => Box::new(NewReno::new(initial_window)),
             CongestionAlgorithm::Cubic => Box::new(Cubic::new(initial_window)),
+            CongestionAlgorithm::Vegas => Box::new(Vegas::new(initial_window, config.vegas)),
+            CongestionAlgorithm::Rate => Box::new(RateBased::new()),
         }
     }
 }
@@ -90,7 +117,7 @@ impl fmt::Display for CongestionAlgorithm {
 
 /// A congestion control name we do not have.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown congestion control {0:?}: expected one of vj, cubic")]
+#[error("unknown congestion control {0:?}: expected one of vj, cubic, vegas, rate")]
 pub struct UnknownAlgorithm(pub String);
 
 impl FromStr for CongestionAlgorithm {
@@ -123,12 +150,12 @@ mod tests {
     fn labels_round_trip_and_unknown_names_are_refused() {
         for algorithm in CongestionAlgorithm::ALL {
             assert_eq!(algorithm.label().parse::<CongestionAlgorithm>(), Ok(algorithm));
-            assert_eq!(algorithm.build(3000).algorithm(), algorithm);
+            assert_eq!(algorithm.build(&Config::default(), 3000).algorithm(), algorithm);
         }
         let err = "1".parse::<CongestionAlgorithm>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown congestion control \"1\": expected one of vj, cubic"
+            "unknown congestion control \"1\": expected one of vj, cubic, vegas, rate"
         );
     }
 }

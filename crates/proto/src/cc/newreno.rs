@@ -76,6 +76,12 @@ impl CongestionControl for NewReno {
     fn on_idle_restart(&mut self, restart_window: u64) {
         self.cwnd = self.cwnd.min(restart_window);
     }
+
+    fn restore(&mut self, window: u64, ssthresh: u64) {
+        self.cwnd = window;
+        self.ssthresh = ssthresh;
+        self.acked_in_avoidance = 0;
+    }
 }
 
 #[cfg(test)]
@@ -90,6 +96,8 @@ mod tests {
             acked,
             smss: SMSS,
             srtt: None,
+            rtt_sample: None,
+            min_rtt: None,
             cwnd_limited: true,
         }
     }

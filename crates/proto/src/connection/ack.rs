@@ -36,6 +36,8 @@ impl Connection {
             // An old duplicate ACK: ignore the field, keep the text.
             return true;
         }
+        // The peer answers: whatever the link layer last said, it is up.
+        self.end_outage(now);
         // The peer is alive: probes it answered do not count against it.
         if self.persist_unanswered > 0 {
             self.persist_unanswered = 0;
@@ -44,7 +46,11 @@ impl Connection {
 
         let window = u64::from(seg.window) << self.negotiated.send_shift;
         let window_changed = window != self.snd.wnd;
+        if seg.options.corruption_experienced {
+            self.on_corruption_reported(now);
+        }
         let newly_sacked = self.take_sack_blocks(seg);
+        let snacked = self.take_snacks(now, ack, seg.options.snacks.as_slice());
         // SND.WL1/SND.WL2: only a newer segment may change the window.
         if self.snd.wl1 < seq || (self.snd.wl1 == seq && self.snd.wl2 <= ack) {
             let reopened = self.snd.wnd == 0 && window > 0;
@@ -67,7 +73,7 @@ impl Connection {
                 self.recovery.inflation += self.negotiated.smss as i64;
             }
         }
-        self.detect_losses(now);
+        self.detect_losses(now, snacked > 0);
         self.arm_sending_timers(now, restart_rto);
         true
     }
@@ -124,32 +130,38 @@ impl Connection {
         // even for the segments it covers that were sent once (Karn's rule,
         // RFC 6298 section 3): no sample.
         let ambiguous = acked.retransmitted && !self.negotiated.timestamps;
-        if let Some(sample) = self
+        let sample = self
             .rtt_sample(now, seg, acked.rtt_sample_from)
-            .filter(|_| !ambiguous)
-        {
+            .filter(|_| !ambiguous);
+        if let Some(sample) = sample {
             self.rtt.on_sample(sample);
         }
         self.consecutive_timeouts = 0;
         self.stalled_since = None;
         self.recovery.dup_acks = 0;
+        if let Some((window, ssthresh)) = self.window_before_timeouts.take()
+            && self.losses_are_corruption(now)
+        {
+            // The timeouts were not congestion: resume at the prior rate.
+            self.cc.restore(window, ssthresh);
+        }
 
         let mut restart_rto = true;
         let flight = self.snd.nxt - self.snd.una;
         match self.recovery.phase {
             Phase::Fast { .. } | Phase::Timeout { .. } => {
                 if let Some(ended) = self.recovery.end_if_covered(ack) {
-                    if matches!(ended, Phase::Fast { .. }) {
+                    if matches!(ended, Phase::Fast { reduced: true, .. }) {
                         self.cc.on_recovery_end(now, flight, smss);
                     }
                 } else if self.recovery.in_fast_recovery() {
                     restart_rto = self.on_partial_ack(acked.bytes);
                 } else {
                     // Slow start continues after a timeout (RFC 5681 3.1).
-                    self.grow_window(now, acked.bytes);
+                    self.grow_window(now, acked.bytes, sample);
                 }
             }
-            Phase::Open => self.grow_window(now, acked.bytes),
+            Phase::Open => self.grow_window(now, acked.bytes, sample),
         }
         if self.want_writable && self.snd.buf.free() > 0 && self.state.can_send_data() {
             self.want_writable = false;
@@ -180,12 +192,14 @@ impl Connection {
         first
     }
 
-    fn grow_window(&mut self, now: Instant, acked: u64) {
+    fn grow_window(&mut self, now: Instant, acked: u64, rtt_sample: Option<Duration>) {
         let event = AckEvent {
             now,
             acked,
             smss: self.negotiated.smss,
             srtt: self.rtt.srtt(),
+            rtt_sample,
+            min_rtt: self.rtt.min_rtt(),
             cwnd_limited: self.cwnd_limited,
         };
         self.cc.on_ack(&event);
@@ -205,8 +219,9 @@ impl Connection {
     }
 
     /// Marks losses and, when they call for it, enters fast recovery
-    /// (RFC 5681 3.2 steps 1-2, RFC 6582 3.2 step 2, RFC 6675 5 step 4).
-    fn detect_losses(&mut self, now: Instant) {
+    /// (RFC 5681 3.2 steps 1-2, RFC 6582 3.2 step 2, RFC 6675 5 step 4);
+    /// a SNACK (`snacked`) calls for it at once.
+    fn detect_losses(&mut self, now: Instant, snacked: bool) {
         let smss = self.negotiated.smss;
         if self.negotiated.sack {
             self.board.mark_lost_by_sack(self.config.dup_threshold, smss);
@@ -216,15 +231,23 @@ impl Connection {
         }
         let by_dup_acks = self.recovery.dup_acks >= self.config.dup_threshold;
         let by_sack = self.negotiated.sack && self.board.has_lost_pending();
-        if !(by_dup_acks || by_sack) {
+        if !(by_dup_acks || by_sack || snacked) {
             return;
         }
         let flight = self.snd.nxt - self.snd.una;
-        self.cc.on_congestion_event(now, flight, smss);
-        self.recovery.enter_fast(self.snd.nxt);
+        // Losses put down to corruption are repaired without slowing down
+        // (spec/scps-tp.md "Corruption experienced").
+        let reduce = !self.losses_are_corruption(now);
+        if reduce {
+            self.cc.on_congestion_event(now, flight, smss);
+        }
+        self.recovery.enter_fast(self.snd.nxt, reduce);
         // The first unacknowledged segment goes again at once, whatever
-        // the window (RFC 5681 3.2 step 2, RFC 6675 5 step 4.3).
-        self.board.mark_front_lost();
+        // the window (RFC 5681 3.2 step 2, RFC 6675 5 step 4.3); after a
+        // SNACK, the first segment it named.
+        if !snacked {
+            self.board.mark_front_lost();
+        }
         self.force_retransmit = true;
         if !self.negotiated.sack {
             self.recovery.inflation = i64::from(self.config.dup_threshold) * smss as i64;

@@ -1,11 +1,13 @@
 //! Opening a connection: the SYN exchange (RFC 9293 3.5) and the options
 //! agreed in it: MSS (RFC 9293 3.7.1), window scale and timestamps
-//! (RFC 7323), SACK-permitted (RFC 2018).
+//! (RFC 7323), SACK-permitted (RFC 2018), and the SCPS capabilities
+//! (spec/scps-tp.md).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::pacer::Pacer;
 use super::recv_buffer::RecvBuffer;
 use super::send_buffer::SendBuffer;
 use super::timers::{Timer, Timers};
@@ -15,7 +17,7 @@ use crate::recovery::Recovery;
 use crate::recovery::rtt::RttEstimator;
 use crate::recovery::scoreboard::Scoreboard;
 use crate::time::Instant;
-use crate::wire::{TcpOptions, TcpRepr, Timestamps as TsOption};
+use crate::wire::{ScpsCapabilities, TcpOptions, TcpRepr, Timestamps as TsOption};
 
 /// Bytes the timestamps option takes in every segment (10, padded to 12).
 pub(crate) const TIMESTAMPS_OVERHEAD: u64 = 12;
@@ -25,10 +27,13 @@ fn default_mss(remote: SocketAddr) -> u16 {
     if remote.is_ipv4() { 536 } else { 1220 }
 }
 
+fn ip_header_len(local: SocketAddr) -> usize {
+    if local.is_ipv4() { 20 } else { 40 }
+}
+
 /// The MSS option we offer: the MTU less the fixed IP and TCP headers.
 pub(crate) fn our_mss(config: &Config, local: SocketAddr) -> u16 {
-    let ip_header: u16 = if local.is_ipv4() { 20 } else { 40 };
-    config.mtu - ip_header - 20
+    config.mtu - ip_header_len(local) as u16 - 20
 }
 
 /// Everything needed to create a connection.
@@ -51,6 +56,8 @@ pub(crate) struct Handshake {
     pub(crate) retransmissions: u32,
     /// Entered SYN-RECEIVED from a listener (not by simultaneous open).
     pub(crate) passive: bool,
+    /// When our SYN or SYN-ACK last went out.
+    pub(crate) syn_sent_at: Instant,
 }
 
 impl Connection {
@@ -63,7 +70,7 @@ impl Connection {
             config.rto_max,
             config.clock_granularity,
         );
-        let cc = config.congestion.build(initial_window(&config, smss));
+        let cc = config.congestion.build(&config, initial_window(&config, smss));
         Connection {
             tuple: params.tuple,
             state,
@@ -74,6 +81,8 @@ impl Connection {
                 window_scaling: false,
                 send_shift: 0,
                 recv_shift: 0,
+                scps: false,
+                snack: false,
             },
             snd: Sender {
                 iss: params.iss,
@@ -95,12 +104,17 @@ impl Connection {
                 fin: None,
                 fin_received: false,
                 recent_out_of_order: VecDeque::new(),
+                holes: Default::default(),
             },
             board: Scoreboard::default(),
             recovery: Recovery::new(),
             rtt,
             cc,
             timers: Timers::default(),
+            pacer: config
+                .rate_bps
+                .map(|rate| Pacer::new(rate, config.mtu, params.now)),
+            header_bytes: ip_header_len(params.tuple.local) + 20,
             ack: AckState::default(),
             ts: Timestamps {
                 offset: params.ts_offset,
@@ -111,16 +125,22 @@ impl Connection {
                 syn_due: true,
                 retransmissions: 0,
                 passive: state == State::SynReceived,
+                syn_sent_at: params.now,
             },
             keepalive_probes: 0,
             persist_probes: 0,
             persist_unanswered: 0,
             consecutive_timeouts: 0,
             stalled_since: None,
+            window_before_timeouts: None,
+            corruption_reported_until: None,
+            corruption_report_due: false,
+            outage: None,
             last_received: params.now,
             send_reset: false,
             pending_reset: None,
             force_retransmit: false,
+            snack_owed: 0,
             cwnd_limited: false,
             persist_due: false,
             keepalive_due: false,
@@ -165,6 +185,10 @@ impl Connection {
         let peer_mss = options.mss.unwrap_or_else(|| default_mss(self.tuple.remote));
         let mss = u64::from(peer_mss.min(our_mss(config, self.tuple.local)));
         let overhead = if timestamps { TIMESTAMPS_OVERHEAD } else { 0 };
+        self.header_bytes = ip_header_len(self.tuple.local) + 20 + overhead as usize;
+        // spec/scps-tp.md "SCPS capabilities": SCPS-TP only if both SYNs
+        // carry the option, each capability only if both set it.
+        let scps = options.scps_capabilities.filter(|_| config.scps);
         self.negotiated = Negotiated {
             // Never below one byte of payload, whatever the peer claims.
             smss: mss.saturating_sub(overhead).max(1),
@@ -173,6 +197,8 @@ impl Connection {
             window_scaling,
             send_shift,
             recv_shift,
+            scps: scps.is_some(),
+            snack: scps.is_some_and(|caps| caps.snack1 && config.snack),
         };
         if let Some(ts) = options.timestamps.filter(|_| timestamps) {
             self.ts.recent = ts.tsval;
@@ -187,7 +213,7 @@ impl Connection {
         self.cc = self
             .config
             .congestion
-            .build(initial_window(&self.config, self.negotiated.smss));
+            .build(&self.config, initial_window(&self.config, self.negotiated.smss));
     }
 
     /// The options of our SYN or SYN-ACK.
@@ -218,6 +244,23 @@ impl Connection {
         } else {
             config.timestamps
         };
+        // A SYN-ACK carries the capabilities only if the SYN did.
+        let offer_scps = if answering {
+            self.negotiated.scps
+        } else {
+            config.scps
+        };
+        if offer_scps {
+            let snack = if answering {
+                self.negotiated.snack
+            } else {
+                config.snack
+            };
+            options.scps_capabilities = Some(ScpsCapabilities {
+                snack1: snack,
+                ..ScpsCapabilities::default()
+            });
+        }
         if offer_ts {
             options.timestamps = Some(TsOption {
                 tsval: self.ts_now(now),
@@ -283,6 +326,12 @@ impl Connection {
         self.timers.stop(Timer::Retransmit);
         if self.handshake.retransmissions > 0 {
             self.rtt.after_syn_timeout();
+        } else {
+            // The handshake is a round trip like any other (RFC 6298 allows
+            // the sample; Linux takes it). The receiver of a transfer has
+            // no other until it sends data, and needs one to time SNACKs.
+            self.rtt
+                .on_sample(now.saturating_since(self.handshake.syn_sent_at));
         }
         if let Some(keepalive) = self.config.keepalive {
             self.timers.set(Timer::Keepalive, now + keepalive.idle);

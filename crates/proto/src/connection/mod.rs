@@ -8,13 +8,17 @@
 //! [`Connection::poll_timeout`].
 
 mod ack;
+mod corruption;
 mod handshake;
 mod input;
+mod outage;
 mod output;
+mod pacer;
 mod receive;
 mod recv_buffer;
 mod ring;
 mod send_buffer;
+mod snack;
 mod stats;
 mod timeouts;
 mod timers;
@@ -34,6 +38,7 @@ use crate::time::Instant;
 pub use handshake::ConnectionParams;
 pub use stats::ConnectionStats;
 
+use pacer::Pacer;
 use recv_buffer::RecvBuffer;
 use send_buffer::SendBuffer;
 use timers::{Timer, Timers};
@@ -141,6 +146,10 @@ pub(crate) struct Negotiated {
     send_shift: u8,
     /// Shift applied to windows we advertise.
     recv_shift: u8,
+    /// Both SYNs carried the SCPS capabilities option.
+    scps: bool,
+    /// Both offered SNACK1: holes are named with the SNACK option.
+    snack: bool,
 }
 
 /// The sending side (RFC 9293 3.3.1 "Send Sequence Variables"), as offsets
@@ -202,6 +211,8 @@ struct Receiver {
     /// Out-of-order ranges of stream offsets, most recently received first
     /// (RFC 2018 section 4: the first SACK block reports the latest).
     recent_out_of_order: VecDeque<std::ops::Range<u64>>,
+    /// Holes to name in SNACKs.
+    holes: snack::HoleTracker,
 }
 
 impl Receiver {
@@ -247,6 +258,10 @@ pub struct Connection {
     rtt: RttEstimator,
     cc: Box<dyn CongestionControl>,
     timers: Timers,
+    /// The route's token bucket, when the route has a rate.
+    pacer: Option<Pacer>,
+    /// IP and TCP header bytes of a data segment, for pacing.
+    header_bytes: usize,
     ack: AckState,
     ts: Timestamps,
     handshake: handshake::Handshake,
@@ -261,6 +276,18 @@ pub struct Connection {
     consecutive_timeouts: u32,
     /// When the first of those timeouts' segment was first sent.
     stalled_since: Option<Instant>,
+    /// Congestion window and threshold before those timeouts, to resume
+    /// at if they turn out not to have been congestion.
+    window_before_timeouts: Option<(u64, u64)>,
+    /// Losses are put down to corruption until then: the peer sent the
+    /// corruption-experienced option.
+    corruption_reported_until: Option<Instant>,
+    /// We learnt of corruption on the path and owe the peer the
+    /// corruption-experienced option.
+    corruption_report_due: bool,
+    /// The link is down: data is held back and probes go at a fixed
+    /// interval.
+    outage: Option<outage::Outage>,
     /// Last time anything arrived from the peer (keepalive idle time).
     last_received: Instant,
     /// A reset must be sent (abort, or data for a closed application).
@@ -270,6 +297,9 @@ pub struct Connection {
     /// The first lost segment goes out regardless of the congestion window
     /// (fast retransmit, NewReno partial ACK, timeout).
     force_retransmit: bool,
+    /// Segments named by the peer's SNACKs and not yet resent: they go
+    /// regardless of the congestion window too.
+    snack_owed: usize,
     /// Sending was last held back by the congestion window rather than by
     /// the application (for window growth, RFC 7661).
     cwnd_limited: bool,
@@ -304,6 +334,12 @@ struct Counters {
     segments_rejected: u64,
     fast_recoveries: u64,
     timeouts: u64,
+    snacks_sent: u64,
+    snacked_segments: u64,
+    corruption_reports_sent: u64,
+    corruption_reports_received: u64,
+    outages: u64,
+    outage_probes: u64,
 }
 
 impl Connection {
@@ -486,6 +522,12 @@ impl Connection {
             segments_rejected: c.segments_rejected,
             fast_recoveries: c.fast_recoveries,
             timeouts: c.timeouts,
+            snacks_sent: c.snacks_sent,
+            snacked_segments: c.snacked_segments,
+            corruption_reports_sent: c.corruption_reports_sent,
+            corruption_reports_received: c.corruption_reports_received,
+            outages: c.outages,
+            outage_probes: c.outage_probes,
             srtt: self.rtt.srtt(),
             rttvar: self.rtt.rttvar(),
             rto: self.rtt.rto(),
@@ -498,6 +540,8 @@ impl Connection {
             smss: self.negotiated.smss,
             sack: self.negotiated.sack,
             timestamps: self.negotiated.timestamps,
+            scps: self.negotiated.scps,
+            snack: self.negotiated.snack,
             send_window_shift: self.negotiated.send_shift,
             receive_window_shift: self.negotiated.recv_shift,
         }

@@ -49,19 +49,19 @@ impl Connection {
             State::SynSent => return self.handshake.syn_due.then_some(Plan::Syn),
             State::SynReceived if self.handshake.syn_due => return Some(Plan::Syn),
             State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck => {
-                if let Some(index) = self.next_retransmission() {
-                    return Some(Plan::Retransmit(index));
-                }
-                if let Some(plan) = self.next_new_data(now) {
-                    return Some(plan);
-                }
-                if let Some(index) = self.next_rescue_retransmission() {
-                    return Some(Plan::Retransmit(index));
+                let owed = (self.force_retransmit, self.snack_owed);
+                if let Some(plan) = self.next_data_segment(now) {
+                    if self.pacer_admits(now, plan) {
+                        return Some(plan);
+                    }
+                    // Not yet: what was owed stays owed.
+                    (self.force_retransmit, self.snack_owed) = owed;
                 }
                 // Nothing more goes out now. Whether the congestion window is
                 // what holds data back decides if ACKs may grow it: not when
-                // the application, the peer's window, Nagle or silly window
-                // avoidance is the reason (RFC 7661 4.3, RFC 5681 3.1).
+                // the application, the peer's window, the route's rate,
+                // Nagle or silly window avoidance is the reason (RFC 7661
+                // 4.3, RFC 5681 3.1).
                 self.cwnd_limited = self.waiting_for_congestion_window();
                 if self.persist_due {
                     return Some(Plan::WindowProbe);
@@ -72,7 +72,52 @@ impl Connection {
         if self.keepalive_due {
             return Some(Plan::Keepalive);
         }
-        self.ack.immediate.then_some(Plan::Ack)
+        // A pure ACK waits for the route's rate like anything else. While
+        // it waits, what it will say keeps up with what arrives, so a
+        // narrow return link gets fewer, fuller ACKs instead of a queue of
+        // stale ones (the ACK thinning the Wang paper asks of asymmetric
+        // links).
+        (self.ack.immediate && self.pacer_admits(now, Plan::Ack)).then_some(Plan::Ack)
+    }
+
+    /// The next segment carrying data: a retransmission (NextSeg rules 1
+    /// and 3 of RFC 6675) or new data (rule 2).
+    fn next_data_segment(&mut self, now: Instant) -> Option<Plan> {
+        if self.outage.is_some() {
+            // Only the probe the timer asked for.
+            return self
+                .force_retransmit
+                .then(|| self.next_retransmission())
+                .flatten()
+                .map(Plan::Retransmit);
+        }
+        if let Some(index) = self.next_retransmission() {
+            return Some(Plan::Retransmit(index));
+        }
+        if let Some(plan) = self.next_new_data(now) {
+            return Some(plan);
+        }
+        self.next_rescue_retransmission().map(Plan::Retransmit)
+    }
+
+    /// Whether the route's token bucket lets `plan` go now; if not, the
+    /// pacing timer is set for when it will.
+    fn pacer_admits(&mut self, now: Instant, plan: Plan) -> bool {
+        let Some(pacer) = self.pacer.as_mut() else {
+            return true;
+        };
+        let payload = match plan {
+            Plan::Retransmit(index) => self.board.get(index).map_or(0, |s| s.len()),
+            Plan::NewData { len, .. } => len,
+            _ => 0,
+        };
+        let bytes = payload as usize + self.header_bytes;
+        let ready = pacer.ready_at(now, bytes);
+        if ready <= now {
+            return true;
+        }
+        self.timers.set(Timer::Pacing, ready);
+        false
     }
 
     /// Bytes the congestion window allows beyond what is in the pipe,
@@ -94,10 +139,16 @@ impl Connection {
         let Some(index) = self.board.next_lost() else {
             // Whatever was to be forced out has been acknowledged since.
             self.force_retransmit = false;
+            self.snack_owed = 0;
             return None;
         };
         if self.force_retransmit {
             self.force_retransmit = false;
+            self.snack_owed = self.snack_owed.saturating_sub(1);
+            return Some(index);
+        }
+        if self.snack_owed > 0 {
+            self.snack_owed -= 1;
             return Some(index);
         }
         let len = self.board.get(index)?.len();
@@ -220,7 +271,16 @@ impl Connection {
                 self.board.retransmitted(index, now);
                 self.stats.segments_retransmitted += 1;
                 self.stats.bytes_retransmitted += payload.1;
-                self.arm_retransmit_if_idle(now);
+                if index == 0 && self.recovery.in_fast_recovery() && self.timers.is_armed(Timer::Retransmit) {
+                    // The oldest segment just went again: give its copy a
+                    // full RTO before judging it lost too (as Linux
+                    // re-arms on retransmitting the head); otherwise a
+                    // hole found late times out while its repair is still
+                    // in flight.
+                    self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+                } else {
+                    self.arm_retransmit_if_idle(now);
+                }
             }
             Plan::NewData { len, fin } => {
                 payload = (seq - 1, len);
@@ -277,6 +337,11 @@ impl Connection {
         }
         let payload_len = payload.1 as usize;
         let options = self.segment_options(now, payload.1);
+        self.stats.snacks_sent += options.snacks.len() as u64;
+        if let Some(pacer) = self.pacer.as_mut() {
+            let ip_header = if self.tuple.local.is_ipv4() { 20 } else { 40 };
+            pacer.consume(now, ip_header + 20 + options.encoded_len() + payload_len);
+        }
         let window = self.window_field();
         let ack = self.note_ack_sent();
         self.stats.segments_sent += 1;
@@ -339,6 +404,7 @@ impl Connection {
     /// Our SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED).
     fn build_syn(&mut self, now: Instant) -> TcpRepr<'_> {
         self.handshake.syn_due = false;
+        self.handshake.syn_sent_at = now;
         self.snd.nxt = self.snd.nxt.max(1);
         self.timers.set(Timer::Retransmit, now + self.rtt.rto());
         self.stats.segments_sent += 1;
@@ -363,9 +429,13 @@ impl Connection {
         }
     }
 
-    /// Timestamps and as many SACK blocks as fit beside `payload_len`
-    /// bytes of data within the peer's MSS and the 40 option bytes.
-    fn segment_options(&self, now: Instant, payload_len: u64) -> TcpOptions {
+    /// Timestamps, a corruption report if one is owed, the SNACKs due, and
+    /// as many SACK blocks as fit beside
+    /// `payload_len` bytes of data within the peer's MSS and the 40 option
+    /// bytes. At most two SNACKs go in a segment when SACK is in use, so
+    /// that SACK blocks still fit; the other holes due follow in the next
+    /// ACKs.
+    fn segment_options(&mut self, now: Instant, payload_len: u64) -> TcpOptions {
         let mut options = TcpOptions::default();
         let mut budget = self.negotiated.smss.saturating_sub(payload_len);
         if self.negotiated.timestamps {
@@ -375,13 +445,34 @@ impl Connection {
             });
             budget += TIMESTAMPS_OVERHEAD;
         }
+        if self.take_corruption_report() {
+            options.corruption_experienced = true;
+            self.stats.corruption_reports_sent += 1;
+        }
+        let base_len = options.encoded_len() as u64;
+        let fits = |trial: &TcpOptions| {
+            let len = trial.encoded_len();
+            len <= crate::wire::MAX_OPTIONS_LEN && (len as u64) <= budget.max(base_len)
+        };
+        if self.negotiated.snack && self.rcv.buf.has_holes() {
+            let most = if self.negotiated.sack { 2 } else { 6 };
+            let room = (0..=most)
+                .rev()
+                .find(|&n| {
+                    let mut trial = options;
+                    (0..n).for_each(|_| {
+                        trial.snacks.push(Default::default());
+                    });
+                    fits(&trial)
+                })
+                .unwrap_or(0);
+            options.snacks = self.take_due_snacks(now, room);
+        }
         if self.negotiated.sack && self.rcv.buf.has_holes() {
-            let base_len = options.encoded_len();
             for count in (1..=4).rev() {
                 let mut trial = options;
                 trial.sack_blocks = self.sack_blocks(count);
-                let len = trial.encoded_len();
-                if len <= crate::wire::MAX_OPTIONS_LEN && (len as u64) <= budget.max(base_len as u64) {
+                if fits(&trial) {
                     return trial;
                 }
             }

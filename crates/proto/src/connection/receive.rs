@@ -71,6 +71,9 @@ impl Connection {
         if stored.out_of_order {
             self.remember_out_of_order(start, end);
         }
+        if stored.out_of_order || had_holes {
+            self.refresh_holes(now);
+        }
         if stored.advanced > 0 {
             self.signal_readable();
         }

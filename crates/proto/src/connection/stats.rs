@@ -29,6 +29,16 @@ pub struct ConnectionStats {
     pub fast_recoveries: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// SNACK options sent, naming holes in what we received.
+    pub snacks_sent: u64,
+    /// Segments marked for retransmission by the peer's SNACKs.
+    pub snacked_segments: u64,
+    /// Corruption-experienced options sent and received.
+    pub corruption_reports_sent: u64,
+    pub corruption_reports_received: u64,
+    /// Link outages entered (signalled or detected) and probes sent in them.
+    pub outages: u64,
+    pub outage_probes: u64,
     pub srtt: Option<Duration>,
     pub rttvar: Duration,
     pub rto: Duration,
@@ -46,6 +56,9 @@ pub struct ConnectionStats {
     pub smss: u64,
     pub sack: bool,
     pub timestamps: bool,
+    /// SCPS-TP capabilities were exchanged; SNACK is in force.
+    pub scps: bool,
+    pub snack: bool,
     /// Window scale shifts: the peer's (applied to its windows) and ours.
     pub send_window_shift: u8,
     pub receive_window_shift: u8,

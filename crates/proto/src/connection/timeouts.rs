@@ -14,6 +14,9 @@ impl Connection {
                 Timer::Persist => self.on_persist_timeout(now),
                 Timer::Keepalive => self.on_keepalive_timeout(now),
                 Timer::TimeWait => self.close_with(now, None),
+                // Nothing to do but try sending again.
+                Timer::Pacing => {}
+                Timer::Snack => self.schedule_snack(now),
             }
         }
     }
@@ -36,6 +39,10 @@ impl Connection {
             }
             State::Closed | State::TimeWait => {}
             _ => {
+                if self.outage.is_some() {
+                    self.send_outage_probe(now);
+                    return;
+                }
                 let Some(front) = self.board.front() else {
                     return;
                 };
@@ -47,6 +54,9 @@ impl Connection {
                     };
                     self.close_with(now, Some(error));
                     return;
+                }
+                if self.consecutive_timeouts == 0 {
+                    self.window_before_timeouts = Some((self.cc.window(), self.cc.ssthresh()));
                 }
                 self.consecutive_timeouts += 1;
                 self.stats.timeouts += 1;
@@ -62,6 +72,17 @@ impl Connection {
                 self.board.mark_all_lost();
                 self.recovery.enter_timeout(self.snd.nxt);
                 self.force_retransmit = true;
+                if self
+                    .config
+                    .outage
+                    .after_timeouts
+                    .is_some_and(|n| self.consecutive_timeouts >= n)
+                {
+                    // This retransmission is the first probe of the outage.
+                    self.enter_outage(now, false);
+                    self.force_retransmit = true;
+                    return;
+                }
                 self.rtt.back_off();
                 self.timers.set(Timer::Retransmit, now + self.rtt.rto());
             }

@@ -15,15 +15,21 @@ pub(crate) enum Timer {
     Keepalive,
     /// RFC 9293 3.6 TIME-WAIT (2 MSL).
     TimeWait,
+    /// The route's token bucket holds enough for the next segment.
+    Pacing,
+    /// A hole is due to be named in a SNACK.
+    Snack,
 }
 
 impl Timer {
-    const ALL: [Timer; 5] = [
+    const ALL: [Timer; COUNT] = [
         Timer::Retransmit,
         Timer::DelayedAck,
         Timer::Persist,
         Timer::Keepalive,
         Timer::TimeWait,
+        Timer::Pacing,
+        Timer::Snack,
     ];
 
     fn index(self) -> usize {
@@ -31,9 +37,11 @@ impl Timer {
     }
 }
 
+const COUNT: usize = 7;
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Timers {
-    deadlines: [Option<Instant>; 5],
+    deadlines: [Option<Instant>; COUNT],
 }
 
 impl Timers {
@@ -46,7 +54,7 @@ impl Timers {
     }
 
     pub(crate) fn stop_all(&mut self) {
-        self.deadlines = [None; 5];
+        self.deadlines = [None; COUNT];
     }
 
     pub(crate) fn get(&self, timer: Timer) -> Option<Instant> {

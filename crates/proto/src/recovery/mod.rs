@@ -11,8 +11,10 @@ pub(crate) enum Phase {
     /// No loss being repaired.
     Open,
     /// Fast recovery (RFC 5681 3.2, RFC 6582, RFC 6675 section 5) until the
-    /// cumulative ACK reaches `recovery_point`.
-    Fast { recovery_point: u64 },
+    /// cumulative ACK reaches `recovery_point`. `reduced`: the congestion
+    /// controller cut its window for it (not when losses are put down to
+    /// corruption).
+    Fast { recovery_point: u64, reduced: bool },
     /// Retransmitting after a timeout, in slow start, until the cumulative
     /// ACK reaches `recovery_point` (RFC 6582 section 4.2 uses the same
     /// point to avoid a spurious fast retransmit after a timeout).
@@ -58,9 +60,10 @@ impl Recovery {
 
     /// Starts fast recovery: everything sent so far must be acknowledged
     /// before it ends.
-    pub(crate) fn enter_fast(&mut self, highest_sent: u64) {
+    pub(crate) fn enter_fast(&mut self, highest_sent: u64, reduced: bool) {
         self.phase = Phase::Fast {
             recovery_point: highest_sent,
+            reduced,
         };
         self.recover = highest_sent;
         self.high_rule3 = 0;
@@ -81,7 +84,7 @@ impl Recovery {
     pub(crate) fn end_if_covered(&mut self, una: u64) -> Option<Phase> {
         let point = match self.phase {
             Phase::Open => return None,
-            Phase::Fast { recovery_point } | Phase::Timeout { recovery_point } => recovery_point,
+            Phase::Fast { recovery_point, .. } | Phase::Timeout { recovery_point } => recovery_point,
         };
         if una < point {
             return None;

@@ -68,6 +68,12 @@ impl RttEstimator {
         }
     }
 
+    /// Forgets the backoff: the path answered again after an outage, which
+    /// says nothing about its RTT but that the doubling was the outage's.
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
     /// RFC 6298 5.7, for the first data after a SYN or SYN-ACK had to be
     /// retransmitted and no RTT sample was taken.
     pub fn after_syn_timeout(&mut self) {

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 use std::ops::Range;
+use std::time::Duration;
 
 use crate::time::Instant;
 
@@ -91,6 +92,11 @@ pub(crate) struct Scoreboard {
     /// the search for the next one resumes, so that a recovery costs a walk
     /// of the queue, not a walk per segment sent.
     pending_from: u64,
+    /// The latest send time of a segment known to have arrived (SACKed or
+    /// acknowledged) that was sent only once, so that the arrival was
+    /// that transmission's: any copy sent before it on the same path has
+    /// had its chance to arrive (the idea of RACK, RFC 8985).
+    delivered_sent_at: Option<Instant>,
 }
 
 impl Scoreboard {
@@ -204,6 +210,7 @@ impl Scoreboard {
             acked.fin |= seg.fin;
             if seg.transmissions == 1 {
                 acked.rtt_sample_from = Some(seg.sent_at);
+                self.delivered_sent_at = self.delivered_sent_at.max(Some(seg.sent_at));
             } else {
                 acked.retransmitted = true;
             }
@@ -231,6 +238,9 @@ impl Scoreboard {
                 }
                 if seg.start >= block.start && seg.end <= block.end && !seg.sacked {
                     self.high_sacked = self.high_sacked.max(seg.end);
+                    if seg.transmissions == 1 {
+                        self.delivered_sent_at = self.delivered_sent_at.max(Some(seg.sent_at));
+                    }
                     self.update(index, |seg| seg.sacked = true);
                 }
                 index += 1;
@@ -283,6 +293,43 @@ impl Scoreboard {
             i += 1;
         }
         self.loss_judged_to = boundary;
+        marked
+    }
+
+    /// A SNACK named `range` as missing at the receiver (spec/scps-tp.md
+    /// "SNACK"): every segment overlapping it that is not SACKed is lost.
+    /// A segment already resent is resent again only once its copy is
+    /// known lost too: a segment sent more than `reorder_margin` after the
+    /// copy has arrived, or the copy went out at least `min_age` ago. So a
+    /// SNACK that crossed the copy on its way does not send it twice.
+    /// Returns how many segments now await retransmission that did not
+    /// before.
+    pub(crate) fn mark_range_lost(
+        &mut self,
+        range: Range<u64>,
+        now: Instant,
+        min_age: Duration,
+        reorder_margin: Duration,
+    ) -> usize {
+        let mut marked = 0;
+        let mut index = self.index_after(range.start);
+        let delivered_sent_at = self.delivered_sent_at;
+        while let Some(seg) = self.segments.get(index) {
+            if seg.start >= range.end {
+                break;
+            }
+            let overtaken = delivered_sent_at.is_some_and(|d| seg.sent_at + reorder_margin < d);
+            let copy_lost = overtaken || now.saturating_since(seg.sent_at) >= min_age;
+            let resend = !seg.sacked && !seg.awaits_retransmission() && (!seg.retransmitted || copy_lost);
+            if resend {
+                self.update(index, |seg| {
+                    seg.lost = true;
+                    seg.retransmitted = false;
+                });
+                marked += 1;
+            }
+            index += 1;
+        }
         marked
     }
 
@@ -374,6 +421,34 @@ mod tests {
 
     fn seg_range(i: u64) -> Range<u64> {
         1 + i * MSS..1 + (i + 1) * MSS
+    }
+
+    #[test]
+    fn a_snacked_range_is_resent_and_again_only_once_its_copy_is_lost() {
+        let mut b = board(6);
+        let sacked = seg_range(3);
+        b.sack(std::slice::from_ref(&sacked));
+        // Segments 1 to 4 named; 3 is SACKed and stays.
+        let named = seg_range(1).start..seg_range(4).end;
+        let rtt = Duration::from_millis(100);
+        let margin = Duration::ZERO;
+        let mark = |b: &mut Scoreboard, at: Instant| b.mark_range_lost(named.clone(), at, rtt, margin);
+        assert_eq!(mark(&mut b, Instant::ZERO), 3);
+        assert_eq!(b.pipe(), 200, "segments 0 and 5 remain in flight");
+        assert_eq!(mark(&mut b, Instant::ZERO), 0, "already pending");
+        b.retransmitted(1, Instant::ZERO);
+        let soon = Instant::ZERO + rtt / 2;
+        assert_eq!(mark(&mut b, soon), 0, "its copy is in flight");
+        assert_eq!(mark(&mut b, Instant::ZERO + rtt), 1, "its copy was lost too");
+        assert_eq!(b.next_lost(), Some(1));
+        // A copy overtaken by a later segment that arrived is lost, however
+        // young.
+        b.retransmitted(1, soon);
+        let later = soon + rtt / 10;
+        b.push(Segment::new(seg_range(6).start, seg_range(6).end, false, later));
+        assert_eq!(mark(&mut b, later), 0, "nothing sent after it has arrived yet");
+        b.sack(std::slice::from_ref(&seg_range(6)));
+        assert_eq!(mark(&mut b, later), 1);
     }
 
     #[test]

@@ -7,6 +7,8 @@ pub enum Layer {
     Ipv6,
     Tcp,
     TcpOptions,
+    /// The SCPS-TP compressed header (IP protocol 105).
+    Compressed,
 }
 
 impl fmt::Display for Layer {
@@ -16,6 +18,7 @@ impl fmt::Display for Layer {
             Layer::Ipv6 => "IPv6",
             Layer::Tcp => "TCP",
             Layer::TcpOptions => "TCP options",
+            Layer::Compressed => "SCPS compressed header",
         })
     }
 }
@@ -61,6 +64,14 @@ pub enum WireError {
     PayloadTooLong(usize),
     #[error("buffer of {available} bytes is too small, need {needed}")]
     BufferTooSmall { needed: usize, available: usize },
+    #[error("a segment with {0} cannot travel with a compressed header")]
+    NotCompressible(&'static str),
+    #[error("compressed header sets the SNACK bit but its options carry no SNACK")]
+    SnackBitWithoutSnack,
+    #[error("compressed header omits the {0} and the decompressor has no value to infer it from")]
+    CompressedFieldUnknown(&'static str),
+    #[error("compressed segment is for connection id {got}, the decompressor for id {expected}")]
+    ConnectionIdMismatch { expected: u8, got: u8 },
 }
 
 impl WireError {
@@ -81,6 +92,10 @@ impl WireError {
             WireError::AddressFamilyMismatch => "address_family_mismatch",
             WireError::PayloadTooLong(_) => "payload_too_long",
             WireError::BufferTooSmall { .. } => "buffer_too_small",
+            WireError::NotCompressible(_) => "not_compressible",
+            WireError::SnackBitWithoutSnack => "snack_bit_without_snack",
+            WireError::CompressedFieldUnknown(_) => "compressed_field_unknown",
+            WireError::ConnectionIdMismatch { .. } => "connection_id_mismatch",
         }
     }
 }

@@ -5,6 +5,7 @@
 //! panics on bad input. Parsers are fuzzed (see `fuzz/`).
 
 pub mod checksum;
+pub mod compressed;
 mod error;
 pub mod ip;
 pub mod ipv4;
@@ -13,6 +14,9 @@ pub mod packet;
 pub mod tcp;
 pub mod tcp_options;
 
+pub use compressed::{
+    CompressedRepr, Compressor, Decompressor, WindowAck, build_compressed_packet, peek_conn_id,
+};
 pub use error::{Layer, WireError};
 pub use ip::IpRepr;
 pub use ipv4::Ipv4Repr;

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use scps_proto::time::Instant;
 use scps_proto::wire::{
-    SackBlock, TcpFlags, TcpOptions, TcpRepr, Timestamps, build_tcp_packet, parse_tcp_packet,
+    SackBlock, ScpsCapabilities, TcpFlags, TcpOptions, TcpRepr, Timestamps, build_tcp_packet,
+    parse_tcp_packet,
 };
 use scps_proto::{Config, ConnectionHandle, Endpoint, EndpointConfig, Event};
 
@@ -245,6 +246,10 @@ pub struct PeerOffer {
     pub sack: bool,
     pub timestamps: bool,
     pub window: u16,
+    /// The SCPS capabilities option in the SYN-ACK.
+    pub scps: Option<ScpsCapabilities>,
+    /// Time between our SYN and the SYN-ACK.
+    pub rtt: Duration,
 }
 
 impl Default for PeerOffer {
@@ -255,6 +260,8 @@ impl Default for PeerOffer {
             sack: true,
             timestamps: true,
             window: 65535,
+            scps: None,
+            rtt: Duration::ZERO,
         }
     }
 }
@@ -283,6 +290,8 @@ impl Established {
         if offer.timestamps {
             syn_ack = syn_ack.ts(1, our_ts);
         }
+        syn_ack.options.scps_capabilities = offer.scps;
+        h.advance(offer.rtt);
         h.send(&syn_ack);
         let ack = h.one();
         assert_eq!(ack.flags, TcpFlags::ACK, "handshake completes with a pure ACK");

@@ -19,14 +19,12 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use scps_config::MessageFlow;
-use scps_config::workload::MESSAGE_HEADER;
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, State, StreamError};
 
+use crate::message;
 use crate::payload::Pattern;
 use crate::world::App;
-
-const HEADER: usize = MESSAGE_HEADER as usize;
 
 /// What one direction's receiver measured.
 #[derive(Debug, Default, Clone)]
@@ -65,20 +63,16 @@ impl Sender {
     /// When the next message is created: message `i` at `i` times the
     /// interval into the window, computed exactly (no accumulated error).
     fn due(&self, window: (Instant, Instant)) -> Option<Instant> {
-        let bits = u128::from(self.next_index) * self.flow.size as u128 * 8;
-        let nanos = bits * 1_000_000_000 / u128::from(self.flow.rate_bps);
-        let at = window.0 + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        let at = window.0 + message::due(self.next_index, self.flow.size, self.flow.rate_bps);
         (at < window.1).then_some(at)
     }
 
     /// Message `next_index`, stamped `now`.
     fn message(&self, now: Instant) -> Vec<u8> {
         let offset = self.next_index * self.flow.size as u64;
-        let mut message = vec![0u8; self.flow.size];
-        message[..8].copy_from_slice(&now.as_nanos().to_be_bytes());
-        message[8..HEADER].copy_from_slice(&(self.flow.size as u32).to_be_bytes());
-        self.pattern.fill(offset + HEADER as u64, &mut message[HEADER..]);
-        message
+        let mut bytes = vec![0u8; self.flow.size];
+        message::write(&mut bytes, offset, now.as_nanos(), &self.pattern);
+        bytes
     }
 
     /// Writes the message in hand and every message due by `now`, until
@@ -140,23 +134,8 @@ impl Receiver {
                 Err(err) => return Err(err.to_string()),
             }
             while self.partial.len() >= self.size {
-                let message = &self.partial[..self.size];
-                let sent = u64::from_be_bytes(message[..8].try_into().unwrap_or_default());
-                let len = u32::from_be_bytes(message[8..HEADER].try_into().unwrap_or_default());
-                if len as usize != self.size {
-                    return Err(format!(
-                        "message at byte {} claims {len} bytes, expected {}",
-                        self.offset, self.size
-                    ));
-                }
-                if let Some(at) = self
-                    .pattern
-                    .first_mismatch(self.offset + HEADER as u64, &message[HEADER..])
-                {
-                    return Err(format!(
-                        "message content differs from what was sent, first at byte {at}"
-                    ));
-                }
+                let sent = message::check(&self.partial[..self.size], self.offset, self.size, &self.pattern)
+                    .map_err(|e| e.to_string())?;
                 if window_end.is_some_and(|end| now <= end) {
                     report.messages += 1;
                     report.bytes += self.size as u64;

@@ -1,16 +1,15 @@
-//! Packet captures of a simulated interface, in the classic pcap format
-//! with link type RAW (packets begin at the IP header) and nanosecond
-//! timestamps in virtual time, so tshark and Wireshark read them as they
-//! read a real capture.
+//! Packet captures in the classic pcap format with link type RAW (packets
+//! begin at the IP header) and nanosecond timestamps, so tshark and
+//! Wireshark read them. The simulator stamps packets with virtual time,
+//! the real drivers with the wall clock; this crate only writes.
 
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, TsResolution};
-
-use scps_proto::time::Instant;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write capture {path}: {message}")]
@@ -61,10 +60,12 @@ impl Capture {
         })
     }
 
-    pub fn record(&mut self, at: Instant, packet: &[u8]) -> Result<(), CaptureError> {
+    /// Records `packet` with `timestamp` (since the Unix epoch for a real
+    /// capture, since the start of a run for a simulated one).
+    pub fn record(&mut self, timestamp: Duration, packet: &[u8]) -> Result<(), CaptureError> {
         let len = u32::try_from(packet.len()).unwrap_or(u32::MAX);
         self.writer
-            .write_packet(&PcapPacket::new(at.as_duration(), len, packet))
+            .write_packet(&PcapPacket::new(timestamp, len, packet))
             .map(|_| ())
             .map_err(|e| CaptureError {
                 path: self.path.clone(),

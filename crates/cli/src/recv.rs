@@ -1,0 +1,193 @@
+//! `scps recv (--udp BIND | --tun NAME --addr A/P | --tcp) [--port P] [--output FILE] [--once]`
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use scps_sim::payload::Pattern;
+use scps_sim::result::MessageFigures;
+use tokio::io::{AsyncWriteExt, BufReader};
+
+use crate::transfer::args::CommonArgs;
+use crate::transfer::bulk;
+use crate::transfer::conn::Conn;
+use crate::transfer::hello::{Hello, read_hello};
+use crate::transfer::report::Report;
+use crate::transfer::stack::{Stack, Transport};
+use crate::transfer::{Outcome, messages};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    scps recv --udp 0.0.0.0:7168 --once\n  \
+    scps recv --tun scps0 --addr 10.9.0.1/24 --output received.iso --once\n  \
+    scps recv --tcp --port 5001")]
+pub struct RecvArgs {
+    /// Our stack, UDP-encapsulated: the UDP address to receive on.
+    #[arg(long, value_name = "ADDR:PORT", group = "path")]
+    udp: Option<SocketAddr>,
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The port to accept connections on.
+    #[arg(long, default_value_t = 5001)]
+    port: u16,
+    /// Write a bulk transfer's bytes to this file. It appears under this
+    /// name only once complete and verified.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Serve one connection, then exit with its status (default: serve
+    /// until Ctrl-C).
+    #[arg(long)]
+    once: bool,
+}
+
+impl RecvArgs {
+    fn transport(&self) -> Transport {
+        if let Some(bind) = self.udp {
+            Transport::Udp { bind, peer: None }
+        } else if let Some(name) = &self.common.tun {
+            Transport::Tun {
+                name: name.clone(),
+                addrs: self.common.addrs.clone(),
+            }
+        } else {
+            Transport::Tcp
+        }
+    }
+}
+
+pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
+    if args.udp.is_none() && args.common.tun.is_none() && !args.common.tcp {
+        bail!("choose a path: --udp ADDR:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
+    let transport = args.transport();
+    let stack = Stack::start(&transport, &args.common.stack_options(Duration::from_secs(20)))?;
+    let acceptor = stack.listen(args.port)?;
+    // Scripts (and the tests) read this line to learn the ports.
+    match stack.udp_addr() {
+        Some(udp) => eprintln!(
+            "scps recv: {} listening on port {} (UDP {udp})",
+            transport.label(),
+            acceptor.port()
+        ),
+        None => eprintln!(
+            "scps recv: {} listening on port {}",
+            transport.label(),
+            acceptor.port()
+        ),
+    }
+    let outcome = loop {
+        let conn = tokio::select! {
+            conn = acceptor.accept() => conn?,
+            _ = tokio::signal::ctrl_c() => break Outcome::Interrupted,
+        };
+        let abort = conn.abort_handle()?;
+        let mut report = Report {
+            role: "recv".into(),
+            protocol: transport.label().into(),
+            peer: conn.peer(),
+            ..Report::default()
+        };
+        tokio::select! {
+            result = serve(conn, &mut report, args.output.as_deref()) => {
+                if let Err(err) = result {
+                    // Stop the sender too: it learns by a reset.
+                    abort.abort();
+                    report.error = Some(format!("{err:#}"));
+                }
+                report.set_cpu();
+                report.print(args.common.json);
+            }
+            _ = tokio::signal::ctrl_c() => {
+                abort.abort();
+                eprintln!("scps recv: interrupted; the connection was reset and no partial file kept");
+                break Outcome::Interrupted;
+            }
+        }
+        if args.once {
+            break if report.failed() {
+                Outcome::Failed
+            } else {
+                Outcome::Complete
+            };
+        }
+    };
+    drop(acceptor);
+    stack.close().await?;
+    Ok(outcome)
+}
+
+/// Serves one connection: reads the hello, runs the workload, sends the
+/// report back. Errors end the connection with a reset (by the caller).
+async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let (reader, mut writer) = tokio::io::split(conn);
+    let mut reader = BufReader::new(reader);
+    let hello = read_hello(&mut reader).await?;
+    let start = Instant::now();
+    match hello {
+        Hello::Bulk { bytes } => {
+            report.workload = "bulk".into();
+            let received = bulk::read_data(&mut reader, bytes, output).await?;
+            let (secs, bps) = bulk::timing(received.bytes, start);
+            report.bytes = received.bytes;
+            report.duration_s = secs;
+            report.goodput_bps = bps;
+            report.sha256 = Some(received.sha256);
+            report.verified = Some(received.verified);
+            if !received.verified {
+                report.error = Some("the data does not match the sender's SHA-256; nothing was kept".into());
+            }
+        }
+        Hello::Messages {
+            forward,
+            reverse,
+            duration_s,
+            seed,
+        } => {
+            report.workload = "messages".into();
+            let window = Duration::from_secs_f64(duration_s);
+            let receiving = messages::receive(&mut reader, forward, Pattern::new(seed), window, false);
+            let sending = async {
+                if let Some(flow) = reverse {
+                    messages::send(&mut writer, flow, Pattern::new(seed.wrapping_add(1)), window).await?;
+                }
+                anyhow::Ok(())
+            };
+            let (figures, ()) = tokio::try_join!(receiving, sending)?;
+            report.bytes = (figures.actual_bps * duration_s / 8.0).round() as u64;
+            report.duration_s = duration_s;
+            report.goodput_bps = figures.actual_bps;
+            report.messages = Some(MessageFigures {
+                forward: figures,
+                reverse: None,
+            });
+            writer.write_all(&messages::END_MARKER).await?;
+        }
+    }
+    let conn = reader.into_inner().unsplit(writer);
+    report.retransmitted_bytes = conn.retransmitted_bytes();
+    report.scps = conn.scps();
+    let (reader, mut writer) = tokio::io::split(conn);
+    report.set_cpu();
+    let mut line = serde_json::to_vec(&*report)?;
+    line.push(b'\n');
+    writer.write_all(&line).await.context("sending the report")?;
+    writer.shutdown().await.context("closing the connection")?;
+    // Wait for the sender to close its side too, so that our close is
+    // the orderly kind.
+    let mut rest = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut BufReader::new(reader), &mut rest)
+        .await
+        .ok();
+    Ok(())
+}

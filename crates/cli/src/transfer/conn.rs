@@ -1,0 +1,100 @@
+//! A connection of either stack, as one type: ours (`scps_net::Stream`) or
+//! the kernel's (`tokio::net::TcpStream`).
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+#[derive(Debug)]
+pub enum Conn {
+    Scps(scps_net::Stream),
+    Tcp(TcpStream),
+}
+
+/// Resets a connection from outside the task that uses it (Ctrl-C).
+#[derive(Debug)]
+pub enum Abort {
+    Scps(scps_net::AbortHandle),
+    /// A duplicate of the kernel socket: with a zero linger time, closing
+    /// the last descriptor sends a reset.
+    Tcp(socket2::Socket),
+}
+
+impl Abort {
+    pub fn abort(self) {
+        match self {
+            Abort::Scps(handle) => handle.abort(),
+            Abort::Tcp(socket) => {
+                let _ = socket.set_linger(Some(std::time::Duration::ZERO));
+            }
+        }
+    }
+}
+
+impl Conn {
+    pub fn abort_handle(&self) -> io::Result<Abort> {
+        Ok(match self {
+            Conn::Scps(stream) => Abort::Scps(stream.abort_handle()),
+            Conn::Tcp(stream) => Abort::Tcp(socket2::SockRef::from(stream).try_clone()?),
+        })
+    }
+
+    /// Data bytes our stack sent again (not known for kernel TCP).
+    pub fn retransmitted_bytes(&self) -> Option<u64> {
+        match self {
+            Conn::Scps(stream) => stream.stats().map(|s| s.bytes_retransmitted),
+            Conn::Tcp(_) => None,
+        }
+    }
+
+    /// Whether SCPS-TP was negotiated (not known for kernel TCP, which
+    /// never speaks it).
+    pub fn scps(&self) -> Option<bool> {
+        match self {
+            Conn::Scps(stream) => stream.stats().map(|s| s.scps),
+            Conn::Tcp(_) => None,
+        }
+    }
+
+    pub fn peer(&self) -> String {
+        match self {
+            Conn::Scps(stream) => stream.peer_addr().to_string(),
+            Conn::Tcp(stream) => stream.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+        }
+    }
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Scps(s) => Pin::new(s).poll_read(cx, buf),
+            Conn::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Conn::Scps(s) => Pin::new(s).poll_write(cx, data),
+            Conn::Tcp(s) => Pin::new(s).poll_write(cx, data),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Scps(s) => Pin::new(s).poll_flush(cx),
+            Conn::Tcp(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Scps(s) => Pin::new(s).poll_shutdown(cx),
+            Conn::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}

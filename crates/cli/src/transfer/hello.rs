@@ -1,0 +1,188 @@
+//! The first line a sender writes: `SCPS-TEST/1 ` and a JSON object naming
+//! the workload, then a newline. The receiver needs no options of its own
+//! to serve any workload, and refuses a connection that does not start
+//! with the magic (some other program) with a clear error.
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
+pub const MAGIC: &str = "SCPS-TEST/1 ";
+
+/// The longest hello or report line accepted.
+pub const MAX_LINE: usize = 16 * 1024;
+
+/// One direction's message stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    /// Bytes per message, header included.
+    pub size: usize,
+    pub rate_bps: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Hello {
+    /// `bytes` follow, then their SHA-256 (32 bytes).
+    Bulk { bytes: u64 },
+    /// Messages of `forward` for `duration_s`; with `reverse`, the receiver
+    /// sends such messages back at the same time. `seed` keys the random
+    /// bytes of the forward flow (the reverse flow's key is `seed + 1`, wrapping).
+    Messages {
+        forward: Flow,
+        reverse: Option<Flow>,
+        duration_s: f64,
+        seed: u64,
+    },
+}
+
+/// Smallest and largest message: the header alone, and the simulator's
+/// limit (scps-config).
+pub const MESSAGE_SIZES: std::ops::RangeInclusive<usize> = 12..=(1 << 20);
+
+impl Flow {
+    /// Why the flow cannot be run, if it cannot.
+    pub fn check(&self, what: &str) -> Result<(), String> {
+        if !MESSAGE_SIZES.contains(&self.size) {
+            return Err(format!(
+                "{what} message size {}: a message is 12 bytes (its header) to 1MiB",
+                self.size
+            ));
+        }
+        if self.rate_bps == 0 {
+            return Err(format!("{what} rate 0: the offered rate must be above 0 bit/s"));
+        }
+        Ok(())
+    }
+}
+
+impl Hello {
+    /// Refuses workloads no sender of ours asks for: a peer's hello is
+    /// network input.
+    pub fn check(&self) -> Result<(), String> {
+        if let Hello::Messages {
+            forward,
+            reverse,
+            duration_s,
+            ..
+        } = self
+        {
+            forward.check("forward")?;
+            if let Some(reverse) = reverse {
+                reverse.check("reverse")?;
+            }
+            if !(duration_s.is_finite() && *duration_s > 0.0 && *duration_s < 1e9) {
+                return Err(format!(
+                    "test window {duration_s} s: expected above 0 and below 1e9 s"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("the peer closed the connection before sending {0}")]
+    Closed(&'static str),
+    #[error("{0} longer than {MAX_LINE} bytes")]
+    TooLong(&'static str),
+    #[error("not an scps test peer: the connection began with {0:?}")]
+    NotATestPeer(String),
+    #[error("invalid {what}: {source}")]
+    Invalid {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the sender asked for what cannot be run: {0}")]
+    Refused(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+pub async fn write_hello(out: &mut (impl AsyncWrite + Unpin), hello: &Hello) -> std::io::Result<()> {
+    let json = serde_json::to_string(hello).map_err(std::io::Error::other)?;
+    out.write_all(format!("{MAGIC}{json}\n").as_bytes()).await
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes (without its newline).
+pub async fn read_line(
+    input: &mut (impl AsyncBufRead + Unpin),
+    what: &'static str,
+) -> Result<Vec<u8>, LineError> {
+    let mut line = Vec::new();
+    loop {
+        let available = input.fill_buf().await?;
+        if available.is_empty() {
+            return Err(LineError::Closed(what));
+        }
+        let (take, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        if line.len() + take > MAX_LINE + 1 {
+            return Err(LineError::TooLong(what));
+        }
+        line.extend_from_slice(&available[..take]);
+        input.consume(take);
+        if done {
+            line.pop();
+            return Ok(line);
+        }
+    }
+}
+
+pub async fn read_hello(input: &mut (impl AsyncBufRead + Unpin)) -> Result<Hello, LineError> {
+    let line = read_line(input, "its hello").await?;
+    let Some(json) = line.strip_prefix(MAGIC.as_bytes()) else {
+        let start = String::from_utf8_lossy(&line[..line.len().min(40)]).into_owned();
+        return Err(LineError::NotATestPeer(start));
+    };
+    let hello: Hello = serde_json::from_slice(json).map_err(|source| LineError::Invalid {
+        what: "hello",
+        source,
+    })?;
+    hello.check().map_err(LineError::Refused)?;
+    Ok(hello)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_hello_reads_back_and_strangers_are_named() {
+        let hello = Hello::Messages {
+            forward: Flow {
+                size: 64,
+                rate_bps: 2048,
+            },
+            reverse: None,
+            duration_s: 60.0,
+            seed: 7,
+        };
+        let mut wire = Vec::new();
+        write_hello(&mut wire, &hello).await.unwrap();
+        wire.extend_from_slice(b"rest");
+        let mut input = &wire[..];
+        assert_eq!(read_hello(&mut input).await.unwrap(), hello);
+        assert_eq!(input, b"rest", "the hello's reader leaves what follows");
+
+        let err = read_hello(&mut &b"GET / HTTP/1.1\r\n"[..]).await.unwrap_err();
+        assert!(err.to_string().contains("not an scps test peer"), "{err}");
+        let err = read_hello(&mut &b"SCPS-TEST/1 {\"kind\":\"bulk\"}\n"[..])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("invalid hello"), "{err}");
+        let err = read_hello(&mut &b"SCPS-TEST/1 {"[..]).await.unwrap_err();
+        assert!(matches!(err, LineError::Closed(_)), "{err}");
+        let tiny = b"SCPS-TEST/1 {\"kind\":\"messages\",\"forward\":{\"size\":0,\"rate_bps\":8},\
+                     \"reverse\":null,\"duration_s\":1.0,\"seed\":1}\n";
+        let err = read_hello(&mut &tiny[..]).await.unwrap_err();
+        assert!(err.to_string().contains("message size 0"), "{err}");
+        let long = vec![b'x'; MAX_LINE + 10];
+        let err = read_hello(&mut &long[..]).await.unwrap_err();
+        assert!(matches!(err, LineError::TooLong(_)), "{err}");
+    }
+}

@@ -1,0 +1,170 @@
+//! What each end reports: with `--json`, one object with the field names of
+//! `scps sim --json` (`bytes`, `duration_s`, `goodput_bps`,
+//! `retransmitted_bytes`, and for message streams `offered_bps`,
+//! `actual_bps`, `messages`, `latency_p50_s`, `latency_p95_s`,
+//! `latency_max_s`, `reverse`); otherwise a few lines for people.
+
+use std::time::Duration;
+
+use scps_sim::result::{FlowFigures, MessageFigures, percentile};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// `send` or `recv`.
+    pub role: String,
+    /// `scps-udp`, `scps-tun` or `tcp`.
+    pub protocol: String,
+    /// `bulk` or `messages`.
+    pub workload: String,
+    pub peer: String,
+    /// Application bytes delivered and checked (bulk), or of whole
+    /// messages received (messages).
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub goodput_bps: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmitted_bytes: Option<u64>,
+    /// Whether the connection is SCPS-TP (both SYNs offered it) or plain
+    /// TCP; absent for kernel TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scps: Option<bool>,
+    /// SHA-256 of the bulk data, as this end computed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Whether the bulk data matched the sender's digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageFigures>,
+    /// CPU time this process used, seconds.
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    /// The receiving end's report, as it sent it back (sender only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_report: Option<Box<Report>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Report {
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+            || self.verified == Some(false)
+            || self.peer_report.as_ref().is_some_and(|p| p.failed())
+    }
+
+    /// Fills in the process's CPU time so far.
+    pub fn set_cpu(&mut self) {
+        use nix::sys::resource::{UsageWho, getrusage};
+        if let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) {
+            let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+            self.cpu_user_s = secs(usage.user_time());
+            self.cpu_system_s = secs(usage.system_time());
+        }
+    }
+
+    pub fn print(&self, json: bool) {
+        if json {
+            println!("{}", serde_json::to_string(self).unwrap_or_default());
+            return;
+        }
+        println!("{}", self.human());
+    }
+
+    fn human(&self) -> String {
+        let negotiated = match self.scps {
+            Some(true) => " (SCPS-TP)",
+            Some(false) => " (plain TCP)",
+            None => "",
+        };
+        let mut lines = vec![format!(
+            "{} {} over {}{negotiated} with {}: {} bytes in {:.3} s, {}",
+            self.role,
+            self.workload,
+            self.protocol,
+            self.peer,
+            self.bytes,
+            self.duration_s,
+            rate(self.goodput_bps)
+        )];
+        if let Some(sha) = &self.sha256 {
+            let verdict = match self.verified {
+                Some(true) => "verified",
+                Some(false) => "MISMATCH",
+                None => "not checked",
+            };
+            lines.push(format!("  sha256 {sha} ({verdict})"));
+        }
+        if let Some(m) = &self.messages {
+            lines.push(format!("  forward: {}", flow(&m.forward)));
+            if let Some(r) = &m.reverse {
+                lines.push(format!("  reverse: {}", flow(r)));
+            }
+        }
+        if let Some(r) = self.retransmitted_bytes {
+            lines.push(format!("  retransmitted {r} bytes"));
+        }
+        lines.push(format!(
+            "  cpu {:.2} s user, {:.2} s system ({:.0}% of the time)",
+            self.cpu_user_s,
+            self.cpu_system_s,
+            if self.duration_s > 0.0 {
+                100.0 * (self.cpu_user_s + self.cpu_system_s) / self.duration_s
+            } else {
+                0.0
+            }
+        ));
+        if let Some(peer) = &self.peer_report {
+            lines.push("  the receiver reported:".into());
+            lines.extend(peer.human().lines().map(|l| format!("    {l}")));
+        }
+        if let Some(error) = &self.error {
+            lines.push(format!("  error: {error}"));
+        }
+        lines.join("\n")
+    }
+}
+
+fn rate(bps: f64) -> String {
+    if bps >= 1e6 {
+        format!("{:.2} Mbit/s", bps / 1e6)
+    } else if bps >= 1e3 {
+        format!("{:.2} kbit/s", bps / 1e3)
+    } else {
+        format!("{bps:.0} bit/s")
+    }
+}
+
+fn flow(f: &FlowFigures) -> String {
+    format!(
+        "offered {}, actual {}, {} messages, latency p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+        rate(f.offered_bps),
+        rate(f.actual_bps),
+        f.messages,
+        f.latency_p50_s * 1e3,
+        f.latency_p95_s * 1e3,
+        f.latency_max_s * 1e3
+    )
+}
+
+/// The figures of one received message flow.
+pub fn flow_figures(
+    offered_bps: u64,
+    bytes: u64,
+    window: Duration,
+    latencies: &mut [Duration],
+) -> FlowFigures {
+    FlowFigures {
+        offered_bps: offered_bps as f64,
+        actual_bps: if window.is_zero() {
+            0.0
+        } else {
+            bytes as f64 * 8.0 / window.as_secs_f64()
+        },
+        messages: latencies.len() as u64,
+        latency_p50_s: percentile(latencies, 50.0),
+        latency_p95_s: percentile(latencies, 95.0),
+        latency_max_s: percentile(latencies, 100.0),
+    }
+}

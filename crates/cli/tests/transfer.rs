@@ -1,0 +1,582 @@
+//! `scps send` and `scps recv` as a user runs them: bulk transfers and
+//! message streams over our stack (UDP-encapsulated on loopback) and over
+//! kernel TCP, their reports, and how they fail: an unreachable peer, a
+//! receiver that cannot write its file, Ctrl-C.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+fn scps() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_scps"))
+}
+
+/// A temporary directory of this test, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("scps-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn entries(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running `scps recv`, killed if the test fails before it exits.
+struct Receiver {
+    child: Option<Child>,
+    /// The line it printed to say where it listens.
+    listening: String,
+    stderr: Option<BufReader<std::process::ChildStderr>>,
+}
+
+impl Receiver {
+    fn start(args: &[&str]) -> Receiver {
+        let mut child = scps()
+            .arg("recv")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("scps recv starts");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut listening = String::new();
+        stderr.read_line(&mut listening).unwrap();
+        assert!(listening.contains("listening"), "scps recv said: {listening:?}");
+        Receiver {
+            child: Some(child),
+            listening,
+            stderr: Some(stderr),
+        }
+    }
+
+    /// The UDP address it receives on.
+    fn udp(&self) -> String {
+        let start = self.listening.find("(UDP ").expect("a UDP address") + 5;
+        self.listening[start..]
+            .trim_end()
+            .trim_end_matches(')')
+            .to_owned()
+    }
+
+    /// The port it accepts connections on.
+    fn port(&self) -> u16 {
+        let after = self.listening.split("port ").nth(1).expect("a port");
+        after.split_whitespace().next().unwrap().parse().unwrap()
+    }
+
+    /// Waits (at most `limit`) for it to exit; returns its status, stdout
+    /// and stderr.
+    fn finish(mut self, limit: Duration) -> (ExitStatus, String, String) {
+        let mut child = self.child.take().unwrap();
+        let status = wait(&mut child, limit);
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut self.stderr.take().unwrap(), &mut stderr).unwrap();
+        (status, stdout, stderr)
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Waits for `child` to exit, killing it (and failing) after `limit`.
+fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run_send(args: &[&str]) -> (ExitStatus, String, String) {
+    let mut child = scps()
+        .arg("send")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("scps send starts");
+    let status = wait(&mut child, Duration::from_secs(60));
+    let output = child.wait_with_output().unwrap();
+    (
+        status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not one JSON object ({e}): {text}"))
+}
+
+#[test]
+fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
+    let dir = TempDir::new("bulk-udp");
+    let capture = dir.0.join("send.pcap");
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let (status, stdout, stderr) = run_send(&[
+        "--udp",
+        &udp,
+        &to,
+        "--bytes",
+        "3MB",
+        "--seed",
+        "9",
+        "--json",
+        "--pcap",
+        capture.to_str().unwrap(),
+    ]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    // The sender's capture reads cleanly in tshark, with the SCPS
+    // capabilities option in both SYNs.
+    let tshark = |args: &[&str]| {
+        let output = Command::new("tshark")
+            .arg("-r")
+            .arg(&capture)
+            .args(["-o", "tcp.check_checksum:TRUE", "-d", "tcp.port==5001,data"])
+            .args(args)
+            .output()
+            .expect("tshark is installed (.ci/run installs it)");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    assert!(tshark(&[]).lines().count() > 2000, "every packet captured");
+    let problems = tshark(&[
+        "-Y",
+        "_ws.malformed || _ws.expert.severity >= error || tcp.checksum.status == 2",
+    ]);
+    assert!(problems.is_empty(), "tshark reports problems:\n{problems}");
+    let scps = tshark(&["-Y", "tcp.flags.syn == 1 && tcp.options.scps.vector"]);
+    assert_eq!(scps.lines().count(), 2, "SYN and SYN-ACK offer SCPS-TP: {scps}");
+    let sent = json(&stdout);
+    for key in [
+        "bytes",
+        "duration_s",
+        "goodput_bps",
+        "retransmitted_bytes",
+        "sha256",
+        "verified",
+    ] {
+        assert!(sent.get(key).is_some(), "send reports {key}: {sent}");
+    }
+    assert_eq!(sent["protocol"], "scps-udp");
+    assert_eq!(sent["scps"], true, "two of ours negotiate SCPS-TP");
+    assert_eq!(sent["bytes"], 3_000_000);
+    assert_eq!(sent["verified"], true);
+    assert!(sent["goodput_bps"].as_f64().unwrap() > 0.0);
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    let received = json(&stdout);
+    assert_eq!(received["bytes"], 3_000_000);
+    assert_eq!(received["verified"], true);
+    assert_eq!(
+        received["sha256"], sent["sha256"],
+        "both ends computed the same digest"
+    );
+    assert_eq!(sent["peer_report"]["sha256"], received["sha256"]);
+}
+
+#[test]
+fn two_way_message_streams_report_rate_and_latency_both_ways() {
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let (status, stdout, stderr) = run_send(&[
+        "--udp",
+        &udp,
+        &to,
+        "--messages",
+        "--size",
+        "96",
+        "--rate",
+        "76.8kbit",
+        "--duration",
+        "1s",
+        "--two-way",
+        "--reverse-size",
+        "32",
+        "--reverse-rate",
+        "25.6kbit",
+        "--json",
+    ]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let sent = json(&stdout);
+    // 96-byte messages at 76.8 kbit/s for 1 s: 100 messages; 32-byte ones
+    // at 25.6 kbit/s: 100 as well. On loopback none is late.
+    assert_eq!(sent["offered_bps"], 76800.0);
+    assert_eq!(sent["messages"], 100, "{sent}");
+    assert_eq!(sent["reverse"]["messages"], 100, "{sent}");
+    assert_eq!(sent["reverse"]["offered_bps"], 25600.0);
+    for flow in [&sent, &sent["reverse"]] {
+        let p50 = flow["latency_p50_s"].as_f64().unwrap();
+        let p95 = flow["latency_p95_s"].as_f64().unwrap();
+        let max = flow["latency_max_s"].as_f64().unwrap();
+        assert!(0.0 < p50 && p50 <= p95 && p95 <= max && max < 1.0, "{flow}");
+        let actual = flow["actual_bps"].as_f64().unwrap();
+        let offered = flow["offered_bps"].as_f64().unwrap();
+        assert!(
+            (actual - offered).abs() < 1.0,
+            "all offered arrived in the window: {flow}"
+        );
+    }
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    assert_eq!(json(&stdout)["messages"], 100);
+}
+
+#[test]
+fn kernel_tcp_carries_a_file_that_arrives_complete() {
+    let dir = TempDir::new("tcp-file");
+    let input = dir.0.join("input.bin");
+    let data: Vec<u8> = (0..2_000_003u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&input, &data).unwrap();
+    let output = dir.0.join("output.bin");
+    let receiver = Receiver::start(&[
+        "--tcp",
+        "--port",
+        "0",
+        "--once",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let (status, stdout, stderr) = run_send(&["--tcp", &to, "--file", input.to_str().unwrap()]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    assert!(
+        stdout.contains("over tcp") && stdout.contains("(verified)"),
+        "{stdout}"
+    );
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    assert_eq!(
+        std::fs::read(&output).unwrap(),
+        data,
+        "the received file is the sent one"
+    );
+    assert_eq!(dir.entries(), ["input.bin", "output.bin"], "no partial file left");
+}
+
+#[test]
+fn an_unreachable_peer_is_a_clear_timeout_error() {
+    // A UDP socket that never answers.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp = silent.local_addr().unwrap().to_string();
+    let started = Instant::now();
+    let (status, stdout, stderr) = run_send(&[
+        "--udp",
+        &udp,
+        "127.0.0.1:5001",
+        "--bytes",
+        "1KB",
+        "--connect-timeout",
+        "1s",
+    ]);
+    assert_eq!(status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("no answer from 127.0.0.1:5001 within 1s"),
+        "stderr: {stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn bad_options_are_refused_with_what_was_wrong() {
+    let (status, _, stderr) = run_send(&[
+        "--tcp",
+        "127.0.0.1:1",
+        "--messages",
+        "--size",
+        "8",
+        "--rate",
+        "1kbit",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(status.code(), Some(2));
+    assert!(stderr.contains("12 bytes (its header) to 1MiB"), "{stderr}");
+    let (status, _, stderr) = run_send(&["127.0.0.1:1", "--bytes", "1KB"]);
+    assert_eq!(status.code(), Some(2));
+    assert!(stderr.contains("choose a path"), "{stderr}");
+    let (status, _, stderr) = run_send(&["--tcp", "127.0.0.1:1", "--bytes", "1KB", "--pcap", "x.pcap"]);
+    assert_eq!(status.code(), Some(2));
+    assert!(stderr.contains("tcpdump"), "{stderr}");
+}
+
+#[test]
+fn a_receiver_that_cannot_write_stops_with_an_error_and_keeps_no_file() {
+    // The receiver writes into a 1 MiB tmpfs of its own mount namespace:
+    // a 4 MB transfer fills it. The shell lists what is left on it after
+    // the receiver exits, then passes on its status.
+    let script = format!(
+        "mount -t tmpfs -o size=1m scps-test /mnt && \
+         {bin} recv --udp 127.0.0.1:0 --once --output /mnt/received.bin; \
+         status=$?; echo \"left: $(ls -A /mnt)\" >&2; exit $status",
+        bin = env!("CARGO_BIN_EXE_scps")
+    );
+    // A user namespace too, so that this runs without root as well.
+    let mut child = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "--propagation", "private"])
+        .args(["sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("unshare runs");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut listening = String::new();
+    stderr.read_line(&mut listening).unwrap();
+    assert!(
+        listening.contains("listening"),
+        "needs unprivileged user namespaces (or root) to mount a tmpfs: {listening}"
+    );
+    let receiver = Receiver {
+        child: Some(child),
+        listening,
+        stderr: Some(stderr),
+    };
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let (status, stdout, stderr) = run_send(&["--udp", &udp, &to, "--bytes", "4MB"]);
+    assert!(!status.success(), "the sender must fail: {stdout}{stderr}");
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "recv: {stdout}{stderr}");
+    assert!(
+        stdout.contains("cannot write"),
+        "the error names the problem: {stdout}"
+    );
+    assert!(
+        stderr.contains("left: \n") || stderr.trim_end().ends_with("left:"),
+        "no file left: {stderr}"
+    );
+}
+
+#[test]
+fn ctrl_c_resets_the_connection_and_the_receiver_keeps_no_file() {
+    let dir = TempDir::new("ctrl-c");
+    let output = dir.0.join("big.bin");
+    let receiver = Receiver::start(&[
+        "--udp",
+        "127.0.0.1:0",
+        "--once",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let mut sender = scps()
+        .args(["send", "--udp", &udp, &to, "--bytes", "100GB"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once the transfer is under way: the partial file grows.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir
+        .entries()
+        .iter()
+        .any(|name| name.contains("scps-partial") && file_len(&dir.0.join(name)) > 1_000_000)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the transfer never started: {:?}",
+            dir.entries()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sender.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = wait(&mut sender, Duration::from_secs(10));
+    let output_text = sender.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output_text.stderr);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "recv: {stdout}{stderr}");
+    assert!(
+        stdout.contains("reset"),
+        "the receiver learns of the reset: {stdout}"
+    );
+    assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
+}
+
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+#[test]
+fn ctrl_c_at_the_receiver_resets_the_connection_and_keeps_no_file() {
+    let dir = TempDir::new("ctrl-c-recv");
+    let output = dir.0.join("big.bin");
+    let receiver = Receiver::start(&[
+        "--udp",
+        "127.0.0.1:0",
+        "--once",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let sender = scps()
+        .args(["send", "--udp", &udp, &to, "--bytes", "100GB"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir
+        .entries()
+        .iter()
+        .any(|name| name.contains("scps-partial") && file_len(&dir.0.join(name)) > 1_000_000)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the transfer never started: {:?}",
+            dir.entries()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = receiver.child.as_ref().unwrap().id();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "recv: {stdout}{stderr}");
+    assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
+    let mut sender = sender;
+    let status = wait(&mut sender, Duration::from_secs(20));
+    let output = sender.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(status.code(), Some(1), "the sender fails: {stdout}");
+    assert!(stdout.contains("reset"), "and says why: {stdout}");
+}
+
+#[test]
+fn a_sender_that_vanishes_ends_the_receiver_with_a_keepalive_timeout() {
+    let dir = TempDir::new("vanished");
+    let output = dir.0.join("big.bin");
+    let receiver = Receiver::start(&[
+        "--udp",
+        "127.0.0.1:0",
+        "--once",
+        "--keepalive",
+        "500ms",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let mut sender = scps()
+        .args(["send", "--udp", &udp, &to, "--bytes", "100GB"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir
+        .entries()
+        .iter()
+        .any(|name| name.contains("scps-partial") && file_len(&dir.0.join(name)) > 1_000_000)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the transfer never started: {:?}",
+            dir.entries()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGKILL: the sender's stack vanishes without a word, like a host
+    // that lost power.
+    sender.kill().unwrap();
+    sender.wait().unwrap();
+    let started = Instant::now();
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "recv: {stdout}{stderr}");
+    assert!(stdout.contains("keepalive probes unanswered"), "{stdout}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
+}
+
+#[test]
+fn an_idle_connection_costs_no_cpu() {
+    // 64-byte messages at 200 bit/s in a 3 s window: message 0 goes at
+    // once, message 1 after 2.56 s, and in between the connection is
+    // idle. The drivers then sleep until a packet or a timer: a polling
+    // loop would show as CPU time here (the reference gateway busy-polls
+    // at 50-98% when idle).
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let (status, stdout, stderr) = run_send(&[
+        "--udp",
+        &udp,
+        &to,
+        "--messages",
+        "--size",
+        "64",
+        "--rate",
+        "200bps",
+        "--duration",
+        "3s",
+        "--json",
+    ]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let sent = json(&stdout);
+    assert_eq!(sent["messages"], 2, "{sent}");
+    for report in [&sent, &sent["peer_report"]] {
+        let cpu = report["cpu_user_s"].as_f64().unwrap() + report["cpu_system_s"].as_f64().unwrap();
+        assert!(
+            cpu < 0.05,
+            "{} used {cpu} s of CPU in a 3 s idle test",
+            report["role"]
+        );
+    }
+    let (status, _, _) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success());
+}

@@ -1,0 +1,26 @@
+//! Real I/O for the engine: [`Net`] runs a `scps_proto::Endpoint` on a tokio
+//! runtime over a real packet path, and hands out [`Stream`]s (AsyncRead and
+//! AsyncWrite) and [`Listener`]s on top of it.
+//!
+//! Two paths carry the engine's IP packets (DESIGN.md "On the wire"):
+//!
+//! - [`TunPath`], *routed*: the endpoint owns a TUN device and the kernel
+//!   routes packets to and from it, so its peers can be any host, kernel TCP
+//!   included (needs `CAP_NET_ADMIN`, or a user namespace);
+//! - [`UdpPath`], *UDP-encapsulated*: each IP packet rides in one UDP
+//!   datagram to the peer; no privileges needed.
+//!
+//! The driver sleeps until a packet arrives, the application acts, or the
+//! engine's next wake-up (`Endpoint::poll_timeout`) comes: it never polls.
+
+mod clock;
+mod driver;
+mod error;
+mod path;
+mod shared;
+mod stream;
+
+pub use driver::{Net, NetOptions, NetStats};
+pub use error::NetError;
+pub use path::{PacketPath, TunPath, UdpPath};
+pub use stream::{AbortHandle, Listener, Stream};

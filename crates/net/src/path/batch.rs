@@ -1,0 +1,58 @@
+//! Received packets, one after another in one buffer.
+
+use std::ops::Range;
+
+/// Bytes of receive buffer: room for several coalesced (GRO) datagrams of
+/// up to 64 KiB each.
+pub(crate) const SLOT_BYTES: usize = 65_536;
+pub(crate) const SLOTS: usize = 8;
+
+#[derive(Debug)]
+pub(crate) struct RecvBatch {
+    /// `SLOTS` receive slots of `SLOT_BYTES` each.
+    pub(crate) buf: Vec<u8>,
+    /// Where each packet lies in `buf`.
+    packets: Vec<Range<usize>>,
+}
+
+impl RecvBatch {
+    pub(crate) fn new() -> RecvBatch {
+        RecvBatch {
+            buf: vec![0; SLOTS * SLOT_BYTES],
+            packets: Vec::with_capacity(SLOTS * 64),
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.packets.clear();
+    }
+
+    pub(crate) fn push(&mut self, range: Range<usize>) {
+        self.packets.push(range);
+    }
+
+    /// Bytes used from the start of `buf` when packets are appended one
+    /// after another.
+    pub(crate) fn used(&self) -> usize {
+        self.packets.last().map_or(0, |r| r.end)
+    }
+
+    /// Copies `packet` after the last one; false if it does not fit.
+    pub(crate) fn append(&mut self, packet: &[u8]) -> bool {
+        let start = self.used();
+        let Some(room) = self.buf.get_mut(start..start + packet.len()) else {
+            return false;
+        };
+        room.copy_from_slice(packet);
+        self.packets.push(start..start + packet.len());
+        true
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    pub(crate) fn packets(&self) -> impl Iterator<Item = &[u8]> {
+        self.packets.iter().map(|r| &self.buf[r.clone()])
+    }
+}

@@ -1,0 +1,72 @@
+//! The ways the engine's IP packets reach the network. Packets move in
+//! batches, so that a path can hand several to the kernel in one system
+//! call (UDP GSO and GRO).
+
+mod batch;
+mod tun;
+mod udp;
+
+pub use tun::TunPath;
+pub use udp::UdpPath;
+
+pub(crate) use batch::RecvBatch;
+
+use std::net::IpAddr;
+
+use crate::error::NetError;
+
+/// A packet path: whole IP packets in and out.
+#[derive(Debug)]
+pub enum PacketPath {
+    Udp(UdpPath),
+    Tun(TunPath),
+}
+
+impl PacketPath {
+    /// The addresses the endpoint answers to on this path.
+    pub fn local_addrs(&self) -> Vec<IpAddr> {
+        match self {
+            PacketPath::Udp(path) => path.local_addrs().to_vec(),
+            PacketPath::Tun(path) => path.local_addrs().to_vec(),
+        }
+    }
+
+    /// Waits for packets and puts those that have arrived in `batch`.
+    pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        match self {
+            PacketPath::Udp(path) => path.recv(batch).await,
+            PacketPath::Tun(path) => path.recv(batch).await,
+        }
+    }
+
+    /// Puts the packets that have already arrived in `batch` (perhaps
+    /// none), without waiting.
+    pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        match self {
+            PacketPath::Udp(path) => path.try_recv(batch),
+            PacketPath::Tun(path) => path.try_recv(batch),
+        }
+    }
+
+    /// Sends the packets, in order, waiting while the path has no room.
+    pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
+        match self {
+            PacketPath::Udp(path) => path.send(packets).await,
+            PacketPath::Tun(path) => path.send(packets).await,
+        }
+    }
+
+    /// Packets the path could not deliver (no known peer for the
+    /// destination), counted rather than sent anywhere.
+    pub(crate) fn unroutable(&self) -> u64 {
+        match self {
+            PacketPath::Udp(path) => path.unroutable(),
+            PacketPath::Tun(_) => 0,
+        }
+    }
+}
+
+/// Whether an I/O error only says "nothing now".
+pub(crate) fn would_block(err: &std::io::Error) -> bool {
+    err.kind() == std::io::ErrorKind::WouldBlock
+}

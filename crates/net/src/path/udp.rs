@@ -1,0 +1,265 @@
+//! UDP encapsulation: each IP packet of the engine is the whole payload of
+//! one UDP datagram (DESIGN.md "On the wire"). The inner packet keeps real
+//! addresses: by default the outer ones, so that a capture of either reads
+//! naturally.
+//!
+//! A path with a fixed peer sends everything there. A path without one (a
+//! server) learns, from each datagram it receives, which outer address the
+//! inner source address lives at, and answers there.
+//!
+//! Datagrams go out and come in several per system call: runs of
+//! equal-sized packets to one peer are sent as one segmentation-offload
+//! (GSO) send, and coalesced receives (GRO) are split back (quinn-udp).
+
+use std::collections::HashMap;
+use std::io::IoSliceMut;
+use std::net::{IpAddr, SocketAddr};
+
+use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
+use scps_proto::wire::IpRepr;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
+use tokio::net::UdpSocket;
+
+use super::batch::{RecvBatch, SLOT_BYTES, SLOTS};
+use super::would_block;
+use crate::error::NetError;
+
+/// Socket buffers large enough for a burst of a fast connection's window.
+const SOCKET_BUFFER_BYTES: usize = 8 << 20;
+
+pub struct UdpPath {
+    socket: UdpSocket,
+    state: UdpSocketState,
+    peer: Option<SocketAddr>,
+    /// Inner source address -> the outer address it was last seen at.
+    learned: HashMap<IpAddr, SocketAddr>,
+    local_addrs: Vec<IpAddr>,
+    unroutable: u64,
+    /// Packets of one GSO send, back to back.
+    gso_buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for UdpPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpPath")
+            .field("socket", &self.socket)
+            .field("peer", &self.peer)
+            .field("local_addrs", &self.local_addrs)
+            .finish()
+    }
+}
+
+impl UdpPath {
+    /// Binds `bind`; with `peer`, every packet goes there. The inner
+    /// addresses of the endpoint are the bound address; if that is
+    /// unspecified, the address the kernel picks towards `peer`, or without
+    /// a peer every address of the host's interfaces.
+    pub fn bind(bind: SocketAddr, peer: Option<SocketAddr>) -> Result<UdpPath, NetError> {
+        let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
+            .map_err(NetError::io("cannot create a UDP socket"))?;
+        socket
+            .bind(&bind.into())
+            .map_err(NetError::io(format!("cannot bind UDP {bind}")))?;
+        let state = UdpSocketState::new(UdpSockRef::from(&socket))
+            .map_err(NetError::io("cannot set up the UDP socket"))?;
+        // Best effort: the kernel caps these at net.core.[rw]mem_max
+        // unless we may exceed it (CAP_NET_ADMIN).
+        let _ = state.set_recv_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER_BYTES);
+        let _ = state.set_send_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER_BYTES);
+        let _ = nix::sys::socket::setsockopt(
+            &socket,
+            nix::sys::socket::sockopt::RcvBufForce,
+            &SOCKET_BUFFER_BYTES,
+        );
+        let _ = nix::sys::socket::setsockopt(
+            &socket,
+            nix::sys::socket::sockopt::SndBufForce,
+            &SOCKET_BUFFER_BYTES,
+        );
+        socket
+            .set_nonblocking(true)
+            .map_err(NetError::io("cannot make the UDP socket non-blocking"))?;
+        let socket = UdpSocket::from_std(socket.into())
+            .map_err(NetError::io("cannot register the UDP socket with the runtime"))?;
+        let local_addrs = if !bind.ip().is_unspecified() {
+            vec![bind.ip()]
+        } else if let Some(peer) = peer {
+            vec![route_source(bind, peer)?]
+        } else {
+            interface_addrs(bind.is_ipv4())?
+        };
+        Ok(UdpPath {
+            socket,
+            state,
+            peer,
+            learned: HashMap::new(),
+            local_addrs,
+            unroutable: 0,
+            gso_buf: Vec::with_capacity(SLOT_BYTES),
+        })
+    }
+
+    /// The bound socket address (with the port the kernel chose).
+    pub fn local_addr(&self) -> Result<SocketAddr, NetError> {
+        self.socket
+            .local_addr()
+            .map_err(NetError::io("cannot read the UDP socket's address"))
+    }
+
+    pub fn local_addrs(&self) -> &[IpAddr] {
+        &self.local_addrs
+    }
+
+    pub(crate) fn unroutable(&self) -> u64 {
+        self.unroutable
+    }
+
+    pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        loop {
+            self.socket
+                .readable()
+                .await
+                .map_err(NetError::io("UDP receive failed"))?;
+            self.try_recv(batch)?;
+            if !batch.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        let mut meta = [RecvMeta::default(); SLOTS];
+        let count = {
+            let mut slices: Vec<IoSliceMut<'_>> =
+                batch.buf.chunks_mut(SLOT_BYTES).map(IoSliceMut::new).collect();
+            let (socket, state) = (&self.socket, &self.state);
+            match socket.try_io(Interest::READABLE, || {
+                state.recv(UdpSockRef::from(socket), &mut slices, &mut meta)
+            }) {
+                Ok(count) => count,
+                Err(err) if would_block(&err) => return Ok(()),
+                // An ICMP error for an earlier datagram: a loss the
+                // engine recovers from, as on a routed path.
+                Err(err) if is_transient(&err) => return Ok(()),
+                Err(err) => return Err(NetError::io("UDP receive failed")(err)),
+            }
+        };
+        for (slot, meta) in meta.iter().take(count).enumerate() {
+            let base = slot * SLOT_BYTES;
+            let stride = meta.stride.max(1);
+            let mut start = 0;
+            while start < meta.len {
+                let end = (start + stride).min(meta.len);
+                batch.push(base + start..base + end);
+                start = end;
+            }
+            if self.peer.is_none()
+                && let Ok((ip, _)) = IpRepr::parse(&batch.buf[base..base + meta.len.min(stride)])
+            {
+                self.learned.insert(ip.src(), meta.addr);
+            }
+        }
+        Ok(())
+    }
+
+    fn destination(&self, packet: &[u8]) -> Option<SocketAddr> {
+        self.peer.or_else(|| {
+            IpRepr::parse(packet)
+                .ok()
+                .and_then(|(ip, _)| self.learned.get(&ip.dst()).copied())
+        })
+    }
+
+    /// Sends runs of packets to one destination as single GSO sends: all of
+    /// a run's packets but the last have the size of the first (the
+    /// kernel's rule for segmentation offload).
+    pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
+        let max_segments = self.state.max_gso_segments().max(1);
+        let mut i = 0;
+        while i < packets.len() {
+            let Some(to) = self.destination(&packets[i]) else {
+                self.unroutable += 1;
+                i += 1;
+                continue;
+            };
+            let size = packets[i].len();
+            let mut end = i + 1;
+            while end < packets.len()
+                && end - i < max_segments
+                && packets[end - 1].len() == size
+                && packets[end].len() <= size
+                && (end - i + 1) * size <= SLOT_BYTES
+                && self.destination(&packets[end]) == Some(to)
+            {
+                end += 1;
+            }
+            self.gso_buf.clear();
+            for packet in &packets[i..end] {
+                self.gso_buf.extend_from_slice(packet);
+            }
+            let transmit = Transmit {
+                destination: to,
+                ecn: None,
+                contents: &self.gso_buf,
+                segment_size: (end - i > 1).then_some(size),
+                src_ip: None,
+            };
+            let (socket, state) = (&self.socket, &self.state);
+            let sent = socket
+                .async_io(Interest::WRITABLE, || {
+                    state.try_send(UdpSockRef::from(socket), &transmit)
+                })
+                .await;
+            match sent {
+                Ok(()) => {}
+                // ICMP errors from an earlier datagram surface on a later
+                // send; the engine's timers deal with the loss.
+                Err(err) if is_transient(&err) => {}
+                Err(err) => return Err(NetError::io(format!("UDP send to {to} failed"))(err)),
+            }
+            i = end;
+        }
+        Ok(())
+    }
+}
+
+fn is_transient(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        err.kind(),
+        ConnectionRefused | HostUnreachable | NetworkUnreachable | NetworkDown
+    )
+}
+
+/// The source address the kernel would use to reach `peer`.
+fn route_source(bind: SocketAddr, peer: SocketAddr) -> Result<IpAddr, NetError> {
+    let probe = std::net::UdpSocket::bind(SocketAddr::new(bind.ip(), 0))
+        .map_err(NetError::io("cannot open a socket to find the route"))?;
+    probe
+        .connect(peer)
+        .map_err(NetError::io(format!("no route to {peer}")))?;
+    probe
+        .local_addr()
+        .map(|a| a.ip())
+        .map_err(NetError::io(format!("no route to {peer}")))
+}
+
+/// Every address of the host's interfaces of one IP version.
+fn interface_addrs(ipv4: bool) -> Result<Vec<IpAddr>, NetError> {
+    let addrs = nix::ifaddrs::getifaddrs().map_err(|e| NetError::Io {
+        context: "cannot list the interfaces' addresses".into(),
+        source: e.into(),
+    })?;
+    Ok(addrs
+        .filter_map(|ifaddr| {
+            let addr = ifaddr.address?;
+            if ipv4 {
+                addr.as_sockaddr_in().map(|a| IpAddr::V4(a.ip()))
+            } else {
+                addr.as_sockaddr_in6().map(|a| IpAddr::V6(a.ip()))
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,137 @@
+//! What the driver and the application's handles share: the endpoint, and
+//! the wakers of tasks waiting on its connections. One lock guards both, so
+//! a task that finds nothing to do registers its waker before the driver
+//! can process the packet that would have woken it.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
+
+use scps_proto::{ConnectionHandle, Endpoint, Event, State as ConnState};
+use tokio::sync::Notify;
+
+use crate::clock::Clock;
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    pub(crate) clock: Clock,
+    /// The application acted: the driver has output or timers to look at.
+    pub(crate) wake_driver: Notify,
+    /// The driver finished a round (for tasks waiting for connections to
+    /// finish closing).
+    pub(crate) progress: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Waiters {
+    read: Option<Waker>,
+    write: Option<Waker>,
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) endpoint: Endpoint,
+    waiters: HashMap<ConnectionHandle, Waiters>,
+    accept_waiters: Vec<Waker>,
+    /// Connections the application let go, which may still be closing.
+    closing: Vec<ConnectionHandle>,
+    /// Why the driver stopped, once it has.
+    pub(crate) stopped: Option<String>,
+}
+
+impl Shared {
+    pub(crate) fn new(endpoint: Endpoint, clock: Clock) -> Shared {
+        Shared {
+            state: Mutex::new(State {
+                endpoint,
+                waiters: HashMap::new(),
+                accept_waiters: Vec::new(),
+                closing: Vec::new(),
+                stopped: None,
+            }),
+            clock,
+            wake_driver: Notify::new(),
+            progress: Notify::new(),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the endpoint as consistent
+        // as the engine's own calls leave it; carry on rather than cascade.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl State {
+    /// Wakes the tasks concerned by the endpoint's pending events.
+    pub(crate) fn dispatch_events(&mut self) {
+        while let Some((handle, event)) = self.endpoint.poll_event() {
+            if let Some(waiters) = self.waiters.get_mut(&handle) {
+                let wake_read = matches!(event, Event::Readable | Event::Closed(_) | Event::Connected);
+                let wake_write = matches!(event, Event::Writable | Event::Closed(_) | Event::Connected);
+                if wake_read && let Some(w) = waiters.read.take() {
+                    w.wake();
+                }
+                if wake_write && let Some(w) = waiters.write.take() {
+                    w.wake();
+                }
+            }
+            if event == Event::Connected {
+                for waker in self.accept_waiters.drain(..) {
+                    waker.wake();
+                }
+            }
+        }
+    }
+
+    pub(crate) fn track(&mut self, handle: ConnectionHandle) {
+        self.waiters.entry(handle).or_default();
+    }
+
+    pub(crate) fn wait_read(&mut self, handle: ConnectionHandle, waker: &Waker) {
+        self.waiters.entry(handle).or_default().read = Some(waker.clone());
+    }
+
+    pub(crate) fn wait_write(&mut self, handle: ConnectionHandle, waker: &Waker) {
+        self.waiters.entry(handle).or_default().write = Some(waker.clone());
+    }
+
+    pub(crate) fn wait_accept(&mut self, waker: &Waker) {
+        if !self.accept_waiters.iter().any(|w| w.will_wake(waker)) {
+            self.accept_waiters.push(waker.clone());
+        }
+    }
+
+    /// The application let `handle` go; it finishes closing on its own.
+    pub(crate) fn let_go(&mut self, handle: ConnectionHandle) {
+        self.waiters.remove(&handle);
+        self.closing.push(handle);
+    }
+
+    /// Whether every connection the application let go has finished its
+    /// exchange with the peer (TIME-WAIT counts as finished: only the
+    /// peer's retransmitted FIN could still need us).
+    pub(crate) fn all_closed(&mut self) -> bool {
+        let endpoint = &self.endpoint;
+        self.closing.retain(|&handle| {
+            endpoint
+                .state(handle)
+                .is_some_and(|s| !matches!(s, ConnState::TimeWait | ConnState::Closed))
+        });
+        self.closing.is_empty()
+    }
+
+    /// The driver stopped: every waiting task learns it.
+    pub(crate) fn stop(&mut self, reason: String) {
+        self.stopped = Some(reason);
+        for waiters in self.waiters.values_mut() {
+            for waker in [waiters.read.take(), waiters.write.take()].into_iter().flatten() {
+                waker.wake();
+            }
+        }
+        for waker in self.accept_waiters.drain(..) {
+            waker.wake();
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! Connections and listeners for applications: a [`Stream`] is a
+//! byte stream like `tokio::net::TcpStream` (AsyncRead and AsyncWrite), a
+//! [`Listener`] hands out the connections made to one address.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use scps_proto::{ConnectionError, ConnectionHandle, ConnectionStats, StreamError};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::error::NetError;
+use crate::shared::Shared;
+
+/// One connection of the endpoint. Dropping it closes the connection:
+/// gracefully if everything received was read (a FIN follows the data
+/// written), with a reset otherwise (RFC 9293 3.10.4).
+#[derive(Debug)]
+pub struct Stream {
+    shared: Arc<Shared>,
+    handle: ConnectionHandle,
+    local: SocketAddr,
+    peer: SocketAddr,
+}
+
+impl Stream {
+    pub(crate) fn new(shared: Arc<Shared>, handle: ConnectionHandle) -> Stream {
+        let (local, peer) = {
+            let mut state = shared.lock();
+            state.track(handle);
+            let tuple = state.endpoint.connection(handle).map(|c| c.tuple());
+            let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+            tuple.map_or((unspecified, unspecified), |t| (t.local, t.remote))
+        };
+        Stream {
+            shared,
+            handle,
+            local,
+            peer,
+        }
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// The connection's counters and estimates, while it exists.
+    pub fn stats(&self) -> Option<ConnectionStats> {
+        self.shared.lock().endpoint.stats_of(self.handle)
+    }
+
+    /// Resets the connection at once (RFC 9293 3.10.5 ABORT): the peer
+    /// learns that the transfer was cut short.
+    pub fn abort(&self) {
+        self.abort_handle().abort();
+    }
+
+    /// A handle that can reset the connection from elsewhere (a Ctrl-C
+    /// handler, say) while a task uses the stream.
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            shared: self.shared.clone(),
+            handle: self.handle,
+        }
+    }
+
+    /// Runs `op` on the endpoint for this connection, mapping the engine's
+    /// answer to what tokio's traits expect.
+    fn poll_op(
+        &self,
+        cx: &mut Context<'_>,
+        write: bool,
+        op: impl FnOnce(&mut scps_proto::Endpoint, ConnectionHandle) -> Result<usize, StreamError>,
+    ) -> Poll<io::Result<usize>> {
+        let mut state = self.shared.lock();
+        if let Some(reason) = &state.stopped {
+            return Poll::Ready(Err(io::Error::other(reason.clone())));
+        }
+        let result = op(&mut state.endpoint, self.handle);
+        state.dispatch_events();
+        match result {
+            Ok(n) => {
+                drop(state);
+                self.shared.wake_driver.notify_one();
+                Poll::Ready(Ok(n))
+            }
+            Err(StreamError::WouldBlock) => {
+                if write {
+                    state.wait_write(self.handle, cx.waker());
+                } else {
+                    state.wait_read(self.handle, cx.waker());
+                }
+                Poll::Pending
+            }
+            Err(err) => Poll::Ready(Err(to_io_error(err))),
+        }
+    }
+}
+
+/// Resets one connection on demand; see [`Stream::abort_handle`].
+#[derive(Debug, Clone)]
+pub struct AbortHandle {
+    shared: Arc<Shared>,
+    handle: ConnectionHandle,
+}
+
+impl AbortHandle {
+    pub fn abort(&self) {
+        let now = self.shared.clock.now();
+        let mut state = self.shared.lock();
+        let _ = state.endpoint.abort(now, self.handle);
+        state.dispatch_events();
+        drop(state);
+        self.shared.wake_driver.notify_one();
+    }
+}
+
+/// The I/O error kind an application expects for each way a connection
+/// ends, with the engine's message kept.
+pub(crate) fn to_io_error(err: StreamError) -> io::Error {
+    let kind = match err {
+        StreamError::WouldBlock => io::ErrorKind::WouldBlock,
+        StreamError::SendClosed => io::ErrorKind::BrokenPipe,
+        StreamError::Connection(c) => match c {
+            ConnectionError::Refused => io::ErrorKind::ConnectionRefused,
+            ConnectionError::Reset => io::ErrorKind::ConnectionReset,
+            ConnectionError::Aborted => io::ErrorKind::ConnectionAborted,
+            ConnectionError::HandshakeTimedOut { .. }
+            | ConnectionError::TimedOut { .. }
+            | ConnectionError::KeepaliveTimedOut { .. } => io::ErrorKind::TimedOut,
+            #[allow(unreachable_patterns)]
+            _ => io::ErrorKind::Other,
+        },
+    };
+    io::Error::new(kind, err)
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let out = buf.initialize_unfilled();
+        match self.poll_op(cx, false, |endpoint, handle| endpoint.recv(handle, out)) {
+            Poll::Ready(Ok(n)) => {
+                buf.advance(n);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(err)) => Poll::Ready(Err(err)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        self.poll_op(cx, true, |endpoint, handle| endpoint.send(handle, data))
+    }
+
+    /// Data written is the engine's to deliver: there is nothing to flush.
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Closes the sending side: a FIN follows the data written (half-close;
+    /// reading goes on).
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut state = self.shared.lock();
+        let _ = state.endpoint.shutdown(self.handle);
+        state.dispatch_events();
+        drop(state);
+        self.shared.wake_driver.notify_one();
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let now = self.shared.clock.now();
+        let mut state = self.shared.lock();
+        let _ = state.endpoint.close(now, self.handle);
+        state.dispatch_events();
+        state.let_go(self.handle);
+        drop(state);
+        self.shared.wake_driver.notify_one();
+    }
+}
+
+/// Connections made to one local address.
+#[derive(Debug)]
+pub struct Listener {
+    shared: Arc<Shared>,
+    local: SocketAddr,
+}
+
+impl Listener {
+    pub(crate) fn new(shared: Arc<Shared>, local: SocketAddr) -> Listener {
+        Listener { shared, local }
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The next established connection.
+    pub async fn accept(&self) -> Result<Stream, NetError> {
+        let handle = std::future::poll_fn(|cx| {
+            let mut state = self.shared.lock();
+            if state.stopped.is_some() {
+                return Poll::Ready(Err(NetError::DriverStopped));
+            }
+            match state.endpoint.accept(self.local) {
+                Some(handle) => Poll::Ready(Ok(handle)),
+                None => {
+                    state.wait_accept(cx.waker());
+                    Poll::Pending
+                }
+            }
+        })
+        .await?;
+        Ok(Stream::new(self.shared.clone(), handle))
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.shared.lock().endpoint.unlisten(self.local);
+    }
+}

@@ -1,0 +1,173 @@
+//! Shared by the namespace tests: the topology, seeded content, tshark.
+
+#![allow(dead_code)] // each test file uses its own part
+
+pub mod netns;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::process::Command;
+
+use netns::{Namespace, veth};
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+pub fn seed() -> u64 {
+    let seed = std::env::var("SCPS_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
+    println!("seed {seed} (replay with SCPS_TEST_SEED={seed})");
+    seed
+}
+
+pub fn content(seed: u64, len: usize) -> Vec<u8> {
+    let mut data = vec![0u8; len];
+    ChaCha8Rng::seed_from_u64(seed).fill_bytes(&mut data);
+    data
+}
+
+/// Two namespaces joined by a veth pair: `ours` routes our stack's
+/// addresses (10.78.0.2, fd78::2) into a TUN device, `kernel` holds the
+/// Linux TCP peer (10.77.0.2, fd77::2) and routes back through `ours`.
+///
+/// ```text
+///  [our stack]--scps0 (TUN)--[ours ns]--veth--[kernel ns: Linux TCP]
+///   10.78.0.2                 10.77.0.1        10.77.0.2
+///   fd78::2                   fd77::1          fd77::2
+/// ```
+#[derive(Debug)]
+pub struct Topology {
+    pub ours: Namespace,
+    pub kernel: Namespace,
+}
+
+pub const TUN_NAME: &str = "scps0";
+
+impl Topology {
+    pub fn new() -> Topology {
+        let ours = Namespace::new("ours");
+        let kernel = Namespace::new("kernel");
+        veth(&ours, "to-kernel", &kernel, "to-ours");
+        ours.ip("addr add 10.77.0.1/24 dev to-kernel");
+        ours.ip("-6 addr add fd77::1/64 dev to-kernel nodad");
+        kernel.ip("addr add 10.77.0.2/24 dev to-ours");
+        kernel.ip("-6 addr add fd77::2/64 dev to-ours nodad");
+        kernel.ip("route add 10.78.0.0/24 via 10.77.0.1");
+        kernel.ip("-6 route add fd78::/64 via fd77::1");
+        ours.sysctl("net.ipv4.ip_forward=1");
+        ours.sysctl("net.ipv6.conf.all.forwarding=1");
+        Topology { ours, kernel }
+    }
+
+    /// Our stack's address and the kernel peer's, of one IP version.
+    pub fn addresses(ipv6: bool) -> (IpAddr, IpAddr) {
+        if ipv6 {
+            ("fd78::2".parse().unwrap(), "fd77::2".parse().unwrap())
+        } else {
+            ("10.78.0.2".parse().unwrap(), "10.77.0.2".parse().unwrap())
+        }
+    }
+
+    /// Our stack's addresses with the prefixes routed to the TUN device.
+    pub fn our_prefixes() -> Vec<(IpAddr, u8)> {
+        vec![
+            ("10.78.0.2".parse().unwrap(), 24),
+            ("fd78::2".parse().unwrap(), 64),
+        ]
+    }
+}
+
+pub fn socket(ip: IpAddr, port: u16) -> SocketAddr {
+    SocketAddr::new(ip, port)
+}
+
+/// The port the tests' servers listen on.
+pub const PORT: u16 = 5001;
+
+/// Runs tshark on `capture` with checksum validation on; returns its
+/// output. The tests' port is decoded as plain data: random payload would
+/// otherwise now and then look like some protocol to tshark's heuristics
+/// (Thrift, say) and be reported as a malformed instance of it.
+pub fn tshark(capture: &Path, args: &[&str]) -> String {
+    let output = Command::new("tshark")
+        .arg("-r")
+        .arg(capture)
+        .args(["-o", "ip.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"])
+        .args(["-d", &format!("tcp.port=={PORT},data")])
+        .args(args)
+        .output()
+        .expect("tshark must be installed (.ci/run installs it)");
+    assert!(
+        output.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Asserts that tshark finds nothing malformed and no bad checksum.
+pub fn assert_capture_clean(capture: &Path) {
+    let packets = tshark(capture, &[]).lines().count();
+    assert!(packets > 10, "{packets} packets in the capture");
+    let problems = tshark(
+        capture,
+        &[
+            "-Y",
+            "_ws.malformed || _ws.expert.severity >= error || ip.checksum.status == 2 \
+             || tcp.checksum.status == 2",
+        ],
+    );
+    assert!(problems.is_empty(), "tshark reports problems:\n{problems}");
+}
+
+/// What tshark decodes in one SYN or SYN-ACK.
+#[derive(Debug)]
+pub struct Syn {
+    pub src: IpAddr,
+    pub ack: bool,
+    /// Window-scale shift, SACK-permitted, TSval (each empty if absent).
+    pub options: [String; 3],
+    /// The SCPS capabilities vector (option kind 20), empty if absent.
+    pub scps: String,
+}
+
+/// The SYNs and SYN-ACKs of the capture.
+pub fn syn_options(capture: &Path) -> Vec<Syn> {
+    let out = tshark(
+        capture,
+        &[
+            "-Y",
+            "tcp.flags.syn == 1",
+            "-T",
+            "fields",
+            "-e",
+            "ip.src",
+            "-e",
+            "ipv6.src",
+            "-e",
+            "tcp.flags.ack",
+            "-e",
+            "tcp.options.wscale.shift",
+            "-e",
+            "tcp.options.sack_perm",
+            "-e",
+            "tcp.options.timestamp.tsval",
+            "-e",
+            "tcp.options.scps.vector",
+        ],
+    );
+    out.lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            assert_eq!(f.len(), 7, "tshark fields: {line:?}");
+            let src = if f[0].is_empty() { f[1] } else { f[0] };
+            Syn {
+                src: src.parse().unwrap_or_else(|_| panic!("source address {src:?}")),
+                ack: matches!(f[2], "1" | "True"),
+                options: [f[3].to_owned(), f[4].to_owned(), f[5].to_owned()],
+                scps: f[6].to_owned(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,280 @@
+//! SNACK, selective negative acknowledgment (spec/scps-tp.md "SNACK"): the
+//! receiver names the holes in what it holds as soon as it sees them (after
+//! a configurable delay that lets reordering settle, and again while a hole
+//! persists); the sender resends the named ranges at once instead of
+//! waiting for duplicate ACKs.
+//!
+//! Holes are named in units of the data sender's maximum segment payload,
+//! counted from the segment's acknowledgment number. Both ends compute
+//! that unit alike (the smaller of the two MSS offers less the options in
+//! use), so each side uses its own.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use super::Connection;
+use super::timers::Timer;
+use crate::time::Instant;
+use crate::wire::{OptionList, Snack};
+
+/// Timer-driven repetitions of a SNACK for one hole; after that the hole is
+/// named again only when data arrives (the sender's retransmission timer
+/// still covers it). The reference implementation repeats up to 3 times.
+const MAX_REPEATS: u32 = 3;
+
+/// A hole the receiver knows of, in stream offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Hole {
+    range: Range<u64>,
+    seen_at: Instant,
+    first_named_at: Option<Instant>,
+    named_at: Option<Instant>,
+    times_named: u32,
+}
+
+/// The holes of the receive buffer, with when each was seen and named.
+#[derive(Debug, Default)]
+pub(crate) struct HoleTracker {
+    holes: Vec<Hole>,
+    /// Smoothed time from first naming a hole to its filling: the round
+    /// trip a SNACK really takes, queues and serialisation of the resent
+    /// data included, which the handshake's RTT sample does not see. A
+    /// hole named more than once overstates it, which errs on the side of
+    /// fewer repeats.
+    response: Option<Duration>,
+}
+
+impl HoleTracker {
+    /// Brings the tracked holes in line with the buffer: filled holes go,
+    /// new ones are stamped `now`, a hole that shrank or split keeps the
+    /// history of the hole it came from.
+    fn refresh(&mut self, now: Instant, contiguous_end: u64, held: &[Range<u64>]) {
+        let mut gaps = Vec::with_capacity(held.len());
+        let mut from = contiguous_end;
+        for range in held {
+            if range.start > from {
+                gaps.push(from..range.start);
+            }
+            from = from.max(range.end);
+        }
+        let old = std::mem::take(&mut self.holes);
+        let overlapping = |range: &Range<u64>| {
+            old.iter()
+                .find(|h| h.range.start < range.end && range.start < h.range.end)
+        };
+        self.holes = gaps
+            .into_iter()
+            .map(|gap| match overlapping(&gap) {
+                Some(previous) => Hole {
+                    range: gap,
+                    ..previous.clone()
+                },
+                None => Hole {
+                    range: gap,
+                    seen_at: now,
+                    first_named_at: None,
+                    named_at: None,
+                    times_named: 0,
+                },
+            })
+            .collect();
+        for hole in &old {
+            let remains = self
+                .holes
+                .iter()
+                .any(|h| h.range.start < hole.range.end && hole.range.start < h.range.end);
+            if !remains {
+                self.filled(now, hole);
+            }
+        }
+    }
+
+    /// `hole` is gone: if it was named, how long that took is a sample of
+    /// the SNACK round trip.
+    fn filled(&mut self, now: Instant, hole: &Hole) {
+        if let Some(named_at) = hole.first_named_at {
+            let sample = now.saturating_since(named_at);
+            self.response = Some(self.response.map_or(sample, |r| (r * 7 + sample) / 8));
+        }
+    }
+
+    /// When `hole` should next be named: after the delay once seen, then
+    /// every `repeat` while it persists, a bounded number of times.
+    fn due_at(hole: &Hole, delay: Duration, repeat: Duration) -> Option<Instant> {
+        match hole.named_at {
+            None => Some(hole.seen_at + delay),
+            Some(_) if hole.times_named > MAX_REPEATS => None,
+            Some(at) => Some(at + repeat),
+        }
+    }
+
+    fn next_due(&self, delay: Duration, repeat: Duration) -> Option<Instant> {
+        self.holes
+            .iter()
+            .filter_map(|h| Self::due_at(h, delay, repeat))
+            .min()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.holes.is_empty()
+    }
+}
+
+impl Connection {
+    /// The receive buffer changed: update the holes, and make sure an ACK
+    /// goes out when one is due to be named (now or by the SNACK timer).
+    pub(crate) fn refresh_holes(&mut self, now: Instant) {
+        if !self.negotiated.snack {
+            return;
+        }
+        let (end, held) = (self.rcv.buf.contiguous_end(), self.rcv.buf.out_of_order());
+        self.rcv.holes.refresh(now, end, held);
+        self.schedule_snack(now);
+    }
+
+    /// Arms the SNACK timer for the next hole due, or asks for an ACK now.
+    pub(crate) fn schedule_snack(&mut self, now: Instant) {
+        match self
+            .rcv
+            .holes
+            .next_due(self.config.snack_delay, self.snack_repeat())
+        {
+            Some(at) if at <= now => {
+                self.ack.immediate = true;
+                self.timers.stop(Timer::Snack);
+            }
+            Some(at) => self.timers.set(Timer::Snack, at),
+            None => self.timers.stop(Timer::Snack),
+        }
+    }
+
+    /// How long a named hole may persist before it is named again: a
+    /// SNACK round trip with a quarter's margin for the resent copy to
+    /// arrive. A repeat that comes too early costs little: the sender
+    /// resends only copies older than its smallest RTT (see
+    /// [`Connection::take_snacks`]).
+    fn snack_repeat(&self) -> Duration {
+        let rtt = self.rtt.srtt().unwrap_or(self.rtt.rto());
+        let repeat = rtt.max(self.rcv.holes.response.unwrap_or_default()) * 5 / 4;
+        // Never a burst of repeats, however short the path.
+        repeat.max(self.config.clock_granularity)
+    }
+
+    /// Up to `max` SNACK options for the holes due at `now`, nearest the
+    /// ACK point first; the holes are recorded as named.
+    pub(crate) fn take_due_snacks(&mut self, now: Instant, max: usize) -> OptionList<Snack, 6> {
+        let mut snacks = OptionList::default();
+        if !self.negotiated.snack || self.rcv.holes.is_empty() || max == 0 {
+            return snacks;
+        }
+        let (delay, repeat) = (self.config.snack_delay, self.snack_repeat());
+        let unit = self.negotiated.smss;
+        let ack_point = self.rcv.buf.contiguous_end();
+        for hole in &mut self.rcv.holes.holes {
+            if snacks.len() == max.min(OptionList::<Snack, 6>::CAPACITY) {
+                break;
+            }
+            if HoleTracker::due_at(hole, delay, repeat).is_none_or(|at| at > now) {
+                continue;
+            }
+            // Offset rounded down and size up, so the units cover the hole.
+            let offset_units = (hole.range.start - ack_point) / unit;
+            let first = ack_point + offset_units * unit;
+            let size_units = (hole.range.end - first).div_ceil(unit);
+            let (Ok(hole_offset), Ok(hole_size)) = (u16::try_from(offset_units), u16::try_from(size_units))
+            else {
+                // Beyond what the option can say; the SACK blocks and the
+                // retransmission timer still cover it.
+                continue;
+            };
+            snacks.push(Snack {
+                hole_offset,
+                hole_size,
+            });
+            hole.first_named_at.get_or_insert(now);
+            hole.named_at = Some(now);
+            hole.times_named += 1;
+        }
+        self.schedule_snack(now);
+        snacks
+    }
+
+    /// The SNACKs of an arriving segment whose acknowledgment offset is
+    /// `ack`: marks the named data lost. Returns how many segments now
+    /// await retransmission because of them.
+    pub(crate) fn take_snacks(&mut self, now: Instant, ack: u64, snacks: &[Snack]) -> usize {
+        if !self.negotiated.snack {
+            return 0;
+        }
+        let unit = self.negotiated.smss;
+        // The receiver named the hole some time ago; a copy sent since may
+        // have reached it. With SACK, the segments that arrived tell which
+        // copies were overtaken, and the age rule is only the fallback: a
+        // smoothed RTT, which a lasting hole swells (timestamps then echo
+        // the segment before it, RFC 7323 4.3). Without SACK the smallest
+        // RTT seen must do.
+        let min_age = if self.negotiated.sack {
+            self.rtt.srtt()
+        } else {
+            self.rtt.min_rtt()
+        }
+        .unwrap_or(self.rtt.rto());
+        let reorder_margin = self.config.snack_delay;
+        let mut marked = 0;
+        for snack in snacks {
+            let start = ack + u64::from(snack.hole_offset) * unit;
+            let end = (start + u64::from(snack.hole_size) * unit).min(self.snd.nxt);
+            if start.max(self.snd.una) < end {
+                let range = start.max(self.snd.una)..end;
+                marked += self.board.mark_range_lost(range, now, min_age, reorder_margin);
+            }
+        }
+        self.stats.snacked_segments += marked as u64;
+        // Named segments go at once, whatever the window: the receiver
+        // asked for exactly these (the route's rate still paces them).
+        self.snack_owed += marked;
+        marked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_nanos(ms * 1_000_000)
+    }
+
+    #[test]
+    fn holes_keep_their_history_as_they_shrink_split_and_fill() {
+        let mut t = HoleTracker::default();
+        t.refresh(at(0), 100, std::slice::from_ref(&(200..300)));
+        assert_eq!(t.holes.len(), 1);
+        t.holes[0].named_at = Some(at(5));
+        // The hole 100..200 split by data at 150..160, and a new one beyond.
+        t.refresh(at(10), 100, &[150..160, 200..300, 400..500]);
+        let ranges: Vec<_> = t.holes.iter().map(|h| h.range.clone()).collect();
+        assert_eq!(ranges, vec![100..150, 160..200, 300..400]);
+        assert_eq!(t.holes[0].named_at, Some(at(5)));
+        assert_eq!(t.holes[1].named_at, Some(at(5)));
+        assert_eq!((t.holes[2].seen_at, t.holes[2].named_at), (at(10), None));
+        // The first holes filled.
+        t.refresh(at(20), 300, std::slice::from_ref(&(400..500)));
+        assert_eq!(t.holes.len(), 1);
+        assert_eq!(t.holes[0].seen_at, at(10));
+    }
+
+    #[test]
+    fn a_hole_is_due_after_the_delay_then_every_repeat_a_bounded_number_of_times() {
+        let delay = Duration::from_millis(50);
+        let repeat = Duration::from_millis(400);
+        let mut t = HoleTracker::default();
+        t.refresh(at(0), 0, std::slice::from_ref(&(100..200)));
+        assert_eq!(t.next_due(delay, repeat), Some(at(50)));
+        t.holes[0].named_at = Some(at(50));
+        t.holes[0].times_named = 1;
+        assert_eq!(t.next_due(delay, repeat), Some(at(450)));
+        t.holes[0].times_named = MAX_REPEATS + 1;
+        assert_eq!(t.next_due(delay, repeat), None);
+    }
+}
