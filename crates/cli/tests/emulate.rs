@@ -31,6 +31,17 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Waits (up to 10 s) until the emulator answers on its control socket:
+/// then it is in the path.
+fn wait_until_answering(socket: &Path, emulator: &scps_testbed::Process) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ctl(socket, &["stats"]).status.success() {
+        assert!(Instant::now() < deadline, "the emulator never answered");
+        assert!(emulator.try_wait().unwrap().is_none(), "the emulator exited");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn datagram_crosses(testbed: &Testbed) -> bool {
     let server = testbed
         .node("server")
@@ -70,13 +81,7 @@ fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
             Io::Piped,
         )
         .unwrap();
-    // Ready once the control socket answers.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !ctl(&socket, &["stats"]).status.success() {
-        assert!(Instant::now() < deadline, "the emulator never answered");
-        assert!(emulator.try_wait().unwrap().is_none(), "the emulator exited");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_answering(&socket, &emulator);
     assert!(datagram_crosses(&testbed));
 
     let set = ctl(
@@ -172,5 +177,123 @@ fn emulate_refuses_a_bad_configuration_naming_the_key() {
         text(&output.stderr).trim(),
         "scps: link.buffer = 100B: at least the MTU (1500 bytes)"
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The same transfer, our stack at both ends, in the simulator and through
+/// the live emulator: plain TCP (`tcp-vj`, the engine's defaults with 4 MiB
+/// buffers) over 8 Mbit/s with a 100 ms RTT and a 256 KB drop-tail buffer.
+/// Through the emulator the stack rides UDP (`scps send --udp`): 1472-byte
+/// inner packets in 1500-byte outer ones, which the simulated link charges
+/// as 28 bytes of framing.
+///
+/// What is asserted: our stack completes the transfer through the emulator
+/// (`scps recv` verifies every byte), run after run, and the emulator stays
+/// up. Agreement of the goodputs is printed, not yet asserted: the first
+/// measurement (docs/BENCHMARKS.md) found the emulated runs 24% faster than
+/// the simulated ones, more than their spread, and the cause is open.
+#[test]
+fn emulated_transfer_of_our_stack_beside_the_simulator() {
+    const LINK: &str = "rate = \"8Mbit\"\nrtt = \"100ms\"\nbuffer = \"256KB\"";
+    const RUNS: u64 = 3;
+    let scenario = format!(
+        "name = \"crosscheck\"\nprotocol = \"tcp-vj\"\n[link]\n{LINK}\nmtu = 1472\nframing = 28\n\
+         [workload]\nkind = \"bulk\"\nbytes = \"4MB\"\n[tcp]\nsend_buffer = \"4MiB\"\nrecv_buffer = \"4MiB\"\n"
+    );
+    let scenario = scps_config::Scenario::from_text(&scenario, "crosscheck", &[]).unwrap();
+    let simulated: Vec<f64> = (1..=RUNS)
+        .map(|seed| {
+            scps_sim::run(&scenario.points[0], seed, &scps_sim::RunOptions::default())
+                .unwrap()
+                .goodput_bps
+        })
+        .collect();
+
+    let dir = scratch("crosscheck");
+    let config = dir.join("emulate.toml");
+    let socket = dir.join("control.sock");
+    std::fs::write(
+        &config,
+        format!(
+            "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\ncontrol = \"{}\"\n[link]\n{LINK}\n",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    let testbed = Testbed::build(Topology::direct()).unwrap();
+    let emulator = testbed
+        .node(EMU)
+        .unwrap()
+        .spawn(
+            SCPS,
+            &["emulate".as_ref(), "--config".as_ref(), config.as_os_str()],
+            Io::Null,
+        )
+        .unwrap();
+    wait_until_answering(&socket, &emulator);
+    let mut emulated = Vec::new();
+    for run in 0..RUNS {
+        let port = format!("{}", 7168 + run);
+        let receiver = testbed
+            .node("server")
+            .unwrap()
+            .spawn(
+                SCPS,
+                &[
+                    "recv",
+                    "--udp",
+                    &format!("10.99.2.2:{port}"),
+                    "--once",
+                    "--buffer",
+                    "4MiB",
+                    "--no-scps",
+                ],
+                Io::Null,
+            )
+            .unwrap();
+        let output = testbed
+            .node("client")
+            .unwrap()
+            .output(
+                SCPS,
+                &[
+                    "send",
+                    "10.99.2.2:5001",
+                    "--udp",
+                    &format!("10.99.2.2:{port}"),
+                    "--bytes",
+                    "4MB",
+                    "--buffer",
+                    "4MiB",
+                    "--no-scps",
+                    "--json",
+                    "--connect-timeout",
+                    "10s",
+                ],
+            )
+            .expect("scps send completes");
+        let result: serde_json::Value = serde_json::from_str(output.trim()).unwrap();
+        emulated.push(result["goodput_bps"].as_f64().unwrap());
+        let status = receiver
+            .wait_timeout(Duration::from_secs(10))
+            .unwrap()
+            .expect("scps recv ends");
+        assert!(status.success(), "scps recv: {status}");
+    }
+    assert!(
+        emulator.try_wait().unwrap().is_none(),
+        "the emulator kept running"
+    );
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let spread =
+        |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max) - v.iter().cloned().fold(f64::MAX, f64::min);
+    println!("simulator {simulated:?}\nemulator  {emulated:?}");
+    let (sim, emu) = (mean(&simulated), mean(&emulated));
+    println!(
+        "means: simulator {sim:.0} bit/s, emulator {emu:.0} bit/s, ratio {:.3}",
+        emu / sim
+    );
+    let allowed = spread(&simulated).max(spread(&emulated));
+    println!("largest spread of either side: {allowed:.0} bit/s");
     let _ = std::fs::remove_dir_all(dir);
 }
