@@ -23,6 +23,23 @@ impl TempDir {
         TempDir(dir)
     }
 
+    /// Waits until the receiver's partial file holds more than 1 MB: the
+    /// transfer is under way.
+    fn wait_for_partial_file(&self, deadline: Instant) {
+        while !self
+            .entries()
+            .iter()
+            .any(|name| name.contains("scps-partial") && file_len(&self.0.join(name)) > 1_000_000)
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the transfer never started: {:?}",
+                self.entries()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn entries(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(&self.0)
             .unwrap()
@@ -409,18 +426,7 @@ fn ctrl_c_resets_the_connection_and_the_receiver_keeps_no_file() {
         .unwrap();
     // Interrupt once the transfer is under way: the partial file grows.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !dir
-        .entries()
-        .iter()
-        .any(|name| name.contains("scps-partial") && file_len(&dir.0.join(name)) > 1_000_000)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the transfer never started: {:?}",
-            dir.entries()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    dir.wait_for_partial_file(deadline);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(sender.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -464,18 +470,7 @@ fn ctrl_c_at_the_receiver_resets_the_connection_and_keeps_no_file() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !dir
-        .entries()
-        .iter()
-        .any(|name| name.contains("scps-partial") && file_len(&dir.0.join(name)) > 1_000_000)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the transfer never started: {:?}",
-            dir.entries()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    dir.wait_for_partial_file(deadline);
     let pid = receiver.child.as_ref().unwrap().id();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
@@ -515,18 +510,7 @@ fn a_sender_that_vanishes_ends_the_receiver_with_a_keepalive_timeout() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !dir
-        .entries()
-        .iter()
-        .any(|name| name.contains("scps-partial") && file_len(&dir.0.join(name)) > 1_000_000)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the transfer never started: {:?}",
-            dir.entries()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    dir.wait_for_partial_file(deadline);
     // SIGKILL: the sender's stack vanishes without a word, like a host
     // that lost power.
     sender.kill().unwrap();

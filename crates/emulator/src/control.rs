@@ -4,20 +4,19 @@
 //! with its error and changes nothing.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Error;
+use crate::acceptor::Acceptor;
 use crate::bridge::{Shared, lock};
 use crate::command::{Query, Request};
 use crate::stats::Stats;
 use crate::trace::Recorder;
-use crate::{Error, wake};
 
 /// The answer to a request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,8 +95,7 @@ pub(crate) fn answer(shared: &Shared, recorder: Option<&Recorder>, line: &str) -
 #[derive(Debug)]
 pub(crate) struct ControlServer {
     path: PathBuf,
-    stopper: Option<wake::Stopper>,
-    thread: Option<JoinHandle<()>>,
+    acceptor: Option<Acceptor>,
 }
 
 impl ControlServer {
@@ -117,34 +115,12 @@ impl ControlServer {
             what: format!("listen on control socket {}", path.display()),
             source,
         })?;
-        listener.set_nonblocking(true).map_err(|source| Error::Io {
-            what: "make the listener non-blocking".into(),
-            source,
+        let acceptor = Acceptor::spawn("emulator-control", listener, move |stream| {
+            serve(stream, &shared, recorder.as_deref())
         })?;
-        let (stopper, waiter) = wake::pair().map_err(|source| Error::Io {
-            what: "create the stop signal".into(),
-            source,
-        })?;
-        let thread = std::thread::Builder::new()
-            .name("emulator-control".into())
-            .spawn(move || {
-                while let Ok(true) = waiter.readable(listener.as_fd()) {
-                    // Another client may have taken it: then WouldBlock.
-                    if let Ok((stream, _)) = listener.accept()
-                        && stream.set_nonblocking(false).is_ok()
-                    {
-                        serve(stream, &shared, recorder.as_deref());
-                    }
-                }
-            })
-            .map_err(|source| Error::Io {
-                what: "start the control thread".into(),
-                source,
-            })?;
         Ok(ControlServer {
             path: path.to_owned(),
-            stopper: Some(stopper),
-            thread: Some(thread),
+            acceptor: Some(acceptor),
         })
     }
 }
@@ -170,10 +146,8 @@ fn serve(stream: UnixStream, shared: &Shared, recorder: Option<&Recorder>) {
 
 impl Drop for ControlServer {
     fn drop(&mut self) {
-        self.stopper.take();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        // Stop serving before the socket's name goes.
+        self.acceptor.take();
         let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -15,6 +15,7 @@
 //! Time is the monotonic clock since the emulator's start: the epoch of
 //! the channel models, of scheduled outages and of timelines.
 
+mod acceptor;
 mod bridge;
 pub mod command;
 pub mod config;

@@ -3,19 +3,17 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsFd;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::Error;
+use crate::acceptor::Acceptor;
 use crate::bridge::{Shared, lock};
-use crate::{Error, wake};
 
 /// The HTTP listener and its thread.
 #[derive(Debug)]
 pub(crate) struct MetricsServer {
     address: SocketAddr,
-    stopper: Option<wake::Stopper>,
-    thread: Option<JoinHandle<()>>,
+    _acceptor: Acceptor,
 }
 
 impl MetricsServer {
@@ -28,34 +26,12 @@ impl MetricsServer {
             what: "read the metrics address".into(),
             source,
         })?;
-        listener.set_nonblocking(true).map_err(|source| Error::Io {
-            what: "make the listener non-blocking".into(),
-            source,
+        let acceptor = Acceptor::spawn("emulator-metrics", listener, move |stream| {
+            let _ = serve(stream, &shared);
         })?;
-        let (stopper, waiter) = wake::pair().map_err(|source| Error::Io {
-            what: "create the stop signal".into(),
-            source,
-        })?;
-        let thread = std::thread::Builder::new()
-            .name("emulator-metrics".into())
-            .spawn(move || {
-                while let Ok(true) = waiter.readable(listener.as_fd()) {
-                    // Another client may have taken it: then WouldBlock.
-                    if let Ok((stream, _)) = listener.accept()
-                        && stream.set_nonblocking(false).is_ok()
-                    {
-                        let _ = serve(stream, &shared);
-                    }
-                }
-            })
-            .map_err(|source| Error::Io {
-                what: "start the metrics thread".into(),
-                source,
-            })?;
         Ok(MetricsServer {
             address,
-            stopper: Some(stopper),
-            thread: Some(thread),
+            _acceptor: acceptor,
         })
     }
 
@@ -97,13 +73,4 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.stopper.take();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
 }
