@@ -36,6 +36,8 @@ struct Hole {
 #[derive(Debug, Default)]
 pub(crate) struct HoleTracker {
     holes: Vec<Hole>,
+    /// The previous list's allocation, for the next refresh.
+    spare: Vec<Hole>,
     /// Smoothed time from first naming a hole to its filling: the round
     /// trip a SNACK really takes, queues and serialisation of the resent
     /// data included, which the handshake's RTT sample does not see. A
@@ -49,44 +51,51 @@ impl HoleTracker {
     /// new ones are stamped `now`, a hole that shrank or split keeps the
     /// history of the hole it came from.
     fn refresh(&mut self, now: Instant, contiguous_end: u64, held: &[Range<u64>]) {
-        let mut gaps = Vec::with_capacity(held.len());
+        // Both lists are in order and the buffer only fills, so one walk
+        // pairs each gap with the old hole it came from (runs per segment
+        // received out of order: no allocation, the old list is reused).
+        let old = std::mem::replace(&mut self.holes, std::mem::take(&mut self.spare));
+        let mut i = 0;
+        // Whether old[i] has passed its history on to a gap.
+        let mut inherited = false;
         let mut from = contiguous_end;
         for range in held {
             if range.start > from {
-                gaps.push(from..range.start);
+                let gap = from..range.start;
+                while old.get(i).is_some_and(|h| h.range.end <= gap.start) {
+                    if !inherited {
+                        self.filled(now, &old[i]);
+                    }
+                    i += 1;
+                    inherited = false;
+                }
+                let hole = match old.get(i) {
+                    Some(previous) if previous.range.start < gap.end => {
+                        inherited = true;
+                        Hole {
+                            range: gap,
+                            ..previous.clone()
+                        }
+                    }
+                    _ => Hole {
+                        range: gap,
+                        seen_at: now,
+                        first_named_at: None,
+                        named_at: None,
+                        times_named: 0,
+                    },
+                };
+                self.holes.push(hole);
             }
             from = from.max(range.end);
         }
-        let old = std::mem::take(&mut self.holes);
-        let overlapping = |range: &Range<u64>| {
-            old.iter()
-                .find(|h| h.range.start < range.end && range.start < h.range.end)
-        };
-        self.holes = gaps
-            .into_iter()
-            .map(|gap| match overlapping(&gap) {
-                Some(previous) => Hole {
-                    range: gap,
-                    ..previous.clone()
-                },
-                None => Hole {
-                    range: gap,
-                    seen_at: now,
-                    first_named_at: None,
-                    named_at: None,
-                    times_named: 0,
-                },
-            })
-            .collect();
-        for hole in &old {
-            let remains = self
-                .holes
-                .iter()
-                .any(|h| h.range.start < hole.range.end && hole.range.start < h.range.end);
-            if !remains {
+        for (k, hole) in old.iter().enumerate().skip(i) {
+            if !(k == i && inherited) {
                 self.filled(now, hole);
             }
         }
+        self.spare = old;
+        self.spare.clear();
     }
 
     /// `hole` is gone: if it was named, how long that took is a sample of
