@@ -34,6 +34,12 @@ fn hold(mode: &str) -> Result<(), scps_testbed::Error> {
         sleeper.pid(),
         namespaces.join(",")
     );
+    if mode == "error" || mode == "panic" {
+        // Fail only once the test has seen what was made (a line on
+        // stdin), or it could be gone before the test looks.
+        let mut go = String::new();
+        std::io::stdin().read_line(&mut go).ok();
+    }
     match mode {
         "error" => {
             // An error on the way out: `?` drops the testbed.
@@ -87,6 +93,7 @@ fn start_holder(mode: &str) -> (Child, Made) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "holder", "--nocapture", "--test-threads=1"])
         .env(MODE, mode)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -114,6 +121,13 @@ fn start_holder(mode: &str) -> (Child, Made) {
     // Keep reading so that the holder never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
     (child, made)
+}
+
+/// Lets a holder in "error" or "panic" mode go on and fail.
+fn go(child: &mut Child) {
+    use std::io::Write;
+    let mut stdin = child.stdin.take().expect("holder's stdin");
+    stdin.write_all(b"go\n").expect("holder reads its stdin");
 }
 
 /// Whether process `pid` runs (a zombie no longer holds anything).
@@ -187,6 +201,7 @@ fn assert_nothing_left(made: &Made, case: &str) {
 fn nothing_left_after_an_error() {
     let (mut child, made) = start_holder("error");
     assert!(running(made.sleeper));
+    go(&mut child);
     assert!(!child.wait().unwrap().success());
     assert_nothing_left(&made, "error");
 }
@@ -194,6 +209,7 @@ fn nothing_left_after_an_error() {
 #[test]
 fn nothing_left_after_a_panic() {
     let (mut child, made) = start_holder("panic");
+    go(&mut child);
     assert!(!child.wait().unwrap().success());
     assert_nothing_left(&made, "panic");
 }
