@@ -362,6 +362,28 @@ impl Endpoint {
         self.with_connection(handle, |c| c.recv(out)).unwrap_or(Ok(0))
     }
 
+    /// See [`Connection::send_record`].
+    pub fn send_record(&mut self, handle: ConnectionHandle, data: &[u8]) -> Result<usize, StreamError> {
+        self.with_connection(handle, |c| c.send_record(data))
+            .unwrap_or(Err(StreamError::SendClosed))
+    }
+
+    /// See [`Connection::end_record`].
+    pub fn end_record(&mut self, handle: ConnectionHandle) -> Result<(), StreamError> {
+        self.with_connection(handle, Connection::end_record)
+            .unwrap_or(Err(StreamError::SendClosed))
+    }
+
+    /// See [`Connection::recv_record`].
+    pub fn recv_record(
+        &mut self,
+        handle: ConnectionHandle,
+        out: &mut [u8],
+    ) -> Result<(usize, bool), StreamError> {
+        self.with_connection(handle, |c| c.recv_record(out))
+            .unwrap_or(Ok((0, false)))
+    }
+
     pub fn shutdown(&mut self, handle: ConnectionHandle) -> Result<(), EndpointError> {
         self.with_connection(handle, Connection::shutdown)
     }

@@ -15,6 +15,7 @@ mod outage;
 mod output;
 mod pacer;
 mod receive;
+mod records;
 mod recv_buffer;
 mod ring;
 mod send_buffer;
@@ -374,12 +375,7 @@ impl Connection {
     /// in the send buffer). Data written before the handshake completes is
     /// sent after it.
     pub fn send(&mut self, data: &[u8]) -> Result<usize, StreamError> {
-        if let Some(err) = self.error {
-            return Err(err.into());
-        }
-        if !self.state.can_send_data() || self.snd.fin_queued || self.released {
-            return Err(StreamError::SendClosed);
-        }
+        self.check_sendable()?;
         let n = self.snd.buf.write(data);
         self.stats.bytes_written += n as u64;
         if n < data.len() {
@@ -389,6 +385,17 @@ impl Connection {
             return Err(StreamError::WouldBlock);
         }
         Ok(n)
+    }
+
+    /// Whether the application may still write.
+    fn check_sendable(&self) -> Result<(), StreamError> {
+        if let Some(err) = self.error {
+            return Err(err.into());
+        }
+        if !self.state.can_send_data() || self.snd.fin_queued || self.released {
+            return Err(StreamError::SendClosed);
+        }
+        Ok(())
     }
 
     /// Room in the send buffer.
@@ -409,27 +416,36 @@ impl Connection {
     /// closed its side and everything was read, and
     /// [`StreamError::WouldBlock`] when nothing is available yet.
     pub fn recv(&mut self, out: &mut [u8]) -> Result<usize, StreamError> {
+        self.read_received(|buf| (buf.read(out), false)).map(|(n, _)| n)
+    }
+
+    /// A read from the receive buffer by `read`, with the end of stream,
+    /// errors and window updates handled alike for every kind of read.
+    fn read_received(
+        &mut self,
+        read: impl FnOnce(&mut RecvBuffer) -> (usize, bool),
+    ) -> Result<(usize, bool), StreamError> {
         if self.rcv.buf.readable() == 0 {
             self.readable_signalled = false;
             if self.rcv.fin_received {
-                return Ok(0);
+                return Ok((0, false));
             }
             if let Some(err) = self.error {
                 return Err(err.into());
             }
             if self.state == State::Closed {
-                return Ok(0);
+                return Ok((0, false));
             }
             return Err(StreamError::WouldBlock);
         }
         let before_window = self.receive_window();
-        let n = self.rcv.buf.read(out);
+        let (n, record_end) = read(&mut self.rcv.buf);
         self.stats.bytes_read += n as u64;
         if self.rcv.buf.readable() == 0 {
             self.readable_signalled = false;
         }
         self.consider_window_update(before_window);
-        Ok(n)
+        Ok((n, record_end))
     }
 
     /// Bytes ready to read.

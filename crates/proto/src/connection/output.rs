@@ -212,7 +212,7 @@ impl Connection {
             self.cc.on_idle_restart(self.initial_window());
         }
         let smss = self.negotiated.smss;
-        let want = unsent.min(smss);
+        let want = self.cut_at_record_end(start, unsent.min(smss));
         let congestion_room = self.congestion_allowance();
         let len = want.min(window_room).min(congestion_room);
         if len < want {
@@ -231,8 +231,11 @@ impl Connection {
         // it: a small segment waits only while an earlier small segment is
         // unacknowledged, so the tail of a bulk write is not held for an
         // RTT. Finishing the stream is never held.
+        // The end of a record is not held either: the application said
+        // it is complete, and nothing may join it in its segment.
         let small_in_flight = self.snd.small_segment_end > self.snd.una;
-        if len < smss && self.config.nagle && small_in_flight && !self.snd.fin_queued {
+        let ends_record = self.ends_record(len, start - 1 + len);
+        if len < smss && self.config.nagle && small_in_flight && !self.snd.fin_queued && !ends_record {
             return None;
         }
         // The FIN goes with the last data only if it fits the window too
@@ -322,6 +325,7 @@ impl Connection {
                         .min(self.negotiated.smss)
                         .min(window_room)
                         .max(1);
+                    let len = self.cut_at_record_end(seq, len);
                     payload = (seq - 1, len);
                     self.send_new(now, len, false);
                 }
@@ -336,7 +340,11 @@ impl Connection {
             Plan::Ack => {}
         }
         let payload_len = payload.1 as usize;
-        let options = self.segment_options(now, payload.1);
+        let record_end = self.ends_record(payload.1, payload.0 + payload.1);
+        if record_end {
+            flags.insert(TcpFlags::PSH);
+        }
+        let options = self.segment_options(now, payload.1, record_end);
         self.stats.snacks_sent += options.snacks.len() as u64;
         if let Some(pacer) = self.pacer.as_mut() {
             let ip_header = if self.tuple.local.is_ipv4() { 20 } else { 40 };
@@ -429,14 +437,18 @@ impl Connection {
         }
     }
 
-    /// Timestamps, a corruption report if one is owed, the SNACKs due, and
+    /// Timestamps, the record boundary if the payload ends a record, a
+    /// corruption report if one is owed, the SNACKs due, and
     /// as many SACK blocks as fit beside
     /// `payload_len` bytes of data within the peer's MSS and the 40 option
     /// bytes. At most two SNACKs go in a segment when SACK is in use, so
     /// that SACK blocks still fit; the other holes due follow in the next
     /// ACKs.
-    fn segment_options(&mut self, now: Instant, payload_len: u64) -> TcpOptions {
-        let mut options = TcpOptions::default();
+    fn segment_options(&mut self, now: Instant, payload_len: u64, record_end: bool) -> TcpOptions {
+        let mut options = TcpOptions {
+            record_boundary: record_end,
+            ..TcpOptions::default()
+        };
         let mut budget = self.negotiated.smss.saturating_sub(payload_len);
         if self.negotiated.timestamps {
             options.timestamps = Some(Timestamps {

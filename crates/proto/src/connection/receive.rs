@@ -37,7 +37,10 @@ impl Connection {
             self.ack.immediate = true;
         }
         if !payload.is_empty() {
-            self.receive_payload(now, first, payload);
+            // A boundary marks the end of the segment as sent: not if the
+            // window cut that off.
+            let record_end = seg.options.record_boundary && !trimmed;
+            self.receive_payload(now, first, payload, record_end);
             if self.state == State::Closed {
                 return;
             }
@@ -54,7 +57,7 @@ impl Connection {
         self.take_fin_if_reached(now);
     }
 
-    fn receive_payload(&mut self, now: Instant, first_data_seq: u64, payload: &[u8]) {
+    fn receive_payload(&mut self, now: Instant, first_data_seq: u64, payload: &[u8], record_end: bool) {
         if !self.state.can_receive_data() {
             // RFC 9293: text after the peer's FIN is ignored.
             return;
@@ -68,6 +71,9 @@ impl Connection {
         }
         let had_holes = self.rcv.buf.has_holes();
         let stored = self.rcv.buf.insert(start, payload);
+        if record_end {
+            self.rcv.buf.mark_record_end(end);
+        }
         if stored.out_of_order {
             self.remember_out_of_order(start, end);
         }

@@ -5,7 +5,12 @@
 //! list of the ranges held beyond the contiguous end (the "assembler") says
 //! which places are filled. Because we never advertise a window beyond the
 //! free space, everything acceptable fits in the ring.
+//!
+//! Record boundaries (spec/scps-tp.md "Record boundary") are kept by stream
+//! offset as they arrive, in order or not, so a reader that asks for
+//! records stops at each.
 
+use std::collections::BTreeSet;
 use std::ops::Range;
 
 use super::ring::Ring;
@@ -18,6 +23,10 @@ pub(crate) struct RecvBuffer {
     /// Disjoint, sorted, non-adjacent ranges of stream offsets held beyond
     /// the contiguous end.
     out_of_order: Vec<Range<u64>>,
+    /// Stream offsets one past the last byte of a record, not yet read
+    /// past. At most one per byte of the buffer: only offsets within it
+    /// are taken.
+    record_ends: BTreeSet<u64>,
 }
 
 /// What storing a segment's data did.
@@ -35,6 +44,7 @@ impl RecvBuffer {
             ring: Ring::new(capacity),
             read: 0,
             out_of_order: Vec::new(),
+            record_ends: BTreeSet::new(),
         }
     }
 
@@ -115,19 +125,50 @@ impl RecvBuffer {
         self.out_of_order.splice(i..j, std::iter::once(merged));
     }
 
-    /// Copies readable bytes into `out` and releases them.
+    /// Notes that a record ends at stream offset `end` (the segment
+    /// carrying the boundary ended there). Offsets already read past or
+    /// beyond the buffer are ignored.
+    pub(crate) fn mark_record_end(&mut self, end: u64) {
+        if end > self.read && end <= self.limit() {
+            self.record_ends.insert(end);
+        }
+    }
+
+    /// Copies readable bytes into `out` and releases them, passing any
+    /// record boundaries.
     pub(crate) fn read(&mut self, out: &mut [u8]) -> usize {
         let n = self.ring.read(out);
-        self.read += n as u64;
+        self.advance_read(n);
         n
+    }
+
+    /// Like [`RecvBuffer::read`], but stops at the end of the current
+    /// record; also says whether the bytes read finish it.
+    pub(crate) fn read_record(&mut self, out: &mut [u8]) -> (usize, bool) {
+        let boundary = self.record_ends.first().copied();
+        let to_boundary = boundary.map_or(usize::MAX, |end| {
+            usize::try_from(end - self.read).unwrap_or(usize::MAX)
+        });
+        let limit = out.len().min(to_boundary);
+        let n = self.ring.read(&mut out[..limit]);
+        let finished = n > 0 && n == to_boundary;
+        self.advance_read(n);
+        (n, finished)
     }
 
     /// Discards everything readable (the application will never read it).
     pub(crate) fn discard_readable(&mut self) -> usize {
         let n = self.ring.len();
         self.ring.consume(n);
-        self.read += n as u64;
+        self.advance_read(n);
         n
+    }
+
+    fn advance_read(&mut self, n: usize) {
+        self.read += n as u64;
+        while self.record_ends.first().is_some_and(|&end| end <= self.read) {
+            self.record_ends.pop_first();
+        }
     }
 }
 
@@ -172,6 +213,33 @@ mod tests {
         buf.insert(8, b"ijklmn");
         assert_eq!(buf.out_of_order(), std::slice::from_ref(&(8..14)));
         assert_eq!(read_all(&mut buf), b"abcdef");
+    }
+
+    #[test]
+    fn record_reads_stop_at_boundaries_that_arrived_in_any_order() {
+        let mut buf = RecvBuffer::new(100);
+        buf.insert(5, b"fghij");
+        buf.mark_record_end(10);
+        buf.insert(0, b"abcde");
+        buf.mark_record_end(2);
+        buf.mark_record_end(2);
+        let mut out = [0u8; 8];
+        assert_eq!(buf.read_record(&mut out), (2, true));
+        assert_eq!(&out[..2], b"ab");
+        assert_eq!(
+            buf.read_record(&mut out[..3]),
+            (3, false),
+            "a short buffer reads part"
+        );
+        assert_eq!(buf.read_record(&mut out), (5, true));
+        assert_eq!(&out[..5], b"fghij");
+        assert_eq!(buf.read_record(&mut out), (0, false), "nothing left");
+        buf.insert(10, b"klm");
+        buf.mark_record_end(12);
+        buf.mark_record_end(5);
+        assert_eq!(buf.read(&mut out), 3, "a plain read passes boundaries");
+        buf.insert(13, b"no");
+        assert_eq!(buf.read_record(&mut out), (2, false), "no boundary left behind");
     }
 
     #[test]

@@ -1,4 +1,8 @@
-//! Bytes the application has written and the peer has not yet acknowledged.
+//! Bytes the application has written and the peer has not yet acknowledged,
+//! with the ends of the records among them (spec/scps-tp.md "Record
+//! boundary").
+
+use std::collections::VecDeque;
 
 use super::ring::Ring;
 
@@ -8,6 +12,10 @@ pub(crate) struct SendBuffer {
     /// Stream offset (data bytes from 0) of the first byte held: the oldest
     /// unacknowledged byte.
     head: u64,
+    /// Stream offsets one past the last byte of each record the
+    /// application ended, ascending, kept until acknowledged so that a
+    /// retransmission carries the boundary again.
+    record_ends: VecDeque<u64>,
 }
 
 impl SendBuffer {
@@ -15,6 +23,7 @@ impl SendBuffer {
         SendBuffer {
             ring: Ring::new(capacity),
             head: 0,
+            record_ends: VecDeque::new(),
         }
     }
 
@@ -56,6 +65,32 @@ impl SendBuffer {
             self.ring.consume((offset - self.head) as usize);
             self.head = offset;
         }
+        while self.record_ends.front().is_some_and(|&end| end <= self.head) {
+            self.record_ends.pop_front();
+        }
+    }
+
+    /// Ends a record after the last byte written. Returns false when no
+    /// byte was written since the previous end (a record cannot be empty:
+    /// the boundary travels on the record's last segment).
+    pub(crate) fn end_record(&mut self) -> bool {
+        let end = self.end();
+        if end == self.head || self.record_ends.back().is_some_and(|&last| last >= end) {
+            return false;
+        }
+        self.record_ends.push_back(end);
+        true
+    }
+
+    /// Whether a record ends at stream offset `offset`.
+    pub(crate) fn is_record_end(&self, offset: u64) -> bool {
+        self.record_ends.binary_search(&offset).is_ok()
+    }
+
+    /// The first record end after stream offset `offset`.
+    pub(crate) fn next_record_end(&self, offset: u64) -> Option<u64> {
+        let index = self.record_ends.partition_point(|&end| end <= offset);
+        self.record_ends.get(index).copied()
     }
 }
 
@@ -77,5 +112,25 @@ mod tests {
         buf.release_to(100);
         assert!(buf.is_empty());
         assert_eq!(buf.end(), 11);
+    }
+
+    #[test]
+    fn record_ends_are_kept_until_acknowledged() {
+        let mut buf = SendBuffer::new(100);
+        assert!(!buf.end_record(), "nothing written: no record to end");
+        buf.write(b"abc");
+        assert!(buf.end_record());
+        assert!(!buf.end_record(), "a record cannot be empty");
+        buf.write(b"defgh");
+        assert!(buf.end_record());
+        assert!(buf.is_record_end(3) && buf.is_record_end(8) && !buf.is_record_end(5));
+        assert_eq!(buf.next_record_end(0), Some(3));
+        assert_eq!(buf.next_record_end(3), Some(8));
+        assert_eq!(buf.next_record_end(8), None);
+        buf.release_to(3);
+        assert!(!buf.is_record_end(3), "acknowledged: never sent again");
+        assert_eq!(buf.next_record_end(0), Some(8));
+        buf.release_to(8);
+        assert!(!buf.end_record(), "everything acknowledged, nothing new");
     }
 }
