@@ -254,11 +254,16 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
 impl Point {
     /// The engine configuration of the node whose data goes `direction`:
     /// an SCPS stack without a `rate` of its own paces to the route rate
-    /// of that direction (spec/scps-tp.md "Rate control").
+    /// of that direction (spec/scps-tp.md "Rate control"), and the
+    /// adaptive ACK policy, without an `ack_return_rate`, counts on the
+    /// route rate of that direction, which the node's ACKs take.
     pub fn engine_config(&self, direction: Direction) -> scps_proto::Config {
         let mut config = self.tcp.clone();
         if self.protocol.is_scps() && config.rate_bps.is_none() {
             config.rate_bps = Some(self.link.route_rate_bps(direction));
+        }
+        if config.ack_adaptive && config.ack_return_rate_bps.is_none() {
+            config.ack_return_rate_bps = Some(self.link.route_rate_bps(direction));
         }
         config
     }

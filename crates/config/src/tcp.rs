@@ -32,6 +32,10 @@ pub struct TcpSpec {
     /// A delay, or "off" to acknowledge every segment at once.
     pub delayed_ack: Option<Switch<Time>>,
     pub ack_every: Option<u32>,
+    /// The adaptive ACK policy on or off.
+    pub ack_adaptive: Option<bool>,
+    /// The rate of the link ACKs return on, for the adaptive policy.
+    pub ack_return_rate: Option<Rate>,
     pub nagle: Option<bool>,
     /// Keepalive settings, or "off".
     pub keepalive: Option<Switch<KeepaliveSpec>>,
@@ -145,6 +149,10 @@ impl TcpSpec {
             config.delayed_ack = delay.on().map(|t| t.0);
         }
         config.ack_every = self.ack_every.unwrap_or(config.ack_every);
+        config.ack_adaptive = self.ack_adaptive.unwrap_or(config.ack_adaptive);
+        if let Some(rate) = self.ack_return_rate {
+            config.ack_return_rate_bps = Some(rate.0);
+        }
         config.nagle = self.nagle.unwrap_or(config.nagle);
         if let Some(keepalive) = self.keepalive {
             config.keepalive = keepalive.on().map(|k| Keepalive {
@@ -236,5 +244,23 @@ mod tests {
         );
         let bad = toml::from_str::<TcpSpec>("delayed_ack = \"soon\"").unwrap_err();
         assert!(bad.to_string().contains("invalid duration \"soon\""), "{bad}");
+    }
+
+    #[test]
+    fn the_adaptive_ack_policy_needs_delayed_acks() {
+        let spec: TcpSpec =
+            toml::from_str("ack_adaptive = true\nack_return_rate = \"2400bps\"\nack_every = 3").unwrap();
+        let mut config = Config::default();
+        spec.apply(&mut config, "tcp").unwrap();
+        assert!(config.ack_adaptive);
+        assert_eq!(config.ack_return_rate_bps, Some(2400));
+        assert_eq!(config.ack_every, 3);
+        validate(&config, "tcp").unwrap();
+        config.delayed_ack = None;
+        let err = validate(&config, "tcp").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tcp.ack_adaptive = true: off when delayed_ack is off (the adaptive policy delays ACKs)"
+        );
     }
 }

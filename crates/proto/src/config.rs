@@ -119,6 +119,14 @@ pub struct Config {
     pub delayed_ack: Option<Duration>,
     /// Acknowledge at least every this many full-sized segments.
     pub ack_every: u32,
+    /// Adaptive ACK policy (connection/ack_policy.rs): acknowledge every k
+    /// segments, k from `ack_every` up to 16 as the RTT, the forward rate
+    /// and the return link's rate call for. Needs `delayed_ack`.
+    pub ack_adaptive: bool,
+    /// Rate of the link our ACKs travel on, bit/s, for the adaptive ACK
+    /// policy; `None` takes the route rate (`rate_bps`), and without
+    /// either only the RTT counts.
+    pub ack_return_rate_bps: Option<u64>,
     /// Nagle's algorithm (RFC 896, RFC 9293 3.7.4).
     pub nagle: bool,
     pub keepalive: Option<Keepalive>,
@@ -174,6 +182,8 @@ impl Default for Config {
             max_syn_retransmissions: 6,
             delayed_ack: Some(Duration::from_millis(200)),
             ack_every: 2,
+            ack_adaptive: false,
+            ack_return_rate_bps: None,
             nagle: true,
             keepalive: None,
             persist_min: Duration::from_secs(1),
@@ -290,6 +300,20 @@ impl Config {
             self.ack_every,
             "at least 1 segment",
         )?;
+        check(
+            !self.ack_adaptive || self.delayed_ack.is_some(),
+            "ack_adaptive",
+            self.ack_adaptive,
+            "off when delayed_ack is off (the adaptive policy delays ACKs)",
+        )?;
+        if let Some(rate) = self.ack_return_rate_bps {
+            check(
+                (MIN_RATE_BPS..=MAX_RATE_BPS).contains(&rate),
+                "ack_return_rate",
+                rate,
+                "100 bit/s to 100 Gbit/s",
+            )?;
+        }
         if let Some(delay) = self.delayed_ack {
             check(
                 !delay.is_zero(),

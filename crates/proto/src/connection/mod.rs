@@ -8,6 +8,7 @@
 //! [`Connection::poll_timeout`].
 
 mod ack;
+mod ack_policy;
 mod corruption;
 mod handshake;
 mod input;
@@ -232,6 +233,10 @@ struct AckState {
     immediate: bool,
     /// RCV.NXT as of the last segment we sent (RFC 7323 Last.ACK.sent).
     last_sent: u64,
+    /// The forward segment rate, for the adaptive ACK policy.
+    arrivals: ack_policy::ArrivalRate,
+    /// Segments per ACK the adaptive policy last chose.
+    every: u32,
 }
 
 /// RFC 7323 timestamp state.
@@ -554,6 +559,7 @@ impl Connection {
             send_window: self.snd.wnd,
             receive_window: self.rcv.adv_edge.saturating_sub(self.rcv.nxt()),
             smss: self.negotiated.smss,
+            ack_every: self.ack.every.max(self.config.ack_every),
             sack: self.negotiated.sack,
             timestamps: self.negotiated.timestamps,
             scps: self.negotiated.scps,

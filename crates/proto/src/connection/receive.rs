@@ -3,7 +3,6 @@
 //! blocks to report (RFC 2018 section 4) and the window to advertise, with
 //! receiver-side silly window avoidance (RFC 9293 3.8.6.2.2).
 
-use super::timers::Timer;
 use super::{Connection, State};
 use crate::seq::to_wire;
 use crate::time::Instant;
@@ -40,7 +39,7 @@ impl Connection {
             // A boundary marks the end of the segment as sent: not if the
             // window cut that off.
             let record_end = seg.options.record_boundary && !trimmed;
-            self.receive_payload(now, first, payload, record_end);
+            self.receive_payload(now, first, payload, record_end, seg.flags.psh());
             if self.state == State::Closed {
                 return;
             }
@@ -57,7 +56,14 @@ impl Connection {
         self.take_fin_if_reached(now);
     }
 
-    fn receive_payload(&mut self, now: Instant, first_data_seq: u64, payload: &[u8], record_end: bool) {
+    fn receive_payload(
+        &mut self,
+        now: Instant,
+        first_data_seq: u64,
+        payload: &[u8],
+        record_end: bool,
+        push: bool,
+    ) {
         if !self.state.can_receive_data() {
             // RFC 9293: text after the peer's FIN is ignored.
             return;
@@ -70,6 +76,7 @@ impl Connection {
             return;
         }
         let had_holes = self.rcv.buf.has_holes();
+        let ranges_before = self.rcv.buf.out_of_order().len();
         let stored = self.rcv.buf.insert(start, payload);
         if record_end {
             self.rcv.buf.mark_record_end(end);
@@ -84,20 +91,15 @@ impl Connection {
             self.signal_readable();
         }
         // RFC 5681 4.2: out-of-order data, data filling a hole, and
-        // duplicates are acknowledged at once; in-order data may wait.
-        if stored.out_of_order || had_holes || stored.advanced == 0 {
+        // duplicates are acknowledged at once; in-order data may wait (and
+        // in the adaptive policy, data that only extends what is held past
+        // a hole).
+        let extends_held = stored.out_of_order && self.rcv.buf.out_of_order().len() == ranges_before;
+        if (stored.out_of_order || had_holes || stored.advanced == 0) && !self.may_wait_to_ack(extends_held) {
             self.ack.immediate = true;
             return;
         }
-        self.ack.unacked_segments += 1;
-        match self.config.delayed_ack {
-            Some(delay) if self.ack.unacked_segments < self.config.ack_every => {
-                if !self.timers.is_armed(Timer::DelayedAck) {
-                    self.timers.set(Timer::DelayedAck, now + delay);
-                }
-            }
-            _ => self.ack.immediate = true,
-        }
+        self.on_data_that_may_wait(now, push);
     }
 
     fn remember_out_of_order(&mut self, start: u64, end: u64) {

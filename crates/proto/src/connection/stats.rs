@@ -54,6 +54,9 @@ pub struct ConnectionStats {
     pub receive_window: u64,
     /// Maximum payload per segment we send.
     pub smss: u64,
+    /// In-order segments per ACK we send: `ack_every`, or what the adaptive
+    /// policy last chose.
+    pub ack_every: u32,
     pub sack: bool,
     pub timestamps: bool,
     /// SCPS-TP capabilities were exchanged; SNACK is in force.
