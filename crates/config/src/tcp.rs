@@ -37,6 +37,8 @@ pub struct TcpSpec {
     /// The rate of the link ACKs return on, for the adaptive policy.
     pub ack_return_rate: Option<Rate>,
     pub nagle: Option<bool>,
+    /// Segments sized for the observed bit-error rate.
+    pub mss_adapt: Option<bool>,
     /// Keepalive settings, or "off".
     pub keepalive: Option<Switch<KeepaliveSpec>>,
     pub persist_min: Option<Time>,
@@ -154,6 +156,7 @@ impl TcpSpec {
             config.ack_return_rate_bps = Some(rate.0);
         }
         config.nagle = self.nagle.unwrap_or(config.nagle);
+        config.mss_adapt = self.mss_adapt.unwrap_or(config.mss_adapt);
         if let Some(keepalive) = self.keepalive {
             config.keepalive = keepalive.on().map(|k| Keepalive {
                 idle: k.idle.0,

@@ -127,6 +127,10 @@ pub struct Config {
     /// policy; `None` takes the route rate (`rate_bps`), and without
     /// either only the RTT counts.
     pub ack_return_rate_bps: Option<u64>,
+    /// Adaptive segment size (connection/mss_adapt.rs): new data goes in
+    /// segments sized for the bit-error rate the sender observes, at least
+    /// 256 bytes and at most the MSS.
+    pub mss_adapt: bool,
     /// Nagle's algorithm (RFC 896, RFC 9293 3.7.4).
     pub nagle: bool,
     pub keepalive: Option<Keepalive>,
@@ -184,6 +188,7 @@ impl Default for Config {
             ack_every: 2,
             ack_adaptive: false,
             ack_return_rate_bps: None,
+            mss_adapt: false,
             nagle: true,
             keepalive: None,
             persist_min: Duration::from_secs(1),

@@ -116,6 +116,7 @@ impl Connection {
                 .map(|rate| Pacer::new(rate, config.mtu, params.now)),
             header_bytes: ip_header_len(params.tuple.local) + 20,
             ack: AckState::default(),
+            sizer: Default::default(),
             ts: Timestamps {
                 offset: params.ts_offset,
                 recent: 0,

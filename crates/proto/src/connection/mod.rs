@@ -12,6 +12,7 @@ mod ack_policy;
 mod corruption;
 mod handshake;
 mod input;
+mod mss_adapt;
 mod outage;
 mod output;
 mod pacer;
@@ -269,6 +270,8 @@ pub struct Connection {
     /// IP and TCP header bytes of a data segment, for pacing.
     header_bytes: usize,
     ack: AckState,
+    /// The adaptive segment size's estimate of the path's bit errors.
+    sizer: mss_adapt::SegmentSizer,
     ts: Timestamps,
     handshake: handshake::Handshake,
     /// Unanswered keepalive probes.
@@ -559,6 +562,7 @@ impl Connection {
             send_window: self.snd.wnd,
             receive_window: self.rcv.adv_edge.saturating_sub(self.rcv.nxt()),
             smss: self.negotiated.smss,
+            segment_size: self.current_segment_size(),
             ack_every: self.ack.every.max(self.config.ack_every),
             sack: self.negotiated.sack,
             timestamps: self.negotiated.timestamps,

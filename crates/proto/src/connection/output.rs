@@ -211,7 +211,7 @@ impl Connection {
             // RFC 5681 4.1: after an idle period, at most the restart window.
             self.cc.on_idle_restart(self.initial_window());
         }
-        let smss = self.negotiated.smss;
+        let smss = self.segment_size();
         let want = self.cut_at_record_end(start, unsent.min(smss));
         let congestion_room = self.congestion_allowance();
         let len = want.min(window_room).min(congestion_room);
@@ -373,7 +373,7 @@ impl Connection {
     fn send_new(&mut self, now: Instant, len: u64, fin: bool) {
         let start = self.snd.nxt;
         let end = start + len + u64::from(fin);
-        if len < self.negotiated.smss {
+        if len < self.current_segment_size() {
             self.snd.small_segment_end = end;
         }
         self.board.push(Segment::new(start, end, fin, now));

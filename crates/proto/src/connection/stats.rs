@@ -54,6 +54,9 @@ pub struct ConnectionStats {
     pub receive_window: u64,
     /// Maximum payload per segment we send.
     pub smss: u64,
+    /// Payload of a full data segment now: `smss`, or less as the adaptive
+    /// segment size chose (`mss_adapt`).
+    pub segment_size: u64,
     /// In-order segments per ACK we send: `ack_every`, or what the adaptive
     /// policy last chose.
     pub ack_every: u32,
