@@ -39,9 +39,9 @@ const ACKS_PER_RTT: f64 = 8.0;
 /// its largest (full option space): the rest stays free for SNACK repeats,
 /// window updates and the peer's own data, and the route's pacer holds no
 /// queue of ACKs, so what they say is fresh. (On lowrate-leo-geo with a
-/// 2400 bit/s return link, shares of 1/2, 0.4, 1/3 and 1/4 gave scps-rate
-/// 0.88, 0.91, 0.94 and 0.94 of the physical limit: docs/BENCHMARKS.md.)
-const RETURN_SHARE: f64 = 1.0 / 3.0;
+/// 2400 bit/s return link, shares of 1/2, 1/3, 0.3 and 1/4 gave scps-rate
+/// 0.86, 0.92, 0.94 and 0.94 of the physical limit: docs/BENCHMARKS.md.)
+const RETURN_SHARE: f64 = 1.0 / 4.0;
 /// No more segments than this per ACK, whatever the terms say.
 pub(crate) const MAX_ACK_EVERY: u32 = 16;
 /// Shortest interval over which the arrival rate is measured.
@@ -59,7 +59,11 @@ pub(crate) struct ArrivalRate {
 
 impl ArrivalRate {
     fn on_segment(&mut self, now: Instant, interval: Duration) {
-        let start = *self.interval_start.get_or_insert(now);
+        // An interval counts the segments after the one that opened it.
+        let Some(start) = self.interval_start else {
+            self.interval_start = Some(now);
+            return;
+        };
         self.interval_segments += 1;
         let elapsed = now.saturating_since(start);
         if elapsed >= interval.max(MIN_RATE_INTERVAL) {
@@ -147,7 +151,7 @@ impl Connection {
         let segment_bytes = u64::from(super::handshake::our_mss(&self.config, self.tuple.local)).max(1);
         // While holes are repaired, ACKs carry SACK blocks and SNACKs
         // beside the timestamps: count the full option space.
-        let ack_bytes = self.header_bytes + crate::wire::MAX_OPTIONS_LEN;
+        let ack_bytes = super::handshake::ip_header_len(self.tuple.local) + 20 + crate::wire::MAX_OPTIONS_LEN;
         AckBudget {
             floor: self.config.ack_every,
             segments_per_s: self.ack.arrivals.segments_per_s,
@@ -184,7 +188,7 @@ mod tests {
             return_rate_bps: Some(2400),
             ..budget()
         };
-        assert_eq!(narrow.ack_every(), 8, "at most a third of the return link");
+        assert_eq!(narrow.ack_every(), 11, "at most a quarter of the return link");
         let wide = AckBudget {
             return_rate_bps: Some(115_200),
             ..budget()

@@ -27,7 +27,7 @@ fn default_mss(remote: SocketAddr) -> u16 {
     if remote.is_ipv4() { 536 } else { 1220 }
 }
 
-fn ip_header_len(local: SocketAddr) -> usize {
+pub(crate) fn ip_header_len(local: SocketAddr) -> usize {
     if local.is_ipv4() { 20 } else { 40 }
 }
 

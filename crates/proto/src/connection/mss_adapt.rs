@@ -59,15 +59,10 @@ pub(crate) fn best_payload(ber: f64, header: f64) -> f64 {
 
 impl Connection {
     /// Header bytes of a data segment: IP, TCP and the options every
-    /// segment carries (timestamps). A compressed header would be
-    /// accounted here.
+    /// segment carries (timestamps), as the pacer counts them. A
+    /// compressed header would be accounted here.
     pub(crate) fn segment_overhead_bytes(&self) -> u64 {
-        let timestamps = if self.negotiated.timestamps {
-            super::handshake::TIMESTAMPS_OVERHEAD
-        } else {
-            0
-        };
-        self.header_bytes as u64 + timestamps
+        self.header_bytes as u64
     }
 
     /// The payload of a full data segment now: the negotiated MSS, or the
