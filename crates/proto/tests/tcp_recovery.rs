@@ -314,3 +314,46 @@ fn the_window_does_not_grow_while_the_peers_window_limits_sending() {
         "cwnd {cwnd} grew past the 8 segments ever in use"
     );
 }
+
+#[test]
+fn a_lost_retransmission_is_resent_once_later_segments_arrive_without_a_timeout() {
+    let mut c = Established::new(config());
+    c.write(&pattern(30 * MSS as usize));
+    assert_eq!(c.output().len(), 10);
+    // Segment 1 is lost; three SACKed segments above it show it.
+    c.h.advance(Duration::from_millis(10));
+    ack_upto(&mut c, 1, &[(2, 5)]);
+    let first_repair = c.output();
+    assert_eq!(first_repair.first().map(|s| s.seq), Some(seg_seq(&c, 1)));
+    // The rest of the first flight arrives, which opens room for new data
+    // sent after the retransmission.
+    c.h.advance(Duration::from_millis(10));
+    ack_upto(&mut c, 1, &[(2, 10)]);
+    let new_data = c.output();
+    assert!(
+        new_data.iter().all(|s| s.seq != seg_seq(&c, 1)),
+        "the retransmission is still in flight: not resent"
+    );
+    let sent_after: Vec<u32> = first_repair
+        .iter()
+        .chain(&new_data)
+        .map(|s| s.seq)
+        .skip(1)
+        .collect();
+    assert!(
+        !sent_after.is_empty(),
+        "new data went out after the retransmission"
+    );
+    // A segment sent after the retransmission arrives; the retransmission
+    // does not: it was lost too, and goes again at once.
+    c.h.advance(Duration::from_millis(10));
+    let (a, b) = (
+        sent_after[0].wrapping_sub(c.snd_nxt) / MSS,
+        sent_after[0].wrapping_sub(c.snd_nxt) / MSS + 1,
+    );
+    ack_upto(&mut c, 1, &[(a, b), (2, 10)]);
+    assert_eq!(c.output().first().map(|s| s.seq), Some(seg_seq(&c, 1)));
+    let stats = c.stats();
+    assert_eq!(stats.timeouts, 0);
+    assert_eq!(stats.lost_retransmissions, 1);
+}

@@ -225,6 +225,9 @@ impl Connection {
         let smss = self.negotiated.smss;
         if self.negotiated.sack {
             self.board.mark_lost_by_sack(self.config.dup_threshold, smss);
+            let reorder_margin = self.config.snack_delay.max(self.config.clock_granularity);
+            let resent_lost = self.board.mark_overtaken_retransmissions(reorder_margin);
+            self.stats.lost_retransmissions += resent_lost as u64;
         }
         if !self.recovery.may_enter_fast(self.snd.una) || self.board.is_empty() {
             return;
