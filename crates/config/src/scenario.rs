@@ -354,10 +354,18 @@ recv_buffer = "6MiB"
         let doc = format!("{DOC}[stacks.scps-vj]\nrto_margin_min = \"2s\"\n");
         let scenario = Scenario::from_text(&doc, "demo", &overrides).unwrap();
         let margin = |label: &str| {
-            let point = scenario.points.iter().find(|p| p.protocol.label() == label).unwrap();
+            let point = scenario
+                .points
+                .iter()
+                .find(|p| p.protocol.label() == label)
+                .unwrap();
             point.tcp.rto_margin_min
         };
-        assert_eq!(margin("tcp-vj"), Duration::ZERO, "RFC 6298: the clock granularity only");
+        assert_eq!(
+            margin("tcp-vj"),
+            Duration::ZERO,
+            "RFC 6298: the clock granularity only"
+        );
         assert_eq!(margin("scps-rate"), Duration::from_millis(500));
         assert_eq!(margin("scps-vj"), Duration::from_secs(2));
     }

@@ -357,3 +357,30 @@ fn a_lost_retransmission_is_resent_once_later_segments_arrive_without_a_timeout(
     assert_eq!(stats.timeouts, 0);
     assert_eq!(stats.lost_retransmissions, 1);
 }
+
+#[test]
+fn a_recovery_sends_in_proportion_to_what_is_delivered() {
+    // RFC 6937: a flight of 20 with one loss; NewReno halves the window
+    // to 10. RFC 6675 alone would send nothing until the pipe fell below
+    // 10 segments; PRR sends one segment per two delivered from the start.
+    let mut c = Established::new(Config {
+        initial_window_segments: 20,
+        ..config()
+    });
+    c.write(&pattern(40 * MSS as usize));
+    assert_eq!(c.output().len(), 20);
+    ack_upto(&mut c, 0, &[(1, 4)]);
+    assert_eq!(seqs(&c.output()), [seg_seq(&c, 0)], "fast retransmit");
+    let mut sent_after = Vec::new();
+    for delivered in 1..=6 {
+        ack_upto(&mut c, 0, &[(1, 4 + delivered)]);
+        sent_after.push(c.output().len());
+    }
+    // Delivered 1..6 segments: ceil(d / 2) - 1 (the retransmission) may go.
+    assert_eq!(
+        sent_after,
+        [0, 0, 0, 1, 0, 1],
+        "one new segment per two delivered"
+    );
+    assert!(c.output().is_empty());
+}

@@ -121,7 +121,6 @@ impl Scoreboard {
         self.pipe
     }
 
-    #[cfg(test)]
     pub(crate) fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
     }
