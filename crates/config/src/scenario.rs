@@ -259,7 +259,11 @@ impl Point {
     pub fn engine_config(&self, direction: Direction) -> scps_proto::Config {
         let mut config = self.tcp.clone();
         if self.protocol.is_scps() && config.rate_bps.is_none() {
-            config.rate_bps = Some(self.link.route_rate_bps(direction));
+            // The link's own rate and framing, unless `rate` was given
+            // (with `rate_framing` beside it if the link frames).
+            let route = self.link.route(direction);
+            config.rate_bps = Some(route.rate_bps);
+            config.rate_framing_bytes = route.framing_bytes;
         }
         config
     }
@@ -435,6 +439,25 @@ recv_buffer = "6MiB"
     fn unreadable_files_say_why() {
         let err = Scenario::load("/", &[]).unwrap_err().to_string();
         assert!(err.starts_with("/: cannot read it: "), "{err}");
+    }
+
+    #[test]
+    fn scps_stacks_pace_at_the_line_rate_and_charge_its_framing() {
+        let sets = [
+            "protocol=scps-rate",
+            "link.return.rate=2400bps",
+            "link.ber=0",
+            "link.delay=0ms",
+        ]
+        .map(|a| parse_assignment(a).unwrap());
+        let scenario = Scenario::load("lowrate-leo-geo", &sets).unwrap();
+        let point = &scenario.points[0];
+        let forward = point.engine_config(Direction::Forward);
+        let reverse = point.engine_config(Direction::Reverse);
+        assert_eq!((forward.rate_bps, forward.rate_framing_bytes), (Some(115_200), 8));
+        assert_eq!((reverse.rate_bps, reverse.rate_framing_bytes), (Some(2400), 8));
+        let tcp = Scenario::load("lowrate-leo-geo", &[parse_assignment("protocol=tcp-vj").unwrap()]).unwrap();
+        assert_eq!(tcp.points[0].engine_config(Direction::Forward).rate_bps, None);
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct TcpSpec {
     /// The route rate all sending is paced within; SCPS stacks default to
     /// the link's rate in their direction.
     pub rate: Option<Rate>,
+    /// Bytes of link framing the pacer charges per packet.
+    pub rate_framing: Option<u32>,
     /// "congestion" or "corruption".
     pub loss_source: Option<LossSourceSpec>,
     pub vegas: Option<VegasSpec>,
@@ -167,6 +169,7 @@ impl TcpSpec {
         if let Some(rate) = self.rate {
             config.rate_bps = Some(rate.0);
         }
+        config.rate_framing_bytes = self.rate_framing.unwrap_or(config.rate_framing_bytes);
         if let Some(source) = self.loss_source {
             config.loss_source = match source {
                 LossSourceSpec::Congestion => LossSource::Congestion,

@@ -153,9 +153,14 @@ pub struct Config {
     pub snack_delay: Duration,
     /// Offer header compression (IP protocol 105).
     pub header_compression: bool,
-    /// The route's rate ceiling, bit/s of IP packets: all sending is paced
-    /// within it by a token bucket. Required by the `rate` controller.
+    /// The route's rate ceiling, bit/s: all sending is paced within it by
+    /// a token bucket, which charges each IP packet and the framing the
+    /// link adds to it (`rate_framing_bytes`). Required by the `rate`
+    /// controller.
     pub rate_bps: Option<u64>,
+    /// Bytes the route's link adds to every packet (PPP framing, for
+    /// example), charged by the pacer with the packet.
+    pub rate_framing_bytes: u32,
     pub vegas: VegasParams,
     pub loss_source: LossSource,
     pub outage: OutagePolicy,
@@ -195,6 +200,7 @@ impl Default for Config {
             snack_delay: Duration::ZERO,
             header_compression: false,
             rate_bps: None,
+            rate_framing_bytes: 0,
             vegas: VegasParams::default(),
             loss_source: LossSource::Congestion,
             outage: OutagePolicy::default(),
@@ -231,6 +237,8 @@ fn check(
 /// Bounds of a route rate, bit/s.
 pub const MIN_RATE_BPS: u64 = 100;
 pub const MAX_RATE_BPS: u64 = 100_000_000_000;
+/// Framing the pacer may charge per packet, bytes.
+pub const MAX_RATE_FRAMING_BYTES: u32 = 1000;
 
 /// Largest window RFC 7323 allows: 2^30 bytes (shift 14).
 pub const MAX_WINDOW: usize = 1 << 30;
@@ -354,6 +362,12 @@ impl Config {
                 "100 bit/s to 100 Gbit/s",
             )?;
         }
+        check(
+            self.rate_framing_bytes <= MAX_RATE_FRAMING_BYTES,
+            "rate_framing",
+            self.rate_framing_bytes,
+            "0 to 1000 bytes",
+        )?;
         let v = self.vegas;
         check(
             v.alpha > 0.0 && v.alpha <= v.beta && v.beta <= 1000.0,

@@ -113,8 +113,7 @@ impl Connection {
             timers: Timers::default(),
             pacer: config
                 .rate_bps
-                .map(|rate| Pacer::new(rate, config.mtu, params.now)),
-            header_bytes: ip_header_len(params.tuple.local) + 20,
+                .map(|rate| Pacer::new(rate, config.rate_framing_bytes, params.now)),
             ack: AckState::default(),
             ts: Timestamps {
                 offset: params.ts_offset,
@@ -185,7 +184,6 @@ impl Connection {
         let peer_mss = options.mss.unwrap_or_else(|| default_mss(self.tuple.remote));
         let mss = u64::from(peer_mss.min(our_mss(config, self.tuple.local)));
         let overhead = if timestamps { TIMESTAMPS_OVERHEAD } else { 0 };
-        self.header_bytes = ip_header_len(self.tuple.local) + 20 + overhead as usize;
         // spec/scps-tp.md "SCPS capabilities": SCPS-TP only if both SYNs
         // carry the option, each capability only if both set it.
         let scps = options.scps_capabilities.filter(|_| config.scps);

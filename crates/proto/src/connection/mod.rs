@@ -260,8 +260,6 @@ pub struct Connection {
     timers: Timers,
     /// The route's token bucket, when the route has a rate.
     pacer: Option<Pacer>,
-    /// IP and TCP header bytes of a data segment, for pacing.
-    header_bytes: usize,
     ack: AckState,
     ts: Timestamps,
     handshake: handshake::Handshake,

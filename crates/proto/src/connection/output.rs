@@ -51,7 +51,7 @@ impl Connection {
             State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck => {
                 let owed = (self.force_retransmit, self.snack_owed);
                 if let Some(plan) = self.next_data_segment(now) {
-                    if self.pacer_admits(now, plan) {
+                    if self.pacer_admits(now) {
                         return Some(plan);
                     }
                     // Not yet: what was owed stays owed.
@@ -77,7 +77,7 @@ impl Connection {
         // narrow return link gets fewer, fuller ACKs instead of a queue of
         // stale ones (the ACK thinning the Wang paper asks of asymmetric
         // links).
-        (self.ack.immediate && self.pacer_admits(now, Plan::Ack)).then_some(Plan::Ack)
+        (self.ack.immediate && self.pacer_admits(now)).then_some(Plan::Ack)
     }
 
     /// The next segment carrying data: a retransmission (NextSeg rules 1
@@ -100,19 +100,13 @@ impl Connection {
         self.next_rescue_retransmission().map(Plan::Retransmit)
     }
 
-    /// Whether the route's token bucket lets `plan` go now; if not, the
-    /// pacing timer is set for when it will.
-    fn pacer_admits(&mut self, now: Instant, plan: Plan) -> bool {
+    /// Whether the route's token bucket lets the next packet go now; if
+    /// not, the pacing timer is set for when it will.
+    fn pacer_admits(&mut self, now: Instant) -> bool {
         let Some(pacer) = self.pacer.as_mut() else {
             return true;
         };
-        let payload = match plan {
-            Plan::Retransmit(index) => self.board.get(index).map_or(0, |s| s.len()),
-            Plan::NewData { len, .. } => len,
-            _ => 0,
-        };
-        let bytes = payload as usize + self.header_bytes;
-        let ready = pacer.ready_at(now, bytes);
+        let ready = pacer.ready_at(now);
         if ready <= now {
             return true;
         }
