@@ -10,38 +10,19 @@ use common::*;
 /// One-way delay of the link.
 const DELAY_S: f64 = 600.0;
 
-fn scenario(protocol: &str, ber: f64, timers: &str) -> String {
-    format!(
-        r#"
-name = "deep-space"
-protocol = "{protocol}"
-[link]
-rate = "115200bps"
-delay = "10min"
-ber = {ber}
-buffer = "4MiB"
-[workload]
-kind = "bulk"
-bytes = "1MiB"
-[tcp]
-send_buffer = "4MiB"
-recv_buffer = "4MiB"
-{timers}
-"#
-    )
+/// The example scenario of docs/examples, with some keys pinned.
+fn deep_space(sets: &[&str]) -> scps_config::Point {
+    let text = include_str!("../../../docs/examples/deep-space.toml");
+    let sets: Vec<_> = sets
+        .iter()
+        .map(|s| scps_config::sweep::parse_assignment(s).expect("valid --set"))
+        .collect();
+    let mut points = scps_config::Scenario::from_text(text, "deep-space", &sets)
+        .expect("the example loads")
+        .points;
+    assert_eq!(points.len(), 1);
+    points.remove(0)
 }
-
-/// Timers for a twenty-minute round trip: the first RTO above it, backoff
-/// up to hours, probes and TIME-WAIT to match.
-const HOURS: &str = r#"
-rto_initial = "30min"
-rto_min = "1s"
-rto_max = "4h"
-persist_min = "30min"
-persist_max = "4h"
-time_wait = "2h"
-keepalive = { idle = "3h", interval = "1h", probes = 3 }
-"#;
 
 #[test]
 fn a_transfer_over_a_ten_minute_one_way_delay_completes() {
@@ -49,7 +30,7 @@ fn a_transfer_over_a_ten_minute_one_way_delay_completes() {
     // halves its window at each loss and grows it back one segment per
     // twenty minutes: it has not finished in a simulated day; see
     // docs/BENCHMARKS.md.)
-    let point = point_from(&scenario("scps-rate", 1e-6, HOURS));
+    let point = deep_space(&[]);
     let result = run(&point, seed());
     let what = describe(&result);
     assert_eq!(result.error, None, "{what}");
@@ -74,7 +55,7 @@ fn a_transfer_over_a_ten_minute_one_way_delay_completes() {
 
 #[test]
 fn plain_tcp_with_long_timers_completes_over_a_clean_ten_minute_delay() {
-    let point = point_from(&scenario("tcp-vj", 0.0, HOURS));
+    let point = deep_space(&["protocol=tcp-vj", "link.ber=0"]);
     let result = run(&point, seed());
     let what = describe(&result);
     assert_eq!(result.error, None, "{what}");
@@ -91,7 +72,8 @@ fn plain_tcp_with_long_timers_completes_over_a_clean_ten_minute_delay() {
 
 #[test]
 fn default_timers_over_a_ten_minute_delay_fail_with_a_clear_error() {
-    let point = point_from(&scenario("scps-rate", 0.0, ""));
+    // The engine's defaults: first RTO 1 s, backoff to 60 s.
+    let point = deep_space(&["link.ber=0", "tcp.rto_initial=1s", "tcp.rto_max=60s"]);
     let result = run(&point, seed());
     let error = result.error.clone().unwrap_or_default();
     assert!(
