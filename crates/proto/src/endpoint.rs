@@ -479,9 +479,12 @@ impl Endpoint {
         let Some(handle) = self.compression_ids.find(dst, src, id) else {
             return self.drop_packet("no_compressed_connection");
         };
-        let result = self
-            .with_connection(handle, |c| c.handle_compressed_segment(now, segment, src, dst))
-            .unwrap_or(Err(WireError::NotCompressible("a connection that is gone")));
+        // The table holds only live handles.
+        let Ok(result) =
+            self.with_connection(handle, |c| c.handle_compressed_segment(now, segment, src, dst))
+        else {
+            return self.drop_packet("no_compressed_connection");
+        };
         if let Err(err) = result {
             if matches!(err, WireError::BadChecksum { .. }) {
                 // As for TCP: the IP header held, the segment was damaged

@@ -18,6 +18,10 @@ use super::Connection;
 use crate::time::Instant;
 use crate::wire::{Compressor, Decompressor, TcpRepr, WireError, build_compressed_packet, build_tcp_packet};
 
+/// What a compressed segment for a connection without compression is.
+const NOT_IN_FORCE: WireError =
+    WireError::NotCompressible("a connection that did not negotiate header compression");
+
 /// Compression state of a connection.
 #[derive(Debug, Default)]
 pub(crate) struct HeaderCompression {
@@ -116,9 +120,9 @@ impl Connection {
     /// connection. With compression in force it also teaches the contexts:
     /// a peer may send some segments uncompressed (its handshake ACK, say),
     /// and what it acknowledges tells the compressor what it holds, however
-    /// the acknowledgment travelled. A SYN is not taught: a retransmitted SYN-ACK carries
-    /// the window and acknowledgment number of the handshake, older than
-    /// what the peer's compressor assumes we hold.
+    /// the acknowledgment travelled. A SYN is not taught: a retransmitted
+    /// SYN-ACK carries the window and acknowledgment number of the
+    /// handshake, older than what the peer's compressor assumes we hold.
     pub fn handle_tcp_segment(&mut self, now: Instant, seg: &TcpRepr<'_>) {
         if let Some(contexts) = self.compression.contexts.as_mut()
             && !seg.flags.syn()
@@ -147,9 +151,7 @@ impl Connection {
         dst: IpAddr,
     ) -> Result<(), WireError> {
         let Some(contexts) = self.compression.contexts.as_mut() else {
-            return Err(WireError::NotCompressible(
-                "a connection without header compression",
-            ));
+            return Err(NOT_IN_FORCE);
         };
         let seg = match contexts.decompressor.decompress(segment, src, dst) {
             Ok(seg) => seg,
@@ -216,9 +218,7 @@ impl Connection {
         buf: &mut Vec<u8>,
     ) -> Result<(), WireError> {
         let Some(contexts) = self.compression.contexts.as_mut() else {
-            return Err(WireError::NotCompressible(
-                "a connection without header compression",
-            ));
+            return Err(NOT_IN_FORCE);
         };
         // Spec "Compressed header": S and A whenever in doubt, as on every
         // retransmission.
