@@ -198,6 +198,23 @@ impl Scenario {
     }
 }
 
+/// H of SCENARIOS.md's limit: the headers the stack really sends on a data
+/// segment, IPv4 and TCP (52 with timestamps, as SCENARIOS.md's table; 40
+/// without), or IPv4 and the compressed header when an SCPS stack offers
+/// header compression (spec/scps-tp.md "Compressed header": connection id,
+/// control byte, sequence number, both timestamps, checksum: 36 with
+/// timestamps, 28 without).
+fn default_header_bytes(tcp: &scps_proto::Config) -> u32 {
+    let compressed = tcp.scps && tcp.header_compression;
+    let transport = match (compressed, tcp.timestamps) {
+        (false, true) => 32,
+        (false, false) => 20,
+        (true, true) => 16,
+        (true, false) => 8,
+    };
+    20 + transport
+}
+
 fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Error> {
     let protocol: Protocol = spec.protocol.parse()?;
     for label in spec.stacks.keys() {
@@ -223,12 +240,10 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         validate(&tcp, &prefix)?;
     }
     protocol.apply(&mut tcp);
-    // H of SCENARIOS.md's limit: the headers the stack really sends, IPv4
-    // and TCP (52 with timestamps, as SCENARIOS.md's table; 40 without).
     let header_bytes = spec
         .limit
         .header_bytes
-        .unwrap_or(if tcp.timestamps { 52 } else { 40 });
+        .unwrap_or_else(|| default_header_bytes(&tcp));
     if header_bytes == 0 || header_bytes >= u32::from(link.mtu) {
         return Err(Error::invalid(
             "limit.header_bytes",
@@ -382,6 +397,26 @@ recv_buffer = "6MiB"
         let lossy = scenario.points[1].limit_bps(run);
         assert!((clean - 7.72e6).abs() < 0.01e6, "{clean}");
         assert!((lossy - 6.85e6).abs() < 0.01e6, "{lossy}");
+    }
+
+    #[test]
+    fn header_compression_is_a_key_and_lowers_the_header_bytes_of_scps_stacks() {
+        let sets = [
+            "tcp.header_compression=true",
+            "protocol=[\"tcp-vj\",\"scps-rate\"]",
+        ]
+        .map(|s| parse_assignment(s).unwrap());
+        let scenario = Scenario::from_text(DOC, "demo", &sets).unwrap();
+        let header_bytes = |protocol| {
+            let point = scenario.points.iter().find(|p| p.protocol == protocol).unwrap();
+            assert!(point.tcp.header_compression);
+            point.header_bytes
+        };
+        // Only SCPS stacks offer it (the capabilities option carries it).
+        assert_eq!(header_bytes(Protocol::TcpVj), 52);
+        assert_eq!(header_bytes(Protocol::ScpsRate), 20 + 16);
+        let plain = Scenario::from_text(DOC, "demo", &[]).unwrap();
+        assert!(!plain.points[0].tcp.header_compression, "off unless asked for");
     }
 
     #[test]

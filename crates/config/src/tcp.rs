@@ -47,6 +47,8 @@ pub struct TcpSpec {
     // label's choice).
     pub snack: Option<bool>,
     pub snack_delay: Option<Time>,
+    /// Offer header compression (IP protocol 105) in the SCPS capabilities.
+    pub header_compression: Option<bool>,
     /// The route rate all sending is paced within; SCPS stacks default to
     /// the link's rate in their direction.
     pub rate: Option<Rate>,
@@ -166,6 +168,7 @@ impl TcpSpec {
         config.hop_limit = self.hop_limit.unwrap_or(config.hop_limit);
         config.snack = self.snack.unwrap_or(config.snack);
         config.snack_delay = time(self.snack_delay, config.snack_delay);
+        config.header_compression = self.header_compression.unwrap_or(config.header_compression);
         if let Some(rate) = self.rate {
             config.rate_bps = Some(rate.0);
         }

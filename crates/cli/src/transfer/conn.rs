@@ -59,6 +59,15 @@ impl Conn {
         }
     }
 
+    /// Whether header compression was negotiated (not known for kernel
+    /// TCP).
+    pub fn header_compression(&self) -> Option<bool> {
+        match self {
+            Conn::Scps(stream) => stream.stats().map(|s| s.header_compression),
+            Conn::Tcp(_) => None,
+        }
+    }
+
     pub fn peer(&self) -> String {
         match self {
             Conn::Scps(stream) => stream.peer_addr().to_string(),

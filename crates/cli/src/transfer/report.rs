@@ -29,6 +29,10 @@ pub struct Report {
     /// TCP; absent for kernel TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scps: Option<bool>,
+    /// Whether header compression was in force (IP protocol 105); absent
+    /// for kernel TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_compression: Option<bool>,
     /// SHA-256 of the bulk data, as this end computed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
@@ -73,10 +77,11 @@ impl Report {
     }
 
     fn human(&self) -> String {
-        let negotiated = match self.scps {
-            Some(true) => " (SCPS-TP)",
-            Some(false) => " (plain TCP)",
-            None => "",
+        let negotiated = match (self.scps, self.header_compression) {
+            (Some(true), Some(true)) => " (SCPS-TP, compressed headers)",
+            (Some(true), _) => " (SCPS-TP)",
+            (Some(false), _) => " (plain TCP)",
+            (None, _) => "",
         };
         let mut lines = vec![format!(
             "{} {} over {}{negotiated} with {}: {} bytes in {:.3} s, {}",

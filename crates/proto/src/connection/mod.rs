@@ -3,11 +3,13 @@
 //!
 //! A connection knows nothing of IP: the endpoint demultiplexes packets to
 //! it, hands it parsed segments and wraps what it emits. It is driven by
-//! [`Connection::handle_segment`], [`Connection::handle_timeout`] and
-//! [`Connection::poll_transmit`], and asks to be woken at
+//! [`Connection::handle_tcp_segment`] (or
+//! [`Connection::handle_compressed_segment`]), [`Connection::handle_timeout`]
+//! and [`Connection::poll_transmit_packet`], and asks to be woken at
 //! [`Connection::poll_timeout`].
 
 mod ack;
+mod compression;
 mod corruption;
 mod handshake;
 mod input;
@@ -150,6 +152,9 @@ pub(crate) struct Negotiated {
     scps: bool,
     /// Both offered SNACK1: holes are named with the SNACK option.
     snack: bool,
+    /// Both set the header compression bit: the id the peer's compressed
+    /// headers carry (the contexts are in [`Connection::compression`]).
+    compression: Option<std::num::NonZeroU8>,
 }
 
 /// The sending side (RFC 9293 3.3.1 "Send Sequence Variables"), as offsets
@@ -316,6 +321,8 @@ pub struct Connection {
     stats: Counters,
     /// Payload of the segment being emitted.
     scratch: Vec<u8>,
+    /// Header compression: the id offered, the contexts once in force.
+    compression: compression::HeaderCompression,
 }
 
 /// Counters kept as things happen; [`Connection::stats`] adds the rest.
@@ -542,6 +549,10 @@ impl Connection {
             timestamps: self.negotiated.timestamps,
             scps: self.negotiated.scps,
             snack: self.negotiated.snack,
+            header_compression: self.compression.in_force(),
+            compressed_segments_sent: self.compression.counters().segments_sent,
+            compressed_segments_received: self.compression.counters().segments_received,
+            decompression_failures: self.compression.counters().failures,
             send_window_shift: self.negotiated.send_shift,
             receive_window_shift: self.negotiated.recv_shift,
         }

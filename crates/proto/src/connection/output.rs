@@ -24,7 +24,9 @@ enum Plan {
 
 impl Connection {
     /// The next segment to send, if any. Call until it returns `None`.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<TcpRepr<'_>> {
+    /// The route's token bucket is charged when the segment is made into a
+    /// packet (see `compression.rs`), whose size depends on compression.
+    pub(crate) fn poll_transmit(&mut self, now: Instant) -> Option<TcpRepr<'_>> {
         let plan = self.plan(now)?;
         Some(self.build(now, plan))
     }
@@ -336,10 +338,6 @@ impl Connection {
         let payload_len = payload.1 as usize;
         let options = self.segment_options(now, payload.1);
         self.stats.snacks_sent += options.snacks.len() as u64;
-        if let Some(pacer) = self.pacer.as_mut() {
-            let ip_header = if self.tuple.local.is_ipv4() { 20 } else { 40 };
-            pacer.consume(now, ip_header + 20 + options.encoded_len() + payload_len);
-        }
         let window = self.window_field();
         let ack = self.note_ack_sent();
         self.stats.segments_sent += 1;
