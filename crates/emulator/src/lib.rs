@@ -1,4 +1,4 @@
-//! The live link emulator (`scps emulate`): a userspace bridge between two
+//! The live link emulator (`scps emulate`): a userspace router between two
 //! interfaces of a network namespace that applies the channel models of
 //! `scps-channel` (the simulator's) per direction to every packet crossing
 //! it, whatever its protocol.

@@ -1,5 +1,5 @@
 //! The emulator carrying real traffic: kernel TCP both ways with every
-//! byte checked, IPv6, parallel channels, timeline replay and recording,
+//! byte checked, IPv6, ICMP (ping), parallel channels, timeline replay and recording,
 //! and Prometheus metrics over HTTP.
 
 mod common;
@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::{bench, config, probe, quantile};
-use scps_testbed::{EMU, ipv6};
+use scps_testbed::{EMU, ipv4, ipv6};
 
 /// A checksum over the byte stream (FNV-1a, 64 bits).
 fn fnv(bytes: &[u8], mut hash: u64) -> u64 {
@@ -100,6 +100,35 @@ fn emulated_link_carries_ipv6() {
     assert_eq!(&buf[..n], b"six");
     assert!(sent.elapsed() >= Duration::from_millis(20));
     assert_eq!(bench.emulator.stats().channels[0].packets_out, 1);
+}
+
+/// ICMP crosses as any other protocol: `ping` (the kernel answers the echo
+/// requests) over IPv4 and IPv6, each way through the 20 ms delay.
+#[test]
+fn emulated_link_carries_icmp_ping_both_families() {
+    let bench = bench(config("rate = \"10Mbit\"\ndelay = \"20ms\"", "", 15));
+    let client = bench.testbed.node("client").unwrap();
+    for target in [ipv4(2, 2).to_string(), ipv6(2, 2).to_string()] {
+        let output = client
+            .output("ping", &["-n", "-c", "3", "-i", "0.2", "-W", "2", &target])
+            .expect("ping answered through the emulator");
+        println!("{output}");
+        assert!(output.contains("3 packets transmitted, 3 received"), "{output}");
+        // "rtt min/avg/max/mdev = 40.3/40.4/40.5/0.1 ms": the round trip
+        // takes both directions' delay.
+        let min_ms: f64 = output
+            .split("= ")
+            .nth(1)
+            .and_then(|figures| figures.split('/').next())
+            .and_then(|min| min.parse().ok())
+            .unwrap_or_else(|| panic!("no rtt line in {output}"));
+        assert!(min_ms >= 40.0, "round trip {min_ms} ms through 2 x 20 ms");
+    }
+    let stats = bench.emulator.stats();
+    // Echo requests forward, replies back (and nothing else on this link:
+    // neighbour discovery stays on each side of the router).
+    assert_eq!(stats.channels[0].packets_out, 6, "{stats:?}");
+    assert_eq!(stats.channels[1].packets_out, 6, "{stats:?}");
 }
 
 #[test]
@@ -276,8 +305,25 @@ fn unprivileged_child() {
 /// testbed's own test covers an ordinary user.)
 #[test]
 fn emulated_without_root_inside_a_user_namespace() {
-    let output = std::process::Command::new("unshare")
-        .args(["--user", "--map-root-user", "--"])
+    // As user `nobody`, in a user namespace of its own, with no privilege
+    // of the host's. The emulator opens /dev/net/tun, which Debian leaves
+    // open to all (0666); a host that closed it (this project's build
+    // machine has 0600) lets only root's uid open it, so there the child
+    // keeps root's uid, still without any capability outside its
+    // namespaces.
+    use std::os::unix::fs::PermissionsExt;
+    let tun_open_to_all =
+        std::fs::metadata("/dev/net/tun").is_ok_and(|m| m.permissions().mode() & 0o006 == 0o006);
+    let user = if tun_open_to_all { "65534" } else { "0" };
+    println!("the child runs as uid {user} (/dev/net/tun open to all: {tun_open_to_all})");
+    let output = std::process::Command::new("setpriv")
+        .args([
+            format!("--reuid={user}"),
+            format!("--regid={user}"),
+            "--clear-groups".into(),
+            "--".into(),
+        ])
+        .args(["unshare", "--user", "--map-root-user", "--"])
         .arg(std::env::current_exe().unwrap())
         .args(["--exact", "unprivileged_child", "--nocapture", "--test-threads=1"])
         .env(UNPRIVILEGED, "1")
