@@ -1,5 +1,6 @@
 //! The emulator carrying real traffic: kernel TCP both ways with every
-//! byte checked, IPv6, ICMP (ping), parallel channels, timeline replay and recording,
+//! byte checked, IPv6, ICMP (ping), burst errors and the queue
+//! discipline, parallel channels, timeline replay and recording,
 //! and Prometheus metrics over HTTP.
 
 mod common;
@@ -129,6 +130,89 @@ fn emulated_link_carries_icmp_ping_both_families() {
     // neighbour discovery stays on each side of the router).
     assert_eq!(stats.channels[0].packets_out, 6, "{stats:?}");
     assert_eq!(stats.channels[1].packets_out, 6, "{stats:?}");
+}
+
+/// The two-state (Gilbert-Elliott) burst model through the live emulator:
+/// an error-free good state and a bad state that loses nearly every
+/// 1000-byte packet, 20 ms bad every 200 ms good on average. Losses come
+/// in runs, about a bad period's worth of probes each, and their share is
+/// near the time spent in the bad state; independent losses at that rate
+/// would come one at a time.
+#[test]
+fn emulated_burst_errors_come_in_runs() {
+    let seed = 17;
+    println!("seed {seed}");
+    let link = "rate = \"100Mbit\"\nber = 0\nburst_ber = 1e-3\nburst_duration = \"20ms\"\n\
+                burst_interval = \"200ms\"";
+    let bench = bench(config(link, "", seed));
+    let count = 3000;
+    let probes = probe(
+        &bench,
+        count,
+        1000 - 28,
+        Duration::from_millis(1),
+        Duration::from_millis(100),
+    );
+    let lost: Vec<bool> = probes.arrived.iter().map(Option::is_none).collect();
+    let losses = lost.iter().filter(|l| **l).count();
+    let runs = lost.windows(2).filter(|w| w[1] && !w[0]).count() + usize::from(lost[0]);
+    let share = losses as f64 / count as f64;
+    let mean_run = losses as f64 / runs.max(1) as f64;
+    println!("{losses} of {count} lost in {runs} runs: share {share:.3}, mean run {mean_run:.1} probes");
+    assert_eq!(
+        bench.emulator.stats().channels[0].dropped_bit_errors as usize,
+        losses
+    );
+    // 3 s hold about 14 bad periods of 20 ms (exponential lengths): the
+    // share is loosely bounded around 20/220 = 9%.
+    assert!(runs >= 3, "too few bad periods: {runs}");
+    assert!((0.02..0.25).contains(&share), "share {share}");
+    // Each run spans a bad period (mean 20 ms = 20 probes).
+    assert!(mean_run >= 5.0, "losses are not bursty: mean run {mean_run}");
+}
+
+/// The queue discipline is the configuration's choice: the same overload
+/// (15 Mbit/s of 1500-byte packets into 10 Mbit/s, a 150 KB buffer) fills
+/// a drop-tail buffer to the brim (120 ms of queue) while RED, dropping
+/// early as its average backlog passes 15 to 45 KB, keeps the queue
+/// shorter. (The average follows the backlog slowly, weight 0.002, so the
+/// first burst still reaches deep into the buffer: compared on the mean.)
+#[test]
+fn emulated_queue_discipline_droptail_fills_red_drops_early() {
+    let mut delays = Vec::new();
+    for qdisc in ["droptail", "red\"\nred_min = \"15KB\"\nred_max = \"45KB"] {
+        let link = format!("rate = \"10Mbit\"\nbuffer = \"150KB\"\nqdisc = \"{qdisc}\"");
+        let bench = bench(config(&link, "", 18));
+        let probes = probe(
+            &bench,
+            1500,
+            1500 - 28,
+            Duration::from_micros(800),
+            Duration::from_millis(300),
+        );
+        let forward = bench.emulator.stats().channels[0].clone();
+        println!(
+            "{}: {} dropped, queueing delay mean {:.1} ms, max {:.1} ms",
+            qdisc.split('"').next().unwrap(),
+            forward.dropped_buffer,
+            forward.queue_delay_mean_s * 1e3,
+            forward.queue_delay_max_s * 1e3
+        );
+        assert_eq!(forward.dropped_buffer as usize, probes.lost());
+        assert!(forward.dropped_buffer > 0);
+        delays.push((forward.queue_delay_mean_s, forward.queue_delay_max_s));
+    }
+    let (droptail, red) = (delays[0], delays[1]);
+    // Drop-tail: within a packet (1.2 ms) of the full buffer (150 KB =
+    // 120 ms).
+    assert!(droptail.1 >= 0.118, "drop-tail max {} s", droptail.1);
+    // RED: the typical packet queues far less.
+    assert!(
+        red.0 < 0.6 * droptail.0,
+        "RED mean {} s, drop-tail {} s",
+        red.0,
+        droptail.0
+    );
 }
 
 #[test]
