@@ -264,10 +264,13 @@ fn emulated_timeline_replays_and_records() {
     let record = dir.join("record.jsonl");
     std::fs::write(
         &replay,
-        "# delay up at 0.5 s, a call drop from 1 s to 1.2 s\n\
+        "# delay up at 0.5 s, a call drop from 1 s to 1.2 s, bit errors from\n\
+         # 1.3 s, then none but a line slower than the probes from 1.45 s\n\
          {\"at\": \"500ms\", \"op\": \"set\", \"direction\": \"forward\", \"keys\": {\"delay\": \"30ms\"}}\n\
          {\"at\": \"1s\", \"op\": \"outage_start\", \"channel\": 0}\n\
-         {\"at\": \"1.2s\", \"op\": \"outage_end\", \"channel\": 0}\n",
+         {\"at\": \"1.2s\", \"op\": \"outage_end\", \"channel\": 0}\n\
+         {\"at\": \"1.3s\", \"op\": \"set\", \"direction\": \"forward\", \"keys\": {\"ber\": \"1e-3\"}}\n\
+         {\"at\": \"1.45s\", \"op\": \"set\", \"direction\": \"forward\", \"keys\": {\"ber\": \"0\", \"rate\": \"256kbit\"}}\n",
     )
     .unwrap();
     let extra = format!(
@@ -277,41 +280,50 @@ fn emulated_timeline_replays_and_records() {
     );
     let bench = bench(config("rate = \"50Mbit\"\ndelay = \"5ms\"", &extra, 14));
     let epoch = bench.emulator.epoch();
+    // 128-byte packets (100 bytes of payload) every 2 ms: 512 kbit/s.
     let probes = probe(
         &bench,
-        700,
+        800,
         100,
         Duration::from_millis(2),
-        Duration::from_millis(100),
+        Duration::from_millis(400),
     );
+    let margin = Duration::from_millis(10);
+    let ms = Duration::from_millis;
+    let within = |at: Duration, from: Duration, to: Duration| at > from + margin && at + margin < to;
+    let (mut errored, mut errored_lost) = (0, 0);
     for ((sent, arrived), seq) in probes.sent.iter().zip(&probes.arrived).zip(0..) {
         let at = *sent - epoch;
-        let margin = Duration::from_millis(10);
-        if at > Duration::from_millis(500) + margin && at + margin < Duration::from_millis(1000) {
+        if within(at, ms(500), ms(1000)) || within(at, ms(1200), ms(1300)) {
             let delay = arrived.expect("up") - *sent;
-            assert!(
-                delay >= Duration::from_millis(30),
-                "probe {seq} at {at:?}: {delay:?}"
-            );
-        } else if at + margin < Duration::from_millis(500) {
+            assert!(delay >= ms(30), "probe {seq} at {at:?}: {delay:?}");
+        } else if at + margin < ms(500) {
             let delay = arrived.expect("up") - *sent;
             // Under 30 ms: the old delay (5 ms) plus whatever a busy
             // machine adds (the first probe also waits for ARP).
-            assert!(
-                delay < Duration::from_millis(30),
-                "probe {seq} at {at:?}: {delay:?}"
-            );
-        } else if at > Duration::from_millis(1000) + margin && at + margin < Duration::from_millis(1200) {
+            assert!(delay < ms(30), "probe {seq} at {at:?}: {delay:?}");
+        } else if within(at, ms(1000), ms(1200)) {
             assert!(arrived.is_none(), "probe {seq} at {at:?} crossed a dropped call");
+        } else if within(at, ms(1300), ms(1450)) {
+            errored += 1;
+            errored_lost += usize::from(arrived.is_none());
+        } else if at > ms(1550) {
+            // 512 kbit/s into 256 kbit/s: the queue grows by 2 ms per
+            // probe, 50 ms after 100 ms of it.
+            let delay = arrived.expect("no errors any more") - *sent;
+            assert!(delay >= ms(30 + 40), "probe {seq} at {at:?}: {delay:?}");
         }
     }
+    // BER 1e-3 over 128-byte packets: PER 0.64.
+    println!("{errored_lost} of {errored} probes lost to bit errors");
+    assert!(errored_lost * 10 >= errored * 3, "{errored_lost} of {errored}");
     drop(bench);
     let recorded = std::fs::read_to_string(&record).unwrap();
     let lines: Vec<serde_json::Value> = recorded
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 3, "{recorded}");
+    assert_eq!(lines.len(), 5, "{recorded}");
     assert_eq!(lines[1]["op"], "outage_start");
     let at: f64 = lines[1]["at"]
         .as_str()
