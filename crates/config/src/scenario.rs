@@ -214,6 +214,7 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         mtu: link.mtu,
         ..scps_proto::Config::default()
     };
+    protocol.defaults(&mut tcp);
     spec.tcp.apply(&mut tcp, "tcp")?;
     validate(&tcp, "tcp")?;
     if let Some(stack) = spec.stacks.get(protocol.label()) {
@@ -344,6 +345,29 @@ recv_buffer = "6MiB"
         assert_eq!(cubic.tcp.recv_buffer, 6 << 20);
         assert_eq!(cubic.tcp.congestion, scps_proto::cc::CongestionAlgorithm::Cubic);
         assert_eq!(vj.link.forward[0].delay, Duration::from_millis(300));
+    }
+
+    #[test]
+    fn scps_labels_bring_the_ri_rto_margin_which_a_stack_table_may_override() {
+        let overrides = ["protocol=[\"tcp-vj\",\"scps-rate\",\"scps-vj\"]", "link.ber=0"]
+            .map(|a| parse_assignment(a).unwrap());
+        let doc = format!("{DOC}[stacks.scps-vj]\nrto_margin_min = \"2s\"\n");
+        let scenario = Scenario::from_text(&doc, "demo", &overrides).unwrap();
+        let margin = |label: &str| {
+            let point = scenario
+                .points
+                .iter()
+                .find(|p| p.protocol.label() == label)
+                .unwrap();
+            point.tcp.rto_margin_min
+        };
+        assert_eq!(
+            margin("tcp-vj"),
+            Duration::ZERO,
+            "RFC 6298: the clock granularity only"
+        );
+        assert_eq!(margin("scps-rate"), Duration::from_millis(500));
+        assert_eq!(margin("scps-vj"), Duration::from_secs(2));
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub struct TcpSpec {
     pub rto_min: Option<Time>,
     pub rto_max: Option<Time>,
     pub clock_granularity: Option<Time>,
+    pub rto_margin_min: Option<Time>,
     pub max_retransmissions: Option<u32>,
     pub max_syn_retransmissions: Option<u32>,
     /// A delay, or "off" to acknowledge every segment at once.
@@ -137,6 +138,7 @@ impl TcpSpec {
         config.rto_min = time(self.rto_min, config.rto_min);
         config.rto_max = time(self.rto_max, config.rto_max);
         config.clock_granularity = time(self.clock_granularity, config.clock_granularity);
+        config.rto_margin_min = time(self.rto_margin_min, config.rto_margin_min);
         config.max_retransmissions = self.max_retransmissions.unwrap_or(config.max_retransmissions);
         config.max_syn_retransmissions = self
             .max_syn_retransmissions

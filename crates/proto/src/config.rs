@@ -109,6 +109,12 @@ pub struct Config {
     pub rto_max: Duration,
     /// The clock granularity G of RFC 6298 (2.2, 2.3).
     pub clock_granularity: Duration,
+    /// Lower bound of the RTO's variance term, K·RTTVAR (at least G):
+    /// Linux holds it at its 200 ms minimum RTO and the SCPS RI at 500 ms
+    /// (spec/scps-tp.md "Timers"), so that the RTO of a paced flow, whose
+    /// RTT hardly varies, stays clear of the time a lost retransmission
+    /// takes to be detected and repaired.
+    pub rto_margin_min: Duration,
     /// Retransmission timeouts in a row on the same data after which the
     /// connection is dropped with a timeout error.
     pub max_retransmissions: u32,
@@ -170,6 +176,7 @@ impl Default for Config {
             rto_min: Duration::from_secs(1),
             rto_max: Duration::from_secs(60),
             clock_granularity: Duration::from_millis(1),
+            rto_margin_min: Duration::ZERO,
             max_retransmissions: 15,
             max_syn_retransmissions: 6,
             delayed_ack: Some(Duration::from_millis(200)),
@@ -277,6 +284,12 @@ impl Config {
             "rto_initial",
             self.rto_initial,
             "between rto_min and rto_max",
+        )?;
+        check(
+            self.rto_margin_min <= self.rto_max,
+            "rto_margin_min",
+            self.rto_margin_min,
+            "at most rto_max",
         )?;
         check(
             self.max_retransmissions >= 1,

@@ -68,7 +68,7 @@ impl Connection {
             config.rto_initial,
             config.rto_min,
             config.rto_max,
-            config.clock_granularity,
+            config.clock_granularity.max(config.rto_margin_min),
         );
         let cc = config.congestion.build(&config, initial_window(&config, smss));
         Connection {

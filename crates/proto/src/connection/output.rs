@@ -122,8 +122,12 @@ impl Connection {
 
     /// Bytes the congestion window allows beyond what is in the pipe,
     /// with NewReno's inflation (RFC 6582) and limited transmit (RFC 3042)
-    /// for connections without SACK.
+    /// for connections without SACK; in a SACK recovery that cut the
+    /// window, what proportional rate reduction allows (RFC 6937).
     fn congestion_allowance(&self) -> u64 {
+        if let Some(prr) = &self.recovery.prr {
+            return prr.allowance(self.board.pipe(), self.cc.ssthresh(), self.negotiated.smss);
+        }
         let mut window = self.cc.window() as i64;
         if !self.negotiated.sack {
             if self.recovery.in_fast_recovery() {
@@ -345,6 +349,9 @@ impl Connection {
         let window = self.window_field();
         let ack = self.note_ack_sent();
         self.stats.segments_sent += 1;
+        if let Some(prr) = self.recovery.prr.as_mut() {
+            prr.on_sent(payload.1);
+        }
         self.snd
             .buf
             .copy_to_vec(payload.0, payload_len, &mut self.scratch);

@@ -29,6 +29,8 @@ pub struct ConnectionStats {
     pub fast_recoveries: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// Retransmissions found lost because later segments arrived.
+    pub lost_retransmissions: u64,
     /// SNACK options sent, naming holes in what we received.
     pub snacks_sent: u64,
     /// Segments marked for retransmission by the peer's SNACKs.
