@@ -180,6 +180,46 @@ fn emulate_refuses_a_bad_configuration_naming_the_key() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[test]
+fn emulate_refuses_a_timeline_with_bad_lines_listing_them() {
+    let dir = scratch("timeline");
+    let timeline = dir.join("timeline.jsonl");
+    std::fs::write(
+        &timeline,
+        "{\"at\": \"1s\", \"op\": \"outage_start\", \"channel\": 0}\n\
+         {\"at\": \"2s\", \"op\": \"outage_end\", \"channel\": 3}\n\
+         {\"at\": \"3s\", \"op\": \"set\", \"keys\": {\"delay\": \"fast\"}}\n\
+         {\"at\": \"4s\", \"op\": \"outage_end\", \"channel\": 0}\n",
+    )
+    .unwrap();
+    let config = dir.join("emulate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\nreplay = \"{}\"\n[link]\nrate = \"10Mbit\"\n",
+            timeline.display()
+        ),
+    )
+    .unwrap();
+    let output = Command::new(SCPS)
+        .args(["emulate", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "scps: start the emulator of {}: {}: the timeline is refused, 2 of its 4 entries are bad:\n  \
+             line 2: no channel 3: this link has 1 (0 to 0)\n  line 3: delay: invalid duration \"fast\"",
+            config.display(),
+            timeline.display()
+        )),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// Mean and sample standard deviation.
 fn mean_sd(values: &[f64]) -> (f64, f64) {
     let n = values.len() as f64;
