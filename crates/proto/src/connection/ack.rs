@@ -210,6 +210,8 @@ impl Connection {
             rtt_sample,
             min_rtt: self.rtt.min_rtt(),
             cwnd_limited: self.cwnd_limited,
+            snd_una: self.snd.una,
+            snd_nxt: self.snd.nxt,
         };
         self.cc.on_ack(&event);
     }
