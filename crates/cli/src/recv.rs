@@ -175,8 +175,9 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
         }
     }
     let conn = reader.into_inner().unsplit(writer);
-    report.retransmitted_bytes = conn.retransmitted_bytes();
+    report.set_repairs(conn.repairs());
     report.scps = conn.scps();
+    report.header_compression = conn.header_compression();
     let (reader, mut writer) = tokio::io::split(conn);
     report.set_cpu();
     let mut line = serde_json::to_vec(&*report)?;

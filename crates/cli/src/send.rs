@@ -272,8 +272,9 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
         }
     }
     let conn = reader.into_inner().unsplit(writer);
-    report.retransmitted_bytes = conn.retransmitted_bytes();
+    report.set_repairs(conn.repairs());
     report.scps = conn.scps();
+    report.header_compression = conn.header_compression();
     Ok(())
 }
 

@@ -150,8 +150,12 @@ impl Connection {
     fn adaptive_ack_every(&self) -> u32 {
         let segment_bytes = u64::from(super::handshake::our_mss(&self.config, self.tuple.local)).max(1);
         // While holes are repaired, ACKs carry SACK blocks and SNACKs
-        // beside the timestamps: count the full option space.
-        let ack_bytes = super::handshake::ip_header_len(self.tuple.local) + 20 + crate::wire::MAX_OPTIONS_LEN;
+        // beside the timestamps: count the full option space, and the
+        // link's framing if the route has some.
+        let ack_bytes = super::handshake::ip_header_len(self.tuple.local)
+            + 20
+            + crate::wire::MAX_OPTIONS_LEN
+            + self.config.rate_framing_bytes as usize;
         AckBudget {
             floor: self.config.ack_every,
             segments_per_s: self.ack.arrivals.segments_per_s,

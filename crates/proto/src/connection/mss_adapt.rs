@@ -14,7 +14,7 @@
 //!   goodput(s) = s / (s + h) * (1 - BER)^(8 (s + h))
 //!
 //! where h is the header bytes of a data segment (IP, TCP, options, and
-//! less with header compression: [`Connection::segment_overhead_bytes`]).
+//! less with header compression: `Connection::segment_overhead_bytes`).
 //! Setting the derivative of its logarithm to zero gives
 //! h / (s (s + h)) = -8 ln(1 - BER), whose positive root is
 //! s = (sqrt(h^2 + 4h / c) - h) / 2 with c = -8 ln(1 - BER); it is clamped
@@ -34,6 +34,10 @@ pub(crate) const MIN_SEGMENT_BYTES: u64 = 256;
 const EPOCH_SEGMENTS: u64 = 64;
 /// Weight of each epoch's estimate in the smoothed bit-error rate.
 const EPOCH_WEIGHT: f64 = 0.25;
+/// A compressed data segment's usual header (spec/scps-tp.md "Compressed
+/// header": id, control, sequence number, both timestamps, checksum; the
+/// window and acknowledgment are left out of most).
+const COMPRESSED_DATA_HEADER_BYTES: u64 = 16;
 
 /// The sender's view of the path's bit-error rate.
 #[derive(Debug, Default)]
@@ -58,11 +62,20 @@ pub(crate) fn best_payload(ber: f64, header: f64) -> f64 {
 }
 
 impl Connection {
-    /// Header bytes of a data segment: IP, TCP and the options every
-    /// segment carries (timestamps), as the pacer counts them. A
-    /// compressed header would be accounted here.
+    /// Header bytes of a data segment: IP, then TCP with the options every
+    /// segment carries (timestamps), or the compressed header once header
+    /// compression is in force.
     pub(crate) fn segment_overhead_bytes(&self) -> u64 {
-        self.header_bytes as u64
+        let ip = super::handshake::ip_header_len(self.tuple.local) as u64;
+        if self.compression.in_force() {
+            return ip + COMPRESSED_DATA_HEADER_BYTES;
+        }
+        let timestamps = if self.negotiated.timestamps {
+            super::handshake::TIMESTAMPS_OVERHEAD
+        } else {
+            0
+        };
+        ip + 20 + timestamps
     }
 
     /// The payload of a full data segment now: the negotiated MSS, or the
