@@ -38,9 +38,10 @@ const ACKS_PER_RTT: f64 = 8.0;
 /// Share of the return link's rate the ACKs may take, counting each at
 /// its largest (full option space): the rest stays free for SNACK repeats,
 /// window updates and the peer's own data, and the route's pacer holds no
-/// queue of ACKs, so what they say is fresh. (On lowrate-leo-geo with a
-/// 2400 bit/s return link, shares of 1/2, 1/3, 0.3 and 1/4 gave scps-rate
-/// 0.86, 0.92, 0.94 and 0.94 of the physical limit: docs/BENCHMARKS.md.)
+/// queue of ACKs, so what they say is fresh. (Chosen on lowrate-leo-geo
+/// with a 2400 bit/s return link while the pacer still let ACKs overrun
+/// it: shares of 1/2, 1/3, 0.3 and 1/4 gave scps-rate 0.86, 0.92, 0.94
+/// and 0.94 of the physical limit; see docs/BENCHMARKS.md.)
 const RETURN_SHARE: f64 = 1.0 / 4.0;
 /// No more segments than this per ACK, whatever the terms say.
 pub(crate) const MAX_ACK_EVERY: u32 = 16;
