@@ -63,6 +63,8 @@ struct Seen {
     sizes: Vec<usize>,
     bytes: u64,
     end_of_stream: bool,
+    /// Segments that arrived with compressed headers.
+    compressed_segments: u64,
 }
 
 struct Reader {
@@ -86,6 +88,9 @@ impl App for Reader {
                 Ok((0, _)) => {
                     assert_eq!(self.current, 0, "the stream ended inside a record");
                     seen.end_of_stream = true;
+                    seen.compressed_segments = endpoint
+                        .stats_of(handle)
+                        .map_or(0, |s| s.compressed_segments_received);
                     return;
                 }
                 Ok((n, end_of_record)) => {
@@ -109,6 +114,18 @@ impl App for Reader {
 fn records_of_random_sizes_keep_their_boundaries_over_a_lossy_reordering_link() {
     let seed = common::seed();
     println!("seed {seed} (replay with SCPS_SEED={seed})");
+    transfer_records(seed, false);
+}
+
+#[test]
+fn record_boundaries_survive_header_compression() {
+    // The boundary travels as the RB bit of the compressed header.
+    let seed = common::seed();
+    println!("seed {seed} (replay with SCPS_SEED={seed})");
+    transfer_records(seed, true);
+}
+
+fn transfer_records(seed: u64, header_compression: bool) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // Small records (many per window), ones around the segment size, and
     // long ones spanning several segments.
@@ -123,6 +140,7 @@ fn records_of_random_sizes_keep_their_boundaries_over_a_lossy_reordering_link() 
 
     let config = Config {
         scps: true,
+        header_compression,
         rto_min: Duration::from_millis(200),
         rto_initial: Duration::from_millis(500),
         ..Config::default()
@@ -185,4 +203,10 @@ fn records_of_random_sizes_keep_their_boundaries_over_a_lossy_reordering_link() 
         lost > 5,
         "seed {seed}: the link lost only {lost} packets: loss not exercised"
     );
+    if header_compression {
+        assert!(
+            seen.compressed_segments > 500,
+            "seed {seed}: compression not in force"
+        );
+    }
 }
