@@ -53,3 +53,10 @@ run "ablation: 2B with SACK beside SNACK" "${case_2b[@]}" "${ber[@]}" --set tcp.
 run "ablation: 2B without the RI's RTO margin" "${case_2b[@]}" "${ber[@]}" --set tcp.rto_margin_min=0s
 run "ablation: 2B with a 64 kB window" "${case_2b[@]}" "${ber[@]}" \
   --set tcp.send_buffer=64KiB --set tcp.recv_buffer=64KiB
+run "beyond the paper: 2B with the adaptive ACK policy" "${case_2b[@]}" "${ber[@]}" --set tcp.ack_adaptive=true
+run "beyond the paper: 2B with the segment size adapted to the error rate" "${case_2b[@]}" "${ber[@]}" \
+  --set tcp.mss_adapt=true
+run "beyond the paper: 2B with adapted segments and SACK" "${case_2b[@]}" "${ber[@]}" \
+  --set tcp.mss_adapt=true --set tcp.sack=true
+run "beyond the paper: 2B with adapted segments, SACK and a 1 MB window" "${case_2b[@]}" "${ber[@]}" \
+  --set tcp.mss_adapt=true --set tcp.sack=true --set tcp.send_buffer=1MB --set tcp.recv_buffer=1MB
