@@ -130,10 +130,15 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
 /// Serves one connection: reads the hello, runs the workload, sends the
 /// report back. Errors end the connection with a reset (by the caller).
 async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let mut conn = BufReader::new(conn);
+    let hello = read_hello(&mut conn).await?;
+    let start = Instant::now();
+    if let Hello::Messages { nagle, .. } = hello {
+        // The sender's choice holds for both directions.
+        conn.get_ref().set_nodelay(!nagle)?;
+    }
     let (reader, mut writer) = tokio::io::split(conn);
     let mut reader = BufReader::new(reader);
-    let hello = read_hello(&mut reader).await?;
-    let start = Instant::now();
     match hello {
         Hello::Bulk { bytes } => {
             report.workload = "bulk".into();
@@ -153,6 +158,7 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
             reverse,
             duration_s,
             seed,
+            ..
         } => {
             report.workload = "messages".into();
             let window = Duration::from_secs_f64(duration_s);
@@ -175,8 +181,8 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
         }
     }
     let conn = reader.into_inner().unsplit(writer);
-    report.retransmitted_bytes = conn.retransmitted_bytes();
-    report.scps = conn.scps();
+    report.retransmitted_bytes = conn.get_ref().retransmitted_bytes();
+    report.scps = conn.get_ref().scps();
     let (reader, mut writer) = tokio::io::split(conn);
     report.set_cpu();
     let mut line = serde_json::to_vec(&*report)?;

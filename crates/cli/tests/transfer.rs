@@ -279,6 +279,66 @@ fn two_way_message_streams_report_rate_and_latency_both_ways() {
     assert_eq!(json(&stdout)["messages"], 100);
 }
 
+/// The median latency of 64-byte messages at 8192 bit/s (one every
+/// 62.5 ms) over our stack, for 1 s, from the sender (`reverse` false) or
+/// from the receiver; the other way goes one message only, so that
+/// messages do not carry the ACKs of the other way's.
+fn message_latency_p50_s(reverse: bool, extra: &[&str]) -> f64 {
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let (rate, reverse_rate) = if reverse {
+        ("200bps", "8192bps")
+    } else {
+        ("8192bps", "200bps")
+    };
+    let mut args = vec![
+        "--udp",
+        &udp,
+        &to,
+        "--messages",
+        "--size",
+        "64",
+        "--rate",
+        rate,
+        "--duration",
+        "1s",
+        "--two-way",
+        "--reverse-rate",
+        reverse_rate,
+        "--json",
+    ];
+    args.extend(extra);
+    let (status, stdout, stderr) = run_send(&args);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let sent = json(&stdout);
+    let flow = if reverse { &sent["reverse"] } else { &sent };
+    assert_eq!(flow["messages"], 16, "{sent}");
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    flow["latency_p50_s"].as_f64().unwrap()
+}
+
+#[test]
+fn messages_leave_when_written_unless_nagle_is_asked_for() {
+    for reverse in [false, true] {
+        // By default both ends turn Nagle's algorithm off: each message
+        // goes at once, whatever the peer's delayed ACK (200 ms).
+        let p50 = message_latency_p50_s(reverse, &[]);
+        assert!(
+            p50 < 0.03,
+            "median latency without Nagle (reverse: {reverse}): {p50} s"
+        );
+        // With --nagle a message waits while the one before it is
+        // unacknowledged, and the ACK is delayed: most wait tens of ms.
+        let p50 = message_latency_p50_s(reverse, &["--nagle"]);
+        assert!(
+            p50 > 0.03,
+            "median latency with Nagle (reverse: {reverse}): {p50} s"
+        );
+    }
+}
+
 #[test]
 fn kernel_tcp_carries_a_file_that_arrives_complete() {
     let dir = TempDir::new("tcp-file");

@@ -42,6 +42,17 @@ impl Conn {
         })
     }
 
+    /// Sends each write at once (TCP_NODELAY on the kernel's socket,
+    /// Nagle's algorithm off in ours), or holds small ones back while one
+    /// is unacknowledged.
+    pub fn set_nodelay(&self, nodelay: bool) -> anyhow::Result<()> {
+        match self {
+            Conn::Scps(stream) => stream.set_nodelay(nodelay)?,
+            Conn::Tcp(stream) => stream.set_nodelay(nodelay)?,
+        }
+        Ok(())
+    }
+
     /// Data bytes our stack sent again (not known for kernel TCP).
     pub fn retransmitted_bytes(&self) -> Option<u64> {
         match self {
