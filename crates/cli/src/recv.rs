@@ -16,7 +16,7 @@ use crate::transfer::conn::Conn;
 use crate::transfer::hello::{Hello, read_hello};
 use crate::transfer::report::Report;
 use crate::transfer::stack::{Stack, Transport};
-use crate::transfer::{Outcome, messages};
+use crate::transfer::{Outcome, interrupts, messages};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -70,6 +70,7 @@ pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
 }
 
 async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
+    let mut interrupt = interrupts()?;
     let transport = args.transport();
     let stack = Stack::start(&transport, &args.common.stack_options(Duration::from_secs(20)))?;
     let acceptor = stack.listen(args.port)?;
@@ -89,7 +90,7 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
     let outcome = loop {
         let conn = tokio::select! {
             conn = acceptor.accept() => conn?,
-            _ = tokio::signal::ctrl_c() => break Outcome::Interrupted,
+            _ = interrupt.recv() => break Outcome::Interrupted,
         };
         let abort = conn.abort_handle()?;
         let mut report = Report {
@@ -108,7 +109,7 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
                 report.set_cpu();
                 report.print(args.common.json);
             }
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupt.recv() => {
                 abort.abort();
                 eprintln!("scps recv: interrupted; the connection was reset and no partial file kept");
                 break Outcome::Interrupted;

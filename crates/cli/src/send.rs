@@ -17,7 +17,7 @@ use crate::transfer::conn::Conn;
 use crate::transfer::hello::{Flow, Hello, read_line, write_hello};
 use crate::transfer::report::Report;
 use crate::transfer::stack::{Stack, Transport};
-use crate::transfer::{Outcome, messages};
+use crate::transfer::{Outcome, interrupts, messages};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -164,12 +164,13 @@ pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
 }
 
 async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
+    let mut interrupt = interrupts()?;
     let transport = args.transport();
     let stack = Stack::start(&transport, &args.common.stack_options(args.connect_timeout))?;
     let start = Instant::now();
     let conn = tokio::select! {
         conn = stack.connect(args.to) => conn,
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupt.recv() => {
             eprintln!("scps send: interrupted while connecting");
             stack.close().await?;
             return Ok(Outcome::Interrupted);
@@ -198,7 +199,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
             report.print(args.common.json);
             if report.failed() { Outcome::Failed } else { Outcome::Complete }
         }
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupt.recv() => {
             abort.abort();
             eprintln!("scps send: interrupted; the connection was reset so the receiver knows");
             Outcome::Interrupted

@@ -1,7 +1,9 @@
 //! `scps send` and `scps recv` as a user runs them: bulk transfers and
 //! message streams over our stack (UDP-encapsulated on loopback) and over
-//! kernel TCP, their reports, and how they fail: an unreachable peer, a
-//! receiver that cannot write its file, Ctrl-C.
+//! kernel TCP, their reports and captures, and how they fail: an
+//! unreachable peer, a receiver that cannot write its file, Ctrl-C.
+
+mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -162,7 +164,15 @@ fn json(text: &str) -> serde_json::Value {
 fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
     let dir = TempDir::new("bulk-udp");
     let capture = dir.0.join("send.pcap");
-    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
+    let recv_capture = dir.0.join("recv.pcap");
+    let receiver = Receiver::start(&[
+        "--udp",
+        "127.0.0.1:0",
+        "--once",
+        "--json",
+        "--pcap",
+        recv_capture.to_str().unwrap(),
+    ]);
     let to = format!("127.0.0.1:{}", receiver.port());
     let udp = receiver.udp();
     let (status, stdout, stderr) = run_send(&[
@@ -178,31 +188,6 @@ fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
         capture.to_str().unwrap(),
     ]);
     assert!(status.success(), "send: {stdout}{stderr}");
-    // The sender's capture reads cleanly in tshark, with the SCPS
-    // capabilities option in both SYNs.
-    let tshark = |args: &[&str]| {
-        let output = Command::new("tshark")
-            .arg("-r")
-            .arg(&capture)
-            .args(["-o", "tcp.check_checksum:TRUE", "-d", "tcp.port==5001,data"])
-            .args(args)
-            .output()
-            .expect("tshark is installed (.ci/run installs it)");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    assert!(tshark(&[]).lines().count() > 2000, "every packet captured");
-    let problems = tshark(&[
-        "-Y",
-        "_ws.malformed || _ws.expert.severity >= error || tcp.checksum.status == 2",
-    ]);
-    assert!(problems.is_empty(), "tshark reports problems:\n{problems}");
-    let scps = tshark(&["-Y", "tcp.flags.syn == 1 && tcp.options.scps.vector"]);
-    assert_eq!(scps.lines().count(), 2, "SYN and SYN-ACK offer SCPS-TP: {scps}");
     let sent = json(&stdout);
     for key in [
         "bytes",
@@ -229,6 +214,18 @@ fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
         "both ends computed the same digest"
     );
     assert_eq!(sent["peer_report"]["sha256"], received["sha256"]);
+    // Both ends' captures (written out once each has closed) read cleanly
+    // in tshark, every packet there, the SCPS capabilities option in the
+    // SYN and the SYN-ACK.
+    for capture in [&capture, &recv_capture] {
+        common::assert_capture_clean(capture, 2000);
+        assert_eq!(
+            common::syns(capture),
+            [(false, true), (true, true)],
+            "SYN and SYN-ACK offer SCPS-TP in {}",
+            capture.display()
+        );
+    }
 }
 
 #[test]
@@ -466,22 +463,31 @@ fn a_receiver_that_cannot_write_stops_with_an_error_and_keeps_no_file() {
     );
 }
 
-#[test]
-fn ctrl_c_resets_the_connection_and_the_receiver_keeps_no_file() {
+/// Interrupts (SIGINT) a sender of an unbounded bulk transfer over
+/// `path` (`--udp` or `--tcp`) once under way: it exits 130, the receiver
+/// learns of the reset and keeps no file.
+fn ctrl_c_at_the_sender(tcp: bool) {
     let _flood = one_flood_at_a_time();
-    let dir = TempDir::new("ctrl-c");
+    let dir = TempDir::new(if tcp { "ctrl-c-tcp" } else { "ctrl-c" });
     let output = dir.0.join("big.bin");
-    let receiver = Receiver::start(&[
-        "--udp",
-        "127.0.0.1:0",
-        "--once",
-        "--output",
-        output.to_str().unwrap(),
-    ]);
+    let path: &[&str] = if tcp {
+        &["--tcp", "--port", "0"]
+    } else {
+        &["--udp", "127.0.0.1:0"]
+    };
+    let mut args = path.to_vec();
+    args.extend(["--once", "--output", output.to_str().unwrap()]);
+    let receiver = Receiver::start(&args);
     let to = format!("127.0.0.1:{}", receiver.port());
-    let udp = receiver.udp();
-    let mut sender = scps()
-        .args(["send", "--udp", &udp, &to, "--bytes", "100GB"])
+    let mut sender = scps();
+    sender.arg("send");
+    if tcp {
+        sender.arg("--tcp");
+    } else {
+        sender.args(["--udp", &receiver.udp()]);
+    }
+    let mut sender = sender
+        .args([&to, "--bytes", "100GB"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -506,6 +512,16 @@ fn ctrl_c_resets_the_connection_and_the_receiver_keeps_no_file() {
         "the receiver learns of the reset: {stdout}"
     );
     assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
+}
+
+#[test]
+fn ctrl_c_resets_the_connection_and_the_receiver_keeps_no_file() {
+    ctrl_c_at_the_sender(false);
+}
+
+#[test]
+fn ctrl_c_resets_a_kernel_tcp_connection_too() {
+    ctrl_c_at_the_sender(true);
 }
 
 /// The tests that interrupt an unbounded transfer run one at a time. Two

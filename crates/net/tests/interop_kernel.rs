@@ -67,8 +67,10 @@ where
     })
 }
 
-/// Whether our connection negotiated every option with the kernel.
+/// Whether our connection negotiated every TCP option with the kernel,
+/// and fell back to plain TCP (no SCPS-TP).
 fn assert_negotiated(stats: &scps_proto::ConnectionStats) {
+    assert!(!stats.scps, "the kernel speaks plain TCP: {stats:?}");
     assert!(stats.sack, "SACK negotiated: {stats:?}");
     assert!(stats.timestamps, "timestamps negotiated: {stats:?}");
     assert!(

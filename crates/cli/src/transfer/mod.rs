@@ -25,6 +25,8 @@ pub mod stack;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use anyhow::Context;
+
 /// Wall-clock time since the Unix epoch, in nanoseconds: the messages'
 /// send timestamps. Latency across two hosts is only as good as their
 /// clock synchronisation; within one host (namespaces) it is exact.
@@ -33,6 +35,15 @@ pub fn wall_nanos() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO);
     u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Ctrl-C (SIGINT), from the moment this is called on. A
+/// `tokio::signal::ctrl_c()` future per `select!` would only listen from
+/// its first poll, and a signal that came before (while a busy transfer
+/// was still being polled, say) would be lost.
+pub fn interrupts() -> anyhow::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("cannot listen for Ctrl-C (SIGINT)")
 }
 
 /// Exit status of `scps send` and `scps recv`.
