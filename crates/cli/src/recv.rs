@@ -163,7 +163,7 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
         } => {
             report.workload = "messages".into();
             let window = Duration::from_secs_f64(duration_s);
-            let receiving = messages::receive(&mut reader, forward, Pattern::new(seed), window, false);
+            let receiving = messages::receive(&mut reader, forward, Pattern::new(seed), window);
             let sending = async {
                 if let Some(flow) = reverse {
                     messages::send(&mut writer, flow, Pattern::new(seed.wrapping_add(1)), window).await?;

@@ -221,7 +221,6 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             let (len, file) = bulk::open(source).await?;
             write_hello(&mut writer, &Hello::Bulk { bytes: len }).await?;
             let sha = bulk::write_data(&mut writer, source, len, file).await?;
-            writer.shutdown().await.context("closing the sending side")?;
             let peer = read_report(&mut reader).await?;
             let (secs, bps) = bulk::timing(peer.bytes, start);
             report.bytes = peer.bytes;
@@ -247,20 +246,14 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             write_hello(&mut writer, hello).await?;
             let sending = async {
                 messages::send(&mut writer, forward, Pattern::new(seed), window).await?;
-                writer.shutdown().await.context("closing the sending side")?;
+                writer.write_all(&messages::END_MARKER).await?;
                 anyhow::Ok(())
             };
             let receiving = async {
                 let reverse = match reverse {
                     Some(flow) => Some(
-                        messages::receive(
-                            &mut reader,
-                            flow,
-                            Pattern::new(seed.wrapping_add(1)),
-                            window,
-                            true,
-                        )
-                        .await?,
+                        messages::receive(&mut reader, flow, Pattern::new(seed.wrapping_add(1)), window)
+                            .await?,
                     ),
                     None => {
                         messages::expect_end_marker(&mut reader).await?;
@@ -283,9 +276,13 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             report.peer_report = Some(Box::new(peer));
         }
     }
-    let conn = reader.into_inner().unsplit(writer);
+    // The receiver has everything and closes first: while our side is
+    // still open the kernel still has its counters (a kernel socket in
+    // TIME-WAIT, the lot of the side that closes first, has none).
+    let mut conn = reader.into_inner().unsplit(writer);
     report.retransmitted_bytes = conn.retransmitted_bytes();
     report.scps = conn.scps();
+    conn.shutdown().await.context("closing the connection")?;
     Ok(())
 }
 

@@ -255,6 +255,10 @@ fn interop_cli_our_stack_sends_messages_to_kernel_tcp() {
     let (received, sent) = (json(&received), json(&sent));
     // 64-byte messages at 51.2 kbit/s for 1 s: 100 each way.
     assert_eq!(received["protocol"], "tcp");
+    assert!(
+        received["retransmitted_bytes"].is_u64(),
+        "the kernel's count (tcp_info): {received}"
+    );
     assert_eq!(sent["scps"], false, "the kernel ignores our offer: plain TCP");
     assert_eq!(received["messages"], 100, "{received}");
     assert_eq!(sent["messages"], 100, "{sent}");
@@ -288,6 +292,10 @@ fn interop_cli_kernel_tcp_sends_a_file_to_our_stack() {
     let (received, sent) = (json(&received), json(&sent));
     assert_eq!(received["protocol"], "scps-tun");
     assert_eq!(sent["protocol"], "tcp");
+    assert!(
+        sent["retransmitted_bytes"].is_u64(),
+        "the kernel's count (tcp_info): {sent}"
+    );
     assert_eq!(received["scps"], false, "a kernel SYN offers no SCPS: plain TCP");
     assert_eq!(received["verified"], true);
     assert_eq!(received["sha256"], sent["sha256"]);

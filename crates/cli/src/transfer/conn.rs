@@ -8,6 +8,8 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use super::tcp_info::{TcpInfoError, tcp_info};
+
 #[derive(Debug)]
 pub enum Conn {
     Scps(scps_net::Stream),
@@ -53,11 +55,26 @@ impl Conn {
         Ok(())
     }
 
-    /// Data bytes our stack sent again (not known for kernel TCP).
+    /// Data bytes sent again: our stack's count, or the kernel's
+    /// (`tcpi_bytes_retrans`; unknown, with a warning, if the kernel does
+    /// not say).
     pub fn retransmitted_bytes(&self) -> Option<u64> {
         match self {
             Conn::Scps(stream) => stream.stats().map(|s| s.bytes_retransmitted),
-            Conn::Tcp(_) => None,
+            Conn::Tcp(stream) => {
+                let info = stream
+                    .local_addr()
+                    .and_then(|local| Ok((local, stream.peer_addr()?)))
+                    .map_err(TcpInfoError::from)
+                    .and_then(|(local, peer)| tcp_info(local, peer));
+                match info {
+                    Ok(info) => Some(info.bytes_retrans),
+                    Err(err) => {
+                        eprintln!("scps: the kernel's retransmitted bytes are not known: {err}");
+                        None
+                    }
+                }
+            }
         }
     }
 

@@ -7,13 +7,14 @@
 //! formats):
 //!
 //! - the sender writes a hello line naming the workload;
-//! - bulk: the sender writes the bytes, then their SHA-256, and closes its
-//!   side; the receiver checks the digest;
+//! - bulk: the sender writes the bytes, then their SHA-256; the receiver
+//!   checks the digest;
 //! - messages: each end writes timestamped messages at its offered rate for
-//!   the test window; the sender then closes its side, the receiver ends
-//!   its messages with an end marker;
+//!   the test window, then an end marker;
 //! - the receiver then writes its report (one JSON line, the fields of
-//!   `--json`) and closes, so the sender prints both ends' figures.
+//!   `--json`) and closes, so the sender prints both ends' figures; the
+//!   sender closes last (its kernel socket, if any, still open, still
+//!   tells its retransmissions: see `tcp_info.rs`).
 
 pub mod args;
 pub mod bulk;
@@ -22,6 +23,7 @@ pub mod hello;
 pub mod messages;
 pub mod report;
 pub mod stack;
+pub mod tcp_info;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -23,6 +23,8 @@ pub struct Report {
     pub bytes: u64,
     pub duration_s: f64,
     pub goodput_bps: f64,
+    /// Data bytes sent again: our stack's count, or for kernel TCP the
+    /// kernel's (`tcpi_bytes_retrans`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retransmitted_bytes: Option<u64>,
     /// Whether the connection is SCPS-TP (both SYNs offered it) or plain
