@@ -94,7 +94,7 @@ if part tun; then
 fi
 
 if part tcp; then
-  echo "== bulk $bytes, kernel TCP (cubic) between the same namespaces"
+  echo "== bulk $bytes, kernel TCP ($(ip netns exec "$b" sysctl -n net.ipv4.tcp_congestion_control), Linux $(uname -r)) between the same namespaces"
   load
   start_recv "$a" --tcp
   ip netns exec "$b" "$scps" send 10.88.0.1:5001 --tcp --bytes "$bytes" | grep -E '^send|^  (retransmitted|cpu)'
