@@ -99,8 +99,12 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
             peer: conn.peer(),
             ..Report::default()
         };
+        // Held outside the select, so that on Ctrl-C the reset goes first
+        // (dropped first, the connection would close on its own terms).
+        let mut serving = Box::pin(serve(conn, &mut report, args.output.as_deref()));
         tokio::select! {
-            result = serve(conn, &mut report, args.output.as_deref()) => {
+            result = &mut serving => {
+                drop(serving);
                 if let Err(err) = result {
                     // Stop the sender too: it learns by a reset.
                     abort.abort();
@@ -111,6 +115,7 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
             }
             _ = interrupt.recv() => {
                 abort.abort();
+                drop(serving);
                 eprintln!("scps recv: interrupted; the connection was reset and no partial file kept");
                 break Outcome::Interrupted;
             }

@@ -190,8 +190,13 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
         ..Report::default()
     };
     let abort = conn.abort_handle()?;
+    // Held outside the select, so that on Ctrl-C the reset goes first: the
+    // session, dropped first, would close the connection gracefully, and
+    // the receiver could take that FIN for the end of the data.
+    let mut running = Box::pin(session(conn, &workload, &mut report, start));
     let outcome = tokio::select! {
-        result = session(conn, &workload, &mut report, start) => {
+        result = &mut running => {
+            drop(running);
             if let Err(err) = result {
                 report.error = Some(format!("{err:#}"));
             }
@@ -201,6 +206,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
         }
         _ = interrupt.recv() => {
             abort.abort();
+            drop(running);
             eprintln!("scps send: interrupted; the connection was reset so the receiver knows");
             Outcome::Interrupted
         }

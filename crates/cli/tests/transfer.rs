@@ -468,9 +468,11 @@ fn a_receiver_that_cannot_write_stops_with_an_error_and_keeps_no_file() {
     );
 }
 
-/// Interrupts (SIGINT) a sender of an unbounded bulk transfer over
-/// `path` (`--udp` or `--tcp`) once under way: it exits 130, the receiver
-/// learns of the reset and keeps no file.
+/// Interrupts (SIGINT) a sender of an unbounded bulk transfer over our
+/// stack (UDP-encapsulated) or kernel TCP once under way: it exits 130,
+/// the receiver learns of the reset and keeps no file. Our sender's
+/// capture shows the reset, and no FIN before it (which the receiver could
+/// take for the end of the data).
 fn ctrl_c_at_the_sender(tcp: bool) {
     let _flood = one_flood_at_a_time();
     let dir = TempDir::new(if tcp { "ctrl-c-tcp" } else { "ctrl-c" });
@@ -484,12 +486,13 @@ fn ctrl_c_at_the_sender(tcp: bool) {
     args.extend(["--once", "--output", output.to_str().unwrap()]);
     let receiver = Receiver::start(&args);
     let to = format!("127.0.0.1:{}", receiver.port());
+    let capture = std::env::temp_dir().join(format!("scps-ctrl-c-{}.pcap", std::process::id()));
     let mut sender = scps();
     sender.arg("send");
     if tcp {
         sender.arg("--tcp");
     } else {
-        sender.args(["--udp", &receiver.udp()]);
+        sender.args(["--udp", &receiver.udp(), "--pcap", capture.to_str().unwrap()]);
     }
     let mut sender = sender
         .args([&to, "--bytes", "100GB"])
@@ -517,6 +520,14 @@ fn ctrl_c_at_the_sender(tcp: bool) {
         "the receiver learns of the reset: {stdout}"
     );
     assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
+    if !tcp {
+        let ours = format!("tcp.srcport != {}", common::PORT);
+        let resets = common::tshark(&capture, &["-Y", &format!("{ours} && tcp.flags.reset == 1")]);
+        let fins = common::tshark(&capture, &["-Y", &format!("{ours} && tcp.flags.fin == 1")]);
+        std::fs::remove_file(&capture).ok();
+        assert!(!resets.is_empty(), "the sender's reset is in its capture");
+        assert!(fins.is_empty(), "no FIN from the sender: {fins}");
+    }
 }
 
 #[test]
