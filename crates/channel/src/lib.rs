@@ -99,4 +99,4 @@ pub use config::{
 };
 pub use limit::{expected_up_fraction, goodput_limit_bps, packet_error_rate};
 pub use outage::{OutageProcess, RETAINED_DOWN_PERIODS};
-pub use stats::ChannelStats;
+pub use stats::{ChannelStats, QUEUE_DELAY_BOUNDS};

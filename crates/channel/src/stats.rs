@@ -3,6 +3,32 @@
 
 use std::time::Duration;
 
+/// Upper bounds (inclusive) of the buckets of the queueing-delay histogram,
+/// 1-2.5-5 steps from 100 us (an idle line at hundreds of Mbit/s) to 60 s
+/// (a full buffer on the slowest links of the scenarios); one more bucket
+/// takes what lies above the last bound. Fixed, so that histograms of
+/// different channels and runs add up.
+pub const QUEUE_DELAY_BOUNDS: [Duration; 18] = [
+    Duration::from_micros(100),
+    Duration::from_micros(250),
+    Duration::from_micros(500),
+    Duration::from_millis(1),
+    Duration::from_micros(2500),
+    Duration::from_millis(5),
+    Duration::from_millis(10),
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_millis(2500),
+    Duration::from_secs(5),
+    Duration::from_secs(10),
+    Duration::from_secs(25),
+    Duration::from_secs(60),
+];
+
 /// What happened to the packets offered to a channel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChannelStats {
@@ -33,6 +59,10 @@ pub struct ChannelStats {
     pub queue_delay_total: Duration,
     /// Largest such queueing delay.
     pub queue_delay_max: Duration,
+    /// Transmitted packets by queueing delay: entry `i` counts the delays
+    /// up to `QUEUE_DELAY_BOUNDS[i]` and above the bound before it; the
+    /// last entry, those above every bound.
+    pub queue_delay_histogram: [u64; QUEUE_DELAY_BOUNDS.len() + 1],
 }
 
 impl ChannelStats {
@@ -45,6 +75,7 @@ impl ChannelStats {
         self.packets_transmitted += 1;
         self.queue_delay_total = self.queue_delay_total.saturating_add(delay);
         self.queue_delay_max = self.queue_delay_max.max(delay);
+        self.queue_delay_histogram[QUEUE_DELAY_BOUNDS.partition_point(|bound| *bound < delay)] += 1;
     }
 
     pub(crate) fn delivered(&mut self, len: u64, flipped: u64) {
@@ -66,5 +97,29 @@ impl ChannelStats {
             )
             .unwrap_or_default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_delays_fall_in_the_bucket_of_their_upper_bound() {
+        let mut stats = ChannelStats::default();
+        for micros in [0, 100, 101, 24_000, 25_000, 25_001, 61_000_000] {
+            stats.transmitted(Duration::from_micros(micros));
+        }
+        let mut expected = [0u64; QUEUE_DELAY_BOUNDS.len() + 1];
+        expected[0] = 2; // 0 and 100 us: up to 100 us
+        expected[1] = 1; // 101 us: up to 250 us
+        expected[7] = 2; // 24 and 25 ms: up to 25 ms
+        expected[8] = 1; // 25.001 ms: up to 50 ms
+        expected[18] = 1; // 61 s: above every bound
+        assert_eq!(stats.queue_delay_histogram, expected);
+        assert_eq!(
+            stats.queue_delay_histogram.iter().sum::<u64>(),
+            stats.packets_transmitted
+        );
     }
 }

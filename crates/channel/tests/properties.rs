@@ -154,6 +154,7 @@ proptest! {
         );
         prop_assert_eq!(s.packets_transmitted, s.packets_in - s.dropped_buffer);
         prop_assert!(s.queue_delay_max <= s.queue_delay_total);
+        prop_assert_eq!(s.queue_delay_histogram.iter().sum::<u64>(), s.packets_transmitted);
     }
 
     #[test]

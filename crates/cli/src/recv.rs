@@ -187,8 +187,10 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
         }
     }
     let conn = reader.into_inner().unsplit(writer);
+    report.set_repairs(conn.get_ref().repairs());
     report.retransmitted_bytes = conn.get_ref().retransmitted_bytes();
     report.scps = conn.get_ref().scps();
+    report.header_compression = conn.get_ref().header_compression();
     let (reader, mut writer) = tokio::io::split(conn);
     report.set_cpu();
     let mut line = serde_json::to_vec(&*report)?;

@@ -286,8 +286,10 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
     // still open the kernel still has its counters (a kernel socket in
     // TIME-WAIT, the lot of the side that closes first, has none).
     let mut conn = reader.into_inner().unsplit(writer);
+    report.set_repairs(conn.repairs());
     report.retransmitted_bytes = conn.retransmitted_bytes();
     report.scps = conn.scps();
+    report.header_compression = conn.header_compression();
     conn.shutdown().await.context("closing the connection")?;
     Ok(())
 }

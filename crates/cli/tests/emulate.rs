@@ -180,34 +180,95 @@ fn emulate_refuses_a_bad_configuration_naming_the_key() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[test]
+fn emulate_refuses_a_timeline_with_bad_lines_listing_them() {
+    let dir = scratch("timeline");
+    let timeline = dir.join("timeline.jsonl");
+    std::fs::write(
+        &timeline,
+        "{\"at\": \"1s\", \"op\": \"outage_start\", \"channel\": 0}\n\
+         {\"at\": \"2s\", \"op\": \"outage_end\", \"channel\": 3}\n\
+         {\"at\": \"3s\", \"op\": \"set\", \"keys\": {\"delay\": \"fast\"}}\n\
+         {\"at\": \"4s\", \"op\": \"outage_end\", \"channel\": 0}\n",
+    )
+    .unwrap();
+    let config = dir.join("emulate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\nreplay = \"{}\"\n[link]\nrate = \"10Mbit\"\n",
+            timeline.display()
+        ),
+    )
+    .unwrap();
+    let output = Command::new(SCPS)
+        .args(["emulate", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "scps: start the emulator of {}: {}: the timeline is refused, 2 of its 4 entries are bad:\n  \
+             line 2: no channel 3: this link has 1 (0 to 0)\n  line 3: delay: invalid duration \"fast\"",
+            config.display(),
+            timeline.display()
+        )),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Mean and sample standard deviation.
+fn mean_sd(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (mean, var.sqrt())
+}
+
 /// The same transfer, our stack at both ends, in the simulator and through
-/// the live emulator: plain TCP (`tcp-vj`, the engine's defaults with 4 MiB
-/// buffers) over 8 Mbit/s with a 100 ms RTT and a 256 KB drop-tail buffer.
-/// Through the emulator the stack rides UDP (`scps send --udp`): 1472-byte
-/// inner packets in 1500-byte outer ones, which the simulated link charges
-/// as 28 bytes of framing.
+/// the live emulator: plain TCP (`tcp-vj`) with 4 MiB buffers, 4 MB over
+/// 8 Mbit/s with a 100 ms RTT and a 256 KB drop-tail buffer. Through the
+/// emulator the stack rides UDP (`scps send --udp`): 1472-byte inner
+/// packets in 1500-byte outer ones, which the simulated link charges as 28
+/// bytes of framing.
 ///
-/// What is asserted: our stack completes the transfer through the emulator
-/// (`scps recv` verifies every byte), run after run, and the emulator stays
-/// up. Agreement of the goodputs is printed, not yet asserted: the first
-/// measurements (docs/BENCHMARKS.md) found the emulated runs 24 to 32%
-/// faster than the simulated ones, far beyond their spread (the simulated
-/// runs take two retransmission timeouts), and the cause is open.
+/// The window outgrows the path's BDP plus buffer (356 KB) in slow start,
+/// so both worlds overflow the buffer and recover: the check covers the
+/// rate, the delay, the queue and its drops, and loss recovery. (Before
+/// the engine found lost retransmissions by later arrivals, the outcome
+/// hung on whether one retransmission met a full queue, a matter of
+/// sub-millisecond timing, and the two worlds could not agree:
+/// docs/BENCHMARKS.md, "Cross-check with our stack at both ends".)
 #[test]
 fn emulated_transfer_of_our_stack_beside_the_simulator() {
-    const LINK: &str = "rate = \"8Mbit\"\nrtt = \"100ms\"\nbuffer = \"256KB\"";
-    const RUNS: u64 = 3;
+    const LINK: &str = "rate = \"8Mbit\"\nrtt = \"100ms\"";
+    const BUFFER_BYTES: u64 = 256_000;
+    const ONE_WAY_DELAY_S: f64 = 0.05;
+    const EMULATED_RUNS: u64 = 4;
+    // The emulator's buffer counts the bytes of the packets it sees, the
+    // 1500-byte outer ones; the simulated link sees the 1472-byte inner
+    // ones, so its buffer is scaled to hold as many packets.
+    let simulated_buffer_bytes = BUFFER_BYTES * 1472 / 1500;
     let scenario = format!(
-        "name = \"crosscheck\"\nprotocol = \"tcp-vj\"\n[link]\n{LINK}\nmtu = 1472\nframing = 28\n\
-         [workload]\nkind = \"bulk\"\nbytes = \"4MB\"\n[tcp]\nsend_buffer = \"4MiB\"\nrecv_buffer = \"4MiB\"\n"
+        "name = \"crosscheck\"\nprotocol = \"tcp-vj\"\n[link]\n{LINK}\nbuffer = \"{simulated_buffer_bytes}B\"\n\
+         mtu = 1472\nframing = 28\n[workload]\nkind = \"bulk\"\nbytes = \"4MB\"\n\
+         [tcp]\nsend_buffer = \"4MiB\"\nrecv_buffer = \"4MiB\"\n"
     );
     let scenario = scps_config::Scenario::from_text(&scenario, "crosscheck", &[]).unwrap();
-    let simulated: Vec<f64> = (1..=RUNS)
+    let simulated: Vec<f64> = (1..=3)
         .map(|seed| {
             let result = scps_sim::run(&scenario.points[0], seed, &scps_sim::RunOptions::default()).unwrap();
             println!(
                 "simulated run {seed}: {:.0} bit/s, {} bytes retransmitted, {} timeouts, {} fast recoveries",
                 result.goodput_bps, result.retransmitted_bytes, result.timeouts, result.fast_recoveries
+            );
+            assert_eq!(result.error, None);
+            assert!(
+                result.link.forward.dropped_buffer > 0,
+                "the simulated buffer never overflowed"
             );
             result.goodput_bps
         })
@@ -219,7 +280,7 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
     std::fs::write(
         &config,
         format!(
-            "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\ncontrol = \"{}\"\n[link]\n{LINK}\n",
+            "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\ncontrol = \"{}\"\n[link]\n{LINK}\nbuffer = \"{BUFFER_BYTES}B\"\n",
             socket.display()
         ),
     )
@@ -236,7 +297,7 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
         .unwrap();
     wait_until_answering(&socket, &emulator);
     let mut emulated = Vec::new();
-    for run in 0..RUNS {
+    for run in 0..EMULATED_RUNS {
         let port = format!("{}", 7168 + run);
         let receiver = testbed
             .node("server")
@@ -277,14 +338,23 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
             )
             .expect("scps send completes");
         let result: serde_json::Value = serde_json::from_str(output.trim()).unwrap();
+        assert_eq!(result["verified"], true, "{result}");
+        // The sender's clock runs from just before its SYN, as the
+        // simulator's, to the receiver's report, which leaves when the last
+        // byte (and the 32-byte digest) is read and takes one one-way delay
+        // (the queue is empty by then) to come back; the simulator's clock
+        // stops at the last byte read.
+        let seconds = result["duration_s"].as_f64().unwrap() - ONE_WAY_DELAY_S;
+        let goodput_bps = result["bytes"].as_f64().unwrap() * 8.0 / seconds;
         println!(
-            "emulated run {run}: {} bit/s, {} bytes retransmitted, {} timeouts, {} fast recoveries",
+            "emulated run {run}: {goodput_bps:.0} bit/s ({} as the sender timed it), {} bytes retransmitted, \
+             {} timeouts, {} fast recoveries",
             result["goodput_bps"],
             result["retransmitted_bytes"],
             result["timeouts"],
             result["fast_recoveries"]
         );
-        emulated.push(result["goodput_bps"].as_f64().unwrap());
+        emulated.push(goodput_bps);
         let status = receiver
             .wait_timeout(Duration::from_secs(10))
             .unwrap()
@@ -295,16 +365,39 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
         emulator.try_wait().unwrap().is_none(),
         "the emulator kept running"
     );
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let spread =
-        |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max) - v.iter().cloned().fold(f64::MAX, f64::min);
-    println!("simulator {simulated:?}\nemulator  {emulated:?}");
-    let (sim, emu) = (mean(&simulated), mean(&emulated));
+    let stats = ctl(&socket, &["stats", "--json"]);
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let forward = &stats["channels"][0];
     println!(
-        "means: simulator {sim:.0} bit/s, emulator {emu:.0} bit/s, ratio {:.3}",
-        emu / sim
+        "emulator, all runs: {} buffer drops, longest queueing delay {} s",
+        forward["dropped_buffer"], forward["queue_delay_max_s"]
     );
-    let allowed = spread(&simulated).max(spread(&emulated));
-    println!("largest spread of either side: {allowed:.0} bit/s");
+    assert!(
+        forward["dropped_buffer"].as_u64().unwrap() > 0,
+        "the emulated buffer never overflowed"
+    );
     let _ = std::fs::remove_dir_all(dir);
+
+    let ((sim, sim_sd), (emu, emu_sd)) = (mean_sd(&simulated), mean_sd(&emulated));
+    // Agreement within the spread of repeated runs: the means differ by
+    // less than two standard deviations of either side (a run-to-run
+    // spread that large would make a difference of that size unremarkable),
+    // and the allowance is never below 3%: the simulator has no spread here
+    // (no random process at BER 0), the emulator's rate is held to 2% (the
+    // accuracy tests), and real hosts on two busy cores slow slow start
+    // (segments delivered in batches draw stretch ACKs: 6 to 100 ms later
+    // to 256 KiB in a 4.8 s transfer, up to 2%), which the simulator's
+    // ideal hosts do not. Measured: 1 to 2% apart (docs/BENCHMARKS.md).
+    let allowed = (2.0 * sim_sd).max(2.0 * emu_sd).max(0.03 * sim);
+    println!(
+        "simulator {sim:.0} +- {sim_sd:.0} bit/s, emulator {emu:.0} +- {emu_sd:.0} bit/s: ratio {:.3}, \
+         difference {:.0}, allowed {allowed:.0}",
+        emu / sim,
+        (emu - sim).abs()
+    );
+    assert!(
+        (emu - sim).abs() <= allowed,
+        "the simulated ({simulated:?}) and emulated ({emulated:?}) goodputs disagree: means {sim:.0} and \
+         {emu:.0} bit/s differ by more than {allowed:.0}"
+    );
 }

@@ -229,6 +229,60 @@ fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
 }
 
 #[test]
+fn compressed_headers_carry_a_bulk_transfer_over_udp() {
+    let dir = TempDir::new("bulk-udp-105");
+    let capture = dir.0.join("send.pcap");
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json", "--header-compression"]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let (status, stdout, stderr) = run_send(&[
+        "--udp",
+        &udp,
+        &to,
+        "--bytes",
+        "2MB",
+        "--seed",
+        "11",
+        "--json",
+        "--header-compression",
+        "--pcap",
+        capture.to_str().unwrap(),
+    ]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let sent = json(&stdout);
+    assert_eq!(sent["header_compression"], true, "both offered it: {sent}");
+    assert_eq!(sent["verified"], true);
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    let received = json(&stdout);
+    assert_eq!(received["header_compression"], true);
+    assert_eq!(received["bytes"], 2_000_000);
+    assert_eq!(
+        received["sha256"], sent["sha256"],
+        "both ends computed the same digest"
+    );
+    // After the SYN and SYN-ACK, every packet is protocol 105 (tshark
+    // has no dissector for it: IP is all it checks there).
+    let count = |filter: &str| {
+        let output = Command::new("tshark")
+            .arg("-r")
+            .arg(&capture)
+            .args(["-o", "ip.check_checksum:TRUE", "-Y", filter])
+            .output()
+            .expect("tshark is installed (.ci/run installs it)");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).lines().count()
+    };
+    assert!(count("ip.proto == 105") > 1000, "compressed packets captured");
+    assert_eq!(count("ip.proto == 6"), 2, "only the SYNs travel as TCP");
+    assert_eq!(count("_ws.malformed || ip.checksum.status == 2"), 0);
+}
+
+#[test]
 fn two_way_message_streams_report_rate_and_latency_both_ways() {
     let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
     let to = format!("127.0.0.1:{}", receiver.port());

@@ -149,20 +149,24 @@ impl Link {
         }
     }
 
-    /// The rate of IP packets a direction carries, bit/s: each channel's
-    /// sustained rate less its per-packet framing at full-sized packets,
-    /// summed over the channels. This is the route rate an SCPS sender
-    /// paces to.
-    pub fn route_rate_bps(&self, direction: Direction) -> u64 {
-        let mtu = f64::from(self.mtu);
-        self.channels(direction)
-            .iter()
-            .map(|c| {
-                let framed = mtu + f64::from(c.framing_bytes);
-                (sustained_rate_bps(c) as f64 * mtu / framed).floor() as u64
-            })
-            .sum()
+    /// The route an SCPS sender paces to in a direction: the channels'
+    /// sustained rates summed, bit/s on the line, and the framing the
+    /// link adds to each packet (the largest of the channels'), which the
+    /// pacer charges per packet.
+    pub fn route(&self, direction: Direction) -> Route {
+        let channels = self.channels(direction);
+        Route {
+            rate_bps: channels.iter().map(sustained_rate_bps).sum(),
+            framing_bytes: channels.iter().map(|c| c.framing_bytes).max().unwrap_or(0),
+        }
     }
+}
+
+/// What an SCPS sender's pacer knows of the link: see `Link::route`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    pub rate_bps: u64,
+    pub framing_bytes: u32,
 }
 
 /// A channel's long-run rate: the line rate, or the shaper's sustained

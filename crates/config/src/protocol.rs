@@ -3,11 +3,15 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use scps_proto::Config;
 use scps_proto::cc::CongestionAlgorithm;
 
 use crate::error::Error;
+
+/// The SCPS RI's floor of the RTO's variance term.
+const SCPS_RTO_MARGIN_MIN: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Protocol {
@@ -46,6 +50,16 @@ impl Protocol {
     /// Whether the label is an SCPS-TP stack.
     pub fn is_scps(self) -> bool {
         matches!(self, Protocol::ScpsVj | Protocol::ScpsVegas | Protocol::ScpsRate)
+    }
+
+    /// Defaults the label brings, which a scenario's `[tcp]` and
+    /// `[stacks.LABEL]` may override: SCPS stacks compute the RTO as the
+    /// SCPS RI does, SRTT + max(4·RTTVAR, 500 ms) (spec/scps-tp.md
+    /// "Timers").
+    pub fn defaults(self, config: &mut Config) {
+        if self.is_scps() {
+            config.rto_margin_min = SCPS_RTO_MARGIN_MIN;
+        }
     }
 
     /// Sets what the label decides in an engine configuration: the

@@ -198,6 +198,23 @@ impl Scenario {
     }
 }
 
+/// H of SCENARIOS.md's limit: the headers the stack really sends on a data
+/// segment, IPv4 and TCP (52 with timestamps, as SCENARIOS.md's table; 40
+/// without), or IPv4 and the compressed header when an SCPS stack offers
+/// header compression (spec/scps-tp.md "Compressed header": connection id,
+/// control byte, sequence number, both timestamps, checksum: 36 with
+/// timestamps, 28 without).
+fn default_header_bytes(tcp: &scps_proto::Config) -> u32 {
+    let compressed = tcp.scps && tcp.header_compression;
+    let transport = match (compressed, tcp.timestamps) {
+        (false, true) => 32,
+        (false, false) => 20,
+        (true, true) => 16,
+        (true, false) => 8,
+    };
+    20 + transport
+}
+
 fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Error> {
     let protocol: Protocol = spec.protocol.parse()?;
     for label in spec.stacks.keys() {
@@ -214,6 +231,7 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         mtu: link.mtu,
         ..scps_proto::Config::default()
     };
+    protocol.defaults(&mut tcp);
     spec.tcp.apply(&mut tcp, "tcp")?;
     validate(&tcp, "tcp")?;
     if let Some(stack) = spec.stacks.get(protocol.label()) {
@@ -222,12 +240,10 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         validate(&tcp, &prefix)?;
     }
     protocol.apply(&mut tcp);
-    // H of SCENARIOS.md's limit: the headers the stack really sends, IPv4
-    // and TCP (52 with timestamps, as SCENARIOS.md's table; 40 without).
     let header_bytes = spec
         .limit
         .header_bytes
-        .unwrap_or(if tcp.timestamps { 52 } else { 40 });
+        .unwrap_or_else(|| default_header_bytes(&tcp));
     if header_bytes == 0 || header_bytes >= u32::from(link.mtu) {
         return Err(Error::invalid(
             "limit.header_bytes",
@@ -258,7 +274,11 @@ impl Point {
     pub fn engine_config(&self, direction: Direction) -> scps_proto::Config {
         let mut config = self.tcp.clone();
         if self.protocol.is_scps() && config.rate_bps.is_none() {
-            config.rate_bps = Some(self.link.route_rate_bps(direction));
+            // The link's own rate and framing, unless `rate` was given
+            // (with `rate_framing` beside it if the link frames).
+            let route = self.link.route(direction);
+            config.rate_bps = Some(route.rate_bps);
+            config.rate_framing_bytes = route.framing_bytes;
         }
         config
     }
@@ -347,6 +367,29 @@ recv_buffer = "6MiB"
     }
 
     #[test]
+    fn scps_labels_bring_the_ri_rto_margin_which_a_stack_table_may_override() {
+        let overrides = ["protocol=[\"tcp-vj\",\"scps-rate\",\"scps-vj\"]", "link.ber=0"]
+            .map(|a| parse_assignment(a).unwrap());
+        let doc = format!("{DOC}[stacks.scps-vj]\nrto_margin_min = \"2s\"\n");
+        let scenario = Scenario::from_text(&doc, "demo", &overrides).unwrap();
+        let margin = |label: &str| {
+            let point = scenario
+                .points
+                .iter()
+                .find(|p| p.protocol.label() == label)
+                .unwrap();
+            point.tcp.rto_margin_min
+        };
+        assert_eq!(
+            margin("tcp-vj"),
+            Duration::ZERO,
+            "RFC 6298: the clock granularity only"
+        );
+        assert_eq!(margin("scps-rate"), Duration::from_millis(500));
+        assert_eq!(margin("scps-vj"), Duration::from_secs(2));
+    }
+
+    #[test]
     fn the_limit_matches_the_table_of_scenarios_md() {
         let scenario = Scenario::from_text(DOC, "demo", &[]).unwrap();
         let run = Duration::from_secs(100);
@@ -354,6 +397,26 @@ recv_buffer = "6MiB"
         let lossy = scenario.points[1].limit_bps(run);
         assert!((clean - 7.72e6).abs() < 0.01e6, "{clean}");
         assert!((lossy - 6.85e6).abs() < 0.01e6, "{lossy}");
+    }
+
+    #[test]
+    fn header_compression_is_a_key_and_lowers_the_header_bytes_of_scps_stacks() {
+        let sets = [
+            "tcp.header_compression=true",
+            "protocol=[\"tcp-vj\",\"scps-rate\"]",
+        ]
+        .map(|s| parse_assignment(s).unwrap());
+        let scenario = Scenario::from_text(DOC, "demo", &sets).unwrap();
+        let header_bytes = |protocol| {
+            let point = scenario.points.iter().find(|p| p.protocol == protocol).unwrap();
+            assert!(point.tcp.header_compression);
+            point.header_bytes
+        };
+        // Only SCPS stacks offer it (the capabilities option carries it).
+        assert_eq!(header_bytes(Protocol::TcpVj), 52);
+        assert_eq!(header_bytes(Protocol::ScpsRate), 20 + 16);
+        let plain = Scenario::from_text(DOC, "demo", &[]).unwrap();
+        assert!(!plain.points[0].tcp.header_compression, "off unless asked for");
     }
 
     #[test]
@@ -411,6 +474,25 @@ recv_buffer = "6MiB"
     fn unreadable_files_say_why() {
         let err = Scenario::load("/", &[]).unwrap_err().to_string();
         assert!(err.starts_with("/: cannot read it: "), "{err}");
+    }
+
+    #[test]
+    fn scps_stacks_pace_at_the_line_rate_and_charge_its_framing() {
+        let sets = [
+            "protocol=scps-rate",
+            "link.return.rate=2400bps",
+            "link.ber=0",
+            "link.delay=0ms",
+        ]
+        .map(|a| parse_assignment(a).unwrap());
+        let scenario = Scenario::load("lowrate-leo-geo", &sets).unwrap();
+        let point = &scenario.points[0];
+        let forward = point.engine_config(Direction::Forward);
+        let reverse = point.engine_config(Direction::Reverse);
+        assert_eq!((forward.rate_bps, forward.rate_framing_bytes), (Some(115_200), 8));
+        assert_eq!((reverse.rate_bps, reverse.rate_framing_bytes), (Some(2400), 8));
+        let tcp = Scenario::load("lowrate-leo-geo", &[parse_assignment("protocol=tcp-vj").unwrap()]).unwrap();
+        assert_eq!(tcp.points[0].engine_config(Direction::Forward).rate_bps, None);
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub struct TcpSpec {
     pub rto_min: Option<Time>,
     pub rto_max: Option<Time>,
     pub clock_granularity: Option<Time>,
+    pub rto_margin_min: Option<Time>,
     pub max_retransmissions: Option<u32>,
     pub max_syn_retransmissions: Option<u32>,
     /// A delay, or "off" to acknowledge every segment at once.
@@ -46,9 +47,13 @@ pub struct TcpSpec {
     // label's choice).
     pub snack: Option<bool>,
     pub snack_delay: Option<Time>,
+    /// Offer header compression (IP protocol 105) in the SCPS capabilities.
+    pub header_compression: Option<bool>,
     /// The route rate all sending is paced within; SCPS stacks default to
     /// the link's rate in their direction.
     pub rate: Option<Rate>,
+    /// Bytes of link framing the pacer charges per packet.
+    pub rate_framing: Option<u32>,
     /// "congestion" or "corruption".
     pub loss_source: Option<LossSourceSpec>,
     pub vegas: Option<VegasSpec>,
@@ -137,6 +142,7 @@ impl TcpSpec {
         config.rto_min = time(self.rto_min, config.rto_min);
         config.rto_max = time(self.rto_max, config.rto_max);
         config.clock_granularity = time(self.clock_granularity, config.clock_granularity);
+        config.rto_margin_min = time(self.rto_margin_min, config.rto_margin_min);
         config.max_retransmissions = self.max_retransmissions.unwrap_or(config.max_retransmissions);
         config.max_syn_retransmissions = self
             .max_syn_retransmissions
@@ -162,9 +168,11 @@ impl TcpSpec {
         config.hop_limit = self.hop_limit.unwrap_or(config.hop_limit);
         config.snack = self.snack.unwrap_or(config.snack);
         config.snack_delay = time(self.snack_delay, config.snack_delay);
+        config.header_compression = self.header_compression.unwrap_or(config.header_compression);
         if let Some(rate) = self.rate {
             config.rate_bps = Some(rate.0);
         }
+        config.rate_framing_bytes = self.rate_framing.unwrap_or(config.rate_framing_bytes);
         if let Some(source) = self.loss_source {
             config.loss_source = match source {
                 LossSourceSpec::Congestion => LossSource::Congestion,

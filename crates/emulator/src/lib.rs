@@ -1,4 +1,4 @@
-//! The live link emulator (`scps emulate`): a userspace bridge between two
+//! The live link emulator (`scps emulate`): a userspace router between two
 //! interfaces of a network namespace that applies the channel models of
 //! `scps-channel` (the simulator's) per direction to every packet crossing
 //! it, whatever its protocol.
@@ -42,7 +42,7 @@ pub use scope::crosses_link;
 pub use state::{ChangeError, Direction, LinkState};
 pub use stats::Stats;
 pub use steering::TUN_NAMES;
-pub use trace::{Recorder, Timeline};
+pub use trace::{BadLine, Recorder, Timeline};
 
 use bridge::{Shared, lock};
 use control::ControlServer;
@@ -65,11 +65,12 @@ pub enum Error {
     },
     #[error("{0}")]
     Setup(String),
-    #[error("{origin} line {line}: {message}")]
-    Trace {
+    #[error("{origin}: the timeline is refused, {} of its {lines} entries are bad:{}", .bad.len(), trace::list(.bad))]
+    Timeline {
         origin: String,
-        line: usize,
-        message: String,
+        /// Lines holding an entry (not blank, not a comment).
+        lines: usize,
+        bad: Vec<trace::BadLine>,
     },
     #[error("the packet loop stopped: {0}")]
     Stopped(String),
@@ -100,11 +101,7 @@ impl Emulator {
     pub fn start(config: &EmulatorConfig) -> Result<Emulator, Error> {
         let state = LinkState::new(config)?;
         let timeline = match &config.emulate.replay {
-            Some(path) => {
-                let timeline = Timeline::load(path)?;
-                timeline.check(&state)?;
-                Some(timeline)
-            }
+            Some(path) => Some(Timeline::load(path, &state)?),
             None => None,
         };
         let recorder = match &config.emulate.record {

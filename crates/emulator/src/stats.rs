@@ -1,12 +1,16 @@
 //! Counters per channel and direction, as JSON (`scps emulate ctl stats`)
 //! and in the Prometheus text format (`GET /metrics`).
 
-use prometheus_client::encoding::EncodeLabelSet;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
-use scps_channel::Channel;
+use scps_channel::{Channel, QUEUE_DELAY_BOUNDS};
 use serde::{Deserialize, Serialize};
 
 use crate::state::Direction;
@@ -34,6 +38,9 @@ pub struct ChannelFigures {
     pub queue_delay_mean_s: f64,
     pub queue_delay_max_s: f64,
     pub queue_delay_total_s: f64,
+    /// Transmitted packets by queueing delay, in the fixed buckets of
+    /// `scps_channel::QUEUE_DELAY_BOUNDS` (not cumulative).
+    pub queue_delay_histogram: Vec<DelayBucket>,
     pub packets_transmitted: u64,
     /// Bytes waiting for the line now.
     pub backlog_bytes: u64,
@@ -68,6 +75,7 @@ impl ChannelFigures {
             queue_delay_mean_s: stats.queue_delay_mean().as_secs_f64(),
             queue_delay_max_s: stats.queue_delay_max.as_secs_f64(),
             queue_delay_total_s: stats.queue_delay_total.as_secs_f64(),
+            queue_delay_histogram: delay_buckets(&stats.queue_delay_histogram),
             packets_transmitted: stats.packets_transmitted,
             backlog_bytes,
             rate_bps: config.rate_bps,
@@ -75,6 +83,28 @@ impl ChannelFigures {
             ber: config.ber,
         }
     }
+}
+
+/// One bucket of a queueing-delay histogram.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelayBucket {
+    /// Upper bound (inclusive), seconds; `null` for the bucket above every
+    /// bound.
+    pub up_to_s: Option<f64>,
+    /// Packets whose queueing delay was above the previous bucket's bound
+    /// and up to this one.
+    pub packets: u64,
+}
+
+fn delay_buckets(counts: &[u64]) -> Vec<DelayBucket> {
+    counts
+        .iter()
+        .enumerate()
+        .map(|(i, &packets)| DelayBucket {
+            up_to_s: QUEUE_DELAY_BOUNDS.get(i).map(|b| b.as_secs_f64()),
+            packets,
+        })
+        .collect()
 }
 
 /// One direction as a whole: what was handed to the far side.
@@ -117,6 +147,50 @@ struct DropLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DirectionLabels {
     direction: String,
+}
+
+/// A queueing-delay histogram as the snapshot found it, in the Prometheus
+/// histogram form (`_sum`, `_count`, cumulative `_bucket{le=...}`). Set
+/// once per exposition: the registry hands out shared references only.
+#[derive(Debug, Default)]
+struct DelayHistogram(Mutex<HistogramSnapshot>);
+
+#[derive(Debug, Default)]
+struct HistogramSnapshot {
+    sum_s: f64,
+    count: u64,
+    /// (upper bound in seconds, packets in that bucket alone)
+    buckets: Vec<(f64, u64)>,
+}
+
+impl DelayHistogram {
+    fn fill(&self, c: &ChannelFigures) {
+        let buckets = c
+            .queue_delay_histogram
+            .iter()
+            .map(|b| (b.up_to_s.unwrap_or(f64::INFINITY), b.packets))
+            .collect();
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = HistogramSnapshot {
+            sum_s: c.queue_delay_total_s,
+            count: c.packets_transmitted,
+            buckets,
+        };
+    }
+}
+
+impl TypedMetric for DelayHistogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for DelayHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let snapshot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        encoder.encode_histogram::<NoLabelSet>(snapshot.sum_s, snapshot.count, &snapshot.buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
 }
 
 /// Registers a counter family, fills it from `rows`, and returns nothing:
@@ -209,17 +283,23 @@ impl Stats {
             None,
             per_channel(|c| c.packets_transmitted),
         );
-        // Seconds summed over transmitted packets: rate(this) / rate(packets
-        // transmitted) is the mean queueing delay.
-        let queue = Family::<ChannelLabels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        let queue = Family::<ChannelLabels, DelayHistogram>::default();
+        let queue_max = Family::<ChannelLabels, Gauge<f64, AtomicU64>>::default();
         for c in &self.channels {
-            queue.get_or_create(&labels(c)).inc_by(c.queue_delay_total_s);
+            queue.get_or_create(&labels(c)).fill(c);
+            queue_max.get_or_create(&labels(c)).set(c.queue_delay_max_s);
         }
         registry.register_with_unit(
             "queue_delay",
-            "Queueing delay summed over transmitted packets",
+            "Queueing delay of transmitted packets (arrival to start of transmission)",
             Unit::Seconds,
             queue,
+        );
+        registry.register_with_unit(
+            "queue_delay_max",
+            "Longest queueing delay of a transmitted packet",
+            Unit::Seconds,
+            queue_max,
         );
         let up = Family::<ChannelLabels, Gauge>::default();
         let backlog = Family::<ChannelLabels, Gauge>::default();
@@ -280,5 +360,69 @@ impl Stats {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(histogram: &[u64]) -> ChannelFigures {
+        ChannelFigures {
+            channel: 0,
+            direction: "forward".into(),
+            up: true,
+            forced_outage: false,
+            packets_in: 10,
+            bytes_in: 15_000,
+            packets_out: 10,
+            bytes_out: 15_000,
+            dropped_buffer: 0,
+            dropped_bit_errors: 0,
+            dropped_outage: 0,
+            packets_corrupted: 0,
+            queue_delay_mean_s: 0.0125,
+            queue_delay_max_s: 0.03,
+            queue_delay_total_s: 0.125,
+            queue_delay_histogram: delay_buckets(histogram),
+            packets_transmitted: histogram.iter().sum(),
+            backlog_bytes: 0,
+            rate_bps: 1_000_000,
+            delay_s: 0.0,
+            ber: 0.0,
+        }
+    }
+
+    #[test]
+    fn queueing_delay_is_a_prometheus_histogram_with_cumulative_buckets() {
+        let mut counts = [0u64; QUEUE_DELAY_BOUNDS.len() + 1];
+        counts[0] = 4; // up to 100 us
+        counts[7] = 5; // up to 25 ms
+        counts[8] = 1; // up to 50 ms
+        let stats = Stats {
+            uptime_s: 1.0,
+            channels: vec![figures(&counts)],
+            directions: Vec::new(),
+        };
+        let text = stats.prometheus();
+        let labels = "channel=\"0\",direction=\"forward\"";
+        for line in [
+            "# TYPE scps_emulator_queue_delay_seconds histogram".to_owned(),
+            format!("scps_emulator_queue_delay_seconds_sum{{{labels}}} 0.125"),
+            format!("scps_emulator_queue_delay_seconds_count{{{labels}}} 10"),
+            format!("scps_emulator_queue_delay_seconds_bucket{{le=\"0.0001\",{labels}}} 4"),
+            format!("scps_emulator_queue_delay_seconds_bucket{{le=\"0.01\",{labels}}} 4"),
+            format!("scps_emulator_queue_delay_seconds_bucket{{le=\"0.025\",{labels}}} 9"),
+            format!("scps_emulator_queue_delay_seconds_bucket{{le=\"0.05\",{labels}}} 10"),
+            format!("scps_emulator_queue_delay_seconds_bucket{{le=\"+Inf\",{labels}}} 10"),
+            format!("scps_emulator_queue_delay_max_seconds{{{labels}}} 0.03"),
+        ] {
+            assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
+        }
+        // The JSON names each bucket by its bound.
+        let json = serde_json::to_value(&stats).unwrap();
+        let buckets = &json["channels"][0]["queue_delay_histogram"];
+        assert_eq!(buckets[7], serde_json::json!({"up_to_s": 0.025, "packets": 5}));
+        assert_eq!(buckets[18], serde_json::json!({"up_to_s": null, "packets": 0}));
     }
 }

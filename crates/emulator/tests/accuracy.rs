@@ -121,6 +121,82 @@ fn emulated_loss_is_within_3_sigma_of_the_packet_error_rate() {
     assert_eq!(stats.channels[0].packets_in, count as u64);
 }
 
+#[test]
+fn emulated_queueing_delay_is_bounded_by_the_buffer() {
+    // 1500-byte packets offered at 15 Mbit/s to a 10 Mbit/s line behind a
+    // 30,000-byte drop-tail buffer: the queue fills and stays full. A packet
+    // accepted finds at most the buffer (20 packets) ahead of it plus the
+    // rest of the one on the line: queueing delay <= B*8/R + one packet
+    // time = 24 ms + 1.2 ms.
+    let (rate_bps, buffer_bytes, packet_bytes) = (10e6, 30_000.0, 1500.0);
+    let packet_time_s = packet_bytes * 8.0 / rate_bps;
+    let bound_s = buffer_bytes * 8.0 / rate_bps + packet_time_s;
+    let bench = bench(config("rate = \"10Mbit\"\nbuffer = \"30000B\"", "", 4));
+    let count = 1500;
+    let probes = probe(
+        &bench,
+        count,
+        1500 - HEADERS,
+        Duration::from_micros(800),
+        Duration::from_millis(300),
+    );
+    let stats = bench.emulator.stats();
+    let forward = &stats.channels[0];
+    println!(
+        "{} of {count} transmitted, {} dropped by the buffer; queueing delay mean {:.2} ms, max {:.3} ms \
+         (bound {:.1} ms)",
+        forward.packets_transmitted,
+        forward.dropped_buffer,
+        forward.queue_delay_mean_s * 1e3,
+        forward.queue_delay_max_s * 1e3,
+        bound_s * 1e3
+    );
+    assert!(
+        forward.dropped_buffer > 0,
+        "the offered load did not fill the buffer"
+    );
+    assert_eq!(forward.dropped_buffer as usize, probes.lost());
+    assert!(forward.queue_delay_max_s <= bound_s, "queued beyond the buffer");
+    // The buffer filled: some packet waited for a full buffer ahead of it.
+    assert!(forward.queue_delay_max_s >= (buffer_bytes - packet_bytes) * 8.0 / rate_bps);
+    // The histogram holds every transmitted packet, none above the bound.
+    let buckets = &forward.queue_delay_histogram;
+    assert_eq!(
+        buckets.iter().map(|b| b.packets).sum::<u64>(),
+        forward.packets_transmitted
+    );
+    let mut lower_s = 0.0;
+    for bucket in buckets {
+        if lower_s > bound_s {
+            assert_eq!(bucket.packets, 0, "packets queued beyond {lower_s} s");
+        }
+        lower_s = bucket.up_to_s.unwrap_or(f64::INFINITY);
+    }
+    // What the probes lived through: once the queue is full (most of the
+    // run), a packet waits for a full buffer ahead of it, less at most one
+    // packet, and then takes its own transmission; the median probe within
+    // that, plus the 1 ms the emulator may add.
+    let p50 = quantile(&probes.delays(), 0.5).as_secs_f64();
+    let full = (
+        (buffer_bytes - packet_bytes) * 8.0 / rate_bps + packet_time_s,
+        bound_s + packet_time_s,
+    );
+    println!(
+        "probes' one-way delay p50 {:.2} ms; a full queue gives {:.1} to {:.1} ms",
+        p50 * 1e3,
+        full.0 * 1e3,
+        full.1 * 1e3
+    );
+    assert!(p50 >= full.0 && p50 <= full.1 + 1e-3, "p50 {p50} s");
+    // The same figures for Prometheus.
+    let text = stats.prometheus();
+    let count_line = format!(
+        "scps_emulator_queue_delay_seconds_count{{channel=\"0\",direction=\"forward\"}} {}",
+        forward.packets_transmitted
+    );
+    assert!(text.lines().any(|l| l == count_line), "{text}");
+}
+
 /// Where the losses began and ended, as times since the emulator's start:
 /// the first lost probe and the last delivered one before it bracket the
 /// start; the last lost probe and the first delivered one after it

@@ -1,5 +1,6 @@
 //! The emulator carrying real traffic: kernel TCP both ways with every
-//! byte checked, IPv6, parallel channels, timeline replay and recording,
+//! byte checked, IPv6, ICMP (ping), burst errors and the queue
+//! discipline, parallel channels, timeline replay and recording,
 //! and Prometheus metrics over HTTP.
 
 mod common;
@@ -9,7 +10,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::{bench, config, probe, quantile};
-use scps_testbed::{EMU, ipv6};
+use scps_testbed::{EMU, ipv4, ipv6};
 
 /// A checksum over the byte stream (FNV-1a, 64 bits).
 fn fnv(bytes: &[u8], mut hash: u64) -> u64 {
@@ -102,6 +103,118 @@ fn emulated_link_carries_ipv6() {
     assert_eq!(bench.emulator.stats().channels[0].packets_out, 1);
 }
 
+/// ICMP crosses as any other protocol: `ping` (the kernel answers the echo
+/// requests) over IPv4 and IPv6, each way through the 20 ms delay.
+#[test]
+fn emulated_link_carries_icmp_ping_both_families() {
+    let bench = bench(config("rate = \"10Mbit\"\ndelay = \"20ms\"", "", 15));
+    let client = bench.testbed.node("client").unwrap();
+    for target in [ipv4(2, 2).to_string(), ipv6(2, 2).to_string()] {
+        let output = client
+            .output("ping", &["-n", "-c", "3", "-i", "0.2", "-W", "2", &target])
+            .expect("ping answered through the emulator");
+        println!("{output}");
+        assert!(output.contains("3 packets transmitted, 3 received"), "{output}");
+        // "rtt min/avg/max/mdev = 40.3/40.4/40.5/0.1 ms": the round trip
+        // takes both directions' delay.
+        let min_ms: f64 = output
+            .split("= ")
+            .nth(1)
+            .and_then(|figures| figures.split('/').next())
+            .and_then(|min| min.parse().ok())
+            .unwrap_or_else(|| panic!("no rtt line in {output}"));
+        assert!(min_ms >= 40.0, "round trip {min_ms} ms through 2 x 20 ms");
+    }
+    let stats = bench.emulator.stats();
+    // Echo requests forward, replies back (and nothing else on this link:
+    // neighbour discovery stays on each side of the router).
+    assert_eq!(stats.channels[0].packets_out, 6, "{stats:?}");
+    assert_eq!(stats.channels[1].packets_out, 6, "{stats:?}");
+}
+
+/// The two-state (Gilbert-Elliott) burst model through the live emulator:
+/// an error-free good state and a bad state that loses nearly every
+/// 1000-byte packet, 20 ms bad every 200 ms good on average. Losses come
+/// in runs, about a bad period's worth of probes each, and their share is
+/// near the time spent in the bad state; independent losses at that rate
+/// would come one at a time.
+#[test]
+fn emulated_burst_errors_come_in_runs() {
+    let seed = 17;
+    println!("seed {seed}");
+    let link = "rate = \"100Mbit\"\nber = 0\nburst_ber = 1e-3\nburst_duration = \"20ms\"\n\
+                burst_interval = \"200ms\"";
+    let bench = bench(config(link, "", seed));
+    let count = 3000;
+    let probes = probe(
+        &bench,
+        count,
+        1000 - 28,
+        Duration::from_millis(1),
+        Duration::from_millis(100),
+    );
+    let lost: Vec<bool> = probes.arrived.iter().map(Option::is_none).collect();
+    let losses = lost.iter().filter(|l| **l).count();
+    let runs = lost.windows(2).filter(|w| w[1] && !w[0]).count() + usize::from(lost[0]);
+    let share = losses as f64 / count as f64;
+    let mean_run = losses as f64 / runs.max(1) as f64;
+    println!("{losses} of {count} lost in {runs} runs: share {share:.3}, mean run {mean_run:.1} probes");
+    assert_eq!(
+        bench.emulator.stats().channels[0].dropped_bit_errors as usize,
+        losses
+    );
+    // 3 s hold about 14 bad periods of 20 ms (exponential lengths): the
+    // share is loosely bounded around 20/220 = 9%.
+    assert!(runs >= 3, "too few bad periods: {runs}");
+    assert!((0.02..0.25).contains(&share), "share {share}");
+    // Each run spans a bad period (mean 20 ms = 20 probes).
+    assert!(mean_run >= 5.0, "losses are not bursty: mean run {mean_run}");
+}
+
+/// The queue discipline is the configuration's choice: the same overload
+/// (15 Mbit/s of 1500-byte packets into 10 Mbit/s, a 150 KB buffer) fills
+/// a drop-tail buffer to the brim (120 ms of queue) while RED, dropping
+/// early as its average backlog passes 15 to 45 KB, keeps the queue
+/// shorter. (The average follows the backlog slowly, weight 0.002, so the
+/// first burst still reaches deep into the buffer: compared on the mean.)
+#[test]
+fn emulated_queue_discipline_droptail_fills_red_drops_early() {
+    let mut delays = Vec::new();
+    for qdisc in ["droptail", "red\"\nred_min = \"15KB\"\nred_max = \"45KB"] {
+        let link = format!("rate = \"10Mbit\"\nbuffer = \"150KB\"\nqdisc = \"{qdisc}\"");
+        let bench = bench(config(&link, "", 18));
+        let probes = probe(
+            &bench,
+            1500,
+            1500 - 28,
+            Duration::from_micros(800),
+            Duration::from_millis(300),
+        );
+        let forward = bench.emulator.stats().channels[0].clone();
+        println!(
+            "{}: {} dropped, queueing delay mean {:.1} ms, max {:.1} ms",
+            qdisc.split('"').next().unwrap(),
+            forward.dropped_buffer,
+            forward.queue_delay_mean_s * 1e3,
+            forward.queue_delay_max_s * 1e3
+        );
+        assert_eq!(forward.dropped_buffer as usize, probes.lost());
+        assert!(forward.dropped_buffer > 0);
+        delays.push((forward.queue_delay_mean_s, forward.queue_delay_max_s));
+    }
+    let (droptail, red) = (delays[0], delays[1]);
+    // Drop-tail: within a packet (1.2 ms) of the full buffer (150 KB =
+    // 120 ms).
+    assert!(droptail.1 >= 0.118, "drop-tail max {} s", droptail.1);
+    // RED: the typical packet queues far less.
+    assert!(
+        red.0 < 0.6 * droptail.0,
+        "RED mean {} s, drop-tail {} s",
+        red.0,
+        droptail.0
+    );
+}
+
 #[test]
 fn emulated_parallel_channels_stripe_round_robin_each_with_its_own_model() {
     // Three circuits with delays 10, 20 and 30 ms.
@@ -151,10 +264,13 @@ fn emulated_timeline_replays_and_records() {
     let record = dir.join("record.jsonl");
     std::fs::write(
         &replay,
-        "# delay up at 0.5 s, a call drop from 1 s to 1.2 s\n\
+        "# delay up at 0.5 s, a call drop from 1 s to 1.2 s, bit errors from\n\
+         # 1.3 s, then none but a line slower than the probes from 1.45 s\n\
          {\"at\": \"500ms\", \"op\": \"set\", \"direction\": \"forward\", \"keys\": {\"delay\": \"30ms\"}}\n\
          {\"at\": \"1s\", \"op\": \"outage_start\", \"channel\": 0}\n\
-         {\"at\": \"1.2s\", \"op\": \"outage_end\", \"channel\": 0}\n",
+         {\"at\": \"1.2s\", \"op\": \"outage_end\", \"channel\": 0}\n\
+         {\"at\": \"1.3s\", \"op\": \"set\", \"direction\": \"forward\", \"keys\": {\"ber\": \"1e-3\"}}\n\
+         {\"at\": \"1.45s\", \"op\": \"set\", \"direction\": \"forward\", \"keys\": {\"ber\": \"0\", \"rate\": \"256kbit\"}}\n",
     )
     .unwrap();
     let extra = format!(
@@ -164,41 +280,50 @@ fn emulated_timeline_replays_and_records() {
     );
     let bench = bench(config("rate = \"50Mbit\"\ndelay = \"5ms\"", &extra, 14));
     let epoch = bench.emulator.epoch();
+    // 128-byte packets (100 bytes of payload) every 2 ms: 512 kbit/s.
     let probes = probe(
         &bench,
-        700,
+        800,
         100,
         Duration::from_millis(2),
-        Duration::from_millis(100),
+        Duration::from_millis(400),
     );
+    let margin = Duration::from_millis(10);
+    let ms = Duration::from_millis;
+    let within = |at: Duration, from: Duration, to: Duration| at > from + margin && at + margin < to;
+    let (mut errored, mut errored_lost) = (0, 0);
     for ((sent, arrived), seq) in probes.sent.iter().zip(&probes.arrived).zip(0..) {
         let at = *sent - epoch;
-        let margin = Duration::from_millis(10);
-        if at > Duration::from_millis(500) + margin && at + margin < Duration::from_millis(1000) {
+        if within(at, ms(500), ms(1000)) || within(at, ms(1200), ms(1300)) {
             let delay = arrived.expect("up") - *sent;
-            assert!(
-                delay >= Duration::from_millis(30),
-                "probe {seq} at {at:?}: {delay:?}"
-            );
-        } else if at + margin < Duration::from_millis(500) {
+            assert!(delay >= ms(30), "probe {seq} at {at:?}: {delay:?}");
+        } else if at + margin < ms(500) {
             let delay = arrived.expect("up") - *sent;
             // Under 30 ms: the old delay (5 ms) plus whatever a busy
             // machine adds (the first probe also waits for ARP).
-            assert!(
-                delay < Duration::from_millis(30),
-                "probe {seq} at {at:?}: {delay:?}"
-            );
-        } else if at > Duration::from_millis(1000) + margin && at + margin < Duration::from_millis(1200) {
+            assert!(delay < ms(30), "probe {seq} at {at:?}: {delay:?}");
+        } else if within(at, ms(1000), ms(1200)) {
             assert!(arrived.is_none(), "probe {seq} at {at:?} crossed a dropped call");
+        } else if within(at, ms(1300), ms(1450)) {
+            errored += 1;
+            errored_lost += usize::from(arrived.is_none());
+        } else if at > ms(1550) {
+            // 512 kbit/s into 256 kbit/s: the queue grows by 2 ms per
+            // probe, 50 ms after 100 ms of it.
+            let delay = arrived.expect("no errors any more") - *sent;
+            assert!(delay >= ms(30 + 40), "probe {seq} at {at:?}: {delay:?}");
         }
     }
+    // BER 1e-3 over 128-byte packets: PER 0.64.
+    println!("{errored_lost} of {errored} probes lost to bit errors");
+    assert!(errored_lost * 10 >= errored * 3, "{errored_lost} of {errored}");
     drop(bench);
     let recorded = std::fs::read_to_string(&record).unwrap();
     let lines: Vec<serde_json::Value> = recorded
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 3, "{recorded}");
+    assert_eq!(lines.len(), 5, "{recorded}");
     assert_eq!(lines[1]["op"], "outage_start");
     let at: f64 = lines[1]["at"]
         .as_str()
@@ -276,8 +401,25 @@ fn unprivileged_child() {
 /// testbed's own test covers an ordinary user.)
 #[test]
 fn emulated_without_root_inside_a_user_namespace() {
-    let output = std::process::Command::new("unshare")
-        .args(["--user", "--map-root-user", "--"])
+    // As user `nobody`, in a user namespace of its own, with no privilege
+    // of the host's. The emulator opens /dev/net/tun, which Debian leaves
+    // open to all (0666); a host that closed it (this project's build
+    // machine has 0600) lets only root's uid open it, so there the child
+    // keeps root's uid, still without any capability outside its
+    // namespaces.
+    use std::os::unix::fs::PermissionsExt;
+    let tun_open_to_all =
+        std::fs::metadata("/dev/net/tun").is_ok_and(|m| m.permissions().mode() & 0o006 == 0o006);
+    let user = if tun_open_to_all { "65534" } else { "0" };
+    println!("the child runs as uid {user} (/dev/net/tun open to all: {tun_open_to_all})");
+    let output = std::process::Command::new("setpriv")
+        .args([
+            format!("--reuid={user}"),
+            format!("--regid={user}"),
+            "--clear-groups".into(),
+            "--".into(),
+        ])
+        .args(["unshare", "--user", "--map-root-user", "--"])
         .arg(std::env::current_exe().unwrap())
         .args(["--exact", "unprivileged_child", "--nocapture", "--test-threads=1"])
         .env(UNPRIVILEGED, "1")

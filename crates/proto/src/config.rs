@@ -109,6 +109,12 @@ pub struct Config {
     pub rto_max: Duration,
     /// The clock granularity G of RFC 6298 (2.2, 2.3).
     pub clock_granularity: Duration,
+    /// Lower bound of the RTO's variance term, K·RTTVAR (at least G):
+    /// Linux holds it at its 200 ms minimum RTO and the SCPS RI at 500 ms
+    /// (spec/scps-tp.md "Timers"), so that the RTO of a paced flow, whose
+    /// RTT hardly varies, stays clear of the time a lost retransmission
+    /// takes to be detected and repaired.
+    pub rto_margin_min: Duration,
     /// Retransmission timeouts in a row on the same data after which the
     /// connection is dropped with a timeout error.
     pub max_retransmissions: u32,
@@ -147,9 +153,14 @@ pub struct Config {
     pub snack_delay: Duration,
     /// Offer header compression (IP protocol 105).
     pub header_compression: bool,
-    /// The route's rate ceiling, bit/s of IP packets: all sending is paced
-    /// within it by a token bucket. Required by the `rate` controller.
+    /// The route's rate ceiling, bit/s: all sending is paced within it by
+    /// a token bucket, which charges each IP packet and the framing the
+    /// link adds to it (`rate_framing_bytes`). Required by the `rate`
+    /// controller.
     pub rate_bps: Option<u64>,
+    /// Bytes the route's link adds to every packet (PPP framing, for
+    /// example), charged by the pacer with the packet.
+    pub rate_framing_bytes: u32,
     pub vegas: VegasParams,
     pub loss_source: LossSource,
     pub outage: OutagePolicy,
@@ -170,6 +181,7 @@ impl Default for Config {
             rto_min: Duration::from_secs(1),
             rto_max: Duration::from_secs(60),
             clock_granularity: Duration::from_millis(1),
+            rto_margin_min: Duration::ZERO,
             max_retransmissions: 15,
             max_syn_retransmissions: 6,
             delayed_ack: Some(Duration::from_millis(200)),
@@ -188,6 +200,7 @@ impl Default for Config {
             snack_delay: Duration::ZERO,
             header_compression: false,
             rate_bps: None,
+            rate_framing_bytes: 0,
             vegas: VegasParams::default(),
             loss_source: LossSource::Congestion,
             outage: OutagePolicy::default(),
@@ -224,6 +237,8 @@ fn check(
 /// Bounds of a route rate, bit/s.
 pub const MIN_RATE_BPS: u64 = 100;
 pub const MAX_RATE_BPS: u64 = 100_000_000_000;
+/// Framing the pacer may charge per packet, bytes.
+pub const MAX_RATE_FRAMING_BYTES: u32 = 1000;
 
 /// Largest window RFC 7323 allows: 2^30 bytes (shift 14).
 pub const MAX_WINDOW: usize = 1 << 30;
@@ -277,6 +292,12 @@ impl Config {
             "rto_initial",
             self.rto_initial,
             "between rto_min and rto_max",
+        )?;
+        check(
+            self.rto_margin_min <= self.rto_max,
+            "rto_margin_min",
+            self.rto_margin_min,
+            "at most rto_max",
         )?;
         check(
             self.max_retransmissions >= 1,
@@ -341,6 +362,12 @@ impl Config {
                 "100 bit/s to 100 Gbit/s",
             )?;
         }
+        check(
+            self.rate_framing_bytes <= MAX_RATE_FRAMING_BYTES,
+            "rate_framing",
+            self.rate_framing_bytes,
+            "0 to 1000 bytes",
+        )?;
         let v = self.vegas;
         check(
             v.alpha > 0.0 && v.alpha <= v.beta && v.beta <= 1000.0,

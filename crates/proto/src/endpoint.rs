@@ -18,7 +18,12 @@ use crate::connection::{
     Connection, ConnectionParams, ConnectionStats, Event, FourTuple, State, StreamError,
 };
 use crate::time::Instant;
-use crate::wire::{IPPROTO_TCP, IpRepr, TcpFlags, TcpOptions, TcpRepr, WireError, build_tcp_packet};
+use crate::wire::{
+    IPPROTO_SCPS_COMPRESSED, IPPROTO_TCP, IpRepr, TcpFlags, TcpOptions, TcpRepr, WireError, build_tcp_packet,
+    peek_conn_id,
+};
+
+mod compression_ids;
 
 /// Identifies a connection of an endpoint. Handles of connections that are
 /// gone are refused, never confused with new ones.
@@ -77,9 +82,12 @@ pub struct EndpointStats {
     pub packets_sent: u64,
     /// Resets sent for segments that belonged to no connection.
     pub resets_sent: u64,
-    /// Packets dropped, by cause: wire errors by their label, and
-    /// `not_tcp`, `not_local`, `backlog_full`, `too_many_connections`,
-    /// `no_connection`.
+    /// Packets dropped, by cause: wire errors by their label (for
+    /// compressed segments too, e.g. `compressed_field_unknown` when a
+    /// field cannot be reconstructed), and `not_tcp` (neither protocol 6
+    /// nor 105), `not_local`, `backlog_full`, `too_many_connections`,
+    /// `no_connection`, `no_compressed_connection` (a protocol-105 packet
+    /// whose source address and connection id match no connection).
     pub drops: BTreeMap<&'static str, u64>,
 }
 
@@ -134,6 +142,8 @@ pub struct Endpoint {
     events: VecDeque<(ConnectionHandle, Event)>,
     next_port: u16,
     stats: EndpointStats,
+    /// Header compression ids, ours and our peers'.
+    compression_ids: compression_ids::CompressionIds,
 }
 
 const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
@@ -159,6 +169,7 @@ impl Endpoint {
             stray_output: VecDeque::new(),
             events: VecDeque::new(),
             stats: EndpointStats::default(),
+            compression_ids: Default::default(),
         })
     }
 
@@ -234,7 +245,7 @@ impl Endpoint {
         if self.by_tuple.contains_key(&tuple) {
             return Err(EndpointError::AddressInUse(local));
         }
-        let params = self.params(now, tuple, config);
+        let params = self.params(now, tuple, config, true);
         let handle = self.insert(Connection::connect(params), None);
         self.after_event(handle, true);
         Ok(handle)
@@ -274,7 +285,19 @@ impl Endpoint {
         Err(EndpointError::NoFreePort(remote))
     }
 
-    fn params(&self, now: Instant, tuple: FourTuple, config: Arc<Config>) -> ConnectionParams {
+    /// What a new connection starts with. `peer_offers_compression`: a
+    /// listener's connection takes a compression id only if the SYN offers
+    /// compression; an active open offers it if its configuration does.
+    fn params(
+        &mut self,
+        now: Instant,
+        tuple: FourTuple,
+        config: Arc<Config>,
+        peer_offers_compression: bool,
+    ) -> ConnectionParams {
+        let compression_id = (config.scps && config.header_compression && peer_offers_compression)
+            .then(|| self.compression_ids.allocate(tuple.remote.ip()))
+            .flatten();
         let key = tuple_hash(self.config.secret, &tuple);
         // RFC 6528: a keyed function of the addresses plus a 4 µs clock.
         let clock = (now.as_nanos() / 4000) as u32;
@@ -284,6 +307,7 @@ impl Endpoint {
             config,
             iss: (key as u32).wrapping_add(clock),
             ts_offset: (key >> 32) as u32,
+            compression_id,
         }
     }
 
@@ -400,6 +424,9 @@ impl Endpoint {
             Ok(parsed) => parsed,
             Err(err) => return self.drop_packet(err.label()),
         };
+        if ip.protocol() == IPPROTO_SCPS_COMPRESSED {
+            return self.handle_compressed(now, ip.src(), ip.dst(), payload);
+        }
         if ip.protocol() != IPPROTO_TCP {
             return self.drop_packet("not_tcp");
         }
@@ -424,7 +451,12 @@ impl Endpoint {
         };
         if let Some(&handle) = self.by_tuple.get(&tuple) {
             // Infallible: the map only holds live handles.
-            let _ = self.with_connection(handle, |c| c.handle_segment(now, &tcp));
+            let _ = self.with_connection(handle, |c| c.handle_tcp_segment(now, &tcp));
+            if tcp.flags.syn() {
+                // A SYN-ACK (or a SYN in a simultaneous open) may have
+                // brought the peer's compression id.
+                self.register_compression(handle);
+            }
             return;
         }
         let listener = [
@@ -436,6 +468,49 @@ impl Endpoint {
         match listener {
             Some(listener) => self.segment_to_listener(now, listener, tuple, &tcp),
             None => self.segment_to_nothing(tuple, &tcp),
+        }
+    }
+
+    /// A protocol-105 packet (spec/scps-tp.md "Compressed header"): to the
+    /// connection whose peer sends from `src` with the id in its first
+    /// byte, which decompresses it and processes it as TCP input.
+    fn handle_compressed(&mut self, now: Instant, src: IpAddr, dst: IpAddr, segment: &[u8]) {
+        if !self.local_addrs.contains(&dst) {
+            return self.drop_packet("not_local");
+        }
+        let id = match peek_conn_id(segment) {
+            Ok(id) => id,
+            Err(err) => return self.drop_packet(err.label()),
+        };
+        let Some(handle) = self.compression_ids.find(dst, src, id) else {
+            return self.drop_packet("no_compressed_connection");
+        };
+        // The table holds only live handles.
+        let Ok(result) =
+            self.with_connection(handle, |c| c.handle_compressed_segment(now, segment, src, dst))
+        else {
+            return self.drop_packet("no_compressed_connection");
+        };
+        if let Err(err) = result {
+            if matches!(err, WireError::BadChecksum { .. }) {
+                // As for TCP: the IP header held, the segment was damaged
+                // on the way from this peer.
+                self.corruption_experienced(src);
+            }
+            self.drop_packet(err.label());
+        }
+    }
+
+    /// Files the connection under the peer's compression id once it is
+    /// known.
+    fn register_compression(&mut self, handle: ConnectionHandle) {
+        let Some(conn) = self.connection(handle) else {
+            return;
+        };
+        if let (_, Some(peer_id)) = conn.compression_ids() {
+            let tuple = conn.tuple();
+            self.compression_ids
+                .register_peer(tuple.local.ip(), tuple.remote.ip(), peer_id, handle);
         }
     }
 
@@ -467,8 +542,10 @@ impl Endpoint {
             return self.drop_packet("too_many_connections");
         }
         let config = state.config.clone();
-        let params = self.params(now, tuple, config);
+        let offers_compression = seg.options.scps_capabilities.is_some_and(|caps| caps.compression);
+        let params = self.params(now, tuple, config, offers_compression);
         let handle = self.insert(Connection::accept(params, seg), Some(listener));
+        self.register_compression(handle);
         if let Some(state) = self.listeners.get_mut(&listener) {
             state.pending += 1;
         }
@@ -574,7 +651,14 @@ impl Endpoint {
         slot.generation = slot.generation.wrapping_add(1);
         slot.timeout = None;
         slot.queued = false;
-        self.by_tuple.remove(&conn.tuple());
+        let tuple = conn.tuple();
+        self.by_tuple.remove(&tuple);
+        self.compression_ids.release(
+            tuple.local.ip(),
+            tuple.remote.ip(),
+            conn.compression_ids(),
+            handle,
+        );
         self.free_slots.push(handle.index);
         self.live -= 1;
         if let Some(state) = listener.and_then(|l| self.listeners.get_mut(&l)) {
@@ -599,12 +683,7 @@ impl Endpoint {
             let Some(conn) = slot.conn.as_mut() else {
                 continue;
             };
-            let tuple = conn.tuple();
-            let hop_limit = conn.config().hop_limit;
-            let built = conn
-                .poll_transmit(now)
-                .map(|seg| build_tcp_packet(tuple.local.ip(), tuple.remote.ip(), hop_limit, &seg, buf));
-            match built {
+            match conn.poll_transmit_packet(now, buf) {
                 Some(Ok(())) => {
                     self.stats.packets_sent += 1;
                     self.after_event(handle, true);

@@ -314,3 +314,73 @@ fn the_window_does_not_grow_while_the_peers_window_limits_sending() {
         "cwnd {cwnd} grew past the 8 segments ever in use"
     );
 }
+
+#[test]
+fn a_lost_retransmission_is_resent_once_later_segments_arrive_without_a_timeout() {
+    let mut c = Established::new(config());
+    c.write(&pattern(30 * MSS as usize));
+    assert_eq!(c.output().len(), 10);
+    // Segment 1 is lost; three SACKed segments above it show it.
+    c.h.advance(Duration::from_millis(10));
+    ack_upto(&mut c, 1, &[(2, 5)]);
+    let first_repair = c.output();
+    assert_eq!(first_repair.first().map(|s| s.seq), Some(seg_seq(&c, 1)));
+    // The rest of the first flight arrives, which opens room for new data
+    // sent after the retransmission.
+    c.h.advance(Duration::from_millis(10));
+    ack_upto(&mut c, 1, &[(2, 10)]);
+    let new_data = c.output();
+    assert!(
+        new_data.iter().all(|s| s.seq != seg_seq(&c, 1)),
+        "the retransmission is still in flight: not resent"
+    );
+    let sent_after: Vec<u32> = first_repair
+        .iter()
+        .chain(&new_data)
+        .map(|s| s.seq)
+        .skip(1)
+        .collect();
+    assert!(
+        !sent_after.is_empty(),
+        "new data went out after the retransmission"
+    );
+    // A segment sent after the retransmission arrives; the retransmission
+    // does not: it was lost too, and goes again at once.
+    c.h.advance(Duration::from_millis(10));
+    let (a, b) = (
+        sent_after[0].wrapping_sub(c.snd_nxt) / MSS,
+        sent_after[0].wrapping_sub(c.snd_nxt) / MSS + 1,
+    );
+    ack_upto(&mut c, 1, &[(a, b), (2, 10)]);
+    assert_eq!(c.output().first().map(|s| s.seq), Some(seg_seq(&c, 1)));
+    let stats = c.stats();
+    assert_eq!(stats.timeouts, 0);
+    assert_eq!(stats.lost_retransmissions, 1);
+}
+
+#[test]
+fn a_recovery_sends_in_proportion_to_what_is_delivered() {
+    // RFC 6937: a flight of 20 with one loss; NewReno halves the window
+    // to 10. RFC 6675 alone would send nothing until the pipe fell below
+    // 10 segments; PRR sends one segment per two delivered from the start.
+    let mut c = Established::new(Config {
+        initial_window_segments: 20,
+        ..config()
+    });
+    c.write(&pattern(40 * MSS as usize));
+    assert_eq!(c.output().len(), 20);
+    ack_upto(&mut c, 0, &[(1, 4)]);
+    assert_eq!(seqs(&c.output()), [seg_seq(&c, 0)], "fast retransmit");
+    let mut sent_after = Vec::new();
+    for delivered in 1..=6 {
+        ack_upto(&mut c, 0, &[(1, 4 + delivered)]);
+        sent_after.push(c.output().len());
+    }
+    // Delivered 1..6 segments: ceil(d / 2) - 1 (the retransmission) may go.
+    assert_eq!(
+        sent_after,
+        [0, 0, 0, 1, 0, 1],
+        "one new segment per two delivered"
+    );
+    assert!(c.output().is_empty());
+}

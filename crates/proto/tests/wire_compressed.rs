@@ -503,6 +503,28 @@ fn header_sizes_of_typical_segments() {
 }
 
 #[test]
+fn resends_are_segments_below_the_highest_sequence_sent() {
+    let iss = 5000;
+    let mut c = Compressor::new(id(CONN_ID), iss);
+    let payload = [1u8; 100];
+    let first = data_segment(iss + 1, 1, &payload);
+    assert!(!c.resends(&first), "new data");
+    c.compress(&first, false).unwrap();
+    assert!(c.resends(&first), "the same data again");
+    assert!(
+        !c.resends(&data_segment(iss + 101, 1, &payload)),
+        "the next new data"
+    );
+    let mut fin = data_segment(iss + 101, 1, &[]);
+    fin.flags.insert(TcpFlags::FIN);
+    c.compress(&fin, false).unwrap();
+    assert!(c.resends(&fin), "the FIN again");
+    // An ACK or keepalive takes no sequence space: never a resend.
+    assert!(!c.resends(&data_segment(iss + 101, 1, &[])));
+    assert!(!c.resends(&data_segment(iss, 1, &[])));
+}
+
+#[test]
 fn compressor_refuses_what_has_no_compressed_form() {
     let mut c = Compressor::new(id(1), 0);
     let mut syn = data_segment(0, 0, &[]);

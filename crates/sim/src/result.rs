@@ -106,6 +106,8 @@ pub struct LinkFigures {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DirectionFigures {
     pub packets: u64,
+    /// IP bytes of those packets: what the senders put on the wire.
+    pub bytes: u64,
     pub delivered: u64,
     pub dropped_buffer: u64,
     pub dropped_bit_errors: u64,
@@ -117,6 +119,7 @@ impl DirectionFigures {
     pub fn of(channels: &[ChannelStats]) -> DirectionFigures {
         channels.iter().fold(DirectionFigures::default(), |mut sum, c| {
             sum.packets += c.packets_in;
+            sum.bytes += c.bytes_in;
             sum.delivered += c.packets_delivered;
             sum.dropped_buffer += c.dropped_buffer;
             sum.dropped_bit_errors += c.dropped_bit_errors;

@@ -81,3 +81,52 @@ fn tshark_decodes_a_capture_without_errors() {
     assert!(sacks > 0, "SACK blocks decoded");
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn a_capture_with_compressed_headers_holds_protocol_105_packets() {
+    let point = &points(
+        "lowrate-leo-geo",
+        &[
+            "protocol=scps-rate",
+            "link.delay=120ms",
+            "link.ber=1e-5",
+            "link.return.rate=115200bps",
+            "workload.bytes=200KB",
+            "tcp.header_compression=true",
+        ],
+    )[0];
+    let path = std::env::temp_dir().join(format!("scps-capture-105-{}.pcap", std::process::id()));
+    let options = RunOptions {
+        capture: Some(path.clone()),
+    };
+    let result = scps_sim::run(point, seed(), &options).expect("the run starts");
+    assert_eq!(result.error, None, "{}", describe(&result));
+    let count = |filter: &str| {
+        let output = Command::new("tshark")
+            .args([
+                "-r",
+                path.to_str().unwrap(),
+                "-o",
+                "ip.check_checksum:TRUE",
+                "-Y",
+                filter,
+            ])
+            .output()
+            .expect("tshark must be installed (.ci/run installs it)");
+        assert!(
+            output.status.success(),
+            "tshark failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).lines().count()
+    };
+    // tshark has no dissector for protocol 105: it shows IP packets with
+    // their payload, which is all there is to check there.
+    let compressed = count("ip.proto == 105");
+    assert!(compressed > 150, "{compressed} compressed packets");
+    // Only the SYN and SYN-ACK travel as TCP.
+    assert_eq!(count("ip.proto == 6"), count("tcp.flags.syn == 1"));
+    assert_eq!(count("ip.proto != 6 && ip.proto != 105"), 0);
+    assert_eq!(count("_ws.malformed || ip.checksum.status == 2"), 0);
+    std::fs::remove_file(&path).ok();
+}

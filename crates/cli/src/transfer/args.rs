@@ -44,6 +44,11 @@ pub struct CommonArgs {
     /// does not answer in kind.
     #[arg(long)]
     pub no_scps: bool,
+    /// Our stack also offers SCPS header compression: once both SYNs set
+    /// it, every later segment travels as IP protocol 105 with a compressed
+    /// header.
+    #[arg(long, conflicts_with = "no_scps")]
+    pub header_compression: bool,
     /// One JSON object (the field names of `scps sim --json`) instead of
     /// text.
     #[arg(long)]
@@ -57,6 +62,7 @@ impl CommonArgs {
             mtu: self.mtu,
             buffer: self.buffer.map(|b| b.0),
             scps: !self.no_scps,
+            header_compression: self.header_compression,
             keepalive: self.keepalive,
             connect_timeout,
         }

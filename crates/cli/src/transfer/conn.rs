@@ -16,6 +16,14 @@ pub enum Conn {
     Tcp(TcpStream),
 }
 
+/// The loss repairs of one connection of our stack.
+#[derive(Debug, Clone, Copy)]
+pub struct Repairs {
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+}
+
 /// Resets a connection from outside the task that uses it (Ctrl-C).
 #[derive(Debug)]
 pub enum Abort {
@@ -42,6 +50,21 @@ impl Conn {
             Conn::Scps(stream) => Abort::Scps(stream.abort_handle()),
             Conn::Tcp(stream) => Abort::Tcp(socket2::SockRef::from(stream).try_clone()?),
         })
+    }
+
+    /// How our stack's connection repaired losses: data bytes sent again,
+    /// retransmission timeouts and fast recoveries (not known for kernel
+    /// TCP, whose retransmitted bytes [`Conn::retransmitted_bytes`] asks
+    /// the kernel for).
+    pub fn repairs(&self) -> Option<Repairs> {
+        match self {
+            Conn::Scps(stream) => stream.stats().map(|s| Repairs {
+                retransmitted_bytes: s.bytes_retransmitted,
+                timeouts: s.timeouts,
+                fast_recoveries: s.fast_recoveries,
+            }),
+            Conn::Tcp(_) => None,
+        }
     }
 
     /// Sends each write at once (TCP_NODELAY on the kernel's socket,
@@ -83,6 +106,15 @@ impl Conn {
     pub fn scps(&self) -> Option<bool> {
         match self {
             Conn::Scps(stream) => stream.stats().map(|s| s.scps),
+            Conn::Tcp(_) => None,
+        }
+    }
+
+    /// Whether header compression was negotiated (not known for kernel
+    /// TCP).
+    pub fn header_compression(&self) -> Option<bool> {
+        match self {
+            Conn::Scps(stream) => stream.stats().map(|s| s.header_compression),
             Conn::Tcp(_) => None,
         }
     }

@@ -1,13 +1,16 @@
 //! What each end reports: with `--json`, one object with the field names of
 //! `scps sim --json` (`bytes`, `duration_s`, `goodput_bps`,
-//! `retransmitted_bytes`, and for message streams `offered_bps`,
-//! `actual_bps`, `messages`, `latency_p50_s`, `latency_p95_s`,
-//! `latency_max_s`, `reverse`); otherwise a few lines for people.
+//! `retransmitted_bytes`, `timeouts`, `fast_recoveries`, and for message
+//! streams `offered_bps`, `actual_bps`, `messages`, `latency_p50_s`,
+//! `latency_p95_s`, `latency_max_s`, `reverse`); otherwise a few lines for
+//! people.
 
 use std::time::Duration;
 
 use scps_sim::result::{FlowFigures, MessageFigures, percentile};
 use serde::{Deserialize, Serialize};
+
+use super::conn::Repairs;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -27,10 +30,20 @@ pub struct Report {
     /// kernel's (`tcpi_bytes_retrans`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retransmitted_bytes: Option<u64>,
+    /// Retransmission timeouts and fast recoveries of our stack's
+    /// connection (absent for kernel TCP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeouts: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_recoveries: Option<u64>,
     /// Whether the connection is SCPS-TP (both SYNs offered it) or plain
     /// TCP; absent for kernel TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scps: Option<bool>,
+    /// Whether header compression was in force (IP protocol 105); absent
+    /// for kernel TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_compression: Option<bool>,
     /// SHA-256 of the bulk data, as this end computed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
@@ -50,6 +63,13 @@ pub struct Report {
 }
 
 impl Report {
+    /// Fills in how the connection repaired losses (nothing for kernel TCP).
+    pub fn set_repairs(&mut self, repairs: Option<Repairs>) {
+        self.retransmitted_bytes = repairs.map(|r| r.retransmitted_bytes);
+        self.timeouts = repairs.map(|r| r.timeouts);
+        self.fast_recoveries = repairs.map(|r| r.fast_recoveries);
+    }
+
     pub fn failed(&self) -> bool {
         self.error.is_some()
             || self.verified == Some(false)
@@ -75,10 +95,11 @@ impl Report {
     }
 
     fn human(&self) -> String {
-        let negotiated = match self.scps {
-            Some(true) => " (SCPS-TP)",
-            Some(false) => " (plain TCP)",
-            None => "",
+        let negotiated = match (self.scps, self.header_compression) {
+            (Some(true), Some(true)) => " (SCPS-TP, compressed headers)",
+            (Some(true), _) => " (SCPS-TP)",
+            (Some(false), _) => " (plain TCP)",
+            (None, _) => "",
         };
         let mut lines = vec![format!(
             "{} {} over {}{negotiated} with {}: {} bytes in {:.3} s, {}",
@@ -105,7 +126,11 @@ impl Report {
             }
         }
         if let Some(r) = self.retransmitted_bytes {
-            lines.push(format!("  retransmitted {r} bytes"));
+            lines.push(format!(
+                "  retransmitted {r} bytes ({} timeouts, {} fast recoveries)",
+                self.timeouts.unwrap_or(0),
+                self.fast_recoveries.unwrap_or(0)
+            ));
         }
         lines.push(format!(
             "  cpu {:.2} s user, {:.2} s system ({:.0}% of the time)",

@@ -48,6 +48,8 @@ pub struct StackOptions {
     pub buffer: Option<u64>,
     /// Offer SCPS-TP (capabilities option and SNACK).
     pub scps: bool,
+    /// Offer header compression too (IP protocol 105).
+    pub header_compression: bool,
     /// Keepalive idle time and probe interval (3 probes).
     pub keepalive: Duration,
     pub connect_timeout: Duration,
@@ -91,9 +93,14 @@ impl Stack {
                 if options.pcap.is_some() {
                     bail!("--pcap captures our stack's packets; for kernel TCP use tcpdump");
                 }
-                if options.mtu.is_some() || options.buffer.is_some() || !options.scps {
+                if options.mtu.is_some()
+                    || options.buffer.is_some()
+                    || !options.scps
+                    || options.header_compression
+                {
                     bail!(
-                        "--mtu, --buffer and --no-scps set our stack; kernel TCP takes the system's settings"
+                        "--mtu, --buffer, --no-scps and --header-compression set our stack; kernel TCP takes the \
+                         system's settings"
                     );
                 }
                 return Ok(Stack::Kernel {
@@ -122,6 +129,7 @@ impl Stack {
         let connection = &mut net_options.endpoint.connection;
         connection.mtu = options.mtu.unwrap_or(default_mtu);
         connection.scps = options.scps;
+        connection.header_compression = options.header_compression;
         if options.keepalive.is_zero() {
             bail!("--keepalive 0s: expected a duration above 0");
         }

@@ -1,10 +1,12 @@
 //! CUBIC congestion control (RFC 9438), as Linux runs it by default.
 //!
 //! Windows are kept in bytes; the cubic function is evaluated in segments
-//! as the RFC writes it. HyStart is not modelled: slow start is RFC 5681's.
+//! as the RFC writes it. The initial slow start ends early by HyStart++
+//! (RFC 9406), as Linux's CUBIC leaves it by HyStart.
 
 use std::time::Duration;
 
+use super::hystart::{HyStart, Step};
 use super::{AckEvent, CongestionAlgorithm, CongestionControl, slow_start_increase};
 use crate::time::Instant;
 
@@ -27,6 +29,7 @@ pub struct Cubic {
     /// RFC 9438 4.8: after a timeout, the next epoch starts with K = 0 and
     /// W_max equal to the window at its start.
     after_timeout: bool,
+    hystart: HyStart,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +49,7 @@ impl Cubic {
             w_max: 0.0,
             epoch: None,
             after_timeout: false,
+            hystart: HyStart::new(),
         }
     }
 
@@ -82,6 +86,7 @@ impl Cubic {
         // flight size, which would punish application-limited senders.
         self.ssthresh = ((self.cwnd as f64 * BETA) as u64).max(2 * smss);
         self.epoch = None;
+        self.hystart.stop();
     }
 }
 
@@ -103,7 +108,10 @@ impl CongestionControl for Cubic {
             return;
         }
         if self.cwnd < self.ssthresh {
-            self.cwnd += slow_start_increase(ack.acked, ack.smss);
+            match self.hystart.on_ack(ack, slow_start_increase(ack.acked, ack.smss)) {
+                Step::Grow(increase) => self.cwnd += increase,
+                Step::Exit => self.ssthresh = self.cwnd,
+            }
             return;
         }
         let smss = ack.smss as f64;
@@ -183,6 +191,8 @@ mod tests {
             rtt_sample: Some(Duration::from_millis(100)),
             min_rtt: Some(Duration::from_millis(100)),
             cwnd_limited: true,
+            snd_una: 0,
+            snd_nxt: 0,
         }
     }
 

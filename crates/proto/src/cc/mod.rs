@@ -6,6 +6,7 @@
 //! Controllers are named, never numbered (see DESIGN.md).
 
 mod cubic;
+mod hystart;
 mod newreno;
 mod rate;
 mod vegas;
@@ -39,6 +40,10 @@ pub struct AckEvent {
     /// data went out; an application-limited sender must not grow a window
     /// it does not use (RFC 7661 section 4.3, RFC 5681 section 3.1).
     pub cwnd_limited: bool,
+    /// SND.UNA after this ACK and SND.NXT, sequence offsets: where a round
+    /// trip of slow start ends (RFC 9406).
+    pub snd_una: u64,
+    pub snd_nxt: u64,
 }
 
 pub trait CongestionControl: fmt::Debug + Send {

@@ -99,6 +99,8 @@ mod tests {
             rtt_sample: None,
             min_rtt: None,
             cwnd_limited: true,
+            snd_una: 0,
+            snd_nxt: 0,
         }
     }
 
@@ -122,6 +124,8 @@ mod tests {
         let mut cc = NewReno::new(2 * SMSS);
         cc.on_ack(&AckEvent {
             cwnd_limited: false,
+            snd_una: 0,
+            snd_nxt: 0,
             ..ack(2 * SMSS)
         });
         assert_eq!(cc.window(), 2 * SMSS);

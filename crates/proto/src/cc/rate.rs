@@ -86,6 +86,8 @@ mod tests {
             rtt_sample: None,
             min_rtt: None,
             cwnd_limited: false,
+            snd_una: 0,
+            snd_nxt: 0,
         });
         assert_eq!(cc.window(), UNLIMITED);
     }

@@ -153,6 +153,8 @@ mod tests {
             rtt_sample: Some(Duration::from_millis(rtt_ms)),
             min_rtt: Some(Duration::from_millis(base_ms)),
             cwnd_limited: true,
+            snd_una: 0,
+            snd_nxt: 0,
         }
     }
 

@@ -10,6 +10,7 @@ use super::timers::Timer;
 use super::{Connection, Event};
 use crate::cc::AckEvent;
 use crate::recovery::Phase;
+use crate::recovery::prr::Prr;
 use crate::seq::from_wire;
 use crate::time::Instant;
 use crate::wire::TcpRepr;
@@ -49,6 +50,7 @@ impl Connection {
         if seg.options.corruption_experienced {
             self.on_corruption_reported(now);
         }
+        let sacked_before = self.board.sacked_bytes();
         let newly_sacked = self.take_sack_blocks(seg);
         let snacked = self.take_snacks(now, ack, seg.options.snacks.as_slice());
         // SND.WL1/SND.WL2: only a newer segment may change the window.
@@ -72,6 +74,13 @@ impl Connection {
                 // RFC 6582 3.2 step 4: inflate by one segment per dup ACK.
                 self.recovery.inflation += self.negotiated.smss as i64;
             }
+        }
+        if let Some(prr) = self.recovery.prr.as_mut() {
+            // RFC 6937 DeliveredData: the cumulative ACK's advance plus the
+            // change in SACKed bytes (which falls as SACKed data is
+            // acknowledged).
+            let sacked_after = self.board.sacked_bytes();
+            prr.on_delivered((self.snd.una - una + sacked_after).saturating_sub(sacked_before));
         }
         self.detect_losses(now, snacked > 0);
         self.arm_sending_timers(now, restart_rto);
@@ -201,6 +210,8 @@ impl Connection {
             rtt_sample,
             min_rtt: self.rtt.min_rtt(),
             cwnd_limited: self.cwnd_limited,
+            snd_una: self.snd.una,
+            snd_nxt: self.snd.nxt,
         };
         self.cc.on_ack(&event);
     }
@@ -225,6 +236,9 @@ impl Connection {
         let smss = self.negotiated.smss;
         if self.negotiated.sack {
             self.board.mark_lost_by_sack(self.config.dup_threshold, smss);
+            let reorder_margin = self.config.snack_delay.max(self.config.clock_granularity);
+            let resent_lost = self.board.mark_overtaken_retransmissions(reorder_margin);
+            self.stats.lost_retransmissions += resent_lost as u64;
         }
         if !self.recovery.may_enter_fast(self.snd.una) || self.board.is_empty() {
             return;
@@ -242,6 +256,9 @@ impl Connection {
             self.cc.on_congestion_event(now, flight, smss);
         }
         self.recovery.enter_fast(self.snd.nxt, reduce);
+        if reduce && self.negotiated.sack {
+            self.recovery.prr = Some(Prr::start(flight));
+        }
         // The first unacknowledged segment goes again at once, whatever
         // the window (RFC 5681 3.2 step 2, RFC 6675 5 step 4.3); after a
         // SNACK, the first segment it named.

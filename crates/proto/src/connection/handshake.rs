@@ -46,6 +46,11 @@ pub struct ConnectionParams {
     pub iss: u32,
     /// Offset added to our timestamp clock (RFC 7323 7.1).
     pub ts_offset: u32,
+    /// The id to offer for header compression (spec/scps-tp.md "SCPS
+    /// capabilities"): the endpoint picks one, unique among its
+    /// connections to the same peer address, when the configuration offers
+    /// compression; `None` offers none.
+    pub compression_id: Option<std::num::NonZeroU8>,
 }
 
 /// Progress of the SYN exchange.
@@ -68,7 +73,7 @@ impl Connection {
             config.rto_initial,
             config.rto_min,
             config.rto_max,
-            config.clock_granularity,
+            config.clock_granularity.max(config.rto_margin_min),
         );
         let cc = config.congestion.build(&config, initial_window(&config, smss));
         Connection {
@@ -83,6 +88,7 @@ impl Connection {
                 recv_shift: 0,
                 scps: false,
                 snack: false,
+                compression: None,
             },
             snd: Sender {
                 iss: params.iss,
@@ -113,8 +119,7 @@ impl Connection {
             timers: Timers::default(),
             pacer: config
                 .rate_bps
-                .map(|rate| Pacer::new(rate, config.mtu, params.now)),
-            header_bytes: ip_header_len(params.tuple.local) + 20,
+                .map(|rate| Pacer::new(rate, config.rate_framing_bytes, params.now)),
             ack: AckState::default(),
             ts: Timestamps {
                 offset: params.ts_offset,
@@ -151,6 +156,11 @@ impl Connection {
             error: None,
             stats: Counters::default(),
             scratch: Vec::new(),
+            compression: super::compression::HeaderCompression::offering(
+                params
+                    .compression_id
+                    .filter(|_| config.scps && config.header_compression),
+            ),
             config,
         }
     }
@@ -185,7 +195,6 @@ impl Connection {
         let peer_mss = options.mss.unwrap_or_else(|| default_mss(self.tuple.remote));
         let mss = u64::from(peer_mss.min(our_mss(config, self.tuple.local)));
         let overhead = if timestamps { TIMESTAMPS_OVERHEAD } else { 0 };
-        self.header_bytes = ip_header_len(self.tuple.local) + 20 + overhead as usize;
         // spec/scps-tp.md "SCPS capabilities": SCPS-TP only if both SYNs
         // carry the option, each capability only if both set it.
         let scps = options.scps_capabilities.filter(|_| config.scps);
@@ -199,6 +208,10 @@ impl Connection {
             recv_shift,
             scps: scps.is_some(),
             snack: scps.is_some_and(|caps| caps.snack1 && config.snack),
+            // An id of 0 with the bit set is not a valid offer.
+            compression: scps
+                .filter(|caps| caps.compression && self.compression.our_id().is_some())
+                .and_then(|caps| std::num::NonZeroU8::new(caps.connection_id)),
         };
         if let Some(ts) = options.timestamps.filter(|_| timestamps) {
             self.ts.recent = ts.tsval;
@@ -214,6 +227,7 @@ impl Connection {
             .config
             .congestion
             .build(&self.config, initial_window(&self.config, self.negotiated.smss));
+        self.start_header_compression(syn);
     }
 
     /// The options of our SYN or SYN-ACK.
@@ -256,8 +270,17 @@ impl Connection {
             } else {
                 config.snack
             };
+            // Compression with our id, if the endpoint gave us one (and, in
+            // a SYN-ACK, the SYN offered it too).
+            let compression_id = if answering {
+                self.negotiated.compression.and(self.compression.our_id())
+            } else {
+                self.compression.our_id()
+            };
             options.scps_capabilities = Some(ScpsCapabilities {
                 snack1: snack,
+                compression: compression_id.is_some(),
+                connection_id: compression_id.map_or(0, |id| id.get()),
                 ..ScpsCapabilities::default()
             });
         }

@@ -3,11 +3,13 @@
 //!
 //! A connection knows nothing of IP: the endpoint demultiplexes packets to
 //! it, hands it parsed segments and wraps what it emits. It is driven by
-//! [`Connection::handle_segment`], [`Connection::handle_timeout`] and
-//! [`Connection::poll_transmit`], and asks to be woken at
+//! [`Connection::handle_tcp_segment`] (or
+//! [`Connection::handle_compressed_segment`]), [`Connection::handle_timeout`]
+//! and [`Connection::poll_transmit_packet`], and asks to be woken at
 //! [`Connection::poll_timeout`].
 
 mod ack;
+mod compression;
 mod corruption;
 mod handshake;
 mod input;
@@ -150,6 +152,9 @@ pub(crate) struct Negotiated {
     scps: bool,
     /// Both offered SNACK1: holes are named with the SNACK option.
     snack: bool,
+    /// Both set the header compression bit: the id the peer's compressed
+    /// headers carry (the contexts are in [`Connection::compression`]).
+    compression: Option<std::num::NonZeroU8>,
 }
 
 /// The sending side (RFC 9293 3.3.1 "Send Sequence Variables"), as offsets
@@ -260,8 +265,6 @@ pub struct Connection {
     timers: Timers,
     /// The route's token bucket, when the route has a rate.
     pacer: Option<Pacer>,
-    /// IP and TCP header bytes of a data segment, for pacing.
-    header_bytes: usize,
     ack: AckState,
     ts: Timestamps,
     handshake: handshake::Handshake,
@@ -318,6 +321,8 @@ pub struct Connection {
     stats: Counters,
     /// Payload of the segment being emitted.
     scratch: Vec<u8>,
+    /// Header compression: the id offered, the contexts once in force.
+    compression: compression::HeaderCompression,
 }
 
 /// Counters kept as things happen; [`Connection::stats`] adds the rest.
@@ -334,6 +339,7 @@ struct Counters {
     segments_rejected: u64,
     fast_recoveries: u64,
     timeouts: u64,
+    lost_retransmissions: u64,
     snacks_sent: u64,
     snacked_segments: u64,
     corruption_reports_sent: u64,
@@ -531,6 +537,7 @@ impl Connection {
             segments_rejected: c.segments_rejected,
             fast_recoveries: c.fast_recoveries,
             timeouts: c.timeouts,
+            lost_retransmissions: c.lost_retransmissions,
             snacks_sent: c.snacks_sent,
             snacked_segments: c.snacked_segments,
             corruption_reports_sent: c.corruption_reports_sent,
@@ -551,6 +558,10 @@ impl Connection {
             timestamps: self.negotiated.timestamps,
             scps: self.negotiated.scps,
             snack: self.negotiated.snack,
+            header_compression: self.compression.in_force(),
+            compressed_segments_sent: self.compression.counters().segments_sent,
+            compressed_segments_received: self.compression.counters().segments_received,
+            decompression_failures: self.compression.counters().failures,
             send_window_shift: self.negotiated.send_shift,
             receive_window_shift: self.negotiated.recv_shift,
         }

@@ -24,7 +24,9 @@ enum Plan {
 
 impl Connection {
     /// The next segment to send, if any. Call until it returns `None`.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<TcpRepr<'_>> {
+    /// The route's token bucket is charged when the segment is made into a
+    /// packet (see `compression.rs`), whose size depends on compression.
+    pub(crate) fn poll_transmit(&mut self, now: Instant) -> Option<TcpRepr<'_>> {
         let plan = self.plan(now)?;
         Some(self.build(now, plan))
     }
@@ -51,7 +53,7 @@ impl Connection {
             State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck => {
                 let owed = (self.force_retransmit, self.snack_owed);
                 if let Some(plan) = self.next_data_segment(now) {
-                    if self.pacer_admits(now, plan) {
+                    if self.pacer_admits(now) {
                         return Some(plan);
                     }
                     // Not yet: what was owed stays owed.
@@ -77,7 +79,7 @@ impl Connection {
         // narrow return link gets fewer, fuller ACKs instead of a queue of
         // stale ones (the ACK thinning the Wang paper asks of asymmetric
         // links).
-        (self.ack.immediate && self.pacer_admits(now, Plan::Ack)).then_some(Plan::Ack)
+        (self.ack.immediate && self.pacer_admits(now)).then_some(Plan::Ack)
     }
 
     /// The next segment carrying data: a retransmission (NextSeg rules 1
@@ -100,19 +102,13 @@ impl Connection {
         self.next_rescue_retransmission().map(Plan::Retransmit)
     }
 
-    /// Whether the route's token bucket lets `plan` go now; if not, the
-    /// pacing timer is set for when it will.
-    fn pacer_admits(&mut self, now: Instant, plan: Plan) -> bool {
+    /// Whether the route's token bucket lets the next packet go now; if
+    /// not, the pacing timer is set for when it will.
+    fn pacer_admits(&mut self, now: Instant) -> bool {
         let Some(pacer) = self.pacer.as_mut() else {
             return true;
         };
-        let payload = match plan {
-            Plan::Retransmit(index) => self.board.get(index).map_or(0, |s| s.len()),
-            Plan::NewData { len, .. } => len,
-            _ => 0,
-        };
-        let bytes = payload as usize + self.header_bytes;
-        let ready = pacer.ready_at(now, bytes);
+        let ready = pacer.ready_at(now);
         if ready <= now {
             return true;
         }
@@ -122,8 +118,12 @@ impl Connection {
 
     /// Bytes the congestion window allows beyond what is in the pipe,
     /// with NewReno's inflation (RFC 6582) and limited transmit (RFC 3042)
-    /// for connections without SACK.
+    /// for connections without SACK; in a SACK recovery that cut the
+    /// window, what proportional rate reduction allows (RFC 6937).
     fn congestion_allowance(&self) -> u64 {
+        if let Some(prr) = &self.recovery.prr {
+            return prr.allowance(self.board.pipe(), self.cc.ssthresh(), self.negotiated.smss);
+        }
         let mut window = self.cc.window() as i64;
         if !self.negotiated.sack {
             if self.recovery.in_fast_recovery() {
@@ -338,13 +338,12 @@ impl Connection {
         let payload_len = payload.1 as usize;
         let options = self.segment_options(now, payload.1);
         self.stats.snacks_sent += options.snacks.len() as u64;
-        if let Some(pacer) = self.pacer.as_mut() {
-            let ip_header = if self.tuple.local.is_ipv4() { 20 } else { 40 };
-            pacer.consume(now, ip_header + 20 + options.encoded_len() + payload_len);
-        }
         let window = self.window_field();
         let ack = self.note_ack_sent();
         self.stats.segments_sent += 1;
+        if let Some(prr) = self.recovery.prr.as_mut() {
+            prr.on_sent(payload.1);
+        }
         self.snd
             .buf
             .copy_to_vec(payload.0, payload_len, &mut self.scratch);

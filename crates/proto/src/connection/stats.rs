@@ -29,6 +29,8 @@ pub struct ConnectionStats {
     pub fast_recoveries: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// Retransmissions found lost because later segments arrived.
+    pub lost_retransmissions: u64,
     /// SNACK options sent, naming holes in what we received.
     pub snacks_sent: u64,
     /// Segments marked for retransmission by the peer's SNACKs.
@@ -59,6 +61,15 @@ pub struct ConnectionStats {
     /// SCPS-TP capabilities were exchanged; SNACK is in force.
     pub scps: bool,
     pub snack: bool,
+    /// Both SYNs set the header compression bit: segments after them
+    /// travel as IP protocol 105.
+    pub header_compression: bool,
+    /// Segments sent and received with compressed headers.
+    pub compressed_segments_sent: u64,
+    pub compressed_segments_received: u64,
+    /// Compressed segments for this connection dropped because they could
+    /// not be parsed or reconstructed (the endpoint's drop counters say why).
+    pub decompression_failures: u64,
     /// Window scale shifts: the peer's (applied to its windows) and ours.
     pub send_window_shift: u8,
     pub receive_window_shift: u8,

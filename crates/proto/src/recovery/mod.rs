@@ -2,8 +2,11 @@
 //! SACK scoreboard (RFC 6675), and the recovery phase with NewReno's rules
 //! for connections without SACK (RFC 6582).
 
+pub(crate) mod prr;
 pub mod rtt;
 pub(crate) mod scoreboard;
+
+use prr::Prr;
 
 /// Where the sender stands with respect to loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +43,9 @@ pub(crate) struct Recovery {
     /// The first partial ACK of this recovery has reset the timer (RFC 6582
     /// section 3.2 step 5, the "impatient" variant).
     pub(crate) partial_ack_seen: bool,
+    /// Proportional rate reduction of a SACK fast recovery that cut the
+    /// window (RFC 6937); `None` otherwise.
+    pub(crate) prr: Option<Prr>,
 }
 
 impl Recovery {
@@ -51,6 +57,7 @@ impl Recovery {
             inflation: 0,
             high_rule3: 0,
             partial_ack_seen: false,
+            prr: None,
         }
     }
 
@@ -68,6 +75,7 @@ impl Recovery {
         self.recover = highest_sent;
         self.high_rule3 = 0;
         self.partial_ack_seen = false;
+        self.prr = None;
     }
 
     pub(crate) fn enter_timeout(&mut self, highest_sent: u64) {
@@ -77,6 +85,7 @@ impl Recovery {
         self.recover = highest_sent;
         self.dup_acks = 0;
         self.inflation = 0;
+        self.prr = None;
     }
 
     /// Leaves recovery if the cumulative ACK `una` covers the recovery
@@ -93,6 +102,7 @@ impl Recovery {
         self.phase = Phase::Open;
         self.inflation = 0;
         self.dup_acks = 0;
+        self.prr = None;
         Some(ended)
     }
 

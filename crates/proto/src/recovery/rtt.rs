@@ -14,14 +14,18 @@ pub struct RttEstimator {
     latest: Option<Duration>,
     min: Duration,
     max: Duration,
-    granularity: Duration,
+    /// Lower bound of the variance term K·RTTVAR: RFC 6298 2.3's clock
+    /// granularity G, or more (Linux puts its 200 ms minimum RTO here,
+    /// the SCPS RI 500 ms), so that a steady RTT does not bring the RTO
+    /// down to the RTT itself.
+    margin_min: Duration,
 }
 
 /// RFC 6298 5.7: after a SYN times out, data starts with at least 3 s.
 const RTO_AFTER_SYN_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl RttEstimator {
-    pub fn new(initial: Duration, min: Duration, max: Duration, granularity: Duration) -> Self {
+    pub fn new(initial: Duration, min: Duration, max: Duration, margin_min: Duration) -> Self {
         RttEstimator {
             srtt: None,
             rttvar: Duration::ZERO,
@@ -31,7 +35,7 @@ impl RttEstimator {
             latest: None,
             min,
             max,
-            granularity,
+            margin_min,
         }
     }
 
@@ -51,7 +55,7 @@ impl RttEstimator {
             }
         }
         let srtt = self.srtt.unwrap_or(rtt);
-        self.base_rto = (srtt + self.granularity.max(self.rttvar * 4)).clamp(self.min, self.max);
+        self.base_rto = (srtt + self.margin_min.max(self.rttvar * 4)).clamp(self.min, self.max);
         self.backoff = 0;
     }
 
@@ -132,6 +136,16 @@ mod tests {
         assert_eq!(rtt.rttvar(), Duration::from_micros(62_500));
         assert_eq!(rtt.srtt(), Some(Duration::from_micros(112_500)));
         assert_eq!(rtt.rto(), Duration::from_micros(362_500));
+    }
+
+    #[test]
+    fn a_steady_rtt_keeps_the_rto_a_margin_above_it() {
+        let mut rtt = RttEstimator::new(ms(1000), ms(200), ms(60_000), ms(500));
+        for _ in 0..50 {
+            rtt.on_sample(ms(600));
+        }
+        assert!(rtt.rttvar() < ms(1), "{:?}", rtt.rttvar());
+        assert_eq!(rtt.rto(), ms(1100), "SRTT + the 500 ms floor of 4 RTTVAR");
     }
 
     #[test]

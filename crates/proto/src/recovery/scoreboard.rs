@@ -97,6 +97,10 @@ pub(crate) struct Scoreboard {
     /// that transmission's: any copy sent before it on the same path has
     /// had its chance to arrive (the idea of RACK, RFC 8985).
     delivered_sent_at: Option<Instant>,
+    /// Retransmissions in the order they were sent, as (start, send time):
+    /// each is judged lost once a later transmission is known to have
+    /// arrived (`mark_overtaken_retransmissions`).
+    resent: VecDeque<(u64, Instant)>,
 }
 
 impl Scoreboard {
@@ -117,7 +121,6 @@ impl Scoreboard {
         self.pipe
     }
 
-    #[cfg(test)]
     pub(crate) fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
     }
@@ -174,6 +177,41 @@ impl Scoreboard {
             seg.transmissions += 1;
             seg.retransmitted = true;
         });
+        if let Some(seg) = self.segments.get(index) {
+            self.resent.push_back((seg.start, now));
+        }
+    }
+
+    /// Lost retransmissions (the time-ordered rule of RACK, RFC 8985 6.2):
+    /// a retransmission still neither SACKed nor acknowledged when a
+    /// segment sent more than `reorder_margin` after it is known to have
+    /// arrived was lost too. RFC 6675 alone cannot tell, and leaves the
+    /// repair to the retransmission timer: on a long path that costs a
+    /// timeout per lost copy, and a timeout resends the whole flight.
+    /// Returns how many segments now await retransmission again.
+    pub(crate) fn mark_overtaken_retransmissions(&mut self, reorder_margin: Duration) -> usize {
+        let Some(delivered_sent_at) = self.delivered_sent_at else {
+            return 0;
+        };
+        let mut marked = 0;
+        while let Some(&(start, sent_at)) = self.resent.front() {
+            if sent_at + reorder_margin >= delivered_sent_at {
+                break;
+            }
+            self.resent.pop_front();
+            let index = self.segments.partition_point(|seg| seg.start < start);
+            let outstanding = self.segments.get(index).is_some_and(|seg| {
+                seg.start == start && seg.sent_at == sent_at && seg.retransmitted && !seg.sacked
+            });
+            if outstanding {
+                self.update(index, |seg| {
+                    seg.lost = true;
+                    seg.retransmitted = false;
+                });
+                marked += 1;
+            }
+        }
+        marked
     }
 
     /// Removes everything below sequence offset `una` (a cumulative ACK).
@@ -217,6 +255,7 @@ impl Scoreboard {
         }
         if self.segments.is_empty() {
             self.high_sacked = 0;
+            self.resent.clear();
         }
         acked
     }

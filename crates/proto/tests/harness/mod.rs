@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod pair;
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 

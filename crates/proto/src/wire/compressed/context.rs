@@ -113,6 +113,14 @@ impl Compressor {
         self.conn_id
     }
 
+    /// Whether `segment` resends sequence space sent before (data or a FIN
+    /// starting below the end of the highest sent): what
+    /// [`Compressor::compress`] calls a retransmission. A keepalive or an
+    /// ACK occupies no sequence space and is never one.
+    pub fn resends(&self, segment: &TcpRepr<'_>) -> bool {
+        segment.sequence_len() > 0 && seq_before(segment.seq, self.highest_end_sent)
+    }
+
     /// Records an acknowledgment number received from the peer (on any
     /// segment with ACK, compressed or not). Values that acknowledge
     /// nothing new, or data never sent, are ignored.

@@ -1,0 +1,219 @@
+//! Header compression on a connection (spec/scps-tp.md "Compressed header
+//! (IP protocol 105)" and "SCPS capabilities", bit 0x10 and the conn id
+//! byte).
+//!
+//! Each side offers the compression bit with an id of its own (1..255,
+//! chosen by the endpoint); compression is in force only if both SYNs set
+//! it. From then on every segment the connection sends, except SYNs, is an
+//! IP protocol 105 packet whose header carries our id, and the peer's
+//! compressed segments, carrying its id, are demultiplexed to us by the
+//! endpoint. The codec and the reasoning about which fields may be left
+//! out are in [`crate::wire::compressed`]; here are the two contexts, fed
+//! with what the connection sends and receives, and the counters.
+
+use std::net::IpAddr;
+use std::num::NonZeroU8;
+
+use super::Connection;
+use crate::time::Instant;
+use crate::wire::{Compressor, Decompressor, TcpRepr, WireError, build_compressed_packet, build_tcp_packet};
+
+/// What a compressed segment for a connection without compression is.
+const NOT_IN_FORCE: WireError =
+    WireError::NotCompressible("a connection that did not negotiate header compression");
+
+/// Compression state of a connection.
+#[derive(Debug, Default)]
+pub(crate) struct HeaderCompression {
+    /// The id we offer (and, once in force, put in our compressed headers);
+    /// `None` when the configuration does not offer compression or the
+    /// endpoint had no id free.
+    our_id: Option<NonZeroU8>,
+    /// Both SYNs set the bit: the contexts of the two directions.
+    contexts: Option<Box<Contexts>>,
+    counters: CompressionCounters,
+}
+
+#[derive(Debug)]
+struct Contexts {
+    compressor: Compressor,
+    decompressor: Decompressor,
+}
+
+/// What the statistics report.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CompressionCounters {
+    pub(crate) segments_sent: u64,
+    pub(crate) segments_received: u64,
+    /// Compressed segments for this connection that could not be parsed or
+    /// reconstructed (dropped).
+    pub(crate) failures: u64,
+}
+
+impl HeaderCompression {
+    pub(crate) fn offering(our_id: Option<NonZeroU8>) -> HeaderCompression {
+        HeaderCompression {
+            our_id,
+            ..HeaderCompression::default()
+        }
+    }
+
+    /// The id to put in our SCPS capabilities option when we offer
+    /// compression.
+    pub(crate) fn our_id(&self) -> Option<NonZeroU8> {
+        self.our_id
+    }
+
+    pub(crate) fn in_force(&self) -> bool {
+        self.contexts.is_some()
+    }
+
+    pub(crate) fn counters(&self) -> CompressionCounters {
+        self.counters
+    }
+}
+
+impl Connection {
+    /// The ids of header compression: ours when we offer it, and the
+    /// peer's once compression is in force (the endpoint demultiplexes
+    /// compressed segments by it).
+    pub fn compression_ids(&self) -> (Option<NonZeroU8>, Option<NonZeroU8>) {
+        (self.compression.our_id, self.negotiated.compression)
+    }
+
+    /// Compression comes into force on the peer's SYN (or SYN-ACK) if both
+    /// sides set the bit (`negotiated.compression`, settled with the other
+    /// options before this is called).
+    pub(crate) fn start_header_compression(&mut self, syn: &TcpRepr<'_>) {
+        let (Some(our_id), Some(peer_id)) = (self.compression.our_id, self.negotiated.compression) else {
+            return;
+        };
+        let mut decompressor = Decompressor::new(
+            peer_id,
+            self.tuple.remote.port(),
+            self.tuple.local.port(),
+            syn.seq,
+        );
+        // The SYN-ACK carries the peer's first window and acknowledgment
+        // number, and timestamps: what an RI peer's first compressed
+        // segments may leave out.
+        decompressor.observe(syn);
+        self.compression.contexts = Some(Box::new(Contexts {
+            compressor: Compressor::new(our_id, self.snd.iss),
+            decompressor,
+        }));
+    }
+
+    /// Processes an uncompressed segment (IP protocol 6) for this
+    /// connection. With compression in force it also teaches the contexts:
+    /// a peer may send some segments uncompressed (its handshake ACK, say),
+    /// and what it acknowledges tells the compressor what it holds, however
+    /// the acknowledgment travelled. A SYN is not taught: a retransmitted
+    /// SYN-ACK carries the window and acknowledgment number of the
+    /// handshake, older than what the peer's compressor assumes we hold.
+    pub fn handle_tcp_segment(&mut self, now: Instant, seg: &TcpRepr<'_>) {
+        if let Some(contexts) = self.compression.contexts.as_mut()
+            && !seg.flags.syn()
+        {
+            contexts.decompressor.observe(seg);
+            if seg.flags.ack() {
+                contexts.compressor.on_ack_received(seg.ack);
+            }
+        }
+        self.handle_segment(now, seg);
+    }
+
+    /// Processes a compressed segment (the bytes after the IP header of a
+    /// protocol-105 packet from `src` to `dst`) that the endpoint found
+    /// for this connection by the peer's id.
+    ///
+    /// Errors, the segment dropped and counted: the errors of
+    /// [`Decompressor::decompress`] (a bad checksum, a truncated or
+    /// malformed header, a field that cannot be reconstructed), and
+    /// [`WireError::NotCompressible`] when compression is not in force.
+    pub fn handle_compressed_segment(
+        &mut self,
+        now: Instant,
+        segment: &[u8],
+        src: IpAddr,
+        dst: IpAddr,
+    ) -> Result<(), WireError> {
+        let Some(contexts) = self.compression.contexts.as_mut() else {
+            return Err(NOT_IN_FORCE);
+        };
+        let seg = match contexts.decompressor.decompress(segment, src, dst) {
+            Ok(seg) => seg,
+            Err(err) => {
+                self.compression.counters.failures += 1;
+                return Err(err);
+            }
+        };
+        if seg.flags.ack() {
+            // What the peer acknowledges came through its decompressor:
+            // the compressor's evidence of what the peer holds.
+            contexts.compressor.on_ack_received(seg.ack);
+        }
+        self.compression.counters.segments_received += 1;
+        self.handle_segment(now, &seg);
+        Ok(())
+    }
+
+    /// Writes the next segment as an IP packet into `buf`: protocol 105
+    /// once compression is in force (SYNs excepted), else protocol 6.
+    /// `None` when there is nothing to send; an error when our own segment
+    /// does not fit the wire format (a bug, for the endpoint to count).
+    ///
+    /// The packet's real size is taken from the route's token bucket
+    /// (SYNs and resets are not paced).
+    pub fn poll_transmit_packet(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Result<(), WireError>> {
+        let (src, dst) = (self.tuple.local.ip(), self.tuple.remote.ip());
+        let hop_limit = self.config.hop_limit;
+        let in_force = self.compression.in_force();
+        let seg = self.poll_transmit(now)?;
+        let paced = !seg.flags.syn() && !seg.flags.rst();
+        let compress = in_force && !seg.flags.syn();
+        let built = if compress {
+            // The payload borrows the connection's scratch buffer: take it
+            // out so that the compressor can be borrowed beside it.
+            let payload_len = seg.payload.len();
+            let header = TcpRepr { payload: &[], ..seg };
+            let scratch = std::mem::take(&mut self.scratch);
+            let seg = TcpRepr {
+                payload: scratch.get(..payload_len).unwrap_or_default(),
+                ..header
+            };
+            let built = self.compress_into(&seg, src, dst, hop_limit, buf);
+            self.scratch = scratch;
+            built
+        } else {
+            build_tcp_packet(src, dst, hop_limit, &seg, buf)
+        };
+        if built.is_ok()
+            && paced
+            && let Some(pacer) = self.pacer.as_mut()
+        {
+            pacer.consume(now, buf.len());
+        }
+        Some(built)
+    }
+
+    fn compress_into(
+        &mut self,
+        seg: &TcpRepr<'_>,
+        src: IpAddr,
+        dst: IpAddr,
+        hop_limit: u8,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), WireError> {
+        let Some(contexts) = self.compression.contexts.as_mut() else {
+            return Err(NOT_IN_FORCE);
+        };
+        // Spec "Compressed header": S and A whenever in doubt, as on every
+        // retransmission.
+        let retransmission = contexts.compressor.resends(seg);
+        let compressed = contexts.compressor.compress(seg, retransmission)?;
+        build_compressed_packet(src, dst, hop_limit, &compressed, buf)?;
+        self.compression.counters.segments_sent += 1;
+        Ok(())
+    }
+}

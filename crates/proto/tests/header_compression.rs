@@ -1,0 +1,433 @@
+//! Header compression on the endpoint (spec/scps-tp.md "Compressed header
+//! (IP protocol 105)" and "SCPS capabilities"): negotiation in the SYNs,
+//! whole transfers between two endpoints of ours with every segment after
+//! the SYNs compressed, recovery after lost compressed segments, and the
+//! drops a segment that cannot be reconstructed costs.
+
+mod harness;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use harness::pair::{A6, B6, Exchanged, Pair, data, exchange};
+use harness::{Harness, OURS, PEER_ISS, Seg, THEIRS};
+use scps_proto::Config;
+use scps_proto::wire::{
+    CompressedRepr, IPPROTO_SCPS_COMPRESSED, IPPROTO_TCP, IpRepr, ScpsCapabilities, TcpFlags, TcpOptions,
+    WindowAck, build_compressed_packet,
+};
+
+fn compressing() -> Config {
+    Config {
+        scps: true,
+        header_compression: true,
+        ..Config::default()
+    }
+}
+
+fn offer(connection_id: u8) -> ScpsCapabilities {
+    ScpsCapabilities {
+        snack1: true,
+        compression: true,
+        connection_id,
+        ..ScpsCapabilities::default()
+    }
+}
+
+#[test]
+fn our_syn_offers_compression_with_an_id_only_when_configured() {
+    let mut h = Harness::new(compressing());
+    h.ep.connect(h.now, THEIRS, Some(OURS), None).unwrap();
+    let caps = h.one().options.scps_capabilities.expect("SCPS offered");
+    assert!(caps.compression, "{caps:?}");
+    assert_ne!(caps.connection_id, 0, "an id from 1 to 255");
+
+    // SCPS without compression: the bit clear and id 0, as the spec says.
+    let mut h = Harness::new(Config {
+        header_compression: false,
+        ..compressing()
+    });
+    h.ep.connect(h.now, THEIRS, Some(OURS), None).unwrap();
+    let caps = h.one().options.scps_capabilities.expect("SCPS offered");
+    assert!(!caps.compression && caps.connection_id == 0, "{caps:?}");
+
+    // Compression is an SCPS capability: without SCPS, nothing is offered.
+    let mut h = Harness::new(Config {
+        scps: false,
+        ..compressing()
+    });
+    h.ep.connect(h.now, THEIRS, Some(OURS), None).unwrap();
+    assert_eq!(h.one().options.scps_capabilities, None);
+}
+
+#[test]
+fn connections_to_one_peer_get_different_ids() {
+    let mut h = Harness::new(compressing());
+    let mut ids = Vec::new();
+    for port in 40000..40010 {
+        let local = SocketAddr::new(OURS.ip(), port);
+        h.ep.connect(h.now, THEIRS, Some(local), None).unwrap();
+        ids.push(h.one().options.scps_capabilities.unwrap().connection_id);
+    }
+    let mut distinct = ids.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), ids.len(), "ids {ids:?}");
+}
+
+/// A SYN from the scripted peer to our listener, offering `caps`.
+fn peer_syn(caps: Option<ScpsCapabilities>) -> Seg {
+    let mut syn = Seg::new(TcpFlags::SYN, PEER_ISS - 1).mss(1460).ts(1, 0);
+    syn.options.scps_capabilities = caps;
+    syn
+}
+
+#[test]
+fn a_syn_ack_offers_compression_only_if_the_syn_did_with_a_valid_id() {
+    for (caps, expected) in [
+        (Some(offer(9)), true),
+        (Some(offer(0)), false),
+        (Some(ScpsCapabilities::default()), false),
+        (None, false),
+    ] {
+        let mut h = Harness::new(compressing());
+        h.ep.listen(OURS, None).unwrap();
+        h.send(&peer_syn(caps));
+        let syn_ack = h.one();
+        assert!(syn_ack.has(TcpFlags::SYN) && syn_ack.has(TcpFlags::ACK));
+        let ours = syn_ack.options.scps_capabilities;
+        assert_eq!(
+            ours.is_some_and(|c| c.compression && c.connection_id != 0),
+            expected,
+            "peer offered {caps:?}, we answered {ours:?}"
+        );
+    }
+}
+
+/// The id the scripted peer announces.
+const PEER_ID: u8 = 9;
+
+/// Our listener after the scripted peer's SYN offering compression with
+/// `PEER_ID`; returns the harness and our SYN-ACK.
+fn listener_with_compressing_peer() -> (Harness, Seg) {
+    let mut h = Harness::new(compressing());
+    h.ep.listen(OURS, None).unwrap();
+    h.send(&peer_syn(Some(offer(PEER_ID))));
+    let syn_ack = h.one();
+    assert!(syn_ack.options.scps_capabilities.is_some_and(|c| c.compression));
+    (h, syn_ack)
+}
+
+/// The scripted peer's compressed segment: its handshake ACK when
+/// `window_ack` is given, else the same leaving out the window and
+/// acknowledgment number.
+fn peer_compressed(id: u8, window_ack: Option<WindowAck>, payload: &[u8]) -> Vec<u8> {
+    let segment = CompressedRepr {
+        conn_id: id,
+        flags: TcpFlags::ACK,
+        urgent: 0,
+        window_ack,
+        seq: Some(PEER_ISS),
+        tsval: Some(2),
+        tsecr: Some(0),
+        record_boundary: false,
+        options: TcpOptions::default(),
+        payload,
+    };
+    let mut packet = Vec::new();
+    build_compressed_packet(THEIRS.ip(), OURS.ip(), 64, &segment, &mut packet).unwrap();
+    packet
+}
+
+#[test]
+fn compressed_segments_that_cannot_be_used_are_dropped_and_counted_by_cause() {
+    let (mut h, _) = listener_with_compressing_peer();
+    // Our decompressor has seen only the peer's SYN: a segment without the
+    // window and acknowledgment number cannot be reconstructed.
+    let packet = peer_compressed(PEER_ID, None, b"");
+    h.ep.handle_packet(h.now, &packet);
+    assert_eq!(h.ep.stats().dropped("compressed_field_unknown"), 1);
+
+    // An id the peer never announced.
+    let packet = peer_compressed(PEER_ID + 1, None, b"");
+    h.ep.handle_packet(h.now, &packet);
+    assert_eq!(h.ep.stats().dropped("no_compressed_connection"), 1);
+
+    // A damaged one.
+    let mut packet = peer_compressed(PEER_ID, None, b"x");
+    *packet.last_mut().unwrap() ^= 0x20;
+    h.ep.handle_packet(h.now, &packet);
+    assert_eq!(h.ep.stats().dropped("bad_checksum"), 1);
+
+    // A truncated one: the control byte says a sequence number follows.
+    let packet = peer_compressed(PEER_ID, None, b"");
+    let (ip, _) = IpRepr::parse(&packet).unwrap();
+    let mut short = packet[..ip.header_len() + 4].to_vec();
+    fix_ip_length(&mut short);
+    h.ep.handle_packet(h.now, &short);
+    assert_eq!(h.ep.stats().dropped("truncated"), 1);
+    assert_eq!(h.ep.stats().total_dropped(), 4, "{:?}", h.ep.stats().drops);
+    assert_eq!(h.ep.accept(OURS), None, "none of them completed the handshake");
+}
+
+/// Rewrites the IPv4 total length and header checksum of a packet cut
+/// short.
+fn fix_ip_length(packet: &mut [u8]) {
+    let len = packet.len() as u16;
+    packet[2..4].copy_from_slice(&len.to_be_bytes());
+    packet[10..12].copy_from_slice(&[0, 0]);
+    let mut sum: u32 = 0;
+    for word in packet[..20].chunks(2) {
+        sum += u32::from(u16::from_be_bytes([word[0], word[1]]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    packet[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+}
+
+#[test]
+fn a_compressed_handshake_ack_completes_the_handshake_and_counts() {
+    let (mut h, syn_ack) = listener_with_compressing_peer();
+    let window_ack = WindowAck {
+        window: 65535,
+        ack: syn_ack.seq.wrapping_add(1),
+    };
+    let packet = peer_compressed(PEER_ID, Some(window_ack), b"hello");
+    h.ep.handle_packet(h.now, &packet);
+    assert_eq!(h.ep.stats().total_dropped(), 0, "{:?}", h.ep.stats().drops);
+    let conn = h.ep.accept(OURS).expect("established by the compressed ACK");
+    assert_eq!(h.read(conn), b"hello");
+    let stats = h.ep.stats_of(conn).unwrap();
+    assert!(stats.header_compression);
+    assert_eq!(stats.compressed_segments_received, 1);
+    assert_eq!(stats.decompression_failures, 0);
+}
+
+/// Header bytes of the segments sent one way (`to_b`) in a log, by kind:
+/// (data segments, pure ACKs); SYNs and FINs left out.
+fn header_sizes(log: &[(bool, Vec<u8>)], to_b: bool) -> (Vec<usize>, Vec<usize>) {
+    let (mut data, mut acks) = (Vec::new(), Vec::new());
+    for (_, packet) in log.iter().filter(|(dir, _)| *dir == to_b) {
+        let (ip, segment) = IpRepr::parse(packet).unwrap();
+        let (header, payload, fin) = match ip.protocol() {
+            IPPROTO_SCPS_COMPRESSED => {
+                let c = CompressedRepr::parse(segment, ip.src(), ip.dst(), true).unwrap();
+                (segment.len() - c.payload.len(), c.payload.len(), c.flags.fin())
+            }
+            IPPROTO_TCP => {
+                let t = scps_proto::wire::TcpRepr::parse(segment, ip.src(), ip.dst(), true).unwrap();
+                if t.flags.syn() {
+                    continue;
+                }
+                (segment.len() - t.payload.len(), t.payload.len(), t.flags.fin())
+            }
+            other => panic!("protocol {other} on the wire"),
+        };
+        if fin {
+            continue;
+        }
+        if payload > 0 { &mut data } else { &mut acks }.push(header);
+    }
+    (data, acks)
+}
+
+fn most_common(sizes: &[usize]) -> usize {
+    let mut counts = std::collections::BTreeMap::new();
+    for &s in sizes {
+        *counts.entry(s).or_insert(0) += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(_, n)| n)
+        .map(|(s, _)| s)
+        .unwrap_or(0)
+}
+
+#[test]
+fn every_segment_after_the_syns_travels_compressed_over_ipv4_and_ipv6() {
+    for (a, b) in [(harness::pair::A, harness::pair::B), (A6, B6)] {
+        let mut pair = Pair::with_addresses(compressing(), Duration::from_millis(40), a, b);
+        pair.record = true;
+        let (to_b, to_a) = (data(200_000, 1), data(100_000, 2));
+        let Exchanged { at_a, at_b, ca, cb } = exchange(&mut pair, &to_b, &to_a);
+        assert!(at_b == to_b && at_a == to_a, "content differs ({a})");
+        let mut compressed = [0u64; 2];
+        for (to_b, packet) in &pair.log {
+            let (ip, _) = IpRepr::parse(packet).unwrap();
+            let syn = ip.protocol() == IPPROTO_TCP
+                && scps_proto::wire::parse_tcp_packet(packet)
+                    .unwrap()
+                    .1
+                    .is_some_and(|t| t.flags.syn());
+            assert!(
+                syn || ip.protocol() == IPPROTO_SCPS_COMPRESSED,
+                "protocol {} for a segment that is not a SYN ({a})",
+                ip.protocol()
+            );
+            if !syn {
+                compressed[usize::from(!to_b)] += 1;
+            }
+        }
+        let (sa, sb) = (pair.a.stats_of(ca).unwrap(), pair.b.stats_of(cb).unwrap());
+        assert!(sa.header_compression && sb.header_compression);
+        assert_eq!(sa.compressed_segments_sent, compressed[0], "({a})");
+        assert_eq!(sb.compressed_segments_sent, compressed[1], "({a})");
+        assert_eq!(
+            sb.compressed_segments_received, compressed[0],
+            "a lossless link ({a})"
+        );
+        assert_eq!(sa.compressed_segments_received, compressed[1], "({a})");
+        assert_eq!(pair.a.stats().total_dropped() + pair.b.stats().total_dropped(), 0);
+    }
+}
+
+#[test]
+fn headers_shrink_from_32_to_16_bytes_per_data_segment_and_18_per_ack() {
+    let mut sizes = Vec::new();
+    for header_compression in [false, true] {
+        let config = Config {
+            header_compression,
+            ..compressing()
+        };
+        let mut pair = Pair::new(config, Duration::from_millis(40));
+        pair.record = true;
+        let to_b = data(500_000, 3);
+        let Exchanged { at_b, .. } = exchange(&mut pair, &to_b, b"");
+        assert!(at_b == to_b, "content differs");
+        let (data_headers, _) = header_sizes(&pair.log, true);
+        let (_, ack_headers) = header_sizes(&pair.log, false);
+        let wire_bytes: usize = pair.log.iter().map(|(_, p)| p.len()).sum();
+        println!(
+            "compression {header_compression}: {} data segments, header {} bytes (mean {:.2}); {} pure ACKs, \
+             header {} bytes (mean {:.2}); {wire_bytes} bytes of IPv4 packets both ways",
+            data_headers.len(),
+            most_common(&data_headers),
+            data_headers.iter().sum::<usize>() as f64 / data_headers.len() as f64,
+            ack_headers.len(),
+            most_common(&ack_headers),
+            ack_headers.iter().sum::<usize>() as f64 / ack_headers.len() as f64,
+        );
+        sizes.push((most_common(&data_headers), most_common(&ack_headers)));
+    }
+    // TCP with timestamps: 20 + 12. Compressed (spec "Compressed header"):
+    // id, control 0x62 or 0x66, sequence number, both timestamps, checksum
+    // on data; an ACK has the window and acknowledgment number instead of
+    // the sequence number (control 0x61).
+    assert_eq!(sizes, vec![(32, 32), (16, 18)]);
+}
+
+#[test]
+fn losing_the_first_compressed_segments_after_the_handshake_is_repaired() {
+    // Each way, the first three compressed segments are lost: A's
+    // handshake ACK and first data, B's first ACKs. Every later header
+    // must still be reconstructed right.
+    for lost in [1, 3, 6] {
+        let mut pair = Pair::new(
+            Config {
+                rto_min: Duration::from_millis(200),
+                ..compressing()
+            },
+            Duration::from_millis(30),
+        );
+        let mut seen = [0u64; 2];
+        pair.lose(move |to_b, _, packet| {
+            let (ip, _) = IpRepr::parse(packet).unwrap();
+            if ip.protocol() != IPPROTO_SCPS_COMPRESSED {
+                return false;
+            }
+            let n = &mut seen[usize::from(!to_b)];
+            *n += 1;
+            *n <= lost
+        });
+        let (to_b, to_a) = (data(100_000, 4), data(60_000, 5));
+        let Exchanged { at_a, at_b, ca, cb } = exchange(&mut pair, &to_b, &to_a);
+        assert!(at_b == to_b && at_a == to_a, "content differs ({lost} lost)");
+        let (sa, sb) = (pair.a.stats_of(ca).unwrap(), pair.b.stats_of(cb).unwrap());
+        assert!(sa.header_compression && sb.header_compression);
+        assert_eq!(
+            sa.decompression_failures + sb.decompression_failures,
+            0,
+            "a loss never leaves a header the receiver cannot rebuild ({lost} lost)"
+        );
+    }
+}
+
+/// A small deterministic generator for the random losses (splitmix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+#[test]
+fn random_losses_both_ways_are_repaired_and_every_byte_checked() {
+    let seed = std::env::var("SCPS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
+    println!("seed {seed} (SCPS_SEED replays)");
+    for (a, b) in [(harness::pair::A, harness::pair::B), (A6, B6)] {
+        for sack in [true, false] {
+            let mut pair = Pair::with_addresses(
+                Config {
+                    sack,
+                    rto_min: Duration::from_millis(200),
+                    ..compressing()
+                },
+                Duration::from_millis(25),
+                a,
+                b,
+            );
+            let mut rng = Rng(seed);
+            // About 4% of packets each way, data, ACKs and FINs alike.
+            pair.lose(move |_, _, _| rng.next() % 100 < 4);
+            let (to_b, to_a) = (data(400_000, 6), data(200_000, 7));
+            let Exchanged { at_a, at_b, ca, cb } = exchange(&mut pair, &to_b, &to_a);
+            let what = format!("seed {seed}, {a}, sack {sack}");
+            assert!(at_b == to_b && at_a == to_a, "content differs ({what})");
+            let (sa, sb) = (pair.a.stats_of(ca).unwrap(), pair.b.stats_of(cb).unwrap());
+            assert!(sa.bytes_retransmitted > 0, "losses happened ({what})");
+            assert_eq!(
+                sa.decompression_failures + sb.decompression_failures,
+                0,
+                "({what}) drops {:?} {:?}",
+                pair.a.stats().drops,
+                pair.b.stats().drops
+            );
+        }
+    }
+}
+
+#[test]
+fn plain_tcp_peers_and_addresses_are_unaffected() {
+    // One side compresses, the other does not offer it: plain segments.
+    let mut pair = Pair::new(compressing(), Duration::from_millis(10));
+    pair.b = scps_proto::Endpoint::new(
+        scps_proto::EndpointConfig {
+            connection: Config {
+                scps: true,
+                ..Config::default()
+            },
+            ..Default::default()
+        },
+        [pair.server],
+    )
+    .unwrap();
+    pair.record = true;
+    let to_b = data(50_000, 8);
+    let Exchanged { at_b, ca, .. } = exchange(&mut pair, &to_b, b"");
+    assert!(at_b == to_b);
+    assert!(!pair.a.stats_of(ca).unwrap().header_compression);
+    assert!(
+        pair.log
+            .iter()
+            .all(|(_, p)| IpRepr::parse(p).unwrap().0.protocol() == IPPROTO_TCP)
+    );
+}
