@@ -125,12 +125,13 @@ impl Report {
                 lines.push(format!("  reverse: {}", flow(r)));
             }
         }
-        if let Some(r) = self.retransmitted_bytes {
-            lines.push(format!(
-                "  retransmitted {r} bytes ({} timeouts, {} fast recoveries)",
-                self.timeouts.unwrap_or(0),
-                self.fast_recoveries.unwrap_or(0)
-            ));
+        match (self.retransmitted_bytes, self.timeouts, self.fast_recoveries) {
+            (Some(r), Some(timeouts), Some(recoveries)) => lines.push(format!(
+                "  retransmitted {r} bytes ({timeouts} timeouts, {recoveries} fast recoveries)"
+            )),
+            // Kernel TCP: the kernel tells its bytes, not how it repaired.
+            (Some(r), _, _) => lines.push(format!("  retransmitted {r} bytes")),
+            (None, _, _) => {}
         }
         lines.push(format!(
             "  cpu {:.2} s user, {:.2} s system ({:.0}% of the time)",
