@@ -2,9 +2,14 @@
 # Figures of docs/BENCHMARKS.md "Real I/O": one connection of ours over UDP
 # encapsulation on loopback and over a TUN pair between two network
 # namespaces, kernel TCP between the same namespaces, and message-stream
-# latency at 1024 and 8192 bit/s offered. Needs root (namespaces, TUN).
+# latency at 1024 and 8192 bit/s offered (Nagle off, the tools' default
+# for messages, then on with --nagle). Needs root (namespaces, TUN).
 #
-#   scripts/bench-net.sh [BYTES] [MESSAGE_WINDOW]     (defaults: 2GB 30s)
+#   scripts/bench-net.sh [BYTES] [MESSAGE_WINDOW] [PARTS]
+#
+# Defaults: 2GB 30s udp,tun,tcp,messages (PARTS: any of those, comma
+# separated). The load average is printed before each part: other work on
+# the machine moves the figures.
 #
 # Topology (removed on exit, also on failure or Ctrl-C):
 #
@@ -13,6 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bytes=${1:-2GB}
 window=${2:-30s}
+parts=${3:-udp,tun,tcp,messages}
+part() { [[ ",$parts," == *",$1,"* ]]; }
+load() { echo "   (load average: $(cut -d' ' -f1-3 /proc/loadavg))"; }
 cargo build --release -q -p scps
 target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target=$PWD/$target ;; esac
@@ -68,30 +76,45 @@ finish_recv() {
   rm -f "$recv_log" "$recv_log.out"
 }
 
-echo "== bulk $bytes, one connection of ours, UDP encapsulation on loopback"
-start_recv "" --udp 127.0.0.1:7168
-"$scps" send 127.0.0.1:5001 --udp 127.0.0.1:7168 --bytes "$bytes" | grep -E '^send|^  (retransmitted|cpu)'
-finish_recv
+if part udp; then
+  echo "== bulk $bytes, one connection of ours, UDP encapsulation on loopback"
+  load
+  start_recv "" --udp 127.0.0.1:7168
+  "$scps" send 127.0.0.1:5001 --udp 127.0.0.1:7168 --bytes "$bytes" | grep -E '^send|^  (retransmitted|cpu)'
+  finish_recv
+fi
 
-echo "== bulk $bytes, one connection of ours, TUN pair between namespaces"
-start_recv "$a" --tun scps0 --addr 10.89.1.1/24
-ip netns exec "$b" "$scps" send 10.89.1.1:5001 --tun scps0 --addr 10.89.2.1/24 --bytes "$bytes" | grep -E '^send|^  (retransmitted|cpu)'
-finish_recv
-
-echo "== bulk $bytes, kernel TCP (cubic) between the same namespaces"
-start_recv "$a" --tcp
-ip netns exec "$b" "$scps" send 10.88.0.1:5001 --tcp --bytes "$bytes" | grep -E '^send|^  (retransmitted|cpu)'
-finish_recv
-
-for rate in 1024 8192; do
-  echo "== messages, 64 bytes at ${rate} bit/s for $window, ours over the TUN pair"
+if part tun; then
+  echo "== bulk $bytes, one connection of ours, TUN pair between namespaces"
+  load
   start_recv "$a" --tun scps0 --addr 10.89.1.1/24
-  ip netns exec "$b" "$scps" send 10.89.1.1:5001 --tun scps0 --addr 10.89.2.1/24 \
-    --messages --size 64 --rate "${rate}bps" --duration "$window" | grep -E '^  forward'
+  ip netns exec "$b" "$scps" send 10.89.1.1:5001 --tun scps0 --addr 10.89.2.1/24 --bytes "$bytes" |
+    grep -E '^send|^  (retransmitted|cpu)'
   finish_recv
-  echo "== messages, 64 bytes at ${rate} bit/s for $window, kernel TCP"
+fi
+
+if part tcp; then
+  echo "== bulk $bytes, kernel TCP ($(ip netns exec "$b" sysctl -n net.ipv4.tcp_congestion_control), Linux $(uname -r)) between the same namespaces"
+  load
   start_recv "$a" --tcp
-  ip netns exec "$b" "$scps" send 10.88.0.1:5001 --tcp \
-    --messages --size 64 --rate "${rate}bps" --duration "$window" | grep -E '^  forward'
+  ip netns exec "$b" "$scps" send 10.88.0.1:5001 --tcp --bytes "$bytes" | grep -E '^send|^  (retransmitted|cpu)'
   finish_recv
-done
+fi
+
+if part messages; then
+  for nagle in "" --nagle; do
+    for rate in 1024 8192; do
+      echo "== messages ${nagle:-(Nagle off)}, 64 bytes at ${rate} bit/s for $window, ours over the TUN pair"
+      load
+      start_recv "$a" --tun scps0 --addr 10.89.1.1/24
+      ip netns exec "$b" "$scps" send 10.89.1.1:5001 --tun scps0 --addr 10.89.2.1/24 $nagle \
+        --messages --size 64 --rate "${rate}bps" --duration "$window" | grep -E '^  forward'
+      finish_recv
+      echo "== messages ${nagle:-(Nagle off)}, 64 bytes at ${rate} bit/s for $window, kernel TCP"
+      start_recv "$a" --tcp
+      ip netns exec "$b" "$scps" send 10.88.0.1:5001 --tcp $nagle \
+        --messages --size 64 --rate "${rate}bps" --duration "$window" | grep -E '^  forward'
+      finish_recv
+    done
+  done
+fi

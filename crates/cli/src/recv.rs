@@ -16,7 +16,7 @@ use crate::transfer::conn::Conn;
 use crate::transfer::hello::{Hello, read_hello};
 use crate::transfer::report::Report;
 use crate::transfer::stack::{Stack, Transport};
-use crate::transfer::{Outcome, messages};
+use crate::transfer::{Outcome, interrupts, messages};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -70,6 +70,7 @@ pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
 }
 
 async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
+    let mut interrupt = interrupts()?;
     let transport = args.transport();
     let stack = Stack::start(&transport, &args.common.stack_options(Duration::from_secs(20)))?;
     let acceptor = stack.listen(args.port)?;
@@ -89,7 +90,7 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
     let outcome = loop {
         let conn = tokio::select! {
             conn = acceptor.accept() => conn?,
-            _ = tokio::signal::ctrl_c() => break Outcome::Interrupted,
+            _ = interrupt.recv() => break Outcome::Interrupted,
         };
         let abort = conn.abort_handle()?;
         let mut report = Report {
@@ -98,8 +99,12 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
             peer: conn.peer(),
             ..Report::default()
         };
+        // Held outside the select, so that on Ctrl-C the reset goes first
+        // (dropped first, the connection would close on its own terms).
+        let mut serving = Box::pin(serve(conn, &mut report, args.output.as_deref()));
         tokio::select! {
-            result = serve(conn, &mut report, args.output.as_deref()) => {
+            result = &mut serving => {
+                drop(serving);
                 if let Err(err) = result {
                     // Stop the sender too: it learns by a reset.
                     abort.abort();
@@ -108,8 +113,9 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
                 report.set_cpu();
                 report.print(args.common.json);
             }
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupt.recv() => {
                 abort.abort();
+                drop(serving);
                 eprintln!("scps recv: interrupted; the connection was reset and no partial file kept");
                 break Outcome::Interrupted;
             }
@@ -130,10 +136,15 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
 /// Serves one connection: reads the hello, runs the workload, sends the
 /// report back. Errors end the connection with a reset (by the caller).
 async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let mut conn = BufReader::new(conn);
+    let hello = read_hello(&mut conn).await?;
+    let start = Instant::now();
+    if let Hello::Messages { nagle, .. } = hello {
+        // The sender's choice holds for both directions.
+        conn.get_ref().set_nodelay(!nagle)?;
+    }
     let (reader, mut writer) = tokio::io::split(conn);
     let mut reader = BufReader::new(reader);
-    let hello = read_hello(&mut reader).await?;
-    let start = Instant::now();
     match hello {
         Hello::Bulk { bytes } => {
             report.workload = "bulk".into();
@@ -153,10 +164,11 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
             reverse,
             duration_s,
             seed,
+            ..
         } => {
             report.workload = "messages".into();
             let window = Duration::from_secs_f64(duration_s);
-            let receiving = messages::receive(&mut reader, forward, Pattern::new(seed), window, false);
+            let receiving = messages::receive(&mut reader, forward, Pattern::new(seed), window);
             let sending = async {
                 if let Some(flow) = reverse {
                     messages::send(&mut writer, flow, Pattern::new(seed.wrapping_add(1)), window).await?;
@@ -175,9 +187,10 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
         }
     }
     let conn = reader.into_inner().unsplit(writer);
-    report.set_repairs(conn.repairs());
-    report.scps = conn.scps();
-    report.header_compression = conn.header_compression();
+    report.set_repairs(conn.get_ref().repairs());
+    report.retransmitted_bytes = conn.get_ref().retransmitted_bytes();
+    report.scps = conn.get_ref().scps();
+    report.header_compression = conn.get_ref().header_compression();
     let (reader, mut writer) = tokio::io::split(conn);
     report.set_cpu();
     let mut line = serde_json::to_vec(&*report)?;

@@ -1,14 +1,44 @@
 //! `scps send` and `scps recv` on the routed path, between two network
 //! namespaces joined by a veth pair: our stack on TUN devices at both
 //! ends, and our stack against the kernel's TCP (`scps recv --tcp`), the
-//! interoperation of the issue as a user runs it. The namespaces are named
-//! after this process and removed when the test ends, also on panic.
+//! interoperation of the issue as a user runs it, with both ends' captures
+//! (`--pcap`) read by tshark. The namespaces are named after this process
+//! and removed when the test ends, also on panic.
 //!
 //! As root (CI) they run as they are; otherwise each runs itself again in
 //! a user namespace of its own, with a private /run for `ip netns`.
 
+mod common;
+
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+
+/// A capture file of this test, removed when dropped.
+struct Capture(PathBuf);
+
+impl Capture {
+    fn new(name: &str) -> Capture {
+        Capture(std::env::temp_dir().join(format!("scps-interop-{name}-{}.pcap", std::process::id())))
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temporary directory")
+    }
+
+    /// Asserts that tshark reads it cleanly and returns its SYN and
+    /// SYN-ACK: (is a SYN-ACK, carries the SCPS capabilities option).
+    fn checked_syns(&self) -> Vec<(bool, bool)> {
+        common::assert_capture_clean(&self.0, 10);
+        common::syns(&self.0)
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
 
 /// Without root, runs test `name` again inside a user and mount namespace
 /// of its own (root there; a fresh /run so that `ip netns` may create its
@@ -156,9 +186,17 @@ fn interop_cli_bulk_between_our_stacks_over_tun_devices() {
         return;
     }
     let pair = Pair::new("t");
+    let (recv_capture, send_capture) = (Capture::new("recv-t"), Capture::new("send-t"));
     let (received, sent) = transfer(
         &pair,
-        &["--tun", "scps0", "--addr", "10.89.1.1/24"],
+        &[
+            "--tun",
+            "scps0",
+            "--addr",
+            "10.89.1.1/24",
+            "--pcap",
+            recv_capture.arg(),
+        ],
         &[
             "10.89.1.1:5001",
             "--tun",
@@ -167,6 +205,8 @@ fn interop_cli_bulk_between_our_stacks_over_tun_devices() {
             "10.89.2.1/24",
             "--bytes",
             "20MB",
+            "--pcap",
+            send_capture.arg(),
         ],
     );
     let (received, sent) = (json(&received), json(&sent));
@@ -175,6 +215,13 @@ fn interop_cli_bulk_between_our_stacks_over_tun_devices() {
     assert_eq!(sent["verified"], true);
     assert_eq!(received["bytes"], 20_000_000);
     assert_eq!(received["sha256"], sent["sha256"]);
+    for capture in [&recv_capture, &send_capture] {
+        assert_eq!(
+            capture.checked_syns(),
+            [(false, true), (true, true)],
+            "SYN and SYN-ACK offer SCPS-TP"
+        );
+    }
 }
 
 #[test]
@@ -183,11 +230,14 @@ fn interop_cli_our_stack_sends_messages_to_kernel_tcp() {
         return;
     }
     let pair = Pair::new("k");
+    let capture = Capture::new("send-k");
     let (received, sent) = transfer(
         &pair,
         &["--tcp"],
         &[
             "10.88.0.1:5001",
+            "--pcap",
+            capture.arg(),
             "--tun",
             "scps0",
             "--addr",
@@ -205,10 +255,19 @@ fn interop_cli_our_stack_sends_messages_to_kernel_tcp() {
     let (received, sent) = (json(&received), json(&sent));
     // 64-byte messages at 51.2 kbit/s for 1 s: 100 each way.
     assert_eq!(received["protocol"], "tcp");
+    assert!(
+        received["retransmitted_bytes"].is_u64(),
+        "the kernel's count (tcp_info): {received}"
+    );
     assert_eq!(sent["scps"], false, "the kernel ignores our offer: plain TCP");
     assert_eq!(received["messages"], 100, "{received}");
     assert_eq!(sent["messages"], 100, "{sent}");
     assert_eq!(sent["reverse"]["messages"], 100, "{sent}");
+    assert_eq!(
+        capture.checked_syns(),
+        [(false, true), (true, false)],
+        "our SYN offers SCPS-TP, the kernel's SYN-ACK ignores it"
+    );
 }
 
 #[test]
@@ -217,15 +276,32 @@ fn interop_cli_kernel_tcp_sends_a_file_to_our_stack() {
         return;
     }
     let pair = Pair::new("f");
+    let capture = Capture::new("recv-f");
     let (received, sent) = transfer(
         &pair,
-        &["--tun", "scps0", "--addr", "10.89.1.1/24"],
+        &[
+            "--tun",
+            "scps0",
+            "--addr",
+            "10.89.1.1/24",
+            "--pcap",
+            capture.arg(),
+        ],
         &["10.89.1.1:5001", "--tcp", "--bytes", "5MB"],
     );
     let (received, sent) = (json(&received), json(&sent));
     assert_eq!(received["protocol"], "scps-tun");
     assert_eq!(sent["protocol"], "tcp");
+    assert!(
+        sent["retransmitted_bytes"].is_u64(),
+        "the kernel's count (tcp_info): {sent}"
+    );
     assert_eq!(received["scps"], false, "a kernel SYN offers no SCPS: plain TCP");
     assert_eq!(received["verified"], true);
     assert_eq!(received["sha256"], sent["sha256"]);
+    assert_eq!(
+        capture.checked_syns(),
+        [(false, false), (true, false)],
+        "we answer a plain SYN with a plain SYN-ACK"
+    );
 }

@@ -1,7 +1,9 @@
 //! `scps send` and `scps recv` as a user runs them: bulk transfers and
 //! message streams over our stack (UDP-encapsulated on loopback) and over
-//! kernel TCP, their reports, and how they fail: an unreachable peer, a
-//! receiver that cannot write its file, Ctrl-C.
+//! kernel TCP, their reports and captures, and how they fail: an
+//! unreachable peer, a receiver that cannot write its file, Ctrl-C.
+
+mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -162,7 +164,15 @@ fn json(text: &str) -> serde_json::Value {
 fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
     let dir = TempDir::new("bulk-udp");
     let capture = dir.0.join("send.pcap");
-    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
+    let recv_capture = dir.0.join("recv.pcap");
+    let receiver = Receiver::start(&[
+        "--udp",
+        "127.0.0.1:0",
+        "--once",
+        "--json",
+        "--pcap",
+        recv_capture.to_str().unwrap(),
+    ]);
     let to = format!("127.0.0.1:{}", receiver.port());
     let udp = receiver.udp();
     let (status, stdout, stderr) = run_send(&[
@@ -178,31 +188,6 @@ fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
         capture.to_str().unwrap(),
     ]);
     assert!(status.success(), "send: {stdout}{stderr}");
-    // The sender's capture reads cleanly in tshark, with the SCPS
-    // capabilities option in both SYNs.
-    let tshark = |args: &[&str]| {
-        let output = Command::new("tshark")
-            .arg("-r")
-            .arg(&capture)
-            .args(["-o", "tcp.check_checksum:TRUE", "-d", "tcp.port==5001,data"])
-            .args(args)
-            .output()
-            .expect("tshark is installed (.ci/run installs it)");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    assert!(tshark(&[]).lines().count() > 2000, "every packet captured");
-    let problems = tshark(&[
-        "-Y",
-        "_ws.malformed || _ws.expert.severity >= error || tcp.checksum.status == 2",
-    ]);
-    assert!(problems.is_empty(), "tshark reports problems:\n{problems}");
-    let scps = tshark(&["-Y", "tcp.flags.syn == 1 && tcp.options.scps.vector"]);
-    assert_eq!(scps.lines().count(), 2, "SYN and SYN-ACK offer SCPS-TP: {scps}");
     let sent = json(&stdout);
     for key in [
         "bytes",
@@ -229,6 +214,18 @@ fn a_bulk_transfer_over_udp_is_verified_at_both_ends() {
         "both ends computed the same digest"
     );
     assert_eq!(sent["peer_report"]["sha256"], received["sha256"]);
+    // Both ends' captures (written out once each has closed) read cleanly
+    // in tshark, every packet there, the SCPS capabilities option in the
+    // SYN and the SYN-ACK.
+    for capture in [&capture, &recv_capture] {
+        common::assert_capture_clean(capture, 2000);
+        assert_eq!(
+            common::syns(capture),
+            [(false, true), (true, true)],
+            "SYN and SYN-ACK offer SCPS-TP in {}",
+            capture.display()
+        );
+    }
 }
 
 #[test]
@@ -331,6 +328,71 @@ fn two_way_message_streams_report_rate_and_latency_both_ways() {
     let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
     assert!(status.success(), "recv: {stdout}{stderr}");
     assert_eq!(json(&stdout)["messages"], 100);
+}
+
+/// The median latency of 64-byte messages at 8192 bit/s (one every
+/// 62.5 ms) over our stack, for 1 s, from the sender (`reverse` false) or
+/// from the receiver; the other way goes one message only, so that
+/// messages do not carry the ACKs of the other way's. Returns the median
+/// and how many messages arrived within the window.
+fn message_latency_p50_s(reverse: bool, extra: &[&str]) -> (f64, u64) {
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
+    let to = format!("127.0.0.1:{}", receiver.port());
+    let udp = receiver.udp();
+    let (rate, reverse_rate) = if reverse {
+        ("200bps", "8192bps")
+    } else {
+        ("8192bps", "200bps")
+    };
+    let mut args = vec![
+        "--udp",
+        &udp,
+        &to,
+        "--messages",
+        "--size",
+        "64",
+        "--rate",
+        rate,
+        "--duration",
+        "1s",
+        "--two-way",
+        "--reverse-rate",
+        reverse_rate,
+        "--json",
+    ];
+    args.extend(extra);
+    let (status, stdout, stderr) = run_send(&args);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let sent = json(&stdout);
+    let flow = if reverse { &sent["reverse"] } else { &sent };
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    (
+        flow["latency_p50_s"].as_f64().unwrap(),
+        flow["messages"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn messages_leave_when_written_unless_nagle_is_asked_for() {
+    for reverse in [false, true] {
+        // By default both ends turn Nagle's algorithm off: each message
+        // goes at once, whatever the peer's delayed ACK (200 ms).
+        let (p50, messages) = message_latency_p50_s(reverse, &[]);
+        assert!(
+            p50 < 0.03,
+            "median latency without Nagle (reverse: {reverse}): {p50} s"
+        );
+        assert_eq!(messages, 16, "all in the window (reverse: {reverse})");
+        // With --nagle a message waits while the one before it is
+        // unacknowledged, and the ACK is delayed: most wait tens of ms
+        // (and the last ones may arrive after the window).
+        let (p50, _) = message_latency_p50_s(reverse, &["--nagle"]);
+        assert!(
+            p50 > 0.03,
+            "median latency with Nagle (reverse: {reverse}): {p50} s"
+        );
+    }
 }
 
 #[test]
@@ -460,22 +522,34 @@ fn a_receiver_that_cannot_write_stops_with_an_error_and_keeps_no_file() {
     );
 }
 
-#[test]
-fn ctrl_c_resets_the_connection_and_the_receiver_keeps_no_file() {
+/// Interrupts (SIGINT) a sender of an unbounded bulk transfer over our
+/// stack (UDP-encapsulated) or kernel TCP once under way: it exits 130,
+/// the receiver learns of the reset and keeps no file. Our sender's
+/// capture shows the reset, and no FIN before it (which the receiver could
+/// take for the end of the data).
+fn ctrl_c_at_the_sender(tcp: bool) {
     let _flood = one_flood_at_a_time();
-    let dir = TempDir::new("ctrl-c");
+    let dir = TempDir::new(if tcp { "ctrl-c-tcp" } else { "ctrl-c" });
     let output = dir.0.join("big.bin");
-    let receiver = Receiver::start(&[
-        "--udp",
-        "127.0.0.1:0",
-        "--once",
-        "--output",
-        output.to_str().unwrap(),
-    ]);
+    let path: &[&str] = if tcp {
+        &["--tcp", "--port", "0"]
+    } else {
+        &["--udp", "127.0.0.1:0"]
+    };
+    let mut args = path.to_vec();
+    args.extend(["--once", "--output", output.to_str().unwrap()]);
+    let receiver = Receiver::start(&args);
     let to = format!("127.0.0.1:{}", receiver.port());
-    let udp = receiver.udp();
-    let mut sender = scps()
-        .args(["send", "--udp", &udp, &to, "--bytes", "100GB"])
+    let capture = std::env::temp_dir().join(format!("scps-ctrl-c-{}.pcap", std::process::id()));
+    let mut sender = scps();
+    sender.arg("send");
+    if tcp {
+        sender.arg("--tcp");
+    } else {
+        sender.args(["--udp", &receiver.udp(), "--pcap", capture.to_str().unwrap()]);
+    }
+    let mut sender = sender
+        .args([&to, "--bytes", "100GB"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -500,6 +574,24 @@ fn ctrl_c_resets_the_connection_and_the_receiver_keeps_no_file() {
         "the receiver learns of the reset: {stdout}"
     );
     assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
+    if !tcp {
+        let ours = format!("tcp.srcport != {}", common::PORT);
+        let resets = common::tshark(&capture, &["-Y", &format!("{ours} && tcp.flags.reset == 1")]);
+        let fins = common::tshark(&capture, &["-Y", &format!("{ours} && tcp.flags.fin == 1")]);
+        std::fs::remove_file(&capture).ok();
+        assert!(!resets.is_empty(), "the sender's reset is in its capture");
+        assert!(fins.is_empty(), "no FIN from the sender: {fins}");
+    }
+}
+
+#[test]
+fn ctrl_c_resets_the_connection_and_the_receiver_keeps_no_file() {
+    ctrl_c_at_the_sender(false);
+}
+
+#[test]
+fn ctrl_c_resets_a_kernel_tcp_connection_too() {
+    ctrl_c_at_the_sender(true);
 }
 
 /// The tests that interrupt an unbounded transfer run one at a time. Two

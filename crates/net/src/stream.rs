@@ -55,6 +55,28 @@ impl Stream {
         self.shared.lock().endpoint.stats_of(self.handle)
     }
 
+    /// Sends each write at once instead of holding small ones back while
+    /// one is unacknowledged (Nagle's algorithm, RFC 9293 3.7.4), like
+    /// `TcpStream::set_nodelay`: for applications of small messages.
+    pub fn set_nodelay(&self, nodelay: bool) -> Result<(), NetError> {
+        let mut state = self.shared.lock();
+        state.endpoint.set_nagle(self.handle, !nodelay)?;
+        state.dispatch_events();
+        drop(state);
+        // Data Nagle held may go now.
+        self.shared.wake_driver.notify_one();
+        Ok(())
+    }
+
+    /// Whether Nagle's algorithm is off (see [`Stream::set_nodelay`]).
+    pub fn nodelay(&self) -> bool {
+        let state = self.shared.lock();
+        state
+            .endpoint
+            .connection(self.handle)
+            .is_some_and(|c| !c.config().nagle)
+    }
+
     /// Resets the connection at once (RFC 9293 3.10.5 ABORT): the peer
     /// learns that the transfer was cut short.
     pub fn abort(&self) {

@@ -67,8 +67,10 @@ where
     })
 }
 
-/// Whether our connection negotiated every option with the kernel.
+/// Whether our connection negotiated every TCP option with the kernel,
+/// and fell back to plain TCP (no SCPS-TP).
 fn assert_negotiated(stats: &scps_proto::ConnectionStats) {
+    assert!(!stats.scps, "the kernel speaks plain TCP: {stats:?}");
     assert!(stats.sack, "SACK negotiated: {stats:?}");
     assert!(stats.timestamps, "timestamps negotiated: {stats:?}");
     assert!(
@@ -165,6 +167,14 @@ fn our_client_to_kernel_server(ipv6: bool) {
     );
     assert_negotiated(&stats);
     check_capture(&capture, ipv6);
+    // Our segments reach the kernel coalesced, a few dozen per TUN write
+    // (TSO): the veth towards the kernel carries the upload in far fewer
+    // packets than segments, though our ACKs of the download are there too.
+    let (bytes, packets) = tx_counts(&topology.ours, "to-kernel");
+    assert!(
+        bytes / packets > 4 * 1500,
+        "{bytes} bytes in {packets} packets: the TUN path's writes are not coalesced"
+    );
 }
 
 fn kernel_client_to_our_server(ipv6: bool) {

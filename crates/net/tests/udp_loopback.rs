@@ -3,7 +3,7 @@
 //! seeded random content), over IPv4 and IPv6, SCPS is negotiated, and the
 //! capture of the path is clean for tshark, the capabilities option decoded
 //! in both SYNs; an unanswered connect fails with a clear timeout error, a
-//! refused one with a refusal.
+//! refused one with a refusal; `set_nodelay` sends what Nagle held.
 
 mod common;
 
@@ -170,4 +170,66 @@ async fn a_capture_that_cannot_be_written_does_not_stop_the_connection() {
         "close names the capture: {err}"
     );
     server_net.close(Duration::from_secs(5)).await.unwrap();
+}
+
+#[tokio::test]
+async fn nodelay_sends_what_nagle_held_at_once() {
+    // The receiver delays its ACKs 10 s and the sender waits 10 s before
+    // retransmitting: with Nagle on, a second small write is held until
+    // then; once Nagle is off it goes at once.
+    let server_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
+    let server_udp = server_path.local_addr().unwrap();
+    let client_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(server_udp)).unwrap();
+    let mut server_options = NetOptions::default();
+    server_options.endpoint.connection.delayed_ack = Some(Duration::from_secs(10));
+    let mut client_options = NetOptions::default();
+    client_options.endpoint.connection.rto_initial = Duration::from_secs(10);
+    client_options.endpoint.connection.rto_min = Duration::from_secs(10);
+    let server_net = Net::start(PacketPath::Udp(server_path), server_options).unwrap();
+    let client_net = Net::start(PacketPath::Udp(client_path), client_options).unwrap();
+    let server_addr = SocketAddr::new(server_udp.ip(), PORT);
+    let listener = server_net.listen(server_addr).unwrap();
+    let mut client = client_net.connect(server_addr).await.unwrap();
+    let mut server = listener.accept().await.unwrap();
+    assert!(!client.nodelay(), "Nagle is on by default");
+
+    let mut byte = [0u8; 1];
+    // The first read opens the receiver's window beyond what its SYN-ACK
+    // offered: that window update acknowledges "a" at once, so "b" goes
+    // at once too, and its ACK is delayed.
+    for message in [b"a", b"b"] {
+        client.write_all(message).await.unwrap();
+        server.read_exact(&mut byte).await.unwrap();
+        assert_eq!(&byte, message);
+    }
+    client.write_all(b"c").await.unwrap();
+    let held = tokio::time::timeout(Duration::from_secs(1), server.read_exact(&mut byte)).await;
+    assert!(
+        held.is_err(),
+        "Nagle holds a small write while an earlier one is unacknowledged"
+    );
+
+    client.set_nodelay(true).unwrap();
+    assert!(client.nodelay());
+    tokio::time::timeout(Duration::from_secs(5), server.read_exact(&mut byte))
+        .await
+        .expect("the held byte goes once Nagle is off")
+        .unwrap();
+    assert_eq!(&byte, b"c");
+    client.write_all(b"d").await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), server.read_exact(&mut byte))
+        .await
+        .expect("and later writes at once")
+        .unwrap();
+    assert_eq!(&byte, b"d");
+    let stats = client.stats().unwrap();
+    assert_eq!(
+        stats.bytes_retransmitted, 0,
+        "no retransmission helped: {stats:?}"
+    );
+    client.abort();
+    server.abort();
+    drop((client, server));
+    client_net.close(Duration::from_secs(1)).await.unwrap();
+    server_net.close(Duration::from_secs(1)).await.unwrap();
 }

@@ -420,6 +420,12 @@ impl Endpoint {
         self.with_connection(handle, |c| c.abort(now))
     }
 
+    /// Turns Nagle's algorithm on or off for one connection; data it held
+    /// back goes out at the next transmit.
+    pub fn set_nagle(&mut self, handle: ConnectionHandle, on: bool) -> Result<(), EndpointError> {
+        self.with_connection(handle, |c| c.set_nagle(on))
+    }
+
     /// Forgets the handle; the connection finishes whatever it is doing.
     pub fn release(&mut self, now: Instant, handle: ConnectionHandle) -> Result<(), EndpointError> {
         self.with_connection(handle, |c| c.release(now))

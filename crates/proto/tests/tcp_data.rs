@@ -260,6 +260,19 @@ fn nagle_holds_small_segments_while_data_is_unacknowledged() {
 }
 
 #[test]
+fn turning_nagle_off_releases_what_it_held() {
+    let mut c = Established::new(Config::default());
+    c.write(b"a");
+    assert_eq!(c.one().payload, b"a");
+    c.write(b"b");
+    assert!(c.output().is_empty(), "held back by Nagle");
+    c.h.ep.set_nagle(c.conn, false).unwrap();
+    assert_eq!(c.one().payload, b"b", "sent once Nagle is off");
+    c.write(b"c");
+    assert_eq!(c.one().payload, b"c", "and each later write at once");
+}
+
+#[test]
 fn send_buffer_back_pressure_and_writable_event() {
     let mut c = Established::new(Config {
         send_buffer: 3000,

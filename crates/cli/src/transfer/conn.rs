@@ -8,6 +8,8 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use super::tcp_info::{TcpInfoError, tcp_info};
+
 #[derive(Debug)]
 pub enum Conn {
     Scps(scps_net::Stream),
@@ -52,7 +54,8 @@ impl Conn {
 
     /// How our stack's connection repaired losses: data bytes sent again,
     /// retransmission timeouts and fast recoveries (not known for kernel
-    /// TCP).
+    /// TCP, whose retransmitted bytes [`Conn::retransmitted_bytes`] asks
+    /// the kernel for).
     pub fn repairs(&self) -> Option<Repairs> {
         match self {
             Conn::Scps(stream) => stream.stats().map(|s| Repairs {
@@ -61,6 +64,40 @@ impl Conn {
                 fast_recoveries: s.fast_recoveries,
             }),
             Conn::Tcp(_) => None,
+        }
+    }
+
+    /// Sends each write at once (TCP_NODELAY on the kernel's socket,
+    /// Nagle's algorithm off in ours), or holds small ones back while one
+    /// is unacknowledged.
+    pub fn set_nodelay(&self, nodelay: bool) -> anyhow::Result<()> {
+        match self {
+            Conn::Scps(stream) => stream.set_nodelay(nodelay)?,
+            Conn::Tcp(stream) => stream.set_nodelay(nodelay)?,
+        }
+        Ok(())
+    }
+
+    /// Data bytes sent again: our stack's count, or the kernel's
+    /// (`tcpi_bytes_retrans`; unknown, with a warning, if the kernel does
+    /// not say).
+    pub fn retransmitted_bytes(&self) -> Option<u64> {
+        match self {
+            Conn::Scps(stream) => stream.stats().map(|s| s.bytes_retransmitted),
+            Conn::Tcp(stream) => {
+                let info = stream
+                    .local_addr()
+                    .and_then(|local| Ok((local, stream.peer_addr()?)))
+                    .map_err(TcpInfoError::from)
+                    .and_then(|(local, peer)| tcp_info(local, peer));
+                match info {
+                    Ok(info) => Some(info.bytes_retrans),
+                    Err(err) => {
+                        eprintln!("scps: the kernel's retransmitted bytes are not known: {err}");
+                        None
+                    }
+                }
+            }
         }
     }
 

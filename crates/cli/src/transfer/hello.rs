@@ -28,11 +28,15 @@ pub enum Hello {
     /// Messages of `forward` for `duration_s`; with `reverse`, the receiver
     /// sends such messages back at the same time. `seed` keys the random
     /// bytes of the forward flow (the reverse flow's key is `seed + 1`, wrapping).
+    /// `nagle`: both ends keep Nagle's algorithm on; by default they turn
+    /// it off, so that each message leaves when written.
     Messages {
         forward: Flow,
         reverse: Option<Flow>,
         duration_s: f64,
         seed: u64,
+        #[serde(default)]
+        nagle: bool,
     },
 }
 
@@ -161,6 +165,7 @@ mod tests {
             reverse: None,
             duration_s: 60.0,
             seed: 7,
+            nagle: false,
         };
         let mut wire = Vec::new();
         write_hello(&mut wire, &hello).await.unwrap();

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use scps_sim::message::{self, HEADER};
 use scps_sim::payload::Pattern;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::hello::Flow;
 use super::report::flow_figures;
@@ -48,14 +48,12 @@ pub async fn send(
     }
 }
 
-/// Reads `flow`'s messages until the end of the stream or, with
-/// `until_marker`, the end marker; checks each one.
+/// Reads `flow`'s messages until the end marker; checks each one.
 pub async fn receive(
-    input: &mut (impl AsyncBufRead + Unpin),
+    input: &mut (impl AsyncRead + Unpin),
     flow: Flow,
     pattern: Pattern,
     window: Duration,
-    until_marker: bool,
 ) -> anyhow::Result<FlowFigures> {
     let mut buf = vec![0u8; flow.size];
     let mut offset = 0u64;
@@ -63,22 +61,11 @@ pub async fn receive(
     let mut bytes = 0u64;
     let mut latencies = Vec::new();
     loop {
-        if input
-            .fill_buf()
-            .await
-            .context("receiving messages failed")?
-            .is_empty()
-        {
-            if until_marker {
-                bail!("the peer closed before the end of its messages");
-            }
-            break;
-        }
         input
             .read_exact(&mut buf[..HEADER])
             .await
-            .context("the peer closed in the middle of a message")?;
-        if until_marker && buf[..HEADER] == END_MARKER {
+            .context("the peer closed before the end of its messages")?;
+        if buf[..HEADER] == END_MARKER {
             break;
         }
         input
@@ -98,7 +85,7 @@ pub async fn receive(
 }
 
 /// Reads the end marker of a peer that sends no messages.
-pub async fn expect_end_marker(input: &mut (impl AsyncBufRead + Unpin)) -> anyhow::Result<()> {
+pub async fn expect_end_marker(input: &mut (impl AsyncRead + Unpin)) -> anyhow::Result<()> {
     let mut head = [0u8; HEADER];
     input
         .read_exact(&mut head)
@@ -126,26 +113,14 @@ mod tests {
             .unwrap();
         assert!(sent > 0);
         wire.extend_from_slice(&END_MARKER);
-        let figures = receive(
-            &mut &wire[..],
-            flow,
-            Pattern::new(5),
-            Duration::from_secs(1),
-            true,
-        )
-        .await
-        .unwrap();
+        let figures = receive(&mut &wire[..], flow, Pattern::new(5), Duration::from_secs(1))
+            .await
+            .unwrap();
         assert_eq!(figures.messages, sent);
         wire[HEADER + 3] ^= 0x40;
-        let err = receive(
-            &mut &wire[..],
-            flow,
-            Pattern::new(5),
-            Duration::from_secs(1),
-            true,
-        )
-        .await
-        .unwrap_err();
+        let err = receive(&mut &wire[..], flow, Pattern::new(5), Duration::from_secs(1))
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("differs"), "{err}");
     }
 }

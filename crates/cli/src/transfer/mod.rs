@@ -7,13 +7,14 @@
 //! formats):
 //!
 //! - the sender writes a hello line naming the workload;
-//! - bulk: the sender writes the bytes, then their SHA-256, and closes its
-//!   side; the receiver checks the digest;
+//! - bulk: the sender writes the bytes, then their SHA-256; the receiver
+//!   checks the digest;
 //! - messages: each end writes timestamped messages at its offered rate for
-//!   the test window; the sender then closes its side, the receiver ends
-//!   its messages with an end marker;
+//!   the test window, then an end marker;
 //! - the receiver then writes its report (one JSON line, the fields of
-//!   `--json`) and closes, so the sender prints both ends' figures.
+//!   `--json`) and closes, so the sender prints both ends' figures; the
+//!   sender closes last (its kernel socket, if any, still open, still
+//!   tells its retransmissions: see `tcp_info.rs`).
 
 pub mod args;
 pub mod bulk;
@@ -22,8 +23,11 @@ pub mod hello;
 pub mod messages;
 pub mod report;
 pub mod stack;
+pub mod tcp_info;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
 
 /// Wall-clock time since the Unix epoch, in nanoseconds: the messages'
 /// send timestamps. Latency across two hosts is only as good as their
@@ -33,6 +37,15 @@ pub fn wall_nanos() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO);
     u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Ctrl-C (SIGINT), from the moment this is called on. A
+/// `tokio::signal::ctrl_c()` future per `select!` would only listen from
+/// its first poll, and a signal that came before (while a busy transfer
+/// was still being polled, say) would be lost.
+pub fn interrupts() -> anyhow::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("cannot listen for Ctrl-C (SIGINT)")
 }
 
 /// Exit status of `scps send` and `scps recv`.

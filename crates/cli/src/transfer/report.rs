@@ -26,6 +26,8 @@ pub struct Report {
     pub bytes: u64,
     pub duration_s: f64,
     pub goodput_bps: f64,
+    /// Data bytes sent again: our stack's count, or for kernel TCP the
+    /// kernel's (`tcpi_bytes_retrans`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retransmitted_bytes: Option<u64>,
     /// Retransmission timeouts and fast recoveries of our stack's
@@ -123,12 +125,13 @@ impl Report {
                 lines.push(format!("  reverse: {}", flow(r)));
             }
         }
-        if let Some(r) = self.retransmitted_bytes {
-            lines.push(format!(
-                "  retransmitted {r} bytes ({} timeouts, {} fast recoveries)",
-                self.timeouts.unwrap_or(0),
-                self.fast_recoveries.unwrap_or(0)
-            ));
+        match (self.retransmitted_bytes, self.timeouts, self.fast_recoveries) {
+            (Some(r), Some(timeouts), Some(recoveries)) => lines.push(format!(
+                "  retransmitted {r} bytes ({timeouts} timeouts, {recoveries} fast recoveries)"
+            )),
+            // Kernel TCP: the kernel tells its bytes, not how it repaired.
+            (Some(r), _, _) => lines.push(format!("  retransmitted {r} bytes")),
+            (None, _, _) => {}
         }
         lines.push(format!(
             "  cpu {:.2} s user, {:.2} s system ({:.0}% of the time)",

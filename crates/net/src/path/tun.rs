@@ -24,6 +24,10 @@ use super::batch::{RecvBatch, SLOT_BYTES};
 use super::would_block;
 use crate::error::NetError;
 
+/// Room tun-rs asks of a buffer it coalesces into: the largest IP packet,
+/// and twice the virtio-net header.
+const COALESCED_BUFFER_BYTES: usize = u16::MAX as usize + 2 * VIRTIO_NET_HDR_LEN;
+
 pub struct TunPath {
     device: AsyncDevice,
     name: String,
@@ -146,7 +150,13 @@ impl TunPath {
         if packets.is_empty() {
             return Ok(());
         }
-        self.outgoing.resize_with(packets.len(), Vec::new);
+        // tun-rs coalesces a run of one flow's segments into the buffer of
+        // the first (into one TSO write), and only if that buffer already
+        // has room for a whole coalesced packet: without the room every
+        // segment would be a write, a trip through the kernel and a read at
+        // the far end of its own.
+        self.outgoing
+            .resize_with(packets.len(), || Vec::with_capacity(COALESCED_BUFFER_BYTES));
         for (out, packet) in self.outgoing.iter_mut().zip(packets) {
             out.clear();
             out.resize(VIRTIO_NET_HDR_LEN, 0);

@@ -78,6 +78,22 @@ impl Topology {
     }
 }
 
+/// Bytes and packets device `dev` of `ns` has sent. A packet is what the
+/// kernel handles as one: a segmentation-offload (TSO) packet counts once.
+pub fn tx_counts(ns: &netns::Namespace, dev: &str) -> (u64, u64) {
+    // One line, its parts separated by backslashes: "... TX: bytes packets
+    // errors ... \ BYTES PACKETS ERRORS ...".
+    let line = ns.ip(&format!("-s -o link show dev {dev}"));
+    let parts: Vec<&str> = line.split('\\').map(str::trim).collect();
+    let counts = parts
+        .iter()
+        .position(|p| p.starts_with("TX:"))
+        .and_then(|i| parts.get(i + 1))
+        .unwrap_or_else(|| panic!("no TX counts in {line:?}"));
+    let mut numbers = counts.split_whitespace().map(|n| n.parse::<u64>().unwrap());
+    (numbers.next().unwrap(), numbers.next().unwrap())
+}
+
 pub fn socket(ip: IpAddr, port: u16) -> SocketAddr {
     SocketAddr::new(ip, port)
 }

@@ -370,6 +370,15 @@ impl Connection {
         &self.config
     }
 
+    /// Turns Nagle's algorithm on or off from now on (the socket option
+    /// TCP_NODELAY, RFC 9293 3.7.4): an application of small messages
+    /// wants each sent when written.
+    pub fn set_nagle(&mut self, on: bool) {
+        if self.config.nagle != on {
+            Arc::make_mut(&mut self.config).nagle = on;
+        }
+    }
+
     /// The error that ended the connection, if one did.
     pub fn error(&self) -> Option<ConnectionError> {
         self.error
