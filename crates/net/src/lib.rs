@@ -12,6 +12,9 @@
 //!
 //! The driver sleeps until a packet arrives, the application acts, or the
 //! engine's next wake-up (`Endpoint::poll_timeout`) comes: it never polls.
+//!
+//! [`tcp_info`] asks the kernel what it knows of one of its own TCP
+//! connections, so that tools can report kernel TCP beside ours.
 
 mod clock;
 mod driver;
@@ -19,6 +22,7 @@ mod error;
 mod path;
 mod shared;
 mod stream;
+pub mod tcp_info;
 
 pub use driver::{Net, NetOptions, NetStats};
 pub use error::NetError;

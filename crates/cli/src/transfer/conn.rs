@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::tcp_info::{TcpInfoError, tcp_info};
+use scps_net::tcp_info::{TcpInfoError, tcp_info};
 
 #[derive(Debug)]
 pub enum Conn {

@@ -14,7 +14,7 @@
 //! - the receiver then writes its report (one JSON line, the fields of
 //!   `--json`) and closes, so the sender prints both ends' figures; the
 //!   sender closes last (its kernel socket, if any, still open, still
-//!   tells its retransmissions: see `tcp_info.rs`).
+//!   tells its retransmissions: see `scps_net::tcp_info`).
 
 pub mod args;
 pub mod bulk;
@@ -23,7 +23,6 @@ pub mod hello;
 pub mod messages;
 pub mod report;
 pub mod stack;
-pub mod tcp_info;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

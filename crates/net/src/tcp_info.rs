@@ -128,8 +128,8 @@ fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
 }
 
 /// The `tcp_info` in the kernel's answer: one `inet_diag_msg` and its
-/// attributes, or an error message.
-fn parse_reply(reply: &[u8], local: SocketAddr, peer: SocketAddr) -> Result<TcpInfo, TcpInfoError> {
+/// attributes, or an error message. (Public for the fuzz target.)
+pub fn parse_reply(reply: &[u8], local: SocketAddr, peer: SocketAddr) -> Result<TcpInfo, TcpInfoError> {
     let truncated = || TcpInfoError::Truncated(reply.len());
     let length = u32_at(reply, 0).ok_or_else(truncated)? as usize;
     let kind = u16_at(reply, 4).ok_or_else(truncated)?;
