@@ -139,7 +139,8 @@ pub fn parse_reply(reply: &[u8], local: SocketAddr, peer: SocketAddr) -> Result<
         return Err(TcpInfoError::NotFound {
             local,
             peer,
-            errno: -errno,
+            // The kernel sends -errno; any other value is only reported.
+            errno: errno.saturating_neg(),
         });
     }
     // Attributes (`rtattr`: length, type, data padded to 4 bytes).
@@ -197,6 +198,19 @@ mod tests {
         // None runs from the client's port to port 1.
         let err = tcp_info(local, "127.0.0.1:1".parse().unwrap()).unwrap_err();
         assert!(err.to_string().contains("knows no TCP connection"), "{err}");
+    }
+
+    #[test]
+    fn an_error_message_with_any_errno_is_an_error() {
+        // Found by the fuzz target: an errno field of i32::MIN.
+        let reply = [
+            0x14, 0, 0, 0, 0x02, 0, 0xff, 0xff, 0xff, 0, 0, 0xff, 0x17, 0, 0xff, 0xff, 0, 0, 0, 0x80,
+        ];
+        let (local, peer) = ("10.0.0.1:1".parse().unwrap(), "10.0.0.2:2".parse().unwrap());
+        assert!(matches!(
+            parse_reply(&reply, local, peer),
+            Err(TcpInfoError::NotFound { errno: i32::MAX, .. })
+        ));
     }
 
     #[test]
