@@ -236,10 +236,13 @@ impl Connection {
         let smss = self.negotiated.smss;
         if self.negotiated.sack {
             self.board.mark_lost_by_sack(self.config.dup_threshold, smss);
-            let reorder_margin = self.config.snack_delay.max(self.config.clock_granularity);
-            let resent_lost = self.board.mark_overtaken_retransmissions(reorder_margin);
-            self.stats.lost_retransmissions += resent_lost as u64;
         }
+        // Without SACK only cumulative ACKs tell of arrivals, and a copy
+        // they overtake is acknowledged with them, so nothing is marked;
+        // the call still retires the record of copies that arrived.
+        let reorder_margin = self.config.snack_delay.max(self.config.clock_granularity);
+        let resent_lost = self.board.mark_overtaken_retransmissions(reorder_margin);
+        self.stats.lost_retransmissions += resent_lost as u64;
         if !self.recovery.may_enter_fast(self.snd.una) || self.board.is_empty() {
             return;
         }

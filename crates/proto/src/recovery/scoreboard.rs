@@ -491,6 +491,24 @@ mod tests {
     }
 
     #[test]
+    fn the_record_of_retransmissions_is_retired_by_cumulative_acks_alone() {
+        // No SACK: a copy that arrived is retired once later data is
+        // acknowledged, so the record stays as long as the flight at most.
+        let mut b = board(6);
+        let (t1, t2) = (Instant::from_nanos(1_000_000), Instant::from_nanos(2_000_000));
+        b.retransmitted(0, t1);
+        b.push(Segment::new(seg_range(6).start, seg_range(6).end, false, t2));
+        b.push(Segment::new(seg_range(7).start, seg_range(7).end, false, t2));
+        b.ack(seg_range(6).end);
+        assert_eq!(
+            b.mark_overtaken_retransmissions(Duration::ZERO),
+            0,
+            "it was acknowledged"
+        );
+        assert!(b.resent.is_empty());
+    }
+
+    #[test]
     fn pipe_follows_sacks_losses_and_retransmissions() {
         let mut b = board(10);
         assert_eq!(b.pipe(), 1000);
