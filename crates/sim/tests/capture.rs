@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use scps_sim::RunOptions;
 
@@ -31,33 +29,8 @@ fn tshark_decodes_a_capture_without_errors() {
         "the capture should show repairs too"
     );
 
-    let tshark = |args: &[&str]| {
-        let output = Command::new("tshark")
-            .args([
-                "-r",
-                path.to_str().unwrap(),
-                "-o",
-                "ip.check_checksum:TRUE",
-                "-o",
-                "tcp.check_checksum:TRUE",
-            ])
-            .args(args)
-            .output()
-            .expect("tshark must be installed (.ci/run installs it)");
-        assert!(
-            output.status.success(),
-            "tshark failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    let packets = tshark(&[]).lines().count();
-    assert!(packets > 150, "{packets} packets decoded");
-    let problems = tshark(&[
-        "-Y",
-        "_ws.malformed || _ws.expert.severity >= error || ip.checksum.status == 2 || tcp.checksum.status == 2",
-    ]);
-    assert!(problems.is_empty(), "tshark reports problems:\n{problems}");
+    let tshark = |args: &[&str]| scps_testbed::tshark::tshark(&path, None, args);
+    scps_testbed::tshark::assert_clean(&path, None, 150);
     // The SYN shows window scaling, SACK-permitted and timestamps.
     let syn = tshark(&[
         "-Y",
@@ -101,25 +74,7 @@ fn a_capture_with_compressed_headers_holds_protocol_105_packets() {
     };
     let result = scps_sim::run(point, seed(), &options).expect("the run starts");
     assert_eq!(result.error, None, "{}", describe(&result));
-    let count = |filter: &str| {
-        let output = Command::new("tshark")
-            .args([
-                "-r",
-                path.to_str().unwrap(),
-                "-o",
-                "ip.check_checksum:TRUE",
-                "-Y",
-                filter,
-            ])
-            .output()
-            .expect("tshark must be installed (.ci/run installs it)");
-        assert!(
-            output.status.success(),
-            "tshark failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).lines().count()
-    };
+    let count = |filter: &str| scps_testbed::tshark::count(&path, None, filter);
     // tshark has no dissector for protocol 105: it shows IP packets with
     // their payload, which is all there is to check there.
     let compressed = count("ip.proto == 105");

@@ -21,6 +21,7 @@
 mod namespace;
 mod process;
 mod topology;
+pub mod tshark;
 
 use std::ffi::{OsStr, OsString};
 use std::net::IpAddr;

@@ -6,7 +6,6 @@ pub mod netns;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::process::Command;
 
 use netns::{Namespace, veth};
 use rand::{Rng, RngExt, SeedableRng};
@@ -101,40 +100,15 @@ pub fn socket(ip: IpAddr, port: u16) -> SocketAddr {
 /// The port the tests' servers listen on.
 pub const PORT: u16 = 5001;
 
-/// Runs tshark on `capture` with checksum validation on; returns its
-/// output. The tests' port is decoded as plain data: random payload would
-/// otherwise now and then look like some protocol to tshark's heuristics
-/// (Thrift, say) and be reported as a malformed instance of it.
+/// tshark on `capture`, the tests' port decoded as plain data
+/// (`scps_testbed::tshark::tshark`).
 pub fn tshark(capture: &Path, args: &[&str]) -> String {
-    let output = Command::new("tshark")
-        .arg("-r")
-        .arg(capture)
-        .args(["-o", "ip.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"])
-        .args(["-d", &format!("tcp.port=={PORT},data")])
-        .args(args)
-        .output()
-        .expect("tshark must be installed (.ci/run installs it)");
-    assert!(
-        output.status.success(),
-        "tshark failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    scps_testbed::tshark::tshark(capture, Some(PORT), args)
 }
 
 /// Asserts that tshark finds nothing malformed and no bad checksum.
 pub fn assert_capture_clean(capture: &Path) {
-    let packets = tshark(capture, &[]).lines().count();
-    assert!(packets > 10, "{packets} packets in the capture");
-    let problems = tshark(
-        capture,
-        &[
-            "-Y",
-            "_ws.malformed || _ws.expert.severity >= error || ip.checksum.status == 2 \
-             || tcp.checksum.status == 2",
-        ],
-    );
-    assert!(problems.is_empty(), "tshark reports problems:\n{problems}");
+    scps_testbed::tshark::assert_clean(capture, Some(PORT), 10);
 }
 
 /// What tshark decodes in one SYN or SYN-ACK.

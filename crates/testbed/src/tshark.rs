@@ -1,0 +1,62 @@
+//! Reading our captures with tshark, the check every packet path of ours
+//! (simulator, TUN, UDP, the tools) must pass: tshark decodes them with no
+//! malformed packet, no expert error and no bad checksum.
+//!
+//! Test support: tshark is required (`.ci/run` installs it), and a
+//! missing or failing tshark panics with its own message.
+
+use std::path::Path;
+use std::process::Command;
+
+/// A display filter for what tshark reports as wrong in a capture.
+pub const PROBLEMS: &str = "_ws.malformed || _ws.expert.severity >= error || ip.checksum.status == 2 \
+                            || tcp.checksum.status == 2";
+
+/// Runs tshark on `capture` with IP and TCP checksum validation on, with
+/// `args` added; returns its output. `data_port`, if given, is decoded as
+/// plain data: random payload would otherwise now and then look like some
+/// protocol to tshark's heuristics (Thrift, say) and be reported as a
+/// malformed instance of it.
+pub fn tshark(capture: &Path, data_port: Option<u16>, args: &[&str]) -> String {
+    let mut command = Command::new("tshark");
+    command
+        .arg("-r")
+        .arg(capture)
+        .args(["-o", "ip.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"]);
+    if let Some(port) = data_port {
+        command.args(["-d", &format!("tcp.port=={port},data")]);
+    }
+    let output = command
+        .args(args)
+        .output()
+        .expect("tshark is installed (.ci/run installs it)");
+    assert!(
+        output.status.success(),
+        "tshark failed on {}: {}",
+        capture.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The packets of `capture` that match `filter`.
+pub fn count(capture: &Path, data_port: Option<u16>, filter: &str) -> usize {
+    tshark(capture, data_port, &["-Y", filter]).lines().count()
+}
+
+/// Asserts that tshark decodes more than `min_packets` packets of
+/// `capture` and reports none of [`PROBLEMS`].
+pub fn assert_clean(capture: &Path, data_port: Option<u16>, min_packets: usize) {
+    let packets = tshark(capture, data_port, &[]).lines().count();
+    assert!(
+        packets > min_packets,
+        "{packets} packets decoded in {}",
+        capture.display()
+    );
+    let problems = tshark(capture, data_port, &["-Y", PROBLEMS]);
+    assert!(
+        problems.is_empty(),
+        "tshark reports problems in {}:\n{problems}",
+        capture.display()
+    );
+}
