@@ -137,6 +137,102 @@ fn a_snack_resends_the_named_segments_at_once() {
     assert_eq!(resent, vec![sent[2].seq, sent[3].seq]);
 }
 
+/// An SCPS peer that supersedes SACK with SNACK, as the RI does.
+fn snack_only_offer() -> PeerOffer {
+    PeerOffer {
+        sack: false,
+        ..scps_offer()
+    }
+}
+
+fn data_seqs(segments: &[Seg]) -> Vec<u32> {
+    segments
+        .iter()
+        .filter(|s| !s.payload.is_empty())
+        .map(|s| s.seq)
+        .collect()
+}
+
+#[test]
+fn a_partial_ack_leaves_a_front_whose_snacked_copy_is_on_its_way() {
+    let mut c = Established::with_offer(
+        Config {
+            initial_window_segments: 10,
+            ..scps_config()
+        },
+        snack_only_offer(),
+    );
+    let sent = send_segments(&mut c, 10);
+    c.h.advance(Duration::from_millis(100));
+    // Segment 0 arrived, 1 and 2 did not: one SNACK names both.
+    let mut ack = c.peer_segment(c.snd_nxt.wrapping_add(MSS));
+    ack.options.snacks.push(Snack {
+        hole_offset: 0,
+        hole_size: 2,
+    });
+    c.h.send(&ack);
+    assert_eq!(data_seqs(&c.output()), vec![sent[1].seq, sent[2].seq]);
+    // More than a round trip later the copy of 1 is acknowledged and 2 is
+    // not: the ACK left when 1's copy arrived, before 2's copy, which
+    // followed it, could. NewReno would resend 2 on this partial ACK.
+    c.h.advance(Duration::from_millis(150));
+    let partial = c.peer_segment(sent[2].seq);
+    c.h.send(&partial);
+    assert_eq!(data_seqs(&c.output()), Vec::<u32>::new());
+    // Once an ACK sent after 2's copy could arrive still lacks it, the
+    // receiver names it again and it goes.
+    c.h.advance(Duration::from_millis(10));
+    let mut again = c.peer_segment(sent[2].seq);
+    again.options.snacks.push(Snack {
+        hole_offset: 0,
+        hole_size: 1,
+    });
+    c.h.send(&again);
+    assert_eq!(data_seqs(&c.output()), vec![sent[2].seq]);
+}
+
+#[test]
+fn a_timeout_while_the_peer_still_acknowledges_resends_only_the_front() {
+    for peer_acknowledges in [true, false] {
+        let mut c = Established::with_offer(
+            Config {
+                congestion: CongestionAlgorithm::Rate,
+                rate_bps: Some(100_000_000),
+                ..scps_config()
+            },
+            snack_only_offer(),
+        );
+        c.write(&pattern(10 * MSS as usize));
+        let sent = c.output();
+        assert_eq!(sent.len(), 10);
+        if peer_acknowledges {
+            // Segments 0 and 5 are lost, and so are the peer's SNACKs for
+            // them; it acknowledges what arrives after them.
+            for _ in 0..2 {
+                let dup = c.peer_segment(c.snd_nxt);
+                c.h.send(&dup);
+            }
+            assert_eq!(data_seqs(&c.output()), Vec::<u32>::new());
+        }
+        // The rate controller probes with one segment after a timeout.
+        c.h.advance_to_timeout();
+        assert_eq!(data_seqs(&c.output()), vec![sent[0].seq]);
+        // The probe arrives and the peer acknowledges up to the hole at 5.
+        c.h.advance(Duration::from_millis(100));
+        let ack = c.peer_segment(sent[5].seq);
+        c.h.send(&ack);
+        let resent = data_seqs(&c.output());
+        if peer_acknowledges {
+            // The peer holds 6 to 9 and names its holes with SNACK: going
+            // back N would resend what arrived.
+            assert_eq!(resent, Vec::<u32>::new());
+        } else {
+            // After silence any of them may be lost.
+            assert_eq!(resent, data_seqs(&sent[5..]));
+        }
+    }
+}
+
 #[test]
 fn snacks_are_ignored_on_a_connection_that_did_not_agree_to_them() {
     let mut c = Established::with_offer(

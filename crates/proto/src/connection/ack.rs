@@ -11,6 +11,7 @@ use super::{Connection, Event};
 use crate::cc::AckEvent;
 use crate::recovery::Phase;
 use crate::recovery::prr::Prr;
+use crate::recovery::scoreboard::Acked;
 use crate::seq::from_wire;
 use crate::time::Instant;
 use crate::wire::TcpRepr;
@@ -164,7 +165,7 @@ impl Connection {
                         self.cc.on_recovery_end(now, flight, smss);
                     }
                 } else if self.recovery.in_fast_recovery() {
-                    restart_rto = self.on_partial_ack(acked.bytes);
+                    restart_rto = self.on_partial_ack(now, &acked);
                 } else {
                     // Slow start continues after a timeout (RFC 5681 3.1).
                     self.grow_window(now, acked.bytes, sample);
@@ -186,12 +187,14 @@ impl Connection {
     /// next hole at once and deflates the window, and restarts the timer on
     /// the first partial ACK only (the "impatient" variant), so that a long
     /// recovery falls back to it.
-    fn on_partial_ack(&mut self, acked: u64) -> bool {
+    fn on_partial_ack(&mut self, now: Instant, acked: &Acked) -> bool {
         if self.negotiated.sack {
             return true;
         }
-        self.board.mark_front_lost();
-        self.force_retransmit = true;
+        // The ACK was sent when the newest segment it covers arrived, or
+        // earlier: it cannot tell of a copy of the front sent after that.
+        self.resend_front(now, acked.newest_sent_at);
+        let acked = acked.bytes;
         self.recovery.inflation -= acked as i64;
         if acked >= self.negotiated.smss {
             self.recovery.inflation += self.negotiated.smss as i64;
@@ -265,14 +268,30 @@ impl Connection {
         // The first unacknowledged segment goes again at once, whatever
         // the window (RFC 5681 3.2 step 2, RFC 6675 5 step 4.3); after a
         // SNACK, the first segment it named.
-        if !snacked {
-            self.board.mark_front_lost();
+        if snacked {
+            self.force_retransmit = true;
+        } else {
+            self.resend_front(now, None);
         }
-        self.force_retransmit = true;
         if !self.negotiated.sack {
             self.recovery.inflation = i64::from(self.config.dup_threshold) * smss as i64;
         }
         self.stats.fast_recoveries += 1;
+    }
+
+    /// Resends the first unacknowledged segment at once, whatever the
+    /// window, unless a copy of it is already on its way: a SNACK, or an
+    /// earlier partial ACK, sent it too recently for the ACK that calls for
+    /// it now to know of it (`news_sent_by`: see
+    /// [`crate::recovery::scoreboard::Scoreboard::front_copy_in_flight`]).
+    fn resend_front(&mut self, now: Instant, news_sent_by: Option<Instant>) {
+        if !self
+            .board
+            .front_copy_in_flight(now, self.copy_answer_age(), news_sent_by)
+        {
+            self.board.mark_front_lost();
+            self.force_retransmit = true;
+        }
     }
 
     /// The peer's window opened after we were probing it: bytes sent as

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::Connection;
 use super::timers::Timer;
+use crate::recovery::rtt::RttEstimator;
 use crate::time::Instant;
 use crate::wire::{OptionList, Snack};
 
@@ -33,17 +34,29 @@ struct Hole {
 }
 
 /// The holes of the receive buffer, with when each was seen and named.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct HoleTracker {
     holes: Vec<Hole>,
     /// The previous list's allocation, for the next refresh.
     spare: Vec<Hole>,
-    /// Smoothed time from first naming a hole to its filling: the round
-    /// trip a SNACK really takes, queues and serialisation of the resent
-    /// data included, which the handshake's RTT sample does not see. A
-    /// hole named more than once overstates it, which errs on the side of
-    /// fewer repeats.
-    response: Option<Duration>,
+    /// Time from naming a hole once to its filling, smoothed with its
+    /// variation as RFC 6298 does for the RTT: the round trip a SNACK
+    /// really takes, queues and the serialisation of the resent data
+    /// included, which the handshake's RTT sample does not see. Its
+    /// timeout is when a repair is overdue.
+    response: RttEstimator,
+}
+
+impl Default for HoleTracker {
+    fn default() -> Self {
+        HoleTracker {
+            holes: Vec::new(),
+            spare: Vec::new(),
+            // Bounds that never bind: the repeat interval is only ever
+            // read once a sample has been taken.
+            response: RttEstimator::new(Duration::MAX, Duration::ZERO, Duration::MAX, Duration::ZERO),
+        }
+    }
 }
 
 impl HoleTracker {
@@ -98,12 +111,12 @@ impl HoleTracker {
         self.spare.clear();
     }
 
-    /// `hole` is gone: if it was named, how long that took is a sample of
-    /// the SNACK round trip.
+    /// `hole` is gone: if it was named once, how long that took is a
+    /// sample of the SNACK round trip (a hole named again tells only that
+    /// one repair was lost, as Karn's rule has it for RTT samples).
     fn filled(&mut self, now: Instant, hole: &Hole) {
-        if let Some(named_at) = hole.first_named_at {
-            let sample = now.saturating_since(named_at);
-            self.response = Some(self.response.map_or(sample, |r| (r * 7 + sample) / 8));
+        if let (Some(named_at), 1) = (hole.named_at, hole.times_named) {
+            self.response.on_sample(now.saturating_since(named_at));
         }
     }
 
@@ -157,16 +170,22 @@ impl Connection {
         }
     }
 
-    /// How long a named hole may persist before it is named again: a
-    /// SNACK round trip with a quarter's margin for the resent copy to
-    /// arrive. A repeat that comes too early costs little: the sender
-    /// resends only copies older than its smallest RTT (see
+    /// How long a named hole may persist before it is named again: the
+    /// measured SNACK round trip with four times its variation, once
+    /// measured; before that the RTT with a quarter's margin. Every repair
+    /// that is lost costs this long, and while it is the oldest hole it
+    /// holds the window. A repeat that comes too early costs little: the
+    /// sender resends only copies older than its smallest RTT (see
     /// [`Connection::take_snacks`]).
     fn snack_repeat(&self) -> Duration {
-        let rtt = self.rtt.srtt().unwrap_or(self.rtt.rto());
-        let repeat = rtt.max(self.rcv.holes.response.unwrap_or_default()) * 5 / 4;
+        let granularity = self.config.clock_granularity;
+        let response = &self.rcv.holes.response;
+        let repeat = match response.srtt() {
+            Some(srtt) => srtt + (response.rttvar() * 4).max(granularity),
+            None => self.rtt.srtt().unwrap_or(self.rtt.rto()) * 5 / 4,
+        };
         // Never a burst of repeats, however short the path.
-        repeat.max(self.config.clock_granularity)
+        repeat.max(granularity)
     }
 
     /// Up to `max` SNACK options for the holes due at `now`, nearest the
@@ -208,6 +227,21 @@ impl Connection {
         snacks
     }
 
+    /// How old a retransmitted copy must be before news of its segment's
+    /// absence may be news of the copy's loss, rather than older news that
+    /// crossed it. With SACK, the segments that arrived tell which copies
+    /// were overtaken, and age is only the fallback: a smoothed RTT, which
+    /// a lasting hole swells (timestamps then echo the segment before it,
+    /// RFC 7323 4.3). Without SACK the smallest RTT seen must do.
+    pub(crate) fn copy_answer_age(&self) -> Duration {
+        if self.negotiated.sack {
+            self.rtt.srtt()
+        } else {
+            self.rtt.min_rtt()
+        }
+        .unwrap_or(self.rtt.rto())
+    }
+
     /// The SNACKs of an arriving segment whose acknowledgment offset is
     /// `ack`: marks the named data lost. Returns how many segments now
     /// await retransmission because of them.
@@ -217,17 +251,8 @@ impl Connection {
         }
         let unit = self.negotiated.smss;
         // The receiver named the hole some time ago; a copy sent since may
-        // have reached it. With SACK, the segments that arrived tell which
-        // copies were overtaken, and the age rule is only the fallback: a
-        // smoothed RTT, which a lasting hole swells (timestamps then echo
-        // the segment before it, RFC 7323 4.3). Without SACK the smallest
-        // RTT seen must do.
-        let min_age = if self.negotiated.sack {
-            self.rtt.srtt()
-        } else {
-            self.rtt.min_rtt()
-        }
-        .unwrap_or(self.rtt.rto());
+        // have reached it.
+        let min_age = self.copy_answer_age();
         let reorder_margin = self.config.snack_delay;
         let mut marked = 0;
         for snack in snacks {
@@ -271,6 +296,30 @@ mod tests {
         t.refresh(at(20), 300, std::slice::from_ref(&(400..500)));
         assert_eq!(t.holes.len(), 1);
         assert_eq!(t.holes[0].seen_at, at(10));
+    }
+
+    #[test]
+    fn only_holes_named_once_time_the_snack_round_trip() {
+        let mut t = HoleTracker::default();
+        t.refresh(at(0), 0, &[100..200, 300..400]);
+        for hole in &mut t.holes {
+            hole.named_at = Some(at(10));
+            hole.times_named = 1;
+        }
+        // The second hole was named again: its first repair was lost.
+        t.holes[1].named_at = Some(at(600));
+        t.holes[1].times_named = 2;
+        // Both fill at 700 ms: a 690 ms sample from the first hole only
+        // (the second's 90 ms since its last naming, or 690 ms since its
+        // first, would say nothing true of one round trip).
+        t.refresh(at(700), 400, &[]);
+        assert_eq!(t.response.srtt(), Some(Duration::from_millis(690)));
+        t.refresh(at(700), 400, std::slice::from_ref(&(500..600)));
+        t.holes[0].named_at = Some(at(710));
+        t.holes[0].times_named = 1;
+        // A second clean sample, 700 ms, is smoothed in (RFC 6298 gains).
+        t.refresh(at(1410), 600, &[]);
+        assert_eq!(t.response.srtt(), Some(Duration::from_micros(691_250)));
     }
 
     #[test]

@@ -63,13 +63,24 @@ impl Connection {
                 let flight = self.snd.nxt - self.snd.una;
                 let repeated = self.consecutive_timeouts > 1;
                 self.cc.on_timeout(now, flight, self.negotiated.smss, repeated);
-                if repeated {
-                    // Timeouts in a row although the SACKed data would let
-                    // the ACK advance: the receiver may have discarded it
-                    // (reneged, RFC 2018 section 8), so resend it all.
-                    self.board.forget_sacks();
+                if self.negotiated.snack && self.recovery.dup_acks > 0 {
+                    // The receiver is still acknowledging what arrives
+                    // beyond the front, and with SNACK it names every hole
+                    // it has: only the front segment, whose copies did not
+                    // get through in time, is overdue. Going back N would
+                    // resend a flight that arrived (RFC 6298 5.4 asks for
+                    // the earliest segment only).
+                    self.board.mark_front_lost();
+                } else {
+                    if repeated {
+                        // Timeouts in a row although the SACKed data would
+                        // let the ACK advance: the receiver may have
+                        // discarded it (reneged, RFC 2018 section 8), so
+                        // resend it all.
+                        self.board.forget_sacks();
+                    }
+                    self.board.mark_all_lost();
                 }
-                self.board.mark_all_lost();
                 self.recovery.enter_timeout(self.snd.nxt);
                 self.force_retransmit = true;
                 if self

@@ -73,6 +73,9 @@ pub(crate) struct Acked {
     pub(crate) rtt_sample_from: Option<Instant>,
     /// Some acknowledged segment had been retransmitted.
     pub(crate) retransmitted: bool,
+    /// Send time of the newest transmission among the acknowledged
+    /// segments: the ACK was sent no later than that one arrived.
+    pub(crate) newest_sent_at: Option<Instant>,
     pub(crate) fin: bool,
 }
 
@@ -246,6 +249,7 @@ impl Scoreboard {
             }
             acked.bytes += seg.len();
             acked.fin |= seg.fin;
+            acked.newest_sent_at = acked.newest_sent_at.max(Some(seg.sent_at));
             if seg.transmissions == 1 {
                 acked.rtt_sample_from = Some(seg.sent_at);
                 self.delivered_sent_at = self.delivered_sent_at.max(Some(seg.sent_at));
@@ -336,7 +340,13 @@ impl Scoreboard {
     }
 
     /// A SNACK named `range` as missing at the receiver (spec/scps-tp.md
-    /// "SNACK"): every segment overlapping it that is not SACKed is lost.
+    /// "SNACK"): the segments inside it that are not SACKed are lost.
+    /// The receiver names holes in whole units counted from its ACK point,
+    /// rounded outwards, so every lost segment lies wholly inside the range
+    /// it names; once a segment shorter than the unit has shifted the
+    /// segments off that grid, the range also reaches part-way into the
+    /// segments either side, which arrived. Those are marked only when no
+    /// segment lies wholly inside (a hole the receiver trimmed part-way).
     /// A segment already resent is resent again only once its copy is
     /// known lost too: a segment sent more than `reorder_margin` after the
     /// copy has arrived, or the copy went out at least `min_age` ago. So a
@@ -350,12 +360,21 @@ impl Scoreboard {
         min_age: Duration,
         reorder_margin: Duration,
     ) -> usize {
+        // From the segment holding the range's first byte to the one
+        // holding its last.
+        let overlapping = self.index_after(range.start)..=self.index_after(range.end - 1);
+        let inside = |seg: &Segment| range.start <= seg.start && seg.end <= range.end;
+        let any_inside = overlapping
+            .clone()
+            .any(|i| self.segments.get(i).is_some_and(inside));
         let mut marked = 0;
-        let mut index = self.index_after(range.start);
         let delivered_sent_at = self.delivered_sent_at;
-        while let Some(seg) = self.segments.get(index) {
-            if seg.start >= range.end {
+        for index in overlapping {
+            let Some(seg) = self.segments.get(index) else {
                 break;
+            };
+            if any_inside && !inside(seg) {
+                continue;
             }
             let overtaken = delivered_sent_at.is_some_and(|d| seg.sent_at + reorder_margin < d);
             let copy_lost = overtaken || now.saturating_since(seg.sent_at) >= min_age;
@@ -367,7 +386,6 @@ impl Scoreboard {
                 });
                 marked += 1;
             }
-            index += 1;
         }
         marked
     }
@@ -386,6 +404,25 @@ impl Scoreboard {
             }
             _ => false,
         }
+    }
+
+    /// Whether the first unacknowledged segment was resent less than
+    /// `min_age` ago, or no earlier than `news_sent_by` (the newest
+    /// transmission the ACK at hand can have been caused by; a copy sent
+    /// in the same burst follows it on the wire, being higher in
+    /// sequence): its copy may still arrive.
+    pub(crate) fn front_copy_in_flight(
+        &self,
+        now: Instant,
+        min_age: Duration,
+        news_sent_by: Option<Instant>,
+    ) -> bool {
+        self.segments.front().is_some_and(|seg| {
+            seg.transmissions > 1
+                && !seg.awaits_retransmission()
+                && (now.saturating_since(seg.sent_at) < min_age
+                    || news_sent_by.is_some_and(|t| seg.sent_at >= t))
+        })
     }
 
     /// A retransmission timeout: every segment not SACKed is deemed lost,
@@ -488,6 +525,50 @@ mod tests {
         assert_eq!(mark(&mut b, later), 0, "nothing sent after it has arrived yet");
         b.sack(std::slice::from_ref(&seg_range(6)));
         assert_eq!(mark(&mut b, later), 1);
+    }
+
+    #[test]
+    fn a_snack_off_the_segment_grid_marks_only_what_lies_inside_it() {
+        // A 40-byte segment has shifted the rest off the receiver's grid of
+        // 100-byte units: segments start at 41, 141, 241...
+        let mut b = Scoreboard::default();
+        b.push(Segment::new(1, 41, false, Instant::ZERO));
+        for i in 0..5 {
+            b.push(Segment::new(
+                41 + i * MSS,
+                41 + (i + 1) * MSS,
+                false,
+                Instant::ZERO,
+            ));
+        }
+        let rtt = Duration::from_millis(100);
+        // The segment at 141..241 is missing; from an ACK point of 41 the
+        // receiver names it as units 1 and 2 (141 rounded down to 101 and
+        // up to 301), which reach into both neighbours.
+        assert_eq!(b.mark_range_lost(101..301, Instant::ZERO, rtt, Duration::ZERO), 1);
+        assert_eq!(b.next_lost(), Some(2));
+        assert_eq!(b.get(2).map(|s| s.start), Some(141));
+        // A hole the receiver trimmed part-way (it holds 241..260 of the
+        // next segment) lies inside no segment: the one it belongs to goes.
+        assert_eq!(b.mark_range_lost(260..301, Instant::ZERO, rtt, Duration::ZERO), 1);
+        assert_eq!(b.get(3).map(|s| (s.start, s.lost)), Some((241, true)));
+    }
+
+    #[test]
+    fn a_front_copy_is_in_flight_while_younger_than_the_rtt_or_than_the_news() {
+        let mut b = board(3);
+        let rtt = Duration::from_millis(100);
+        let at = |ms: u64| Instant::ZERO + Duration::from_millis(ms);
+        assert!(!b.front_copy_in_flight(at(0), rtt, None), "never resent");
+        b.mark_front_lost();
+        assert!(!b.front_copy_in_flight(at(0), rtt, None), "lost, not yet resent");
+        b.retransmitted(0, at(10));
+        assert!(b.front_copy_in_flight(at(50), rtt, None));
+        assert!(!b.front_copy_in_flight(at(110), rtt, None));
+        // An ACK caused by a segment sent before the copy, or with it in
+        // one burst, cannot tell of the copy, however late it comes.
+        assert!(b.front_copy_in_flight(at(500), rtt, Some(at(10))));
+        assert!(!b.front_copy_in_flight(at(500), rtt, Some(at(11))));
     }
 
     #[test]
