@@ -77,6 +77,38 @@ impl Stream {
             .is_some_and(|c| !c.config().nagle)
     }
 
+    /// Writes all of `data` as one record: the peer's
+    /// [`Stream::read_record`] sees its end (spec/scps-tp.md "Record
+    /// boundary"). A record needs SCPS-TP at neither end: the option is not
+    /// negotiated, and a peer that does not know it reads a plain stream.
+    /// A record holds at least one byte: an empty `data` writes nothing.
+    pub async fn write_record(&mut self, data: &[u8]) -> io::Result<()> {
+        let mut written = 0;
+        while written < data.len() {
+            // The end is marked by the call that takes the last bytes, under
+            // the same lock: marked after it, the driver could have sent
+            // the last segment already, without the option.
+            written += std::future::poll_fn(|cx| {
+                self.poll_op(cx, true, |endpoint, handle| {
+                    endpoint.send_record(handle, &data[written..])
+                })
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Reads into `out`, stopping at the end of a record: the bytes read,
+    /// and whether they finish a record. `(0, false)` is the end of the
+    /// stream. Reads that mix this with the byte-stream [`AsyncRead`] see
+    /// the same bytes in the same order.
+    pub async fn read_record(&mut self, out: &mut [u8]) -> io::Result<(usize, bool)> {
+        std::future::poll_fn(|cx| {
+            self.poll_op(cx, false, |endpoint, handle| endpoint.recv_record(handle, out))
+        })
+        .await
+    }
+
     /// Resets the connection at once (RFC 9293 3.10.5 ABORT): the peer
     /// learns that the transfer was cut short.
     pub fn abort(&self) {
@@ -94,12 +126,12 @@ impl Stream {
 
     /// Runs `op` on the endpoint for this connection, mapping the engine's
     /// answer to what tokio's traits expect.
-    fn poll_op(
+    fn poll_op<T>(
         &self,
         cx: &mut Context<'_>,
         write: bool,
-        op: impl FnOnce(&mut scps_proto::Endpoint, ConnectionHandle) -> Result<usize, StreamError>,
-    ) -> Poll<io::Result<usize>> {
+        op: impl FnOnce(&mut scps_proto::Endpoint, ConnectionHandle) -> Result<T, StreamError>,
+    ) -> Poll<io::Result<T>> {
         let mut state = self.shared.lock();
         if let Some(reason) = &state.stopped {
             return Poll::Ready(Err(io::Error::other(reason.clone())));

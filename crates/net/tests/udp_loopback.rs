@@ -3,7 +3,8 @@
 //! seeded random content), over IPv4 and IPv6, SCPS is negotiated, and the
 //! capture of the path is clean for tshark, the capabilities option decoded
 //! in both SYNs; an unanswered connect fails with a clear timeout error, a
-//! refused one with a refusal; `set_nodelay` sends what Nagle held.
+//! refused one with a refusal; `set_nodelay` sends what Nagle held;
+//! records written with `write_record` are read whole by `read_record`.
 
 mod common;
 
@@ -232,4 +233,60 @@ async fn nodelay_sends_what_nagle_held_at_once() {
     drop((client, server));
     client_net.close(Duration::from_secs(1)).await.unwrap();
     server_net.close(Duration::from_secs(1)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_arrive_with_their_boundaries() {
+    let seed = seed();
+    // Sizes from one byte to several segments, each record's bytes its own.
+    let sizes: Vec<usize> = content(seed, 200)
+        .iter()
+        .map(|&b| 1 + usize::from(b) * 37)
+        .collect();
+    let records: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| content(seed ^ i as u64, n))
+        .collect();
+    let (server_net, client_net, server_addr) = pair("127.0.0.1", None);
+    let listener = server_net.listen(server_addr).unwrap();
+    let expected = records.clone();
+    let reader = tokio::spawn(async move {
+        let mut stream = listener.accept().await.unwrap();
+        let mut received = Vec::new();
+        let mut record = Vec::new();
+        // Smaller than most records: a record comes in several reads, and
+        // a read never runs past its end.
+        let mut chunk = [0u8; 1000];
+        loop {
+            let (n, ended) = stream.read_record(&mut chunk).await.unwrap();
+            if n == 0 && !ended {
+                break;
+            }
+            record.extend_from_slice(&chunk[..n]);
+            if ended {
+                received.push(std::mem::take(&mut record));
+            }
+        }
+        assert!(
+            record.is_empty(),
+            "{} bytes after the last boundary",
+            record.len()
+        );
+        received
+    });
+    let mut stream = client_net.connect(server_addr).await.unwrap();
+    for record in &expected {
+        stream.write_record(record).await.unwrap();
+    }
+    stream.shutdown().await.unwrap();
+    let received = reader.await.unwrap();
+    assert_eq!(received.len(), records.len(), "records read");
+    for (i, (got, sent)) in received.iter().zip(&records).enumerate() {
+        assert_eq!(got.len(), sent.len(), "size of record {i}");
+        assert!(got == sent, "content of record {i}");
+    }
+    drop(stream);
+    client_net.close(Duration::from_secs(5)).await.unwrap();
+    server_net.close(Duration::from_secs(5)).await.unwrap();
 }
