@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use harness::pair::{A6, B6, Exchanged, Pair, data, exchange};
 use harness::{Harness, OURS, PEER_ISS, Seg, THEIRS};
-use scps_proto::Config;
 use scps_proto::wire::{
-    CompressedRepr, IPPROTO_SCPS_COMPRESSED, IPPROTO_TCP, IpRepr, ScpsCapabilities, TcpFlags, TcpOptions,
-    WindowAck, build_compressed_packet,
+    CompressedRepr, IPPROTO_SCPS_COMPRESSED, IPPROTO_TCP, IpRepr, ScpsCapabilities, Snack, TcpFlags,
+    TcpOptions, WindowAck, build_compressed_packet,
 };
+use scps_proto::{Config, ConnectionHandle};
 
 fn compressing() -> Config {
     Config {
@@ -430,4 +430,199 @@ fn plain_tcp_peers_and_addresses_are_unaffected() {
             .iter()
             .all(|(_, p)| IpRepr::parse(p).unwrap().0.protocol() == IPPROTO_TCP)
     );
+}
+
+/// A connection between our listener at `ours` and a scripted RI-like peer
+/// at `theirs`, both offering SNACK and compression, the peer also MSS 1460
+/// and timestamps (in force if our configuration offers them too). Every segment after the SYNs travels compressed; the peer's
+/// carry the window and acknowledgment number, so our decompressor never
+/// needs to infer them.
+struct CompressingPeer {
+    h: Harness,
+    ours: SocketAddr,
+    theirs: SocketAddr,
+    /// Our initial sequence number.
+    our_iss: u32,
+    /// The peer's timestamp clock, and our latest TSval (echoed), when
+    /// timestamps are in force.
+    timestamps: bool,
+    peer_ts: u32,
+    our_ts: u32,
+}
+
+/// A segment we sent, decompressed as far as the peer needs.
+struct OurSegment {
+    /// Sequence number, relative to the first byte after our SYN; a pure
+    /// ACK may leave it out.
+    offset: Option<u32>,
+    payload: Vec<u8>,
+    snacks: Vec<Snack>,
+}
+
+impl CompressingPeer {
+    /// The connection, established, with our side's handle.
+    fn connect(config: Config, ours: SocketAddr, theirs: SocketAddr) -> (CompressingPeer, ConnectionHandle) {
+        let mut h = Harness::at(config, ours.ip());
+        h.ep.listen(ours, None).unwrap();
+        h.send_from(theirs, ours, &peer_syn(Some(offer(PEER_ID))));
+        let mut buf = Vec::new();
+        assert!(h.ep.poll_transmit(h.now, &mut buf), "a SYN-ACK");
+        let syn_ack = scps_proto::wire::parse_tcp_packet(&buf).unwrap().1.unwrap();
+        assert!(syn_ack.flags.syn() && syn_ack.options.scps_capabilities.is_some_and(|c| c.compression));
+        let mut peer = CompressingPeer {
+            our_iss: syn_ack.seq,
+            timestamps: syn_ack.options.timestamps.is_some(),
+            our_ts: syn_ack.options.timestamps.map_or(0, |ts| ts.tsval),
+            peer_ts: 1,
+            h,
+            ours,
+            theirs,
+        };
+        peer.send(0, b"", 0, &[]);
+        let conn = peer.h.ep.accept(ours).expect("established by the compressed ACK");
+        let stats = peer.h.ep.stats_of(conn).unwrap();
+        assert!(stats.header_compression && stats.snack, "{stats:?}");
+        assert_eq!(stats.timestamps, peer.timestamps);
+        (peer, conn)
+    }
+
+    /// The peer sends `payload` at `offset` in its stream, acknowledging
+    /// our first `acked` bytes and naming `snacks`.
+    fn send(&mut self, offset: u32, payload: &[u8], acked: u32, snacks: &[Snack]) {
+        let mut options = TcpOptions::default();
+        for &snack in snacks {
+            options.snacks.push(snack);
+        }
+        self.peer_ts += 1;
+        let segment = CompressedRepr {
+            conn_id: PEER_ID,
+            flags: TcpFlags::ACK,
+            urgent: 0,
+            window_ack: Some(WindowAck {
+                window: 65535,
+                ack: self.our_iss.wrapping_add(1 + acked),
+            }),
+            seq: Some(PEER_ISS.wrapping_add(offset)),
+            tsval: self.timestamps.then_some(self.peer_ts),
+            tsecr: self.timestamps.then_some(self.our_ts),
+            record_boundary: false,
+            options,
+            payload,
+        };
+        let mut packet = Vec::new();
+        build_compressed_packet(self.theirs.ip(), self.ours.ip(), 64, &segment, &mut packet).unwrap();
+        self.h.ep.handle_packet(self.h.now, &packet);
+    }
+
+    /// Everything we send now, each segment compressed.
+    fn output(&mut self) -> Vec<OurSegment> {
+        let (mut out, mut buf) = (Vec::new(), Vec::new());
+        while self.h.ep.poll_transmit(self.h.now, &mut buf) {
+            let (ip, segment) = IpRepr::parse(&buf).unwrap();
+            assert_eq!(ip.protocol(), IPPROTO_SCPS_COMPRESSED);
+            assert_eq!((ip.src(), ip.dst()), (self.ours.ip(), self.theirs.ip()));
+            let c = CompressedRepr::parse(segment, ip.src(), ip.dst(), true).unwrap();
+            self.our_ts = c.tsval.unwrap_or(self.our_ts);
+            out.push(OurSegment {
+                offset: c.seq.map(|seq| seq.wrapping_sub(self.our_iss.wrapping_add(1))),
+                payload: c.payload.to_vec(),
+                snacks: c.options.snacks.as_slice().to_vec(),
+            });
+        }
+        out
+    }
+}
+
+fn snack(hole_offset: u16, hole_size: u16) -> Snack {
+    Snack {
+        hole_offset,
+        hole_size,
+    }
+}
+
+const OURS6: SocketAddr = SocketAddr::new(A6, 40000);
+const THEIRS6: SocketAddr = SocketAddr::new(B6, 80);
+
+#[test]
+fn with_compression_our_receiver_names_holes_in_units_of_the_compressed_payload() {
+    // spec/scps-tp.md "SNACK": units of the sender's maximum payload, which
+    // with compressed headers (16 bytes with timestamps, 8 without) is the
+    // MSS plus the 20-byte TCP header less those: 1464 bytes over IPv4 (MSS
+    // 1460), 1444 over IPv6 (our MSS offer, 1440, is the smaller), 1472
+    // without timestamps. The SMSS, what a TCP header leaves, is the MSS
+    // less 12 bytes of timestamps option, when in force.
+    let no_timestamps = Config {
+        timestamps: false,
+        ..compressing()
+    };
+    for (config, ours, theirs, unit, smss) in [
+        (compressing(), OURS, THEIRS, 1464, 1448),
+        (compressing(), OURS6, THEIRS6, 1444, 1428),
+        (no_timestamps, OURS, THEIRS, 1472, 1460),
+    ] {
+        // The RI's full segments are one unit; ours are the SMSS.
+        for (segment_bytes, expected) in [
+            // Segments 1 and 3 are missing, each exactly one unit: one
+            // unit at the ACK point, one unit two units past it.
+            (unit, [snack(0, 1), snack(2, 1)]),
+            // Missing 1 and 3 of SMSS-sized segments: the first at the ACK
+            // point; the second, SMSS bytes 2..3 past it, lies within units
+            // 1..3 (rounded outwards).
+            (smss, [snack(0, 1), snack(1, 2)]),
+        ] {
+            let (mut p, conn) = CompressingPeer::connect(config.clone(), ours, theirs);
+            p.output();
+            let stream = data(5 * segment_bytes as usize, 11);
+            let mut named = Vec::new();
+            for i in [0, 2, 4] {
+                let at = i * segment_bytes;
+                p.send(at, &stream[at as usize..(at + segment_bytes) as usize], 0, &[]);
+                named.extend(p.output().into_iter().flat_map(|s| s.snacks));
+            }
+            assert_eq!(named, expected, "{segment_bytes}-byte segments from {theirs}");
+            assert_eq!(p.h.ep.stats_of(conn).unwrap().snacks_sent, 2);
+            // The repairs fill the holes: the stream reads back whole.
+            for i in [1, 3] {
+                let at = i * segment_bytes;
+                p.send(at, &stream[at as usize..(at + segment_bytes) as usize], 0, &[]);
+            }
+            assert!(p.h.read(conn) == stream, "content differs");
+        }
+    }
+}
+
+#[test]
+fn with_compression_our_sender_resends_what_an_ri_snack_names_in_its_units() {
+    for (ours, theirs, unit, smss) in [(OURS, THEIRS, 1464, 1448), (OURS6, THEIRS6, 1444, 1428)] {
+        let config = Config {
+            initial_window_segments: 10,
+            ..compressing()
+        };
+        let (mut p, conn) = CompressingPeer::connect(config, ours, theirs);
+        p.output();
+        let stream = data(10 * smss as usize, 12);
+        assert_eq!(p.h.ep.send(conn, &stream).unwrap(), stream.len());
+        let sent = p.output();
+        assert_eq!(sent.len(), 10, "the initial window");
+        assert!(
+            sent.iter().all(|s| s.payload.len() == smss as usize),
+            "our segments stay at the SMSS"
+        );
+        // The peer holds our first segment and names one unit past the ACK
+        // point, two units long: bytes smss + unit .. smss + 3 unit. Our
+        // segment 3 (3 smss .. 4 smss) lies wholly inside; segment 2 starts
+        // 16 bytes before the range and segment 4 ends past it.
+        p.send(0, b"", smss, &[snack(1, 2)]);
+        let resent: Vec<_> = p.output().into_iter().filter(|s| !s.payload.is_empty()).collect();
+        let named = smss + unit..smss + 3 * unit;
+        let at = 3 * smss;
+        assert!(named.start <= at && at + smss <= named.end);
+        assert_eq!(resent.len(), 1, "one segment resent from {ours}");
+        assert_eq!(resent[0].offset, Some(at));
+        assert!(
+            resent[0].payload == stream[at as usize..(at + smss) as usize],
+            "its bytes"
+        );
+        assert_eq!(p.h.ep.stats_of(conn).unwrap().snacked_segments, 1);
+    }
 }

@@ -22,6 +22,15 @@ use crate::wire::{Compressor, Decompressor, TcpRepr, WireError, build_compressed
 const NOT_IN_FORCE: WireError =
     WireError::NotCompressible("a connection that did not negotiate header compression");
 
+/// Bytes of the compressed header of a full data segment as the RI sends
+/// it (spec/scps-tp.md "Compressed header": id, control byte 1, sequence
+/// number, both timestamps when in use, checksum; control 0x62 with
+/// timestamps, the window and acknowledgment number left out).
+pub(crate) fn data_header_bytes(timestamps: bool) -> u64 {
+    let timestamps_bytes = if timestamps { 8 } else { 0 };
+    1 + 1 + 4 + timestamps_bytes + 2
+}
+
 /// Compression state of a connection.
 #[derive(Debug, Default)]
 pub(crate) struct HeaderCompression {

@@ -80,6 +80,7 @@ impl Connection {
             tuple: params.tuple,
             state,
             negotiated: Negotiated {
+                mss: smss,
                 smss,
                 sack: false,
                 timestamps: false,
@@ -200,6 +201,7 @@ impl Connection {
         // carry the option, each capability only if both set it.
         let scps = options.scps_capabilities.filter(|_| config.scps);
         self.negotiated = Negotiated {
+            mss,
             // Never below one byte of payload, whatever the peer claims.
             smss: mss.saturating_sub(overhead).max(1),
             sack: config.sack && options.sack_permitted,

@@ -141,6 +141,9 @@ pub enum Event {
 /// Options both sides agreed on in the SYN exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Negotiated {
+    /// The MSS both sides work to: the smaller of the two MSS options, or
+    /// the default when the peer sent none (RFC 9293 3.7.1).
+    mss: u64,
     /// Maximum payload per segment we send, options included in the
     /// reduction (RFC 9293 3.7.1, RFC 6691).
     smss: u64,

@@ -23,8 +23,9 @@
 //! Changing the size mid-connection keeps the sequence space and recovery
 //! right because the scoreboard holds each segment as sent: a segment
 //! sent at the old size is resent at that size (still within the MSS),
-//! new data goes at the new one. SNACK offsets stay in units of the
-//! negotiated MSS, which both ends compute alike (spec/scps-tp.md).
+//! new data goes at the new one. SNACK offsets stay in their own unit,
+//! which both ends compute alike from the SYNs
+//! (`Connection::snack_unit`).
 
 use super::Connection;
 
@@ -34,10 +35,6 @@ pub(crate) const MIN_SEGMENT_BYTES: u64 = 256;
 const EPOCH_SEGMENTS: u64 = 64;
 /// Weight of each epoch's estimate in the smoothed bit-error rate.
 const EPOCH_WEIGHT: f64 = 0.25;
-/// A compressed data segment's usual header (spec/scps-tp.md "Compressed
-/// header": id, control, sequence number, both timestamps, checksum; the
-/// window and acknowledgment are left out of most).
-const COMPRESSED_DATA_HEADER_BYTES: u64 = 16;
 
 /// The sender's view of the path's bit-error rate.
 #[derive(Debug, Default)]
@@ -68,7 +65,8 @@ impl Connection {
     pub(crate) fn segment_overhead_bytes(&self) -> u64 {
         let ip = super::handshake::ip_header_len(self.tuple.local) as u64;
         if self.compression.in_force() {
-            return ip + COMPRESSED_DATA_HEADER_BYTES;
+            // The window and acknowledgment are left out of most.
+            return ip + super::compression::data_header_bytes(self.negotiated.timestamps);
         }
         let timestamps = if self.negotiated.timestamps {
             super::handshake::TIMESTAMPS_OVERHEAD

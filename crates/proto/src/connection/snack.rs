@@ -6,8 +6,8 @@
 //!
 //! Holes are named in units of the data sender's maximum segment payload,
 //! counted from the segment's acknowledgment number. Both ends compute
-//! that unit alike (the smaller of the two MSS offers less the options in
-//! use), so each side uses its own.
+//! that unit alike from what the SYNs settled
+//! ([`Connection::snack_unit`]), so each side uses its own.
 
 use std::ops::Range;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use super::Connection;
 use super::timers::Timer;
 use crate::recovery::rtt::RttEstimator;
 use crate::time::Instant;
-use crate::wire::{OptionList, Snack};
+use crate::wire::{OptionList, Snack, TcpRepr};
 
 /// Timer-driven repetitions of a SNACK for one hole; after that the hole is
 /// named again only when data arrives (the sender's retransmission timer
@@ -188,6 +188,33 @@ impl Connection {
         repeat.max(granularity)
     }
 
+    /// The unit SNACK offsets and sizes count in, bytes (spec/scps-tp.md
+    /// "SNACK — kind 21": the data sender's maximum segment payload, the
+    /// MSS less the options in use). Without header compression that is
+    /// the SMSS. With it, the payload of the packet a segment of the
+    /// negotiated MSS fills once the 20-byte TCP header (and the
+    /// timestamps option) gives way to the compressed header of the RI's
+    /// data segments: 1464 bytes on a 1500-byte path with timestamps, 1472
+    /// without. The IP header, 20 or 40 bytes, is in both packets alike,
+    /// so this holds for IPv4 and IPv6.
+    ///
+    /// Both ends compute it from what both SYNs settled (the smaller MSS
+    /// offer, timestamps, compression), so they name and read holes at the
+    /// same offsets. Our own segments stay at the SMSS (the compressor
+    /// sends the window and acknowledgment number on some), so a hole is
+    /// not always on the unit grid: see `Scoreboard::mark_range_lost`.
+    pub(crate) fn snack_unit(&self) -> u64 {
+        if !self.compression.in_force() {
+            return self.negotiated.smss;
+        }
+        let tcp_header_bytes = TcpRepr::MIN_HEADER_LEN as u64;
+        let compressed_header_bytes = super::compression::data_header_bytes(self.negotiated.timestamps);
+        // Never below one byte, whatever MSS the peer offered.
+        (self.negotiated.mss + tcp_header_bytes)
+            .saturating_sub(compressed_header_bytes)
+            .max(1)
+    }
+
     /// Up to `max` SNACK options for the holes due at `now`, nearest the
     /// ACK point first; the holes are recorded as named.
     pub(crate) fn take_due_snacks(&mut self, now: Instant, max: usize) -> OptionList<Snack, 6> {
@@ -196,7 +223,7 @@ impl Connection {
             return snacks;
         }
         let (delay, repeat) = (self.config.snack_delay, self.snack_repeat());
-        let unit = self.negotiated.smss;
+        let unit = self.snack_unit();
         let ack_point = self.rcv.buf.contiguous_end();
         for hole in &mut self.rcv.holes.holes {
             if snacks.len() == max.min(OptionList::<Snack, 6>::CAPACITY) {
@@ -249,7 +276,7 @@ impl Connection {
         if !self.negotiated.snack {
             return 0;
         }
-        let unit = self.negotiated.smss;
+        let unit = self.snack_unit();
         // The receiver named the hole some time ago; a copy sent since may
         // have reached it.
         let min_age = self.copy_answer_age();

@@ -126,12 +126,18 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(config: Config) -> Harness {
+        Harness::at(config, OURS.ip())
+    }
+
+    /// An endpoint at `address` ([`Harness::output`] expects [`OURS`]; tests
+    /// at other addresses read `ep.poll_transmit` themselves).
+    pub fn at(config: Config, address: IpAddr) -> Harness {
         let endpoint_config = EndpointConfig {
             connection: config,
             ..EndpointConfig::default()
         };
         Harness {
-            ep: Endpoint::new(endpoint_config, [OURS.ip()]).expect("valid test configuration"),
+            ep: Endpoint::new(endpoint_config, [address]).expect("valid test configuration"),
             now: Instant::from_duration(Duration::from_secs(1000)),
         }
     }
