@@ -7,6 +7,8 @@
 #   scripts/t1-geo-cases.sh [RUNS]      (default 8)
 #
 # Every command uses the same seeds, so each row meets the same errors.
+# What any SNACK sender could reach in these windows:
+#   cargo run --release -p scps-sim --example snack_window_ceiling
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-8}
@@ -53,6 +55,10 @@ run "ablation: 2B with SACK beside SNACK" "${case_2b[@]}" "${ber[@]}" --set tcp.
 run "ablation: 2B without the RI's RTO margin" "${case_2b[@]}" "${ber[@]}" --set tcp.rto_margin_min=0s
 run "ablation: 2B with a 64 kB window" "${case_2b[@]}" "${ber[@]}" \
   --set tcp.send_buffer=64KiB --set tcp.recv_buffer=64KiB
+run "beyond the paper: 2B with a 330 kB window" "${case_2b[@]}" "${ber[@]}" \
+  --set tcp.send_buffer=330kB --set tcp.recv_buffer=330kB
+run "beyond the paper: 2B with a 500 kB window" "${case_2b[@]}" "${ber[@]}" \
+  --set tcp.send_buffer=500kB --set tcp.recv_buffer=500kB
 run "beyond the paper: 2B with the adaptive ACK policy" "${case_2b[@]}" "${ber[@]}" --set tcp.ack_adaptive=true
 run "beyond the paper: 2B with the segment size adapted to the error rate" "${case_2b[@]}" "${ber[@]}" \
   --set tcp.mss_adapt=true
