@@ -108,7 +108,7 @@ impl CongestionControl for Cubic {
             return;
         }
         if self.cwnd < self.ssthresh {
-            match self.hystart.on_ack(ack, slow_start_increase(ack.acked, ack.smss)) {
+            match self.hystart.on_ack(ack, slow_start_increase(ack)) {
                 Step::Grow(increase) => self.cwnd += increase,
                 Step::Exit => self.ssthresh = self.cwnd,
             }
@@ -189,6 +189,8 @@ mod tests {
             smss: SMSS,
             srtt: Some(Duration::from_millis(100)),
             rtt_sample: Some(Duration::from_millis(100)),
+            delivery_rtt: Some(Duration::from_millis(100)),
+            paced: false,
             min_rtt: Some(Duration::from_millis(100)),
             cwnd_limited: true,
             snd_una: 0,

@@ -132,6 +132,8 @@ mod tests {
             smss: MSS,
             srtt: None,
             rtt_sample: Some(Duration::from_millis(rtt_ms)),
+            delivery_rtt: Some(Duration::from_millis(rtt_ms)),
+            paced: false,
             min_rtt: None,
             cwnd_limited: true,
             snd_una: una,

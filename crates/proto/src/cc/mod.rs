@@ -32,8 +32,19 @@ pub struct AckEvent {
     /// The sender's maximum segment payload.
     pub smss: u64,
     pub srtt: Option<Duration>,
-    /// The RTT measured by this ACK, if it gave a valid sample.
+    /// The RTT measured by this ACK, if it gave a valid sample. With
+    /// timestamps it runs from the oldest segment the ACK covers (RFC 7323
+    /// 4.3), so it includes the time the receiver held its ACK back.
     pub rtt_sample: Option<Duration>,
+    /// Time since the newest segment this ACK acknowledges was sent, when
+    /// that segment went once and no retransmission is covered: the ACK
+    /// left when that segment arrived, so this is the path's delay without
+    /// the receiver's hold, which a delay-based controller must not read
+    /// as queueing.
+    pub delivery_rtt: Option<Duration>,
+    /// The route's token bucket spaces what the sender sends: an ACK that
+    /// covers many segments cannot release them in a burst.
+    pub paced: bool,
     /// The smallest RTT seen on the connection.
     pub min_rtt: Option<Duration>,
     /// Whether the window was what limited sending when the acknowledged
@@ -140,11 +151,17 @@ fn half_flight(flight_size: u64, smss: u64) -> u64 {
     (flight_size / 2).max(2 * smss)
 }
 
-/// Slow start with appropriate byte counting (RFC 3465, L = 2 SMSS): growth
-/// per ACK is the data it acknowledges, at most two segments, so delayed
-/// ACKs do not halve the rate of growth.
-fn slow_start_increase(acked: u64, smss: u64) -> u64 {
-    acked.min(2 * smss)
+/// Slow start with appropriate byte counting (RFC 3465): growth per ACK is
+/// the data it acknowledges, so delayed ACKs do not halve the rate of
+/// growth. L = 2 SMSS bounds it, as RFC 3465 asks, against the burst a
+/// stretch ACK would release; a paced sender sends no burst, and counts an
+/// ACK that covers many segments (the adaptive ACK policy's) in full.
+fn slow_start_increase(ack: &AckEvent) -> u64 {
+    if ack.paced {
+        ack.acked
+    } else {
+        ack.acked.min(2 * ack.smss)
+    }
 }
 
 #[cfg(test)]

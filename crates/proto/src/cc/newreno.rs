@@ -43,7 +43,7 @@ impl CongestionControl for NewReno {
             return;
         }
         if self.cwnd < self.ssthresh {
-            self.cwnd += slow_start_increase(ack.acked, ack.smss);
+            self.cwnd += slow_start_increase(ack);
             return;
         }
         self.acked_in_avoidance += ack.acked;
@@ -97,6 +97,8 @@ mod tests {
             smss: SMSS,
             srtt: None,
             rtt_sample: None,
+            delivery_rtt: None,
+            paced: false,
             min_rtt: None,
             cwnd_limited: true,
             snd_una: 0,
@@ -117,6 +119,19 @@ mod tests {
         assert_eq!(cc.window(), 4 * SMSS);
         cc.on_ack(&ack(SMSS));
         assert_eq!(cc.window(), 5 * SMSS, "a window's worth of ACKs adds one segment");
+    }
+
+    #[test]
+    fn a_stretch_ack_grows_slow_start_by_two_segments_unless_the_sender_paces() {
+        let mut cc = NewReno::new(2 * SMSS);
+        cc.on_ack(&ack(8 * SMSS));
+        assert_eq!(cc.window(), 4 * SMSS, "RFC 3465: at most L = 2 segments");
+        let mut cc = NewReno::new(2 * SMSS);
+        cc.on_ack(&AckEvent {
+            paced: true,
+            ..ack(8 * SMSS)
+        });
+        assert_eq!(cc.window(), 10 * SMSS, "no burst to fear: counted in full");
     }
 
     #[test]

@@ -84,6 +84,8 @@ mod tests {
             smss: 1000,
             srtt: None,
             rtt_sample: None,
+            delivery_rtt: None,
+            paced: false,
             min_rtt: None,
             cwnd_limited: false,
             snd_una: 0,

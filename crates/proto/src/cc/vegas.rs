@@ -21,8 +21,8 @@ pub struct Vegas {
     cwnd: u64,
     ssthresh: u64,
     params: VegasParams,
-    /// The current round: when it ends, and the smallest RTT sampled in it
-    /// (the least disturbed by delayed ACKs).
+    /// The current round: when it ends, and the smallest delivery RTT
+    /// sampled in it.
     round_end: Option<Instant>,
     round_min_rtt: Option<Duration>,
 }
@@ -83,11 +83,14 @@ impl CongestionControl for Vegas {
     }
 
     fn on_ack(&mut self, ack: &AckEvent) {
-        if let Some(sample) = ack.rtt_sample {
+        // The path's delay, not the time the receiver held its ACK: with
+        // an ACK every k segments the timestamp sample would include up to
+        // k - 1 segment times of it, read as queueing.
+        if let Some(sample) = ack.delivery_rtt {
             self.round_min_rtt = Some(self.round_min_rtt.map_or(sample, |m| m.min(sample)));
         }
         if self.cwnd < self.ssthresh && ack.cwnd_limited {
-            self.cwnd += slow_start_increase(ack.acked, ack.smss);
+            self.cwnd += slow_start_increase(ack);
         }
         let (Some(srtt), Some(base_rtt)) = (ack.srtt, ack.min_rtt) else {
             return;
@@ -151,6 +154,8 @@ mod tests {
             smss: SMSS,
             srtt: Some(Duration::from_millis(rtt_ms)),
             rtt_sample: Some(Duration::from_millis(rtt_ms)),
+            delivery_rtt: Some(Duration::from_millis(rtt_ms)),
+            paced: false,
             min_rtt: Some(Duration::from_millis(base_ms)),
             cwnd_limited: true,
             snd_una: 0,
@@ -194,6 +199,23 @@ mod tests {
         let mut cc = in_avoidance(18);
         run(&mut cc, 0, 4, 125, 100);
         assert_eq!(cc.window(), 18 * SMSS);
+    }
+
+    #[test]
+    fn the_receivers_ack_hold_is_not_read_as_queueing() {
+        // ACKs every 11 segments: the timestamp samples run from the first
+        // segment each ACK covers and include the hold (100 ms here), the
+        // delivery RTT of the newest segment does not. Nothing is queued.
+        let mut cc = in_avoidance(20);
+        let mut t = 0;
+        for _ in 0..50 {
+            cc.on_ack(&AckEvent {
+                rtt_sample: Some(Duration::from_millis(200)),
+                ..ack(t, 100, 100)
+            });
+            t += 10;
+        }
+        assert_eq!(cc.window(), 24 * SMSS, "grows as on a path without the hold");
     }
 
     #[test]

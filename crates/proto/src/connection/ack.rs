@@ -168,10 +168,10 @@ impl Connection {
                     restart_rto = self.on_partial_ack(now, &acked);
                 } else {
                     // Slow start continues after a timeout (RFC 5681 3.1).
-                    self.grow_window(now, acked.bytes, sample);
+                    self.grow_window(now, &acked, sample);
                 }
             }
-            Phase::Open => self.grow_window(now, acked.bytes, sample),
+            Phase::Open => self.grow_window(now, &acked, sample),
         }
         if self.want_writable && self.snd.buf.free() > 0 && self.state.can_send_data() {
             self.want_writable = false;
@@ -204,10 +204,16 @@ impl Connection {
         first
     }
 
-    fn grow_window(&mut self, now: Instant, acked: u64, rtt_sample: Option<Duration>) {
+    fn grow_window(&mut self, now: Instant, acked: &Acked, rtt_sample: Option<Duration>) {
+        let delivery_rtt = acked
+            .rtt_sample_from
+            .filter(|_| !acked.retransmitted)
+            .map(|sent| now.saturating_since(sent));
         let event = AckEvent {
             now,
-            acked,
+            acked: acked.bytes,
+            delivery_rtt,
+            paced: self.pacer.is_some(),
             smss: self.negotiated.smss,
             srtt: self.rtt.srtt(),
             rtt_sample,
