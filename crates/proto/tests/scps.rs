@@ -98,24 +98,35 @@ fn send_segments(c: &mut Established, n: usize) -> Vec<Seg> {
     out
 }
 
-#[test]
-fn a_snack_resends_the_named_segments_at_once() {
-    let mut c = Established::with_offer(
-        Config {
-            initial_window_segments: 10,
-            ..scps_config()
-        },
-        scps_offer(),
-    );
+/// A connection with `offer` whose first ten segments are out, and a
+/// round trip gone by.
+fn ten_segments_out(offer: PeerOffer) -> (Established, Vec<Seg>) {
+    let config = Config {
+        initial_window_segments: 10,
+        ..scps_config()
+    };
+    let mut c = Established::with_offer(config, offer);
     let sent = send_segments(&mut c, 10);
     c.h.advance(Duration::from_millis(100));
+    (c, sent)
+}
+
+/// The peer's ACK of `ack` naming one hole.
+fn snack_ack(c: &mut Established, ack: u32, hole_offset: u16, hole_size: u16) -> Seg {
+    let mut seg = c.peer_segment(ack);
+    seg.options.snacks.push(Snack {
+        hole_offset,
+        hole_size,
+    });
+    seg
+}
+
+#[test]
+fn a_snack_resends_the_named_segments_at_once() {
+    let (mut c, sent) = ten_segments_out(scps_offer());
     // The peer has segment 0 and names segments 2 and 3 (offset 1 from the
     // ACK point, two units): one ACK, no duplicates needed.
-    let mut ack = c.peer_segment(c.snd_nxt.wrapping_add(MSS));
-    ack.options.snacks.push(Snack {
-        hole_offset: 1,
-        hole_size: 2,
-    });
+    let ack = snack_ack(&mut c, sent[1].seq, 1, 2);
     c.h.send(&ack);
     let resent: Vec<u32> = c.output().iter().map(|s| s.seq).collect();
     assert_eq!(resent, vec![sent[2].seq, sent[3].seq]);
@@ -155,21 +166,9 @@ fn data_seqs(segments: &[Seg]) -> Vec<u32> {
 
 #[test]
 fn a_partial_ack_leaves_a_front_whose_snacked_copy_is_on_its_way() {
-    let mut c = Established::with_offer(
-        Config {
-            initial_window_segments: 10,
-            ..scps_config()
-        },
-        snack_only_offer(),
-    );
-    let sent = send_segments(&mut c, 10);
-    c.h.advance(Duration::from_millis(100));
+    let (mut c, sent) = ten_segments_out(snack_only_offer());
     // Segment 0 arrived, 1 and 2 did not: one SNACK names both.
-    let mut ack = c.peer_segment(c.snd_nxt.wrapping_add(MSS));
-    ack.options.snacks.push(Snack {
-        hole_offset: 0,
-        hole_size: 2,
-    });
+    let ack = snack_ack(&mut c, sent[1].seq, 0, 2);
     c.h.send(&ack);
     assert_eq!(data_seqs(&c.output()), vec![sent[1].seq, sent[2].seq]);
     // More than a round trip later the copy of 1 is acknowledged and 2 is
@@ -182,11 +181,7 @@ fn a_partial_ack_leaves_a_front_whose_snacked_copy_is_on_its_way() {
     // Once an ACK sent after 2's copy could arrive still lacks it, the
     // receiver names it again and it goes.
     c.h.advance(Duration::from_millis(10));
-    let mut again = c.peer_segment(sent[2].seq);
-    again.options.snacks.push(Snack {
-        hole_offset: 0,
-        hole_size: 1,
-    });
+    let again = snack_ack(&mut c, sent[2].seq, 0, 1);
     c.h.send(&again);
     assert_eq!(data_seqs(&c.output()), vec![sent[2].seq]);
 }
