@@ -593,36 +593,43 @@ fn with_compression_our_receiver_names_holes_in_units_of_the_compressed_payload(
 
 #[test]
 fn with_compression_our_sender_resends_what_an_ri_snack_names_in_its_units() {
-    for (ours, theirs, unit, smss) in [(OURS, THEIRS, 1464, 1448), (OURS6, THEIRS6, 1444, 1428)] {
+    for (ours, theirs, unit) in [(OURS, THEIRS, 1464), (OURS6, THEIRS6, 1444)] {
         let config = Config {
             initial_window_segments: 10,
             ..compressing()
         };
         let (mut p, conn) = CompressingPeer::connect(config, ours, theirs);
         p.output();
-        let stream = data(10 * smss as usize, 12);
+        let stream = data(20 * unit as usize, 12);
         assert_eq!(p.h.ep.send(conn, &stream).unwrap(), stream.len());
+        // The first flight carries A (the peer does not hold our window and
+        // acknowledgment number yet), 6 bytes less payload each.
+        let first = p.output();
+        assert_eq!(first.len(), 10, "the initial window of 10 segments");
+        let carried: u32 = first.iter().map(|s| s.payload.len() as u32).sum();
+        assert!(first.iter().all(|s| s.payload.len() as u32 == unit - 6));
+        // Once the peer acknowledges them, our segments are one unit each.
+        p.send(0, b"", carried, &[]);
         let sent = p.output();
-        assert_eq!(sent.len(), 10, "the initial window");
-        assert!(
-            sent.iter().all(|s| s.payload.len() == smss as usize),
-            "our segments stay at the SMSS"
-        );
-        // The peer holds our first segment and names one unit past the ACK
-        // point, two units long: bytes smss + unit .. smss + 3 unit. Our
-        // segment 3 (3 smss .. 4 smss) lies wholly inside; segment 2 starts
-        // 16 bytes before the range and segment 4 ends past it.
-        p.send(0, b"", smss, &[snack(1, 2)]);
+        let lens: Vec<_> = sent.iter().map(|s| s.payload.len() as u32).collect();
+        // 20 units less the first flight: 10 units and the 60 bytes the
+        // first flight left.
+        let mut expected = vec![unit; 10];
+        expected.push(60);
+        assert_eq!(lens, expected, "our segments are the SNACK unit");
+        // The peer holds the first of them and names one unit past the ACK
+        // point, two units long: exactly our second and third segments.
+        p.send(0, b"", carried + unit, &[snack(1, 2)]);
         let resent: Vec<_> = p.output().into_iter().filter(|s| !s.payload.is_empty()).collect();
-        let named = smss + unit..smss + 3 * unit;
-        let at = 3 * smss;
-        assert!(named.start <= at && at + smss <= named.end);
-        assert_eq!(resent.len(), 1, "one segment resent from {ours}");
-        assert_eq!(resent[0].offset, Some(at));
-        assert!(
-            resent[0].payload == stream[at as usize..(at + smss) as usize],
-            "its bytes"
-        );
-        assert_eq!(p.h.ep.stats_of(conn).unwrap().snacked_segments, 1);
+        assert_eq!(resent.len(), 2, "two segments resent from {ours}");
+        for (k, segment) in resent.iter().enumerate() {
+            let at = carried + (2 + k as u32) * unit;
+            assert_eq!(segment.offset, Some(at));
+            assert!(
+                segment.payload == stream[at as usize..(at + unit) as usize],
+                "its bytes"
+            );
+        }
+        assert_eq!(p.h.ep.stats_of(conn).unwrap().snacked_segments, 2);
     }
 }
