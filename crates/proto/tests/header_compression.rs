@@ -457,6 +457,11 @@ struct OurSegment {
     offset: Option<u32>,
     payload: Vec<u8>,
     snacks: Vec<Snack>,
+    /// The IP packet's length, bytes.
+    packet_len: usize,
+    /// The A field, if the header carried it.
+    window_ack: Option<WindowAck>,
+    fin: bool,
 }
 
 impl CompressingPeer {
@@ -527,6 +532,9 @@ impl CompressingPeer {
                 offset: c.seq.map(|seq| seq.wrapping_sub(self.our_iss.wrapping_add(1))),
                 payload: c.payload.to_vec(),
                 snacks: c.options.snacks.as_slice().to_vec(),
+                packet_len: buf.len(),
+                window_ack: c.window_ack,
+                fin: c.flags.fin(),
             });
         }
         out
@@ -593,36 +601,242 @@ fn with_compression_our_receiver_names_holes_in_units_of_the_compressed_payload(
 
 #[test]
 fn with_compression_our_sender_resends_what_an_ri_snack_names_in_its_units() {
-    for (ours, theirs, unit, smss) in [(OURS, THEIRS, 1464, 1448), (OURS6, THEIRS6, 1444, 1428)] {
+    for (ours, theirs, unit) in [(OURS, THEIRS, 1464), (OURS6, THEIRS6, 1444)] {
         let config = Config {
             initial_window_segments: 10,
             ..compressing()
         };
         let (mut p, conn) = CompressingPeer::connect(config, ours, theirs);
         p.output();
-        let stream = data(10 * smss as usize, 12);
+        let stream = data(20 * unit as usize, 12);
         assert_eq!(p.h.ep.send(conn, &stream).unwrap(), stream.len());
+        // The first flight carries A (the peer does not hold our window and
+        // acknowledgment number yet), 6 bytes less payload each.
+        let first = p.output();
+        assert_eq!(first.len(), 10, "the initial window of 10 segments");
+        let carried: u32 = first.iter().map(|s| s.payload.len() as u32).sum();
+        assert!(first.iter().all(|s| s.payload.len() as u32 == unit - 6));
+        // Once the peer acknowledges them, our segments are one unit each.
+        p.send(0, b"", carried, &[]);
         let sent = p.output();
-        assert_eq!(sent.len(), 10, "the initial window");
-        assert!(
-            sent.iter().all(|s| s.payload.len() == smss as usize),
-            "our segments stay at the SMSS"
-        );
-        // The peer holds our first segment and names one unit past the ACK
-        // point, two units long: bytes smss + unit .. smss + 3 unit. Our
-        // segment 3 (3 smss .. 4 smss) lies wholly inside; segment 2 starts
-        // 16 bytes before the range and segment 4 ends past it.
-        p.send(0, b"", smss, &[snack(1, 2)]);
+        let lens: Vec<_> = sent.iter().map(|s| s.payload.len() as u32).collect();
+        // 20 units less the first flight: 10 units and the 60 bytes the
+        // first flight left.
+        let mut expected = vec![unit; 10];
+        expected.push(60);
+        assert_eq!(lens, expected, "our segments are the SNACK unit");
+        // The peer holds the first of them and names one unit past the ACK
+        // point, two units long: exactly our second and third segments.
+        p.send(0, b"", carried + unit, &[snack(1, 2)]);
         let resent: Vec<_> = p.output().into_iter().filter(|s| !s.payload.is_empty()).collect();
-        let named = smss + unit..smss + 3 * unit;
-        let at = 3 * smss;
-        assert!(named.start <= at && at + smss <= named.end);
-        assert_eq!(resent.len(), 1, "one segment resent from {ours}");
-        assert_eq!(resent[0].offset, Some(at));
+        assert_eq!(resent.len(), 2, "two segments resent from {ours}");
+        for (k, segment) in resent.iter().enumerate() {
+            let at = carried + (2 + k as u32) * unit;
+            assert_eq!(segment.offset, Some(at));
+            assert!(
+                segment.payload == stream[at as usize..(at + unit) as usize],
+                "its bytes"
+            );
+        }
+        assert_eq!(p.h.ep.stats_of(conn).unwrap().snacked_segments, 2);
+    }
+}
+
+/// The path's packet size in these tests: our MTU, 1500 bytes (IPv4 and
+/// IPv6 alike; over IPv6 our MSS offer, 1440, is the smaller).
+const PATH_PACKET_BYTES: usize = 1500;
+
+/// The paths of the scripted peer: (configuration, our address, theirs,
+/// payload of a full compressed segment with the RI's header).
+fn compressed_paths() -> [(Config, SocketAddr, SocketAddr, u32); 3] {
+    let no_timestamps = Config {
+        timestamps: false,
+        ..compressing()
+    };
+    [
+        (compressing(), OURS, THEIRS, 1464),
+        (no_timestamps, OURS, THEIRS, 1472),
+        (compressing(), OURS6, THEIRS6, 1444),
+    ]
+}
+
+/// Sends all we have to the peer, which acknowledges everything it has
+/// received after each flight (lossless, in order); returns what we sent.
+fn flights_to_peer(p: &mut CompressingPeer, peer_offset: u32) -> Vec<OurSegment> {
+    let mut all = Vec::new();
+    let mut acked = 0;
+    loop {
+        let flight = p.output();
+        if flight.is_empty() {
+            return all;
+        }
+        for segment in &flight {
+            if let Some(at) = segment.offset {
+                acked = acked.max(at + segment.payload.len() as u32 + u32::from(segment.fin));
+            }
+        }
+        p.send(peer_offset, b"", acked, &[]);
+        all.extend(flight);
+    }
+}
+
+/// Checks that every byte `segments` carry is the byte of `stream` at its
+/// offset; returns how many bytes of the stream they cover.
+fn assert_carry(segments: &[OurSegment], stream: &[u8], what: &str) -> usize {
+    let mut covered = vec![false; stream.len()];
+    for segment in segments {
+        let Some(at) = segment.offset else { continue };
+        let at = at as usize;
+        let end = at + segment.payload.len();
         assert!(
-            resent[0].payload == stream[at as usize..(at + smss) as usize],
-            "its bytes"
+            segment.payload == stream[at..end],
+            "content differs at {at} ({what})"
         );
-        assert_eq!(p.h.ep.stats_of(conn).unwrap().snacked_segments, 1);
+        covered[at..end].fill(true);
+    }
+    covered.iter().filter(|&&c| c).count()
+}
+
+#[test]
+fn a_bulk_write_fills_every_compressed_packet_to_the_path_size_and_no_more() {
+    // spec/scps-tp.md "Compressed header": the RI's data segments carry
+    // 1464 bytes under a 16-byte header in a 1500-byte packet. Ours do too
+    // once the peer holds our window and acknowledgment number; before
+    // that (the first flight) they carry A and 6 bytes less.
+    for (config, ours, theirs, unit) in compressed_paths() {
+        let what = format!("{theirs}, timestamps {}", config.timestamps);
+        let (mut p, conn) = CompressingPeer::connect(config, ours, theirs);
+        p.output();
+        // A whole number of units: the FIN cannot ride on the last one.
+        let stream = data(40 * unit as usize, 13);
+        assert_eq!(p.h.ep.send(conn, &stream).unwrap(), stream.len());
+        p.h.ep.shutdown(conn).unwrap();
+        let sent = flights_to_peer(&mut p, 0);
+        assert_eq!(assert_carry(&sent, &stream, &what), stream.len(), "({what})");
+        assert!(sent.iter().any(|s| s.fin), "the FIN went ({what})");
+        let largest = sent.iter().map(|s| s.packet_len).max().unwrap();
+        assert_eq!(largest, PATH_PACKET_BYTES, "never more than the path ({what})");
+        let data: Vec<_> = sent.iter().filter(|s| !s.payload.is_empty()).collect();
+        let (last, full) = data.split_last().unwrap();
+        assert!(
+            full.iter().all(|s| s.packet_len == PATH_PACKET_BYTES),
+            "every data packet but the last fills the path ({what}): {:?}",
+            data.iter().map(|s| s.packet_len).collect::<Vec<_>>()
+        );
+        assert!(last.packet_len <= PATH_PACKET_BYTES);
+        let ri_like = full
+            .iter()
+            .filter(|s| s.window_ack.is_none() && s.payload.len() as u32 == unit)
+            .count();
+        assert!(
+            ri_like * 10 >= full.len() * 6,
+            "{ri_like} of {} data segments carry {unit} bytes under the RI's header ({what})",
+            full.len()
+        );
+        assert_eq!(p.h.ep.stats_of(conn).unwrap().smss, u64::from(unit), "({what})");
+    }
+}
+
+/// Our steady bulk transfer to the peer, every segment one unit without
+/// A, and what remains to send of `stream` (from the returned offset).
+fn steady_transfer(p: &mut CompressingPeer, conn: ConnectionHandle, stream: &[u8], unit: u32) -> u32 {
+    assert_eq!(p.h.ep.send(conn, stream).unwrap(), stream.len());
+    // The first flight carries A; the peer's acknowledgment confirms it.
+    let first = p.output();
+    let acked: u32 = first.iter().map(|s| s.payload.len() as u32).sum();
+    p.send(0, b"", acked, &[]);
+    let steady = p.output();
+    assert!(
+        steady.len() >= 4
+            && steady
+                .iter()
+                .all(|s| s.window_ack.is_none() && s.payload.len() as u32 == unit),
+        "steady full segments"
+    );
+    acked
+}
+
+#[test]
+fn a_data_segment_that_must_carry_the_acknowledgment_still_fits_the_path() {
+    for (config, ours, theirs, unit) in compressed_paths() {
+        let what = format!("{theirs}, timestamps {}", config.timestamps);
+        let (mut p, conn) = CompressingPeer::connect(config, ours, theirs);
+        p.output();
+        let stream = data(80 * unit as usize, 14);
+        let acked = steady_transfer(&mut p, conn, &stream, unit);
+        // The peer sends data: our acknowledgment number changes, and our
+        // next segments must carry it (A, 6 bytes) until the peer confirms.
+        p.send(0, &data(50, 15), acked + 2 * unit, &[]);
+        let sent = p.output();
+        let with_ack: Vec<_> = sent
+            .iter()
+            .filter(|s| s.window_ack.is_some_and(|wa| wa.ack == PEER_ISS.wrapping_add(50)))
+            .collect();
+        assert!(!with_ack.is_empty(), "the new acknowledgment went ({what})");
+        assert!(
+            with_ack
+                .iter()
+                .all(|s| s.payload.len() as u32 == unit - 6 && s.packet_len == PATH_PACKET_BYTES),
+            "6 bytes less payload, still a full packet ({what}): {:?}",
+            with_ack
+                .iter()
+                .map(|s| (s.payload.len(), s.packet_len))
+                .collect::<Vec<_>>()
+        );
+        assert!(sent.iter().all(|s| s.packet_len <= PATH_PACKET_BYTES), "({what})");
+        assert!(assert_carry(&sent, &stream, &what) > 0);
+    }
+}
+
+#[test]
+fn a_full_segment_resent_after_the_acknowledgment_changed_still_fits_the_path() {
+    for (config, ours, theirs, unit) in compressed_paths() {
+        let what = format!("{theirs}, timestamps {}", config.timestamps);
+        let (mut p, conn) = CompressingPeer::connect(config, ours, theirs);
+        p.output();
+        let stream = data(80 * unit as usize, 16);
+        let acked = steady_transfer(&mut p, conn, &stream, unit);
+        // The peer sends data and names our first full segment lost: it is
+        // resent as recorded, one unit, and there is no room for the new
+        // acknowledgment beside it.
+        p.send(0, &data(50, 17), acked, &[snack(0, 1)]);
+        let sent = p.output();
+        let resent = sent.iter().find(|s| s.offset == Some(acked)).expect("the resend");
+        assert_eq!(resent.payload.len() as u32, unit, "({what})");
+        assert!(resent.payload == stream[acked as usize..(acked + unit) as usize]);
+        assert!(
+            resent.packet_len <= PATH_PACKET_BYTES,
+            "{} bytes ({what})",
+            resent.packet_len
+        );
+        assert!(resent.window_ack.is_none(), "({what})");
+        // So a segment after it carries the acknowledgment.
+        assert!(
+            sent.iter()
+                .any(|s| s.window_ack.is_some_and(|wa| wa.ack == PEER_ISS.wrapping_add(50))),
+            "the new acknowledgment followed ({what})"
+        );
+        assert!(sent.iter().all(|s| s.packet_len <= PATH_PACKET_BYTES), "({what})");
+    }
+}
+
+#[test]
+fn segments_longer_than_the_mss_we_offered_are_accepted_from_a_compressing_peer() {
+    // The RI fills its packets under a compressed header: 1464 or 1472
+    // payload bytes, more than the MSS we offered (1460) and our SMSS
+    // without compression (1448 with timestamps).
+    for (config, ours, theirs, unit) in compressed_paths() {
+        let what = format!("{theirs}, timestamps {}", config.timestamps);
+        let (mut p, conn) = CompressingPeer::connect(config, ours, theirs);
+        p.output();
+        let stream = data(4 * unit as usize, 18);
+        for chunk in stream.chunks(unit as usize) {
+            let at = (chunk.as_ptr() as usize - stream.as_ptr() as usize) as u32;
+            p.send(at, chunk, 0, &[]);
+        }
+        assert!(p.h.read(conn) == stream, "content differs ({what})");
+        let stats = p.h.ep.stats_of(conn).unwrap();
+        assert_eq!(stats.compressed_segments_received, 1 + 4, "({what})");
+        assert_eq!(p.h.ep.stats().total_dropped(), 0, "({what})");
     }
 }

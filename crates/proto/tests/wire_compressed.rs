@@ -680,6 +680,60 @@ fn window_ack_is_refreshed_periodically() {
     assert!(again.seq.is_some() && again.window_ack.is_some());
 }
 
+/// A segment without room for A leaves it out: the receiver rebuilds it
+/// with the last pair it received (nothing new for its TCP), the caller
+/// learns that an acknowledgment is owed, and the new pair counts as held
+/// only once bytes sent after that segment are acknowledged.
+#[test]
+fn a_segment_without_room_for_the_window_and_ack_leaves_them_out() {
+    let mut c = Compressor::new(id(CONN_ID), 0);
+    let mut d = Decompressor::new(id(CONN_ID), SRC_PORT, DST_PORT, 0);
+    // (withheld, A carried, header bytes, acknowledgment rebuilt)
+    let mut send = |c: &mut Compressor, seg: &TcpRepr<'_>, max: usize| {
+        let out = c.compress_within(seg, false, max).unwrap();
+        let bytes = emit_vec(&out.repr, SRC, DST);
+        let rebuilt = d.decompress(&bytes, SRC, DST).unwrap().ack;
+        let header_len = out.repr.header_len().unwrap();
+        (
+            out.window_ack_withheld,
+            out.repr.window_ack.is_some(),
+            header_len,
+            rebuilt,
+        )
+    };
+    // The pair (ack 9) goes and is confirmed.
+    send(&mut c, &data_segment(1, 9, b"x"), usize::MAX);
+    c.on_ack_received(2);
+    // Ack 10 is news, but a 16-byte header is all there is room for: the
+    // receiver keeps the pair it holds.
+    assert_eq!(send(&mut c, &data_segment(2, 10, b"y"), 16), (true, false, 16, 9));
+    assert!(c.window_ack_required(WindowAck {
+        window: 65535,
+        ack: 10
+    }));
+    // With room, the next segment carries it.
+    assert_eq!(
+        send(&mut c, &data_segment(3, 10, b"z"), usize::MAX),
+        (false, true, 22, 10)
+    );
+    // An ACK of the segment that withheld it proves nothing; one of the
+    // byte after it does.
+    c.on_ack_received(3);
+    assert!(c.window_ack_required(WindowAck {
+        window: 65535,
+        ack: 10
+    }));
+    c.on_ack_received(4);
+    assert!(!c.window_ack_required(WindowAck {
+        window: 65535,
+        ack: 10
+    }));
+    // A retransmission or a refresh with no room goes without A and owes
+    // nothing: the peer holds the pair.
+    let out = c.compress_within(&data_segment(3, 10, b"z"), true, 16).unwrap();
+    assert!(!out.window_ack_withheld && out.repr.window_ack.is_none() && out.repr.seq.is_some());
+}
+
 #[test]
 fn record_boundary_and_snacks_survive() {
     let mut c = Compressor::new(id(CONN_ID), 0);

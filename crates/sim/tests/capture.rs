@@ -85,3 +85,41 @@ fn a_capture_with_compressed_headers_holds_protocol_105_packets() {
     assert_eq!(count("_ws.malformed || ip.checksum.status == 2"), 0);
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn compressed_data_packets_fill_the_path_and_never_exceed_it_through_losses() {
+    // spec/scps-tp.md "Compressed header": the RI's data segments carry
+    // 1464 bytes in a 1500-byte packet. Ours do too, and nothing we send,
+    // first copy or repair, is larger (the simulated link does not enforce
+    // an MTU: the capture is the check). The applications check every
+    // byte.
+    let point = &points(
+        "lowrate-leo-geo",
+        &[
+            "protocol=scps-rate",
+            "link.delay=120ms",
+            "link.ber=1e-5",
+            "link.return.rate=115200bps",
+            "workload.bytes=300KB",
+            "tcp.header_compression=true",
+        ],
+    )[0];
+    let path = std::env::temp_dir().join(format!("scps-capture-full-{}.pcap", std::process::id()));
+    let options = RunOptions {
+        capture: Some(path.clone()),
+    };
+    let result = scps_sim::run(point, seed(), &options).expect("the run starts");
+    assert_eq!(result.error, None, "{}", describe(&result));
+    assert_eq!(result.bytes, 300_000, "{}", describe(&result));
+    assert!(
+        result.retransmitted_bytes > 0,
+        "repairs happened: {}",
+        describe(&result)
+    );
+    let count = |filter: &str| scps_testbed::tshark::count(&path, None, filter);
+    assert_eq!(count("ip.len > 1500"), 0, "{}", describe(&result));
+    // 300 kB in 1464-byte segments: 205 first copies and the repairs.
+    let full = count("ip.proto == 105 && ip.len == 1500");
+    assert!(full >= 200, "{full} full packets: {}", describe(&result));
+    std::fs::remove_file(&path).ok();
+}

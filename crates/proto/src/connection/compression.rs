@@ -16,7 +16,10 @@ use std::num::NonZeroU8;
 
 use super::Connection;
 use crate::time::Instant;
-use crate::wire::{Compressor, Decompressor, TcpRepr, WireError, build_compressed_packet, build_tcp_packet};
+use crate::wire::{
+    CompressedRepr, Compressor, Decompressor, TcpFlags, TcpOptions, TcpRepr, WindowAck, WireError,
+    build_compressed_packet, build_tcp_packet,
+};
 
 /// What a compressed segment for a connection without compression is.
 const NOT_IN_FORCE: WireError =
@@ -25,10 +28,41 @@ const NOT_IN_FORCE: WireError =
 /// Bytes of the compressed header of a full data segment as the RI sends
 /// it (spec/scps-tp.md "Compressed header": id, control byte 1, sequence
 /// number, both timestamps when in use, checksum; control 0x62 with
-/// timestamps, the window and acknowledgment number left out).
+/// timestamps, the window and acknowledgment number left out): 16 bytes
+/// with timestamps, 8 without.
 pub(crate) fn data_header_bytes(timestamps: bool) -> u64 {
-    let timestamps_bytes = if timestamps { 8 } else { 0 };
-    1 + 1 + 4 + timestamps_bytes + 2
+    data_header_len(timestamps, false, false, &TcpOptions::default())
+}
+
+/// Bytes of the compressed header our compressor gives a segment with data
+/// (or a FIN): the sequence number and, when in use, both timestamps
+/// always; the window and acknowledgment number if `window_ack`; the
+/// second control byte and the pad a FIN costs if `fin`; `options` in OPTS
+/// (timestamps and the record boundary go in their own fields and bits,
+/// so they cost nothing here). Counted by the codec itself; options a
+/// header cannot hold count as `u64::MAX`.
+pub(crate) fn data_header_len(timestamps: bool, window_ack: bool, fin: bool, options: &TcpOptions) -> u64 {
+    let mut flags = TcpFlags::ACK;
+    if fin {
+        flags.insert(TcpFlags::FIN);
+    }
+    let header = CompressedRepr {
+        conn_id: 1,
+        flags,
+        urgent: 0,
+        window_ack: window_ack.then_some(WindowAck { window: 0, ack: 0 }),
+        seq: Some(0),
+        tsval: timestamps.then_some(0),
+        tsecr: timestamps.then_some(0),
+        record_boundary: false,
+        options: TcpOptions {
+            timestamps: None,
+            record_boundary: false,
+            ..*options
+        },
+        payload: &[],
+    };
+    header.header_len().map_or(u64::MAX, |len| len as u64)
 }
 
 /// Compression state of a connection.
@@ -79,6 +113,14 @@ impl HeaderCompression {
 
     pub(crate) fn counters(&self) -> CompressionCounters {
         self.counters
+    }
+
+    /// Whether a segment carrying `window_ack` must send A (see
+    /// [`Compressor::window_ack_required`]); false when not in force.
+    pub(crate) fn window_ack_required(&self, window_ack: WindowAck) -> bool {
+        self.contexts
+            .as_ref()
+            .is_some_and(|contexts| contexts.compressor.window_ack_required(window_ack))
     }
 }
 
@@ -174,10 +216,17 @@ impl Connection {
     ///
     /// The packet's real size is taken from the route's token bucket
     /// (SYNs and resets are not paced).
+    ///
+    /// With compression in force no segment carrying data ever goes
+    /// uncompressed: compression comes into force with the peer's SYN,
+    /// before any data can go, and only SYNs (ours carry none) take the
+    /// uncompressed path. That matters: the SMSS is then the compressed
+    /// payload, which a TCP header would carry over the path's MTU.
     pub fn poll_transmit_packet(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Result<(), WireError>> {
         let (src, dst) = (self.tuple.local.ip(), self.tuple.remote.ip());
         let hop_limit = self.config.hop_limit;
         let in_force = self.compression.in_force();
+        let segment_limit = self.compressed_segment_limit();
         let seg = self.poll_transmit(now)?;
         let paced = !seg.flags.syn() && !seg.flags.rst();
         let compress = in_force && !seg.flags.syn();
@@ -191,7 +240,8 @@ impl Connection {
                 payload: scratch.get(..payload_len).unwrap_or_default(),
                 ..header
             };
-            let built = self.compress_into(&seg, src, dst, hop_limit, buf);
+            let max_header_len = segment_limit.saturating_sub(payload_len);
+            let built = self.compress_into(&seg, max_header_len, (src, dst, hop_limit), buf);
             self.scratch = scratch;
             built
         } else {
@@ -206,23 +256,42 @@ impl Connection {
         Some(built)
     }
 
+    /// The longest compressed segment, header and payload, a packet of the
+    /// path's size holds: an uncompressed segment of the MSS with its
+    /// 20-byte TCP header (RFC 9293 3.7.1: the MSS leaves out the IP and
+    /// TCP fixed headers).
+    pub(crate) fn compressed_segment_limit(&self) -> usize {
+        self.negotiated.mss as usize + TcpRepr::MIN_HEADER_LEN
+    }
+
+    /// Compresses `seg` with a header of at most `max_header_len` bytes
+    /// (the segment was sized for the header it needs: `header_room.rs`;
+    /// only an A the segment has no room for is left out here) and builds
+    /// the packet from `(src, dst, hop limit)`.
     fn compress_into(
         &mut self,
         seg: &TcpRepr<'_>,
-        src: IpAddr,
-        dst: IpAddr,
-        hop_limit: u8,
+        max_header_len: usize,
+        (src, dst, hop_limit): (IpAddr, IpAddr, u8),
         buf: &mut Vec<u8>,
     ) -> Result<(), WireError> {
         let Some(contexts) = self.compression.contexts.as_mut() else {
             return Err(NOT_IN_FORCE);
         };
         // Spec "Compressed header": S and A whenever in doubt, as on every
-        // retransmission.
+        // retransmission (A only if there is room: see
+        // `Compressor::compress_within`).
         let retransmission = contexts.compressor.resends(seg);
-        let compressed = contexts.compressor.compress(seg, retransmission)?;
-        build_compressed_packet(src, dst, hop_limit, &compressed, buf)?;
+        let compressed = contexts
+            .compressor
+            .compress_within(seg, retransmission, max_header_len)?;
+        build_compressed_packet(src, dst, hop_limit, &compressed.repr, buf)?;
         self.compression.counters.segments_sent += 1;
+        if compressed.window_ack_withheld {
+            // The connection counted the acknowledgment as sent with this
+            // segment; it was not: an ACK that carries it follows.
+            self.ack.immediate = true;
+        }
         Ok(())
     }
 }

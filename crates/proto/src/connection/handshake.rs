@@ -200,10 +200,23 @@ impl Connection {
         // spec/scps-tp.md "SCPS capabilities": SCPS-TP only if both SYNs
         // carry the option, each capability only if both set it.
         let scps = options.scps_capabilities.filter(|_| config.scps);
+        // An id of 0 with the bit set is not a valid offer.
+        let compression = scps
+            .filter(|caps| caps.compression && self.compression.our_id().is_some())
+            .and_then(|caps| std::num::NonZeroU8::new(caps.connection_id));
+        let smss = match compression {
+            // Every data segment travels compressed (only SYNs do not):
+            // the payload of a packet of the path's size (the MSS plus
+            // the 20-byte TCP header it assumes) under the RI's data
+            // header, 1464 bytes with timestamps on a 1500-byte IPv4 path.
+            Some(_) => (mss + TcpRepr::MIN_HEADER_LEN as u64)
+                .saturating_sub(super::compression::data_header_bytes(timestamps)),
+            None => mss.saturating_sub(overhead),
+        };
         self.negotiated = Negotiated {
             mss,
             // Never below one byte of payload, whatever the peer claims.
-            smss: mss.saturating_sub(overhead).max(1),
+            smss: smss.max(1),
             sack: config.sack && options.sack_permitted,
             timestamps,
             window_scaling,
@@ -211,10 +224,7 @@ impl Connection {
             recv_shift,
             scps: scps.is_some(),
             snack: scps.is_some_and(|caps| caps.snack1 && config.snack),
-            // An id of 0 with the bit set is not a valid offer.
-            compression: scps
-                .filter(|caps| caps.compression && self.compression.our_id().is_some())
-                .and_then(|caps| std::num::NonZeroU8::new(caps.connection_id)),
+            compression,
         };
         if let Some(ts) = options.timestamps.filter(|_| timestamps) {
             self.ts.recent = ts.tsval;

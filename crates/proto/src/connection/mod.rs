@@ -13,6 +13,7 @@ mod ack_policy;
 mod compression;
 mod corruption;
 mod handshake;
+mod header_room;
 mod input;
 mod mss_adapt;
 mod outage;
@@ -144,8 +145,12 @@ pub(crate) struct Negotiated {
     /// The MSS both sides work to: the smaller of the two MSS options, or
     /// the default when the peer sent none (RFC 9293 3.7.1).
     mss: u64,
-    /// Maximum payload per segment we send, options included in the
-    /// reduction (RFC 9293 3.7.1, RFC 6691).
+    /// Maximum payload per segment we send (RFC 5681's SMSS, in the
+    /// congestion window and SNACK units alike): the MSS less the options
+    /// every segment carries (RFC 9293 3.7.1, RFC 6691); with header
+    /// compression in force, what a packet of the path's size holds under
+    /// the compressed header of a data segment (`handshake.rs`). A segment
+    /// that needs more header than that carries less (`header_room.rs`).
     smss: u64,
     sack: bool,
     timestamps: bool,

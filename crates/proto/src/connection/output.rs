@@ -2,7 +2,6 @@
 //! priority order: resets, SYN, retransmissions (RFC 6675 NextSeg rule 1),
 //! new data (rule 2, with Nagle and sender SWS avoidance), probes, ACKs.
 
-use super::handshake::TIMESTAMPS_OVERHEAD;
 use super::timers::Timer;
 use super::{Connection, State};
 use crate::recovery::scoreboard::Segment;
@@ -13,10 +12,18 @@ use crate::wire::{TcpFlags, TcpOptions, TcpRepr, Timestamps};
 /// The next segment, decided before it is built.
 #[derive(Debug, Clone, Copy)]
 enum Plan {
-    Reset { seq: u32, ack: Option<u32> },
+    Reset {
+        seq: u32,
+        ack: Option<u32>,
+    },
     Syn,
     Retransmit(usize),
-    NewData { len: u64, fin: bool },
+    /// `short`: less than a full segment could have carried (Nagle).
+    NewData {
+        len: u64,
+        fin: bool,
+        short: bool,
+    },
     WindowProbe,
     Keepalive,
     Ack,
@@ -199,7 +206,11 @@ impl Connection {
             // A FIN alone needs one sequence number of window, not cwnd;
             // without it, the persist timer probes for the window.
             if window_room > 0 {
-                return Some(Plan::NewData { len: 0, fin: true });
+                return Some(Plan::NewData {
+                    len: 0,
+                    fin: true,
+                    short: true,
+                });
             }
             self.arm_persist_if_idle(now);
             return None;
@@ -211,8 +222,10 @@ impl Connection {
             // RFC 5681 4.1: after an idle period, at most the restart window.
             self.cc.on_idle_restart(self.initial_window());
         }
-        let smss = self.segment_size();
-        let want = self.cut_at_record_end(start, unsent.min(smss));
+        // A full segment: the SMSS (or the adaptive choice), less any
+        // header this one needs beyond what the SMSS assumes.
+        let full = self.segment_size().min(self.payload_room(false));
+        let want = self.cut_at_record_end(start, unsent.min(full));
         let congestion_room = self.congestion_allowance();
         let len = want.min(window_room).min(congestion_room);
         if len < want {
@@ -235,13 +248,19 @@ impl Connection {
         // it is complete, and nothing may join it in its segment.
         let small_in_flight = self.snd.small_segment_end > self.snd.una;
         let ends_record = self.ends_record(len, start - 1 + len);
-        if len < smss && self.config.nagle && small_in_flight && !self.snd.fin_queued && !ends_record {
+        if len < full && self.config.nagle && small_in_flight && !self.snd.fin_queued && !ends_record {
             return None;
         }
         // The FIN goes with the last data only if it fits the window too
-        // (as Linux does); otherwise it follows on its own.
-        let fin = fin_pending && start + len == data_end && len < window_room;
-        Some(Plan::NewData { len, fin })
+        // (as Linux does), and its header the path (a compressed header
+        // spends 2 bytes on it); otherwise it follows on its own.
+        let fin =
+            fin_pending && start + len == data_end && len < window_room && len <= self.payload_room(true);
+        Some(Plan::NewData {
+            len,
+            fin,
+            short: len < full,
+        })
     }
 
     /// With nothing in flight to bring an ACK, only the persist timer will
@@ -285,9 +304,9 @@ impl Connection {
                     self.arm_retransmit_if_idle(now);
                 }
             }
-            Plan::NewData { len, fin } => {
+            Plan::NewData { len, fin, short } => {
                 payload = (seq - 1, len);
-                self.send_new(now, len, fin);
+                self.send_new(now, len, fin, short);
                 if fin {
                     flags.insert(TcpFlags::FIN);
                 }
@@ -322,12 +341,12 @@ impl Connection {
                     // timeout of RFC 9293 3.8.6.2.1), at least one octet.
                     let window_room = (self.snd.una + self.snd.wnd).saturating_sub(seq);
                     let len = (self.snd.data_end() - seq)
-                        .min(self.negotiated.smss)
+                        .min(self.payload_room(false))
                         .min(window_room)
                         .max(1);
                     let len = self.cut_at_record_end(seq, len);
                     payload = (seq - 1, len);
-                    self.send_new(now, len, false);
+                    self.send_new(now, len, false, len < self.current_segment_size());
                 }
                 self.timers.stop(Timer::Retransmit);
                 self.timers.set(Timer::Persist, now + self.persist_interval());
@@ -344,10 +363,14 @@ impl Connection {
         if record_end {
             flags.insert(TcpFlags::PSH);
         }
-        let options = self.segment_options(now, payload.1, record_end);
+        let options = self.segment_options(now, payload.1, record_end, flags.fin());
         self.stats.snacks_sent += options.snacks.len() as u64;
         let window = self.window_field();
         let ack = self.note_ack_sent();
+        if self.corruption_report_due {
+            // It did not fit beside this segment's data: an ACK owes it.
+            self.ack.immediate = true;
+        }
         self.stats.segments_sent += 1;
         if let Some(prr) = self.recovery.prr.as_mut() {
             prr.on_sent(payload.1);
@@ -368,11 +391,12 @@ impl Connection {
         }
     }
 
-    /// Records `len` new bytes (and a FIN) as sent.
-    fn send_new(&mut self, now: Instant, len: u64, fin: bool) {
+    /// Records `len` new bytes (and a FIN) as sent; `short`: less than a
+    /// full segment (Nagle).
+    fn send_new(&mut self, now: Instant, len: u64, fin: bool, short: bool) {
         let start = self.snd.nxt;
         let end = start + len + u64::from(fin);
-        if len < self.current_segment_size() {
+        if short {
             self.snd.small_segment_end = end;
         }
         self.board.push(Segment::new(start, end, fin, now));
@@ -436,38 +460,36 @@ impl Connection {
         }
     }
 
-    /// Timestamps, the record boundary if the payload ends a record, a
-    /// corruption report if one is owed, the SNACKs due, and
-    /// as many SACK blocks as fit beside
-    /// `payload_len` bytes of data within the peer's MSS and the 40 option
-    /// bytes. At most two SNACKs go in a segment when SACK is in use, so
-    /// that SACK blocks still fit; the other holes due follow in the next
-    /// ACKs.
-    fn segment_options(&mut self, now: Instant, payload_len: u64, record_end: bool) -> TcpOptions {
+    /// Timestamps, the record boundary if the payload ends a record, the
+    /// corruption report if one is owed, the SNACKs due, and as many SACK
+    /// blocks as fit beside `payload_len` bytes of data (and a FIN if
+    /// `fin`) within the path's packet and the 40 option bytes
+    /// (`header_room.rs`). What does not fit waits for the next segment
+    /// with room. At most two SNACKs go in a segment when SACK is in use,
+    /// so that SACK blocks still fit; the other holes due follow in the
+    /// next ACKs.
+    fn segment_options(&mut self, now: Instant, payload_len: u64, record_end: bool, fin: bool) -> TcpOptions {
         let mut options = TcpOptions {
             record_boundary: record_end,
-            ..TcpOptions::default()
-        };
-        let mut budget = self.negotiated.smss.saturating_sub(payload_len);
-        if self.negotiated.timestamps {
-            options.timestamps = Some(Timestamps {
+            timestamps: self.negotiated.timestamps.then(|| Timestamps {
                 tsval: self.ts_now(now),
                 tsecr: self.ts.recent,
-            });
-            budget += TIMESTAMPS_OVERHEAD;
-        }
-        if self.take_corruption_report() {
-            options.corruption_experienced = true;
+            }),
+            ..TcpOptions::default()
+        };
+        let room = self.option_room(payload_len, fin, &options);
+        let fits = |trial: &TcpOptions| room.fits(trial);
+        let reported = TcpOptions {
+            corruption_experienced: true,
+            ..options
+        };
+        if self.corruption_report_due && fits(&reported) && self.take_corruption_report() {
+            options = reported;
             self.stats.corruption_reports_sent += 1;
         }
-        let base_len = options.encoded_len() as u64;
-        let fits = |trial: &TcpOptions| {
-            let len = trial.encoded_len();
-            len <= crate::wire::MAX_OPTIONS_LEN && (len as u64) <= budget.max(base_len)
-        };
         if self.negotiated.snack && self.rcv.buf.has_holes() {
             let most = if self.negotiated.sack { 2 } else { 6 };
-            let room = (0..=most)
+            let count = (0..=most)
                 .rev()
                 .find(|&n| {
                     let mut trial = options;
@@ -477,7 +499,7 @@ impl Connection {
                     fits(&trial)
                 })
                 .unwrap_or(0);
-            options.snacks = self.take_due_snacks(now, room);
+            options.snacks = self.take_due_snacks(now, count);
         }
         if self.negotiated.sack && self.rcv.buf.has_holes() {
             for count in (1..=4).rev() {
@@ -493,14 +515,21 @@ impl Connection {
 
     /// The window field for a non-SYN segment; moves the advertised edge.
     fn window_field(&mut self) -> u16 {
+        let (field, edge) = self.window_to_advertise();
+        self.rcv.adv_edge = self.rcv.adv_edge.max(edge);
+        field
+    }
+
+    /// The window field a non-SYN segment sent now carries, and the right
+    /// edge it advertises.
+    pub(crate) fn window_to_advertise(&self) -> (u16, u64) {
         let nxt = self.rcv.nxt();
         let shift = self.negotiated.recv_shift;
         // RCV.NXT never passes the advertised edge (text is trimmed to it);
         // the max keeps that an invariant rather than an assumption.
         let edge = self.next_window_edge().max(nxt);
         let field = ((edge - nxt) >> shift).min(65535);
-        self.rcv.adv_edge = self.rcv.adv_edge.max(nxt + (field << shift));
-        field as u16
+        (field as u16, nxt + (field << shift))
     }
 
     /// Every segment after the SYN acknowledges RCV.NXT: the pending ACK

@@ -74,8 +74,12 @@ impl Connection {
     }
 
     /// Option bytes the record boundary adds to a data segment: none with
-    /// timestamps (it fits their padding), a padded word without.
+    /// timestamps (it fits their padding), a padded word without; none
+    /// with header compression, where it is a control bit (RB).
     fn record_boundary_overhead(&self) -> u64 {
+        if self.compression.in_force() {
+            return 0;
+        }
         let plain = TcpOptions {
             timestamps: self.negotiated.timestamps.then(Timestamps::default),
             ..TcpOptions::default()

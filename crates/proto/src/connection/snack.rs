@@ -16,7 +16,7 @@ use super::Connection;
 use super::timers::Timer;
 use crate::recovery::rtt::RttEstimator;
 use crate::time::Instant;
-use crate::wire::{OptionList, Snack, TcpRepr};
+use crate::wire::{OptionList, Snack};
 
 /// Timer-driven repetitions of a SNACK for one hole; after that the hole is
 /// named again only when data arrives (the sender's retransmission timer
@@ -190,29 +190,19 @@ impl Connection {
 
     /// The unit SNACK offsets and sizes count in, bytes (spec/scps-tp.md
     /// "SNACK — kind 21": the data sender's maximum segment payload, the
-    /// MSS less the options in use). Without header compression that is
-    /// the SMSS. With it, the payload of the packet a segment of the
-    /// negotiated MSS fills once the 20-byte TCP header (and the
-    /// timestamps option) gives way to the compressed header of the RI's
-    /// data segments: 1464 bytes on a 1500-byte path with timestamps, 1472
-    /// without. The IP header, 20 or 40 bytes, is in both packets alike,
-    /// so this holds for IPv4 and IPv6.
+    /// MSS less the options in use): the SMSS. With header compression in
+    /// force that is the payload of a packet of the path's size under the
+    /// RI's compressed data header: 1464 bytes on a 1500-byte path with
+    /// timestamps, 1472 without (the IP header, 20 or 40 bytes, is in both
+    /// packets alike, so this holds for IPv4 and IPv6).
     ///
     /// Both ends compute it from what both SYNs settled (the smaller MSS
     /// offer, timestamps, compression), so they name and read holes at the
-    /// same offsets. Our own segments stay at the SMSS (the compressor
-    /// sends the window and acknowledgment number on some), so a hole is
-    /// not always on the unit grid: see `Scoreboard::mark_range_lost`.
+    /// same offsets. A segment that needs more header (A, a FIN, options)
+    /// carries less, so a hole is not always on the unit grid: see
+    /// `Scoreboard::mark_range_lost`.
     pub(crate) fn snack_unit(&self) -> u64 {
-        if !self.compression.in_force() {
-            return self.negotiated.smss;
-        }
-        let tcp_header_bytes = TcpRepr::MIN_HEADER_LEN as u64;
-        let compressed_header_bytes = super::compression::data_header_bytes(self.negotiated.timestamps);
-        // Never below one byte, whatever MSS the peer offered.
-        (self.negotiated.mss + tcp_header_bytes)
-            .saturating_sub(compressed_header_bytes)
-            .max(1)
+        self.negotiated.smss
     }
 
     /// Up to `max` SNACK options for the holes due at `now`, nearest the

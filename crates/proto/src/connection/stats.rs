@@ -54,7 +54,10 @@ pub struct ConnectionStats {
     pub send_window: u64,
     /// The window we last advertised, bytes.
     pub receive_window: u64,
-    /// Maximum payload per segment we send.
+    /// Maximum payload per segment we send: the MSS less the timestamps
+    /// option, or with header compression what a packet of the path's size
+    /// holds under a compressed data header (1464 bytes with timestamps on
+    /// a 1500-byte IPv4 path).
     pub smss: u64,
     /// Payload of a full data segment now: `smss`, or less as the adaptive
     /// segment size chose (`mss_adapt`).

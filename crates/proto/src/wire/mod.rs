@@ -15,7 +15,7 @@ pub mod tcp;
 pub mod tcp_options;
 
 pub use compressed::{
-    CompressedRepr, Compressor, Decompressor, WindowAck, build_compressed_packet, peek_conn_id,
+    Compressed, CompressedRepr, Compressor, Decompressor, WindowAck, build_compressed_packet, peek_conn_id,
 };
 pub use error::{Layer, WireError};
 pub use ip::IpRepr;

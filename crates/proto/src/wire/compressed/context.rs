@@ -56,7 +56,8 @@ pub const WINDOW_ACK_REFRESH_SEGMENTS: u32 = 8;
 ///   carried the new pair, so that acknowledgment proves the peer's
 ///   decompressor received it (and, without reordering, nothing older
 ///   since). Also on every retransmission and at least every
-///   [`WINDOW_ACK_REFRESH_SEGMENTS`] segments.
+///   [`WINDOW_ACK_REFRESH_SEGMENTS`] segments, room permitting (see
+///   [`Compressor::compress_within`]: a full data segment has none).
 /// - **TS1, TS2**: both, whenever the segment has timestamps.
 /// - **RB**: the record boundary option; every other option goes in OPTS.
 ///
@@ -136,6 +137,15 @@ impl Compressor {
         }
     }
 
+    /// Whether a segment carrying `window_ack` must send A: the peer's
+    /// decompressor is not known to hold that pair. (A may also be sent
+    /// when this is false: on retransmissions and as a periodic refresh.)
+    pub fn window_ack_required(&self, window_ack: WindowAck) -> bool {
+        !self
+            .window_ack
+            .is_some_and(|sent| sent.confirmed && sent.value == window_ack)
+    }
+
     /// The compressed form of `segment`, leaving out what the peer can infer
     /// (see [`Compressor`]). `retransmission`: the segment resends data or a
     /// FIN sent before (S and A are then always included).
@@ -152,6 +162,35 @@ impl Compressor {
         segment: &TcpRepr<'a>,
         retransmission: bool,
     ) -> Result<CompressedRepr<'a>, WireError> {
+        Ok(self.compress_within(segment, retransmission, usize::MAX)?.repr)
+    }
+
+    /// As [`Compressor::compress`], with a header of at most
+    /// `max_header_len` bytes if leaving out A (6 bytes) gets it there: a
+    /// data segment sized to fill the path's packet with the RI's minimal
+    /// header (spec "Compressed header": 16 bytes and 1464 payload bytes in
+    /// a 1500-byte packet) has no room for it. Everything else is the
+    /// caller's to fit.
+    ///
+    /// Leaving A out of a segment never makes it wrong at the receiver: the
+    /// decompressor puts back the last pair it received, which tells the
+    /// peer's TCP nothing new (an older acknowledgment and the window that
+    /// went with it; our window's right edge never moves left). When the
+    /// peer did not hold the pair ([`Compressed::window_ack_withheld`]), the
+    /// caller owes it an acknowledgment that carries it (a pure ACK always
+    /// has room). The pair last sent then counts as confirmed only once the
+    /// peer acknowledges a byte first sent after this segment, so that the
+    /// proof of [`Compressor`] (every segment since carried the pair) still
+    /// holds.
+    ///
+    /// A refresh or a retransmission that cannot carry A goes without it:
+    /// the peer holds the pair already, by the same proof.
+    pub fn compress_within<'a>(
+        &mut self,
+        segment: &TcpRepr<'a>,
+        retransmission: bool,
+        max_header_len: usize,
+    ) -> Result<Compressed<'a>, WireError> {
         check_compressible(segment.flags)?;
         if segment.urgent != 0 && !segment.flags.contains(TcpFlags::URG) {
             return Err(WireError::NotCompressible("an urgent pointer but no URG flag"));
@@ -172,9 +211,7 @@ impl Compressor {
         };
         let window_ack_inferable = !retransmission
             && self.without_window_ack + 1 < WINDOW_ACK_REFRESH_SEGMENTS
-            && self
-                .window_ack
-                .is_some_and(|sent| sent.confirmed && sent.value == window_ack);
+            && !self.window_ack_required(window_ack);
 
         let timestamps = segment.options.timestamps;
         let options = TcpOptions {
@@ -182,7 +219,7 @@ impl Compressor {
             record_boundary: false,
             ..segment.options
         };
-        let compressed = CompressedRepr {
+        let mut compressed = CompressedRepr {
             conn_id: self.conn_id.get(),
             flags,
             urgent: segment.urgent,
@@ -194,8 +231,13 @@ impl Compressor {
             options,
             payload: segment.payload,
         };
+        let mut withheld = false;
+        if compressed.window_ack.is_some() && compressed.header_len()? > max_header_len {
+            compressed.window_ack = None;
+            withheld = self.window_ack_required(window_ack);
+        }
 
-        if window_ack_inferable {
+        if compressed.window_ack.is_none() {
             self.without_window_ack += 1;
         } else {
             self.without_window_ack = 0;
@@ -211,9 +253,27 @@ impl Compressor {
         if seq_before(self.highest_end_sent, end) {
             self.highest_end_sent = end;
         }
+        if withheld && let Some(sent) = &mut self.window_ack {
+            // The peer may acknowledge this segment's bytes without having
+            // received the pair: only bytes first sent after it prove it.
+            sent.first_new_seq = self.highest_end_sent;
+            sent.confirmed = false;
+        }
         self.last_seq = Some(segment.seq);
-        Ok(compressed)
+        Ok(Compressed {
+            repr: compressed,
+            window_ack_withheld: withheld,
+        })
     }
+}
+
+/// What [`Compressor::compress_within`] made of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compressed<'a> {
+    pub repr: CompressedRepr<'a>,
+    /// A was left out for room although the peer does not hold the pair:
+    /// an acknowledgment carrying it is owed.
+    pub window_ack_withheld: bool,
 }
 
 /// The receiving side of header compression for the segments one peer

@@ -18,5 +18,5 @@
 mod context;
 mod header;
 
-pub use context::{Compressor, Decompressor, WINDOW_ACK_REFRESH_SEGMENTS};
+pub use context::{Compressed, Compressor, Decompressor, WINDOW_ACK_REFRESH_SEGMENTS};
 pub use header::{COMPRESSIBLE_FLAGS, CompressedRepr, WindowAck, build_compressed_packet, peek_conn_id};
