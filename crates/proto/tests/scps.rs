@@ -187,6 +187,32 @@ fn a_partial_ack_leaves_a_front_whose_snacked_copy_is_on_its_way() {
 }
 
 #[test]
+fn a_front_copy_unanswered_for_a_round_trip_of_duplicate_acks_goes_again() {
+    let (mut c, sent) = ten_segments_out(snack_only_offer());
+    let ack = snack_ack(&mut c, sent[0].seq, 0, 1);
+    c.h.send(&ack);
+    assert_eq!(data_seqs(&c.output()), vec![sent[0].seq]);
+    // Duplicate ACKs for data that arrives after the hole: within the
+    // 100 ms round trip and its 25 ms reordering window they were sent
+    // before the copy could arrive, and the receiver names the hole no
+    // more (its repeats are spent).
+    for _ in 0..4 {
+        c.h.advance(Duration::from_millis(30));
+        let dup = c.peer_segment(sent[0].seq);
+        c.h.send(&dup);
+        assert_eq!(
+            data_seqs(&c.output()),
+            Vec::<u32>::new(),
+            "the copy may still arrive"
+        );
+    }
+    c.h.advance(Duration::from_millis(10));
+    let dup = c.peer_segment(sent[0].seq);
+    c.h.send(&dup);
+    assert_eq!(data_seqs(&c.output()), vec![sent[0].seq], "the copy was lost");
+}
+
+#[test]
 fn a_timeout_while_the_peer_still_acknowledges_resends_only_the_front() {
     for peer_acknowledges in [true, false] {
         let mut c = Established::with_offer(

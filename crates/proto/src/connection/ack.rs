@@ -75,6 +75,7 @@ impl Connection {
                 // RFC 6582 3.2 step 4: inflate by one segment per dup ACK.
                 self.recovery.inflation += self.negotiated.smss as i64;
             }
+            self.resend_front_if_overdue(now);
         }
         if let Some(prr) = self.recovery.prr.as_mut() {
             // RFC 6937 DeliveredData: the cumulative ACK's advance plus the
@@ -295,6 +296,29 @@ impl Connection {
             .board
             .front_copy_in_flight(now, self.copy_answer_age(), news_sent_by)
         {
+            self.board.mark_front_lost();
+            self.force_retransmit = true;
+        }
+    }
+
+    /// A duplicate ACK that comes more than a round trip, and a reordering
+    /// window of a quarter of the smallest RTT (RACK's, RFC 8985 6.2),
+    /// after the front segment's latest copy left was sent after that copy
+    /// should have arrived: the copy was lost. With SNACK and
+    /// without SACK nothing else tells the sender so once the receiver has
+    /// named the hole its last time (it repeats a SNACK a bounded number of
+    /// times), and the retransmission timer, backed off, would hold the
+    /// window behind the hole for seconds. (With SACK the time-order rule of
+    /// RACK finds lost copies.)
+    fn resend_front_if_overdue(&mut self, now: Instant) {
+        if !self.negotiated.snack || self.negotiated.sack {
+            return;
+        }
+        let (Some(srtt), Some(min_rtt)) = (self.rtt.srtt(), self.rtt.min_rtt()) else {
+            return;
+        };
+        let answer_due = srtt + (min_rtt / 4).max(self.config.clock_granularity);
+        if self.board.front_copy_overdue(now, answer_due) {
             self.board.mark_front_lost();
             self.force_retransmit = true;
         }

@@ -425,6 +425,16 @@ impl Scoreboard {
         })
     }
 
+    /// Whether the first unacknowledged segment has been resent and its
+    /// latest copy left at least `answer_due` ago.
+    pub(crate) fn front_copy_overdue(&self, now: Instant, answer_due: Duration) -> bool {
+        self.segments.front().is_some_and(|seg| {
+            seg.transmissions > 1
+                && !seg.awaits_retransmission()
+                && now.saturating_since(seg.sent_at) >= answer_due
+        })
+    }
+
     /// A retransmission timeout: every segment not SACKed is deemed lost,
     /// retransmissions included (RFC 6675 section 5.1, RFC 5681 3.1).
     pub(crate) fn mark_all_lost(&mut self) {
