@@ -3,27 +3,29 @@
 
 mod common;
 
-use common::*;
-use scps_sim::RunOptions;
+use std::path::PathBuf;
 
-#[test]
-fn tshark_decodes_a_capture_without_errors() {
-    let point = &points(
-        "lowrate-leo-geo",
-        &[
-            "protocol=tcp-vj",
-            "link.delay=120ms",
-            "link.ber=1e-5",
-            "link.return.rate=115200bps",
-            "workload.bytes=200KB",
-        ],
-    )[0];
-    let path = std::env::temp_dir().join(format!("scps-capture-{}.pcap", std::process::id()));
+use common::*;
+use scps_sim::{RunOptions, RunResult};
+
+/// A run on lowrate-leo-geo at 120 ms and BER 1e-5 with `sets` pinned,
+/// captured to a file named after `name`; it must complete.
+fn captured_run(name: &str, sets: &[&str]) -> (RunResult, PathBuf) {
+    let mut all = vec!["link.delay=120ms", "link.ber=1e-5", "link.return.rate=115200bps"];
+    all.extend_from_slice(sets);
+    let point = &points("lowrate-leo-geo", &all)[0];
+    let path = std::env::temp_dir().join(format!("scps-capture-{name}-{}.pcap", std::process::id()));
     let options = RunOptions {
         capture: Some(path.clone()),
     };
     let result = scps_sim::run(point, seed(), &options).expect("the run starts");
     assert_eq!(result.error, None, "{}", describe(&result));
+    (result, path)
+}
+
+#[test]
+fn tshark_decodes_a_capture_without_errors() {
+    let (result, path) = captured_run("tcp", &["protocol=tcp-vj", "workload.bytes=200KB"]);
     assert!(
         result.retransmitted_bytes > 0,
         "the capture should show repairs too"
@@ -57,23 +59,14 @@ fn tshark_decodes_a_capture_without_errors() {
 
 #[test]
 fn a_capture_with_compressed_headers_holds_protocol_105_packets() {
-    let point = &points(
-        "lowrate-leo-geo",
+    let (_, path) = captured_run(
+        "105",
         &[
             "protocol=scps-rate",
-            "link.delay=120ms",
-            "link.ber=1e-5",
-            "link.return.rate=115200bps",
             "workload.bytes=200KB",
             "tcp.header_compression=true",
         ],
-    )[0];
-    let path = std::env::temp_dir().join(format!("scps-capture-105-{}.pcap", std::process::id()));
-    let options = RunOptions {
-        capture: Some(path.clone()),
-    };
-    let result = scps_sim::run(point, seed(), &options).expect("the run starts");
-    assert_eq!(result.error, None, "{}", describe(&result));
+    );
     let count = |filter: &str| scps_testbed::tshark::count(&path, None, filter);
     // tshark has no dissector for protocol 105: it shows IP packets with
     // their payload, which is all there is to check there.
@@ -93,23 +86,14 @@ fn compressed_data_packets_fill_the_path_and_never_exceed_it_through_losses() {
     // first copy or repair, is larger (the simulated link does not enforce
     // an MTU: the capture is the check). The applications check every
     // byte.
-    let point = &points(
-        "lowrate-leo-geo",
+    let (result, path) = captured_run(
+        "full",
         &[
             "protocol=scps-rate",
-            "link.delay=120ms",
-            "link.ber=1e-5",
-            "link.return.rate=115200bps",
             "workload.bytes=300KB",
             "tcp.header_compression=true",
         ],
-    )[0];
-    let path = std::env::temp_dir().join(format!("scps-capture-full-{}.pcap", std::process::id()));
-    let options = RunOptions {
-        capture: Some(path.clone()),
-    };
-    let result = scps_sim::run(point, seed(), &options).expect("the run starts");
-    assert_eq!(result.error, None, "{}", describe(&result));
+    );
     assert_eq!(result.bytes, 300_000, "{}", describe(&result));
     assert!(
         result.retransmitted_bytes > 0,
