@@ -1,13 +1,16 @@
 //! `scps emulate` as a user runs it: started in the emulator's namespace
 //! of a testbed, controlled with `scps emulate ctl`, stopped with Ctrl-C.
 
+mod common;
+
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::TempDir;
 use nix::sys::signal::Signal;
-use scps_testbed::{EMU, Output as Io, Testbed, Topology};
+use scps_testbed::{EMU, Output as Io, Process, Testbed, Topology};
 
 const SCPS: &str = env!("CARGO_BIN_EXE_scps");
 
@@ -24,16 +27,71 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A directory of its own under the system's temporary directory.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("scps-emulate-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// Writes `emulate.toml` into `dir`: the sides a0 and b0 (those of
+/// `Topology::direct()`), the other `[emulate]` keys `emulate_keys` and the
+/// `[link]` table `link`, one key a line.
+fn write_config(dir: &TempDir, emulate_keys: &str, link: &str) -> PathBuf {
+    let config = dir.path().join("emulate.toml");
+    std::fs::write(
+        &config,
+        format!("[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\n{emulate_keys}[link]\n{link}"),
+    )
+    .unwrap();
+    config
+}
+
+/// `scps emulate` with a control socket, started in the emulator's
+/// namespace of a direct testbed. Dropping the testbed ends the emulator;
+/// then (fields drop in order) its directory goes.
+struct Emulation {
+    emulator: Process,
+    testbed: Testbed,
+    socket: PathBuf,
+    _dir: TempDir,
+}
+
+impl Emulation {
+    /// Starts it with `link` as its `[link]` table and its stdout to
+    /// `stdout`; returns once it answers on its control socket.
+    fn start(name: &str, link: &str, stdout: Io) -> Emulation {
+        let dir = TempDir::new(&format!("emulate-{name}"));
+        let socket = dir.path().join("control.sock");
+        let config = write_config(&dir, &format!("control = \"{}\"\n", socket.display()), link);
+        let testbed = Testbed::build(Topology::direct()).unwrap();
+        let emulator = testbed
+            .node(EMU)
+            .unwrap()
+            .spawn(
+                SCPS,
+                &["emulate".as_ref(), "--config".as_ref(), config.as_os_str()],
+                stdout,
+            )
+            .unwrap();
+        wait_until_answering(&socket, &emulator);
+        Emulation {
+            emulator,
+            testbed,
+            socket,
+            _dir: dir,
+        }
+    }
+}
+
+/// Runs `scps emulate --config <config>`, which must refuse it (exit
+/// status 2); returns what it said on stderr.
+fn refused(config: &Path) -> String {
+    let output = Command::new(SCPS)
+        .args(["emulate", "--config"])
+        .arg(config)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    text(&output.stderr)
 }
 
 /// Waits (up to 10 s) until the emulator answers on its control socket:
 /// then it is in the path.
-fn wait_until_answering(socket: &Path, emulator: &scps_testbed::Process) {
+fn wait_until_answering(socket: &Path, emulator: &Process) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !ctl(socket, &["stats"]).status.success() {
         assert!(Instant::now() < deadline, "the emulator never answered");
@@ -61,31 +119,16 @@ fn datagram_crosses(testbed: &Testbed) -> bool {
 
 #[test]
 fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
-    let dir = scratch("ctl");
-    let socket = dir.join("control.sock");
-    let config = dir.join("emulate.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\ncontrol = \"{}\"\n[link]\nrate = \"10Mbit\"\ndelay = \"5ms\"\nchannels = 2\n",
-            socket.display()
-        ),
-    )
-    .unwrap();
-    let testbed = Testbed::build(Topology::direct()).unwrap();
-    let emu = testbed.node(EMU).unwrap();
-    let emulator = emu
-        .spawn(
-            SCPS,
-            &["emulate".as_ref(), "--config".as_ref(), config.as_os_str()],
-            Io::Piped,
-        )
-        .unwrap();
-    wait_until_answering(&socket, &emulator);
-    assert!(datagram_crosses(&testbed));
+    let emulation = Emulation::start(
+        "ctl",
+        "rate = \"10Mbit\"\ndelay = \"5ms\"\nchannels = 2\n",
+        Io::Piped,
+    );
+    let (emulator, testbed, socket) = (&emulation.emulator, &emulation.testbed, &emulation.socket);
+    assert!(datagram_crosses(testbed));
 
     let set = ctl(
-        &socket,
+        socket,
         &[
             "set",
             "--channel",
@@ -97,7 +140,7 @@ fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
         ],
     );
     assert!(set.status.success(), "{}", text(&set.stderr));
-    let stats = ctl(&socket, &["stats", "--json"]);
+    let stats = ctl(socket, &["stats", "--json"]);
     let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
     let channels = stats["channels"].as_array().unwrap();
     assert_eq!(channels.len(), 4);
@@ -112,28 +155,28 @@ fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
     assert!(stats["directions"][0]["packets_out"].as_u64().unwrap() >= 1);
 
     // Mistakes are refused with the reason; the emulator runs on.
-    let missing = ctl(&socket, &["outage", "start", "--channel", "7"]);
+    let missing = ctl(socket, &["outage", "start", "--channel", "7"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(
         text(&missing.stderr).contains("no channel 7: this link has 2 (0 to 1)"),
         "{}",
         text(&missing.stderr)
     );
-    let bad = ctl(&socket, &["set", "ber=1.5"]);
+    let bad = ctl(socket, &["set", "ber=1.5"]);
     assert!(
         text(&bad.stderr).contains("ber: invalid bit-error rate \"1.5\""),
         "{}",
         text(&bad.stderr)
     );
     assert!(emulator.try_wait().unwrap().is_none());
-    assert!(datagram_crosses(&testbed));
+    assert!(datagram_crosses(testbed));
 
     // Both circuits dropped: nothing crosses until they come back.
-    assert!(ctl(&socket, &["outage", "start"]).status.success());
-    assert!(!datagram_crosses(&testbed));
-    assert!(ctl(&socket, &["outage", "end"]).status.success());
-    assert!(datagram_crosses(&testbed));
-    let metrics = ctl(&socket, &["metrics"]);
+    assert!(ctl(socket, &["outage", "start"]).status.success());
+    assert!(!datagram_crosses(testbed));
+    assert!(ctl(socket, &["outage", "end"]).status.success());
+    assert!(datagram_crosses(testbed));
+    let metrics = ctl(socket, &["metrics"]);
     let metrics = text(&metrics.stdout);
     assert!(
         metrics.contains(
@@ -153,37 +196,25 @@ fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
     let last: serde_json::Value = serde_json::from_str(emulator.read_stdout().unwrap().trim()).unwrap();
     assert!(last["uptime_s"].as_f64().unwrap() > 0.0);
     // Its rules and its socket are gone.
+    let emu = testbed.node(EMU).unwrap();
     assert!(!emu.ip(&["rule"]).unwrap().contains("lookup 23000"));
     assert!(!socket.exists());
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn emulate_refuses_a_bad_configuration_naming_the_key() {
-    let dir = scratch("bad");
-    let config = dir.join("emulate.toml");
-    std::fs::write(
-        &config,
-        "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\n[link]\nrate = \"10Mbit\"\nbuffer = 100\n",
-    )
-    .unwrap();
-    let output = Command::new(SCPS)
-        .args(["emulate", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    let dir = TempDir::new("emulate-bad");
+    let config = write_config(&dir, "", "rate = \"10Mbit\"\nbuffer = 100\n");
     assert_eq!(
-        text(&output.stderr).trim(),
+        refused(&config).trim(),
         "scps: link.buffer = 100B: at least the MTU (1500 bytes)"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn emulate_refuses_a_timeline_with_bad_lines_listing_them() {
-    let dir = scratch("timeline");
-    let timeline = dir.join("timeline.jsonl");
+    let dir = TempDir::new("emulate-timeline");
+    let timeline = dir.path().join("timeline.jsonl");
     std::fs::write(
         &timeline,
         "{\"at\": \"1s\", \"op\": \"outage_start\", \"channel\": 0}\n\
@@ -192,22 +223,12 @@ fn emulate_refuses_a_timeline_with_bad_lines_listing_them() {
          {\"at\": \"4s\", \"op\": \"outage_end\", \"channel\": 0}\n",
     )
     .unwrap();
-    let config = dir.join("emulate.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\nreplay = \"{}\"\n[link]\nrate = \"10Mbit\"\n",
-            timeline.display()
-        ),
-    )
-    .unwrap();
-    let output = Command::new(SCPS)
-        .args(["emulate", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = text(&output.stderr);
+    let config = write_config(
+        &dir,
+        &format!("replay = \"{}\"\n", timeline.display()),
+        "rate = \"10Mbit\"\n",
+    );
+    let stderr = refused(&config);
     assert!(
         stderr.starts_with(&format!(
             "scps: start the emulator of {}: {}: the timeline is refused, 2 of its 4 entries are bad:\n  \
@@ -217,7 +238,6 @@ fn emulate_refuses_a_timeline_with_bad_lines_listing_them() {
         )),
         "{stderr}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Mean and sample standard deviation.
@@ -274,28 +294,12 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
         })
         .collect();
 
-    let dir = scratch("crosscheck");
-    let config = dir.join("emulate.toml");
-    let socket = dir.join("control.sock");
-    std::fs::write(
-        &config,
-        format!(
-            "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\ncontrol = \"{}\"\n[link]\n{LINK}\nbuffer = \"{BUFFER_BYTES}B\"\n",
-            socket.display()
-        ),
-    )
-    .unwrap();
-    let testbed = Testbed::build(Topology::direct()).unwrap();
-    let emulator = testbed
-        .node(EMU)
-        .unwrap()
-        .spawn(
-            SCPS,
-            &["emulate".as_ref(), "--config".as_ref(), config.as_os_str()],
-            Io::Null,
-        )
-        .unwrap();
-    wait_until_answering(&socket, &emulator);
+    let emulation = Emulation::start(
+        "crosscheck",
+        &format!("{LINK}\nbuffer = \"{BUFFER_BYTES}B\"\n"),
+        Io::Null,
+    );
+    let (emulator, testbed, socket) = (&emulation.emulator, &emulation.testbed, &emulation.socket);
     let mut emulated = Vec::new();
     for run in 0..EMULATED_RUNS {
         let port = format!("{}", 7168 + run);
@@ -365,7 +369,7 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
         emulator.try_wait().unwrap().is_none(),
         "the emulator kept running"
     );
-    let stats = ctl(&socket, &["stats", "--json"]);
+    let stats = ctl(socket, &["stats", "--json"]);
     let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
     let forward = &stats["channels"][0];
     println!(
@@ -376,7 +380,6 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
         forward["dropped_buffer"].as_u64().unwrap() > 0,
         "the emulated buffer never overflowed"
     );
-    let _ = std::fs::remove_dir_all(dir);
 
     let ((sim, sim_sd), (emu, emu_sd)) = (mean_sd(&simulated), mean_sd(&emulated));
     // Agreement within the spread of repeated runs: the means differ by

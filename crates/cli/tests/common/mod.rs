@@ -1,9 +1,43 @@
-//! Shared by the tests of `scps send` and `scps recv`: reading their
-//! captures with tshark.
+//! Shared by the tests of the `scps` binary: their temporary directories,
+//! and reading the captures of `scps send` and `scps recv` with tshark.
 
 #![allow(dead_code)] // each test file uses its own part
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A temporary directory of this test process, removed when dropped (also
+/// when the test panics).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// `scps-{name}-{pid}` under the system's temporary directory, empty.
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("scps-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The names of its entries, sorted.
+    pub fn entries(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// The port the tests' receivers listen on.
 pub const PORT: u16 = 5001;
