@@ -27,17 +27,22 @@ struct Receiver {
 
 impl Receiver {
     fn start(args: &[&str]) -> Receiver {
-        let mut child = scps()
-            .arg("recv")
-            .args(args)
+        Receiver::spawn(scps().arg("recv").args(args), "scps recv said")
+    }
+
+    /// Starts `command`, which runs `scps recv` (perhaps inside another
+    /// program), and reads the line where it says it listens; `otherwise`
+    /// explains a different first line.
+    fn spawn(command: &mut Command, otherwise: &str) -> Receiver {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("scps recv starts");
+            .expect("the receiver's command starts");
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut listening = String::new();
         stderr.read_line(&mut listening).unwrap();
-        assert!(listening.contains("listening"), "scps recv said: {listening:?}");
+        assert!(listening.contains("listening"), "{otherwise}: {listening:?}");
         Receiver {
             child: Some(child),
             listening,
@@ -444,25 +449,12 @@ fn a_receiver_that_cannot_write_stops_with_an_error_and_keeps_no_file() {
         bin = env!("CARGO_BIN_EXE_scps")
     );
     // A user namespace too, so that this runs without root as well.
-    let mut child = Command::new("unshare")
-        .args(["--user", "--map-root-user", "--mount", "--propagation", "private"])
-        .args(["sh", "-c", &script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("unshare runs");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut listening = String::new();
-    stderr.read_line(&mut listening).unwrap();
-    assert!(
-        listening.contains("listening"),
-        "needs unprivileged user namespaces (or root) to mount a tmpfs: {listening}"
+    let receiver = Receiver::spawn(
+        Command::new("unshare")
+            .args(["--user", "--map-root-user", "--mount", "--propagation", "private"])
+            .args(["sh", "-c", &script]),
+        "needs unprivileged user namespaces (or root) to mount a tmpfs",
     );
-    let receiver = Receiver {
-        child: Some(child),
-        listening,
-        stderr: Some(stderr),
-    };
     let (status, stdout, stderr) =
         run_send(&["--udp", &receiver.udp(), &receiver.address(), "--bytes", "4MB"]);
     assert!(!status.success(), "the sender must fail: {stdout}{stderr}");
