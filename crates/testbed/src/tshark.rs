@@ -5,6 +5,7 @@
 //! Test support: tshark is required (`.ci/run` installs it), and a
 //! missing or failing tshark panics with its own message.
 
+use std::net::IpAddr;
 use std::path::Path;
 use std::process::Command;
 
@@ -59,4 +60,57 @@ pub fn assert_clean(capture: &Path, data_port: Option<u16>, min_packets: usize) 
         "tshark reports problems in {}:\n{problems}",
         capture.display()
     );
+}
+
+/// What tshark decodes in one SYN or SYN-ACK.
+#[derive(Debug)]
+pub struct Syn {
+    pub src: IpAddr,
+    pub ack: bool,
+    /// Window-scale shift, SACK-permitted, TSval (each empty if absent).
+    pub options: [String; 3],
+    /// The SCPS capabilities vector (option kind 20), empty if absent.
+    pub scps: String,
+}
+
+/// The SYNs and SYN-ACKs of `capture` as tshark decodes them
+/// (`data_port` as in [`tshark`]).
+pub fn syns(capture: &Path, data_port: Option<u16>) -> Vec<Syn> {
+    let out = tshark(
+        capture,
+        data_port,
+        &[
+            "-Y",
+            "tcp.flags.syn == 1",
+            "-T",
+            "fields",
+            "-e",
+            "ip.src",
+            "-e",
+            "ipv6.src",
+            "-e",
+            "tcp.flags.ack",
+            "-e",
+            "tcp.options.wscale.shift",
+            "-e",
+            "tcp.options.sack_perm",
+            "-e",
+            "tcp.options.timestamp.tsval",
+            "-e",
+            "tcp.options.scps.vector",
+        ],
+    );
+    out.lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            assert_eq!(f.len(), 7, "tshark fields: {line:?}");
+            let src = if f[0].is_empty() { f[1] } else { f[0] };
+            Syn {
+                src: src.parse().unwrap_or_else(|_| panic!("source address {src:?}")),
+                ack: matches!(f[2], "1" | "True"),
+                options: [f[3].to_owned(), f[4].to_owned(), f[5].to_owned()],
+                scps: f[6].to_owned(),
+            }
+        })
+        .collect()
 }

@@ -57,23 +57,8 @@ pub fn assert_capture_clean(capture: &Path, min_packets: usize) {
 /// The SYN and SYN-ACK of the capture, each as (is a SYN-ACK, carries the
 /// SCPS capabilities option, kind 20, as tshark decodes it).
 pub fn syns(capture: &Path) -> Vec<(bool, bool)> {
-    tshark(
-        capture,
-        &[
-            "-Y",
-            "tcp.flags.syn == 1",
-            "-T",
-            "fields",
-            "-e",
-            "tcp.flags.ack",
-            "-e",
-            "tcp.options.scps.vector",
-        ],
-    )
-    .lines()
-    .map(|line| {
-        let (ack, scps) = line.split_once('\t').unwrap_or((line, ""));
-        (matches!(ack, "1" | "True"), !scps.is_empty())
-    })
-    .collect()
+    scps_testbed::tshark::syns(capture, Some(PORT))
+        .into_iter()
+        .map(|syn| (syn.ack, !syn.scps.is_empty()))
+        .collect()
 }

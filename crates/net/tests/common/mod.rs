@@ -10,6 +10,7 @@ use std::path::Path;
 use netns::{Namespace, veth};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+pub use scps_testbed::tshark::Syn;
 
 pub fn seed() -> u64 {
     let seed = std::env::var("SCPS_TEST_SEED")
@@ -111,53 +112,7 @@ pub fn assert_capture_clean(capture: &Path) {
     scps_testbed::tshark::assert_clean(capture, Some(PORT), 10);
 }
 
-/// What tshark decodes in one SYN or SYN-ACK.
-#[derive(Debug)]
-pub struct Syn {
-    pub src: IpAddr,
-    pub ack: bool,
-    /// Window-scale shift, SACK-permitted, TSval (each empty if absent).
-    pub options: [String; 3],
-    /// The SCPS capabilities vector (option kind 20), empty if absent.
-    pub scps: String,
-}
-
-/// The SYNs and SYN-ACKs of the capture.
+/// The SYNs and SYN-ACKs of the capture (`scps_testbed::tshark::syns`).
 pub fn syn_options(capture: &Path) -> Vec<Syn> {
-    let out = tshark(
-        capture,
-        &[
-            "-Y",
-            "tcp.flags.syn == 1",
-            "-T",
-            "fields",
-            "-e",
-            "ip.src",
-            "-e",
-            "ipv6.src",
-            "-e",
-            "tcp.flags.ack",
-            "-e",
-            "tcp.options.wscale.shift",
-            "-e",
-            "tcp.options.sack_perm",
-            "-e",
-            "tcp.options.timestamp.tsval",
-            "-e",
-            "tcp.options.scps.vector",
-        ],
-    );
-    out.lines()
-        .map(|line| {
-            let f: Vec<&str> = line.split('\t').collect();
-            assert_eq!(f.len(), 7, "tshark fields: {line:?}");
-            let src = if f[0].is_empty() { f[1] } else { f[0] };
-            Syn {
-                src: src.parse().unwrap_or_else(|_| panic!("source address {src:?}")),
-                ack: matches!(f[2], "1" | "True"),
-                options: [f[3].to_owned(), f[4].to_owned(), f[5].to_owned()],
-                scps: f[6].to_owned(),
-            }
-        })
-        .collect()
+    scps_testbed::tshark::syns(capture, Some(PORT))
 }
