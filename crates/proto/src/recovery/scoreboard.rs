@@ -406,6 +406,15 @@ impl Scoreboard {
         }
     }
 
+    /// When the latest copy of the first unacknowledged segment left, if
+    /// that copy is a retransmission still counted in flight.
+    fn front_copy_sent_at(&self) -> Option<Instant> {
+        self.segments
+            .front()
+            .filter(|seg| seg.transmissions > 1 && !seg.awaits_retransmission())
+            .map(|seg| seg.sent_at)
+    }
+
     /// Whether the first unacknowledged segment was resent less than
     /// `min_age` ago, or no earlier than `news_sent_by` (the newest
     /// transmission the ACK at hand can have been caused by; a copy sent
@@ -417,22 +426,16 @@ impl Scoreboard {
         min_age: Duration,
         news_sent_by: Option<Instant>,
     ) -> bool {
-        self.segments.front().is_some_and(|seg| {
-            seg.transmissions > 1
-                && !seg.awaits_retransmission()
-                && (now.saturating_since(seg.sent_at) < min_age
-                    || news_sent_by.is_some_and(|t| seg.sent_at >= t))
+        self.front_copy_sent_at().is_some_and(|sent| {
+            now.saturating_since(sent) < min_age || news_sent_by.is_some_and(|news| sent >= news)
         })
     }
 
     /// Whether the first unacknowledged segment has been resent and its
     /// latest copy left at least `answer_due` ago.
     pub(crate) fn front_copy_overdue(&self, now: Instant, answer_due: Duration) -> bool {
-        self.segments.front().is_some_and(|seg| {
-            seg.transmissions > 1
-                && !seg.awaits_retransmission()
-                && now.saturating_since(seg.sent_at) >= answer_due
-        })
+        self.front_copy_sent_at()
+            .is_some_and(|sent| now.saturating_since(sent) >= answer_due)
     }
 
     /// A retransmission timeout: every segment not SACKed is deemed lost,
