@@ -24,6 +24,9 @@ use crate::wire::{
 };
 
 mod compression_ids;
+mod node;
+
+pub use node::INTERFACE;
 
 /// Identifies a connection of an endpoint. Handles of connections that are
 /// gone are refused, never confused with new ones.
@@ -85,7 +88,8 @@ pub struct EndpointStats {
     /// Packets dropped, by cause: wire errors by their label (for
     /// compressed segments too, e.g. `compressed_field_unknown` when a
     /// field cannot be reconstructed), and `not_tcp` (neither protocol 6
-    /// nor 105), `not_local`, `backlog_full`, `too_many_connections`,
+    /// nor 105), `not_local`, `no_such_interface` (handed in as a [`scps_node::Node`]
+    /// on an interface other than [`INTERFACE`]), `backlog_full`, `too_many_connections`,
     /// `no_connection`, `no_compressed_connection` (a protocol-105 packet
     /// whose source address and connection id match no connection).
     pub drops: BTreeMap<&'static str, u64>,

@@ -6,7 +6,7 @@
 //! therefore runs in the simulator (virtual time), in the testbed and on real
 //! networks.
 
-pub mod time;
+pub use scps_node::time;
 pub mod wire;
 
 pub mod cc;

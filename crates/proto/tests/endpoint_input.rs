@@ -98,3 +98,39 @@ fn random_garbage_never_panics_and_is_always_counted() {
     );
     h.nothing();
 }
+
+#[test]
+fn as_a_node_the_endpoint_has_one_interface() {
+    use scps_node::{InterfaceId, Node};
+    let mut c = Established::new(Config::default());
+    let now = c.h.now;
+    let mut packet = Vec::new();
+    let good = c.peer_segment(c.snd_nxt).payload(b"node");
+    let repr = scps_proto::wire::TcpRepr {
+        src_port: THEIRS.port(),
+        dst_port: OURS.port(),
+        seq: good.seq,
+        ack: good.ack,
+        flags: good.flags,
+        window: good.window,
+        urgent: 0,
+        options: good.options,
+        payload: &good.payload,
+    };
+    scps_proto::wire::build_tcp_packet(THEIRS.ip(), OURS.ip(), 64, &repr, &mut packet).unwrap();
+    assert_eq!(Node::interface_count(&c.h.ep), 1);
+    // On an interface it does not have: counted, not delivered.
+    Node::handle_packet(&mut c.h.ep, now, InterfaceId(1), &packet);
+    assert_eq!(c.h.ep.stats().dropped("no_such_interface"), 1);
+    assert!(c.h.read(c.conn).is_empty());
+    // On its interface: delivered, and the ACK leaves by the same one.
+    Node::handle_packet(&mut c.h.ep, now, scps_proto::endpoint::INTERFACE, &packet);
+    assert_eq!(c.h.read(c.conn), b"node");
+    Node::handle_timeout(&mut c.h.ep, now + std::time::Duration::from_secs(1));
+    let mut out = Vec::new();
+    assert_eq!(
+        Node::poll_transmit(&mut c.h.ep, now + std::time::Duration::from_secs(1), &mut out),
+        Some(InterfaceId(0)),
+        "the delayed ACK"
+    );
+}

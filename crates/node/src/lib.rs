@@ -1,0 +1,89 @@
+//! The shape of everything that handles packets (DESIGN.md "Nodes").
+//!
+//! A [`Node`] is sans-IO code with interfaces: it takes `(now, interface,
+//! packet)` and `(now)`, and gives back `(interface, packet)` to send and
+//! the next instant it wants to be woken. It never touches a socket, a
+//! thread or a clock, so the same node runs in the simulator (virtual
+//! time, channel-model links), in the testbed and on real networks (a
+//! driver hosting it over real packet paths, one per interface).
+//!
+//! An endpoint of the engine is a node with one interface; the [`Router`]
+//! here is the first with several. The gateway relay, the bonding layer
+//! and the Saratoga engine are nodes too.
+//!
+//! This crate is the vocabulary those pieces share and depends on nothing
+//! of ours: [`time::Instant`], [`InterfaceId`], [`IpPrefix`].
+
+mod ip_header;
+mod prefix;
+pub mod router;
+pub mod time;
+
+pub use prefix::{IpPrefix, PrefixError};
+pub use router::{Route, Router, RouterError, RouterStats};
+pub use time::Instant;
+
+/// One of a node's interfaces, numbered from 0 in the order the node
+/// declares them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct InterfaceId(pub u16);
+
+impl InterfaceId {
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Display for InterfaceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "interface {}", self.0)
+    }
+}
+
+/// Anything that takes packets and time and gives packets back.
+///
+/// A driver (the simulator's world, or a real-I/O driver) calls these in
+/// any order, as often as it likes; a node must cope with being asked
+/// when it has nothing to do. After handing in packets, a driver calls
+/// [`Node::handle_timeout`] and then drains [`Node::poll_transmit`] before
+/// it sleeps until [`Node::poll_timeout`].
+pub trait Node {
+    /// How many interfaces the node has: packets come in and go out on
+    /// `InterfaceId(0)` to `InterfaceId(n - 1)`.
+    fn interface_count(&self) -> usize;
+
+    /// A packet (a whole IP packet) arrived on `interface` at `now`.
+    /// Malformed or unwanted packets are counted and dropped, never a
+    /// panic.
+    fn handle_packet(&mut self, now: Instant, interface: InterfaceId, packet: &[u8]);
+
+    /// Writes the next packet to send into `buf` (replacing what it held)
+    /// and returns the interface it leaves by; `None` when there is
+    /// nothing to send now.
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<InterfaceId>;
+
+    /// The earliest instant at which [`Node::handle_timeout`] has work, if
+    /// any.
+    fn poll_timeout(&mut self) -> Option<Instant>;
+
+    /// Runs whatever is due at `now` (calling it early is harmless).
+    fn handle_timeout(&mut self, now: Instant);
+}
+
+impl<N: Node + ?Sized> Node for Box<N> {
+    fn interface_count(&self) -> usize {
+        (**self).interface_count()
+    }
+    fn handle_packet(&mut self, now: Instant, interface: InterfaceId, packet: &[u8]) {
+        (**self).handle_packet(now, interface, packet);
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<InterfaceId> {
+        (**self).poll_transmit(now, buf)
+    }
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        (**self).poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        (**self).handle_timeout(now);
+    }
+}
