@@ -219,7 +219,9 @@ impl Connection {
             srtt: self.rtt.srtt(),
             rtt_sample,
             min_rtt: self.rtt.min_rtt(),
-            cwnd_limited: self.cwnd_limited,
+            cwnd_limited: self
+                .window_use
+                .window_limited(self.cc.window(), self.cc.ssthresh()),
             snd_una: self.snd.una,
             snd_nxt: self.snd.nxt,
         };

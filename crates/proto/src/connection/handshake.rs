@@ -148,7 +148,7 @@ impl Connection {
             pending_reset: None,
             force_retransmit: false,
             snack_owed: 0,
-            cwnd_limited: false,
+            window_use: Default::default(),
             persist_due: false,
             keepalive_due: false,
             released: false,

@@ -28,6 +28,7 @@ mod snack;
 mod stats;
 mod timeouts;
 mod timers;
+mod window_use;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -320,9 +321,9 @@ pub struct Connection {
     /// Segments named by the peer's SNACKs and not yet resent: they go
     /// regardless of the congestion window too.
     snack_owed: usize,
-    /// Sending was last held back by the congestion window rather than by
-    /// the application (for window growth, RFC 7661).
-    cwnd_limited: bool,
+    /// How the congestion window was used this round trip (whether ACKs
+    /// may grow it).
+    window_use: window_use::WindowUse,
     /// The persist timer fired: a window probe is owed.
     persist_due: bool,
     /// The keepalive timer fired: a probe is owed.

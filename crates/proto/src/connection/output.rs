@@ -3,6 +3,7 @@
 //! new data (rule 2, with Nagle and sender SWS avoidance), probes, ACKs.
 
 use super::timers::Timer;
+use super::window_use::HeldBy;
 use super::{Connection, State};
 use crate::recovery::scoreboard::Segment;
 use crate::seq::to_wire;
@@ -59,19 +60,29 @@ impl Connection {
             State::SynReceived if self.handshake.syn_due => return Some(Plan::Syn),
             State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck => {
                 let owed = (self.force_retransmit, self.snack_owed);
+                let mut held_by_pacer = false;
                 if let Some(plan) = self.next_data_segment(now) {
                     if self.pacer_admits(now) {
                         return Some(plan);
                     }
                     // Not yet: what was owed stays owed.
                     (self.force_retransmit, self.snack_owed) = owed;
+                    held_by_pacer = true;
                 }
                 // Nothing more goes out now. Whether the congestion window is
-                // what holds data back decides if ACKs may grow it: not when
-                // the application, the peer's window, the route's rate,
-                // Nagle or silly window avoidance is the reason (RFC 7661
-                // 4.3, RFC 5681 3.1).
-                self.cwnd_limited = self.waiting_for_congestion_window();
+                // what holds data back, rather than the application, the
+                // peer's window, the route's rate, Nagle or silly window
+                // avoidance, decides over the round if ACKs may grow it
+                // (see `window_use.rs`).
+                let held_by = if held_by_pacer {
+                    HeldBy::Pacer
+                } else if self.waiting_for_congestion_window() {
+                    HeldBy::Window
+                } else {
+                    HeldBy::Other
+                };
+                self.window_use
+                    .on_output_stopped(self.snd.una, self.snd.nxt, self.board.pipe(), held_by);
                 if self.persist_due {
                     return Some(Plan::WindowProbe);
                 }
