@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::acceptor::Acceptor;
+use crate::acceptor::{Acceptor, Conversation};
 use crate::bridge::{Shared, lock};
 use crate::command::{Query, Request};
 use crate::stats::Stats;
@@ -49,12 +49,6 @@ impl Response {
         }
     }
 }
-
-/// Longest a client may take to send its request.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Most bytes read from one connection.
-const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 
 /// Answers one request line.
 pub(crate) fn answer(shared: &Shared, recorder: Option<&Recorder>, line: &str) -> Response {
@@ -115,8 +109,9 @@ impl ControlServer {
             what: format!("listen on control socket {}", path.display()),
             source,
         })?;
-        let acceptor = Acceptor::spawn("emulator-control", listener, move |stream| {
-            serve(stream, &shared, recorder.as_deref())
+        let acceptor = Acceptor::spawn("emulator-control", listener, move || Session {
+            shared: shared.clone(),
+            recorder: recorder.clone(),
         })?;
         Ok(ControlServer {
             path: path.to_owned(),
@@ -125,22 +120,34 @@ impl ControlServer {
     }
 }
 
-/// Answers every request line of one connection.
-fn serve(stream: UnixStream, shared: &Shared, recorder: Option<&Recorder>) {
-    let _ = stream.set_read_timeout(Some(CLIENT_TIMEOUT));
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(std::io::Read::take(stream, MAX_REQUEST_BYTES));
-    let mut line = String::new();
-    while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
-        let response = answer(shared, recorder, line.trim());
-        let mut text = serde_json::to_string(&response).unwrap_or_default();
-        text.push('\n');
-        if writer.write_all(text.as_bytes()).is_err() {
-            return;
+/// One client of the control socket: each request line is answered in
+/// turn; a last line without its newline too, once the client has closed
+/// its side.
+struct Session {
+    shared: Shared,
+    recorder: Option<Arc<Recorder>>,
+}
+
+impl Conversation for Session {
+    fn converse(&mut self, input: &mut Vec<u8>, output: &mut Vec<u8>, closed: bool) -> bool {
+        let mut reply = |line: &[u8]| {
+            let response = answer(
+                &self.shared,
+                self.recorder.as_deref(),
+                String::from_utf8_lossy(line).trim(),
+            );
+            output.extend_from_slice(serde_json::to_string(&response).unwrap_or_default().as_bytes());
+            output.push(b'\n');
+        };
+        while let Some(end) = input.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = input.drain(..=end).collect();
+            reply(&line);
         }
-        line.clear();
+        if closed && !input.iter().all(u8::is_ascii_whitespace) {
+            reply(input);
+            input.clear();
+        }
+        closed
     }
 }
 

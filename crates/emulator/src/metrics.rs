@@ -1,12 +1,10 @@
 //! Prometheus metrics over HTTP: `GET /metrics` on the configured address
 //! answers with the text exposition of the current counters.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::Duration;
+use std::net::{SocketAddr, TcpListener};
 
 use crate::Error;
-use crate::acceptor::Acceptor;
+use crate::acceptor::{Acceptor, Conversation};
 use crate::bridge::{Shared, lock};
 
 /// The HTTP listener and its thread.
@@ -26,8 +24,8 @@ impl MetricsServer {
             what: "read the metrics address".into(),
             source,
         })?;
-        let acceptor = Acceptor::spawn("emulator-metrics", listener, move |stream| {
-            let _ = serve(stream, &shared);
+        let acceptor = Acceptor::spawn("emulator-metrics", listener, move || Exchange {
+            shared: shared.clone(),
         })?;
         Ok(MetricsServer {
             address,
@@ -41,36 +39,51 @@ impl MetricsServer {
     }
 }
 
-fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut reader = BufReader::new(std::io::Read::take(stream.try_clone()?, 16 * 1024));
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    // Skip the headers: nothing in them changes the answer.
-    let mut header = String::new();
-    while reader.read_line(&mut header)? > 2 {
-        header.clear();
-    }
-    let mut words = request_line.split_whitespace();
-    let (status, content_type, body) = match (words.next(), words.next()) {
-        (Some("GET"), Some("/metrics")) => {
-            let stats = lock(&shared.state).stats(shared.now());
-            (
-                "200 OK",
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                stats.prometheus(),
+/// One HTTP exchange: the request line and headers, then the answer and
+/// the end of the connection.
+struct Exchange {
+    shared: Shared,
+}
+
+impl Conversation for Exchange {
+    fn converse(&mut self, input: &mut Vec<u8>, output: &mut Vec<u8>, closed: bool) -> bool {
+        // The headers end at the first empty line; nothing in them
+        // changes the answer.
+        let Some(head_len) = header_end(input) else {
+            return closed;
+        };
+        let head = String::from_utf8_lossy(&input[..head_len]).into_owned();
+        input.clear();
+        let mut words = head.split_whitespace();
+        let (status, content_type, body) = match (words.next(), words.next()) {
+            (Some("GET"), Some("/metrics")) => {
+                let stats = lock(&self.shared.state).stats(self.shared.now());
+                (
+                    "200 OK",
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    stats.prometheus(),
+                )
+            }
+            _ => (
+                "404 Not Found",
+                "text/plain",
+                "only GET /metrics is served\n".to_owned(),
+            ),
+        };
+        output.extend_from_slice(
+            format!(
+                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
             )
-        }
-        _ => (
-            "404 Not Found",
-            "text/plain",
-            "only GET /metrics is served\n".to_owned(),
-        ),
-    };
-    let mut stream = stream;
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
+            .as_bytes(),
+        );
+        true
+    }
+}
+
+/// Where the request's headers end (after the empty line), if they have.
+fn header_end(input: &[u8]) -> Option<usize> {
+    let crlf = input.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+    let lf = input.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
+    crlf.into_iter().chain(lf).min()
 }

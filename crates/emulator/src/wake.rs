@@ -27,6 +27,13 @@ pub(crate) fn pair() -> io::Result<(Stopper, Waiter)> {
     Ok((Stopper { _end: a }, Waiter(b)))
 }
 
+impl AsFd for Waiter {
+    /// Readable (at end of stream) once the stopper is gone.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
 impl Waiter {
     /// Waits until `fd` is readable (true) or the stopper is gone (false).
     pub(crate) fn readable(&self, fd: BorrowedFd<'_>) -> io::Result<bool> {
