@@ -36,7 +36,8 @@ fn red_of(config: &ChannelConfig, seed: u64) -> Option<Red> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fate {
     /// It arrives at the far end at `at` (same epoch as `now`);
-    /// `flipped_bits` > 0 only in [`ErrorMode::Corrupt`].
+    /// `flipped_bits` > 0 only in [`ErrorMode::Corrupt`], or in
+    /// [`ErrorMode::FrameCheck`] when the check missed the damage.
     Delivered {
         /// Arrival time of the last bit at the far end.
         at: Duration,
@@ -52,7 +53,8 @@ pub enum Fate {
 pub enum DropCause {
     /// The drop-tail buffer was full.
     Buffer,
-    /// It carried bit errors (error mode Drop).
+    /// It carried bit errors (error mode Drop), or bit errors its frame
+    /// check found.
     BitErrors,
     /// Its transmission overlapped an outage.
     Outage,
@@ -71,6 +73,9 @@ pub struct Channel {
     red: Option<Red>,
     delay: DelayModel,
     stats: ChannelStats,
+    /// The bits flipped in the packet being sent (kept for its frame
+    /// check).
+    flipped: Vec<u64>,
 }
 
 impl Channel {
@@ -98,6 +103,7 @@ impl Channel {
             red: red_of(&config, seed),
             delay: DelayModel::new(config.delay, config.jitter, config.allow_reordering, seed),
             stats: ChannelStats::default(),
+            flipped: Vec::new(),
             config,
             seed,
             outage_seed,
@@ -156,16 +162,19 @@ impl Channel {
         let end_ns = self.line.ceil_ns(slot.end);
         let lost_to_outage = self.outages.overlaps_down(start_ns, end_ns);
 
-        let corrupt = self.config.error_mode == ErrorMode::Corrupt && !lost_to_outage;
+        let corrupt = self.config.error_mode != ErrorMode::Drop && !lost_to_outage;
         let bits = len.saturating_mul(8);
         let mut errors = 0;
         let mut offset = 0;
         let (errors_model, good_ber) = (&mut self.errors, self.config.ber);
+        let flipped = &mut self.flipped;
+        flipped.clear();
         let mut pass = |segment_bits: u64, ber: f64| {
             errors_model.set_ber(ber);
             errors += errors_model.pass(segment_bits, |bit| {
                 if corrupt {
                     flip(packet, offset + bit);
+                    flipped.push(offset + bit);
                 }
             });
             offset += segment_bits;
@@ -185,7 +194,13 @@ impl Channel {
             self.stats.dropped_outage += 1;
             return Fate::Dropped(DropCause::Outage);
         }
-        if errors > 0 && self.config.error_mode == ErrorMode::Drop {
+        let discarded = errors > 0
+            && match self.config.error_mode {
+                ErrorMode::Drop => true,
+                ErrorMode::Corrupt => false,
+                ErrorMode::FrameCheck(check) => check.detects(packet, &self.flipped),
+            };
+        if discarded {
             self.stats.dropped_bit_errors += 1;
             return Fate::Dropped(DropCause::BitErrors);
         }

@@ -257,12 +257,27 @@ pub enum Jitter {
 /// What a bit error does to the packet that carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ErrorMode {
-    /// The packet is lost (a link CRC discards it).
+    /// The packet is lost: an ideal link frame check, which misses
+    /// nothing, discards it.
     #[default]
     Drop,
     /// The errored bits are flipped and the packet is delivered (no link
-    /// CRC; the transport checksum has to notice).
+    /// frame check; the transport checksum has to notice, and the 16-bit
+    /// Internet checksum misses some patterns).
     Corrupt,
+    /// The bits are flipped and a real frame check sequence over the
+    /// packet decides: frames it finds damaged are discarded, the rare
+    /// damage it cannot see is delivered.
+    FrameCheck(FrameCheck),
+}
+
+/// The frame check sequences of HDLC-framed links (RFC 1662 appendix C).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameCheck {
+    /// The 16-bit FCS, PPP's default (CRC-CCITT).
+    Fcs16,
+    /// The 32-bit FCS (the CRC-32 of Ethernet too).
+    Fcs32,
 }
 
 /// When the link is down: scheduled windows and random call drops,

@@ -37,7 +37,10 @@
 //!    `P(error in packet) = 1 - (1 - ber)^(8 L)` exactly. In
 //!    [`ErrorMode::Drop`] an errored packet is lost
 //!    ([`DropCause::BitErrors`]); in [`ErrorMode::Corrupt`] its errored
-//!    bits are flipped in place and it is delivered. A packet lost to an
+//!    bits are flipped in place and it is delivered; in
+//!    [`ErrorMode::FrameCheck`] they are flipped and the link's frame check
+//!    sequence (`frame_check.rs`) decides: lost if it sees the damage,
+//!    delivered damaged if it does not. A packet lost to an
 //!    outage is reported as an outage loss (and not corrupted).
 //!    With [`BurstErrors`] (`burst.rs`), the rate is `burst.ber` for the
 //!    bits sent while a two-state (Gilbert-Elliott) process is in its bad
@@ -83,6 +86,7 @@ mod burst;
 mod channel;
 mod config;
 mod delay;
+mod frame_check;
 mod limit;
 mod outage;
 mod red;
@@ -94,8 +98,8 @@ mod token_bucket;
 pub use bundle::{Bundle, channel_seed};
 pub use channel::{Channel, DropCause, Fate};
 pub use config::{
-    BurstErrors, CallDrops, ChannelConfig, ConfigError, ErrorMode, Jitter, OutageConfig, OutageWindow, Qdisc,
-    RedConfig, ShaperConfig,
+    BurstErrors, CallDrops, ChannelConfig, ConfigError, ErrorMode, FrameCheck, Jitter, OutageConfig,
+    OutageWindow, Qdisc, RedConfig, ShaperConfig,
 };
 pub use limit::{expected_up_fraction, goodput_limit_bps, packet_error_rate};
 pub use outage::{OutageProcess, RETAINED_DOWN_PERIODS};

@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use scps_channel::{
-    BurstErrors, CallDrops, ChannelConfig, ErrorMode, Jitter, OutageConfig, OutageWindow, Qdisc, RedConfig,
-    ShaperConfig,
+    BurstErrors, CallDrops, ChannelConfig, ErrorMode, FrameCheck, Jitter, OutageConfig, OutageWindow, Qdisc,
+    RedConfig, ShaperConfig,
 };
 use serde::Deserialize;
 
@@ -48,7 +48,8 @@ pub struct ChannelSpec {
     pub reorder: Option<bool>,
     /// Bit-error rate, per bit of each IP packet.
     pub ber: Option<Ber>,
-    /// What a bit error does: drop the packet or flip its bits.
+    /// What a bit error does: drop the packet, flip its bits, or flip them
+    /// and let a frame check sequence find them.
     pub errors: Option<ErrorKind>,
     /// Gilbert-Elliott burst errors: bit-error rate in the bad state...
     pub burst_ber: Option<Ber>,
@@ -101,8 +102,14 @@ pub enum QdiscKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ErrorKind {
+    /// An errored packet is lost (an ideal link frame check).
     Drop,
+    /// Its bits are flipped and it is delivered (no link frame check).
     Corrupt,
+    /// Its bits are flipped and PPP's 16-bit or 32-bit frame check
+    /// sequence discards it if it sees the damage.
+    Fcs16,
+    Fcs32,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -302,6 +309,8 @@ impl ChannelSpec {
             ber: self.ber.map_or(0.0, |b| b.0),
             error_mode: match self.errors {
                 Some(ErrorKind::Corrupt) => ErrorMode::Corrupt,
+                Some(ErrorKind::Fcs16) => ErrorMode::FrameCheck(FrameCheck::Fcs16),
+                Some(ErrorKind::Fcs32) => ErrorMode::FrameCheck(FrameCheck::Fcs32),
                 None | Some(ErrorKind::Drop) => ErrorMode::Drop,
             },
             burst,
@@ -601,6 +610,25 @@ mod tests {
             })
         );
         assert_eq!(link.reverse[0].qdisc, forward.qdisc);
+    }
+
+    #[test]
+    fn error_kinds_name_the_frame_check() {
+        let mode = |kind: &str| {
+            spec(&format!("rate = \"1Mbit\"\nerrors = \"{kind}\""))
+                .resolve()
+                .unwrap()
+                .forward[0]
+                .error_mode
+        };
+        assert_eq!(mode("drop"), ErrorMode::Drop);
+        assert_eq!(mode("corrupt"), ErrorMode::Corrupt);
+        assert_eq!(mode("fcs16"), ErrorMode::FrameCheck(FrameCheck::Fcs16));
+        assert_eq!(mode("fcs32"), ErrorMode::FrameCheck(FrameCheck::Fcs32));
+        let err = toml::from_str::<ChannelSpec>("errors = \"crc\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`drop`, `corrupt`, `fcs16`, `fcs32`"), "{err}");
     }
 
     #[test]
