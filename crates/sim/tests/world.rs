@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use scps_channel::{Bundle, ChannelConfig};
 use scps_config::MessageFlow;
+use scps_proto::endpoint::INTERFACE;
 use scps_proto::time::Instant;
 use scps_proto::{Endpoint, EndpointConfig};
-use scps_sim::World;
 use scps_sim::apps::messages;
 use scps_sim::payload::Pattern;
+use scps_sim::{NodeInterface, World};
 
 #[test]
 fn a_long_message_run_keeps_its_event_queue_small() {
@@ -18,16 +19,22 @@ fn a_long_message_run_keeps_its_event_queue_small() {
         Ipv4Addr::new(10, 0, 0, 2).into(),
     );
     let mut world = World::new();
-    let client = world.add_node(Endpoint::new(EndpointConfig::default(), [a]).unwrap());
-    let server = world.add_node(Endpoint::new(EndpointConfig::default(), [b]).unwrap());
+    let client = world.add_host(Endpoint::new(EndpointConfig::default(), [a]).unwrap());
+    let server = world.add_host(Endpoint::new(EndpointConfig::default(), [b]).unwrap());
     let mut channel = ChannelConfig::new(1_000_000);
     channel.delay = Duration::from_millis(100);
-    world.connect(
-        client,
-        server,
-        Bundle::new(vec![channel.clone()], 1).unwrap(),
-        Bundle::new(vec![channel], 2).unwrap(),
-    );
+    let eth0 = |node| NodeInterface {
+        node,
+        interface: INTERFACE,
+    };
+    world
+        .connect(
+            eth0(client),
+            eth0(server),
+            Bundle::new(vec![channel.clone()], 1).unwrap(),
+            Bundle::new(vec![channel], 2).unwrap(),
+        )
+        .unwrap();
     let listen = SocketAddr::new(b, 5001);
     world.endpoint_mut(server).listen(listen, None).unwrap();
     let flow = MessageFlow {

@@ -247,8 +247,13 @@ fn the_workload_needs_one_server_and_some_client() {
         "{err}"
     );
     let no_role = DOC.replace("role = \"client\"\n", "");
-    let err = Scenario::from_text(&no_role, "test", &[]).unwrap_err().to_string();
-    assert_eq!(err, "topology.nodes.client.role = missing: \"client\" or \"server\" for a host");
+    let err = Scenario::from_text(&no_role, "test", &[])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "topology.nodes.client.role = missing: \"client\" or \"server\" for a host"
+    );
     refused(
         "",
         &["topology.nodes.client.interfaces.eth1=10.1.0.2/24"],
