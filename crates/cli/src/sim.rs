@@ -88,13 +88,13 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
             capture_at: args.pcap_at.as_deref(),
         })
         .collect();
-    // So does an interface that some point's topology does not have.
+    // An interface that some point's topology does not have, or an
+    // unwritable capture file, stops the command before any run starts.
     if let Some(at) = &args.pcap_at {
         for point in &scenario.points {
             point.topology.find("--pcap-at", at)?;
         }
     }
-    // Unwritable capture files stop the command before any run starts.
     for path in jobs.iter().filter_map(|job| job.capture.as_ref()) {
         std::fs::File::create(path).with_context(|| format!("cannot write capture {}", path.display()))?;
     }
