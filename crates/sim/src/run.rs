@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use scps_config::{Point, Workload};
-use scps_proto::EndpointError;
 use scps_proto::time::Instant;
+use scps_proto::{ConnectionHandle, EndpointError};
 
 use crate::apps::{bulk, fetch, messages};
 use crate::build::{Built, Client, build};
@@ -16,7 +16,7 @@ use crate::record::{RouterFigures, RunRecord};
 use crate::result::{ConnectionTotals, DirectionFigures, LinkFigures, RunResult};
 use crate::tally::{BulkTally, FetchTally, MessageTally, summarize, unfinished};
 use crate::tap::TapError;
-use crate::world::{App, NodeId, World, WorldError};
+use crate::world::{App, NodeId, WorldError};
 use scps_pcap::CaptureError;
 
 #[derive(Debug, Clone, Default)]
@@ -119,17 +119,17 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
     })
 }
 
-/// The figures of the connections behind `handles`: a client's, then the
+/// The figures of the connections behind `handles`: `client`'s, then the
 /// server's.
 fn connection_totals(
-    world: &World,
-    nodes: [NodeId; 2],
-    handles: [Option<scps_proto::ConnectionHandle>; 2],
+    built: &Built,
+    client: &Client,
+    handles: [Option<ConnectionHandle>; 2],
 ) -> ConnectionTotals {
     let mut totals = ConnectionTotals::default();
-    for (node, handle) in nodes.into_iter().zip(handles) {
+    for (node, handle) in [client.node, built.server].into_iter().zip(handles) {
         if let Some(handle) = handle {
-            totals.add(world.endpoint(node), handle);
+            totals.add(built.world.endpoint(node), handle);
         }
     }
     totals
@@ -215,11 +215,7 @@ fn run_bulk(
                 end,
                 bytes,
                 error,
-                connections: connection_totals(
-                    world,
-                    [client.node, built.server],
-                    [progress.client, progress.server],
-                ),
+                connections: connection_totals(built, client, [progress.client, progress.server]),
             }
         })
         .collect();
@@ -265,11 +261,7 @@ fn run_messages(
                     .error
                     .clone()
                     .or_else(|| unfinished(done, outcome, limit)),
-                connections: connection_totals(
-                    world,
-                    [client.node, built.server],
-                    [progress.client, progress.server],
-                ),
+                connections: connection_totals(built, client, [progress.client, progress.server]),
             }
         })
         .collect();
@@ -293,7 +285,12 @@ fn run_fetches(
         .map(|progress| {
             let progress = std::mem::take(&mut *progress.borrow_mut());
             let unfinished = unfinished(progress.is_done(), outcome, limit);
-            FetchTally::new(*workload, progress, unfinished, stopped)
+            FetchTally {
+                workload: *workload,
+                progress,
+                unfinished,
+                stopped,
+            }
         })
         .collect();
     Ok(tallies)

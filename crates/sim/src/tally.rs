@@ -18,13 +18,14 @@ use crate::result::{
 use crate::world::Outcome;
 
 /// One client's part of a run's figures.
-pub(crate) trait Tally: Clone {
+pub(crate) trait Tally {
     /// Two clients' parts together.
     fn merge(self, other: Self) -> Self;
     /// Says in its errors which client they come from.
     fn name_errors(&mut self, client: &str);
-    /// The figures of what this part holds.
-    fn result(self, point: &Point, seed: u64) -> RunResult;
+    /// The figures of what this part holds (sorting its samples, which
+    /// changes nothing it adds up to).
+    fn result(&mut self, point: &Point, seed: u64) -> RunResult;
 }
 
 /// The run's figures, and each client's where there are several
@@ -33,24 +34,20 @@ pub(crate) fn summarize<T: Tally>(
     point: &Point,
     seed: u64,
     names: &[String],
-    tallies: Vec<T>,
+    mut tallies: Vec<T>,
 ) -> (RunResult, Vec<ClientFigures>) {
     let mut clients = Vec::new();
-    let mut named = Vec::with_capacity(tallies.len());
     if tallies.len() > 1 {
-        for (mut tally, name) in tallies.into_iter().zip(names) {
-            clients.push(ClientFigures::of(name, tally.clone().result(point, seed)));
+        for (tally, name) in tallies.iter_mut().zip(names) {
+            clients.push(ClientFigures::of(name, tally.result(point, seed)));
             tally.name_errors(name);
-            named.push(tally);
         }
-    } else {
-        named = tallies;
     }
-    let total = named
+    let total = tallies
         .into_iter()
         .reduce(T::merge)
-        .expect("a topology has at least one client")
-        .result(point, seed);
+        .map(|mut total| total.result(point, seed))
+        .expect("a topology has at least one client");
     (total, clients)
 }
 
@@ -128,7 +125,7 @@ fn name_error(error: &mut Option<String>, client: &str) {
 }
 
 /// A bulk transfer: timed from the first SYN to the last byte read.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct BulkTally {
     pub started: Instant,
     pub end: Instant,
@@ -152,8 +149,14 @@ impl Tally for BulkTally {
         name_error(&mut self.error, client);
     }
 
-    fn result(self, point: &Point, seed: u64) -> RunResult {
-        let mut result = result(point, seed, self.bytes, self.end - self.started, self.error);
+    fn result(&mut self, point: &Point, seed: u64) -> RunResult {
+        let mut result = result(
+            point,
+            seed,
+            self.bytes,
+            self.end - self.started,
+            self.error.clone(),
+        );
         result.set_connection_totals(self.connections);
         result
     }
@@ -161,7 +164,7 @@ impl Tally for BulkTally {
 
 /// Message streams over a window of `duration`: the flows each client
 /// offers (and the server, with two-way streams, offers back).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct MessageTally {
     pub flows: (MessageFlow, Option<MessageFlow>),
     pub duration: Duration,
@@ -192,9 +195,9 @@ impl Tally for MessageTally {
         name_error(&mut self.error, client);
     }
 
-    fn result(mut self, point: &Point, seed: u64) -> RunResult {
+    fn result(&mut self, point: &Point, seed: u64) -> RunResult {
         let bytes = self.received.iter().map(|r| r.bytes).sum();
-        let mut result = result(point, seed, bytes, self.duration, self.error.take());
+        let mut result = result(point, seed, bytes, self.duration, self.error.clone());
         let flows = self.flows;
         let forward = self.flow_figures(&flows.0, 0);
         let reverse = flows.1.map(|flow| self.flow_figures(&flow, 1));
@@ -220,90 +223,62 @@ impl MessageTally {
 }
 
 /// File fetches: timed from the start of the run to the last completion.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct FetchTally {
     pub workload: scps_config::Fetches,
-    pub planned: usize,
-    /// Download times, in completion order.
-    pub completed: Vec<Duration>,
-    pub bytes: u64,
-    pub failed: usize,
-    pub first_error: Option<String>,
-    pub connections: ConnectionTotals,
-    pub last_completion: Option<Instant>,
+    pub progress: FetchProgress,
     /// Why the fetches did not all end, if they did not.
     pub unfinished: Option<String>,
     /// When the run stopped: the end of a run with no completion.
     pub stopped: Instant,
 }
 
-impl FetchTally {
-    pub fn new(
-        workload: scps_config::Fetches,
-        progress: FetchProgress,
-        unfinished: Option<String>,
-        stopped: Instant,
-    ) -> FetchTally {
-        FetchTally {
-            workload,
-            planned: progress.planned,
-            completed: progress.completed,
-            bytes: progress.bytes,
-            failed: progress.failed,
-            first_error: progress.first_error,
-            connections: progress.connections,
-            last_completion: progress.last_completion,
-            unfinished,
-            stopped,
-        }
-    }
-}
-
 impl Tally for FetchTally {
     fn merge(mut self, other: FetchTally) -> FetchTally {
-        self.planned += other.planned;
-        self.completed.extend(other.completed);
-        self.bytes += other.bytes;
-        self.failed += other.failed;
-        self.first_error = self.first_error.or(other.first_error);
-        self.connections = add_connections(self.connections, other.connections);
-        self.last_completion = self.last_completion.max(other.last_completion);
+        let (mine, theirs) = (&mut self.progress, other.progress);
+        mine.planned += theirs.planned;
+        mine.completed.extend(theirs.completed);
+        mine.bytes += theirs.bytes;
+        mine.failed += theirs.failed;
+        mine.first_error = mine.first_error.take().or(theirs.first_error);
+        mine.connections = add_connections(mine.connections, theirs.connections);
+        mine.last_completion = mine.last_completion.max(theirs.last_completion);
         self.unfinished = self.unfinished.or(other.unfinished);
         self
     }
 
     fn name_errors(&mut self, client: &str) {
-        name_error(&mut self.first_error, client);
+        name_error(&mut self.progress.first_error, client);
     }
 
-    fn result(mut self, point: &Point, seed: u64) -> RunResult {
-        let workload = self.workload;
-        let mut error = self.unfinished.take();
-        if self.planned == 0 {
+    fn result(&mut self, point: &Point, seed: u64) -> RunResult {
+        let (workload, progress) = (self.workload, &mut self.progress);
+        let mut error = self.unfinished.clone();
+        if progress.planned == 0 {
             error = Some(format!(
                 "no fetch was planned: {} clients requesting every {:?} on average made no request within {:?}",
                 workload.clients, workload.mean_interval, workload.duration
             ));
         }
-        if self.failed > 0 {
+        if progress.failed > 0 {
             error.get_or_insert_with(|| {
                 format!(
                     "{} of {} fetches failed, the first: {}",
-                    self.failed,
-                    self.planned,
-                    self.first_error.as_deref().unwrap_or("unknown")
+                    progress.failed,
+                    progress.planned,
+                    progress.first_error.as_deref().unwrap_or("unknown")
                 )
             });
         }
-        let end = self.last_completion.unwrap_or(self.stopped);
-        let mut result = result(point, seed, self.bytes, end.as_duration(), error);
-        result.set_connection_totals(self.connections);
-        let count = self.completed.len();
-        let mean = self.completed.iter().map(Duration::as_secs_f64).sum::<f64>() / count.max(1) as f64;
-        let times = &mut self.completed;
+        let end = progress.last_completion.unwrap_or(self.stopped);
+        let mut result = result(point, seed, progress.bytes, end.as_duration(), error);
+        result.set_connection_totals(progress.connections);
+        let count = progress.completed.len();
+        let mean = progress.completed.iter().map(Duration::as_secs_f64).sum::<f64>() / count.max(1) as f64;
+        let times = &mut progress.completed;
         result.fetches = Some(FetchFigures {
             fetches: count,
-            fetches_failed: self.failed,
+            fetches_failed: progress.failed,
             download_mean_s: mean,
             download_p50_s: percentile(times, 50.0),
             download_p95_s: percentile(times, 95.0),
