@@ -12,7 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
 use scps_channel::{Bundle, ChannelConfig};
-use scps_config::topology::{LinkModel, NodeKind, Role, Topology};
+use scps_config::topology::{self, LinkModel, NodeKind, Role, Topology};
 use scps_config::{Direction, Point};
 use scps_node::Router;
 use scps_proto::{Endpoint, EndpointConfig};
@@ -91,10 +91,7 @@ pub(crate) fn build(
     }
     let mut stressed = 0;
     for (index, link) in topology.links.iter().enumerate() {
-        let [a, b] = link.ends.map(|end| NodeInterface {
-            node: end.node,
-            interface: end.interface,
-        });
+        let [a, b] = link.ends.map(NodeInterface::from);
         let (forward, reverse) = match &link.model {
             LinkModel::Stressed => {
                 // Both directions of a circuit share its outages (seed 3).
@@ -142,18 +139,21 @@ fn lan(channel: &ChannelConfig, seed: u64) -> Result<(Bundle, Bundle), SimError>
 
 /// The interface `at` names, or the first client's.
 fn capture_point(topology: &Topology, at: Option<&str>) -> Result<NodeInterface, SimError> {
-    let attachment = match at {
-        Some(name) => topology.find("capture at", name)?,
-        None => {
-            let first = topology.clients().next().unwrap_or_default();
-            scps_config::topology::Attachment {
-                node: first,
-                interface: scps_node::InterfaceId(0),
-            }
-        }
-    };
-    Ok(NodeInterface {
-        node: attachment.node,
-        interface: attachment.interface,
+    Ok(match at {
+        Some(name) => topology.find("capture at", name)?.into(),
+        None => NodeInterface {
+            node: topology.clients().next().unwrap_or_default(),
+            interface: scps_node::InterfaceId(0),
+        },
     })
+}
+
+/// Node `i` of the topology is node `i` of the world.
+impl From<topology::NodeInterface> for NodeInterface {
+    fn from(at: topology::NodeInterface) -> NodeInterface {
+        NodeInterface {
+            node: at.node,
+            interface: at.interface,
+        }
+    }
 }

@@ -66,7 +66,7 @@ pub enum WorldError {
 struct Slot {
     node: Box<dyn SimNode>,
     /// Indexed by interface.
-    interfaces: Vec<Attachment>,
+    interfaces: Vec<InterfaceState>,
     /// Instants at which a wake-up of this node is already queued, so that
     /// none is queued twice (a wake-up that is no longer needed only costs
     /// one extra look).
@@ -75,7 +75,7 @@ struct Slot {
 
 /// What an interface is plugged into.
 #[derive(Default)]
-struct Attachment {
+struct InterfaceState {
     /// The link, and which of its ends this is.
     link: Option<(LinkId, usize)>,
     taps: Vec<Box<dyn Tap>>,
@@ -172,7 +172,7 @@ impl World {
 
     pub fn add_node(&mut self, node: impl SimNode) -> NodeId {
         let interfaces = (0..node.interface_count())
-            .map(|_| Attachment::default())
+            .map(|_| InterfaceState::default())
             .collect();
         self.nodes.push(Slot {
             node: Box::new(node),
@@ -229,8 +229,8 @@ impl World {
             .unwrap_or_else(|| panic!("node {id} is not a host (World::add_host adds one)"))
     }
 
-    /// The attachment of an interface, if the node has it.
-    fn attachment(&mut self, at: NodeInterface) -> Result<&mut Attachment, WorldError> {
+    /// The state of an interface, if the node has it.
+    fn interface_state(&mut self, at: NodeInterface) -> Result<&mut InterfaceState, WorldError> {
         let interfaces = &mut self.nodes[at.node].interfaces;
         let count = interfaces.len();
         interfaces
@@ -252,7 +252,7 @@ impl World {
     ) -> Result<LinkId, WorldError> {
         let id = self.links.len();
         for end in [a, b] {
-            if let Some((link, _)) = self.attachment(end)?.link {
+            if let Some((link, _)) = self.interface_state(end)?.link {
                 return Err(WorldError::AlreadyLinked {
                     node: end.node,
                     interface: end.interface,
@@ -266,8 +266,8 @@ impl World {
                 interface: a.interface,
             });
         }
-        self.attachment(a)?.link = Some((id, 0));
-        self.attachment(b)?.link = Some((id, 1));
+        self.interface_state(a)?.link = Some((id, 0));
+        self.interface_state(b)?.link = Some((id, 1));
         self.links.push(Link {
             ends: [a, b],
             directions: [a_to_b, b_to_a],
@@ -278,7 +278,7 @@ impl World {
     /// Puts `tap` at an interface: it sees what leaves and what arrives
     /// there from now on.
     pub fn tap(&mut self, at: NodeInterface, tap: Box<dyn Tap>) -> Result<(), WorldError> {
-        self.attachment(at)?.taps.push(tap);
+        self.interface_state(at)?.taps.push(tap);
         Ok(())
     }
 
@@ -294,8 +294,8 @@ impl World {
     /// Finishes every tap; returns the first error of any.
     pub fn finish(&mut self) -> Result<(), TapError> {
         let mut first = Ok(());
-        for attachment in self.nodes.iter_mut().flat_map(|n| &mut n.interfaces) {
-            for tap in attachment.taps.drain(..) {
+        for state in self.nodes.iter_mut().flat_map(|n| &mut n.interfaces) {
+            for tap in state.taps.drain(..) {
                 if let Err(error) = tap.finish()
                     && first.is_ok()
                 {

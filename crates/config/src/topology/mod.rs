@@ -143,7 +143,7 @@ pub struct Interface {
 
 /// One interface of one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Attachment {
+pub struct NodeInterface {
     pub node: usize,
     pub interface: InterfaceId,
 }
@@ -152,7 +152,7 @@ pub struct Attachment {
 pub struct TopologyLink {
     pub name: String,
     /// The first end sends the forward direction.
-    pub ends: [Attachment; 2],
+    pub ends: [NodeInterface; 2],
     pub model: LinkModel,
 }
 
@@ -176,7 +176,7 @@ impl Topology {
                 address: address.parse().expect("a valid literal"),
             }],
         };
-        let eth0 = |node| Attachment {
+        let eth0 = |node| NodeInterface {
             node,
             interface: InterfaceId(0),
         };
@@ -209,21 +209,21 @@ impl Topology {
         self.nodes[node].interfaces[0].address.address
     }
 
-    /// `NODE.INTERFACE` of an attachment.
-    pub fn describe(&self, at: Attachment) -> String {
+    /// `NODE.INTERFACE` of an interface.
+    pub fn describe(&self, at: NodeInterface) -> String {
         let node = &self.nodes[at.node];
         format!("{}.{}", node.name, node.interfaces[at.interface.index()].name)
     }
 
-    /// The attachment called `NODE.INTERFACE`; `key` names where the name
+    /// The interface called `NODE.INTERFACE`; `key` names where the name
     /// came from in the error.
-    pub fn find(&self, key: &str, name: &str) -> Result<Attachment, Error> {
+    pub fn find(&self, key: &str, name: &str) -> Result<NodeInterface, Error> {
         find(&self.nodes, key, name)
     }
 }
 
 /// `NODE.INTERFACE` among `nodes`; the error lists what there is.
-fn find(nodes: &[Node], key: &str, name: &str) -> Result<Attachment, Error> {
+fn find(nodes: &[Node], key: &str, name: &str) -> Result<NodeInterface, Error> {
     let list = |names: Vec<&str>| names.join(", ");
     let Some((node_name, interface_name)) = name.split_once('.') else {
         return Err(Error::invalid(key, name, "NODE.INTERFACE, such as client.eth0"));
@@ -249,7 +249,7 @@ fn find(nodes: &[Node], key: &str, name: &str) -> Result<Attachment, Error> {
             ),
         ));
     };
-    Ok(Attachment {
+    Ok(NodeInterface {
         node,
         interface: InterfaceId(interface as u16),
     })
@@ -383,7 +383,7 @@ impl TopologySpec {
         nodes: &[Node],
         lans: &BTreeMap<&str, ChannelConfig>,
     ) -> Result<(Vec<TopologyLink>, usize), Error> {
-        let mut linked: BTreeMap<Attachment, &str> = BTreeMap::new();
+        let mut linked: BTreeMap<NodeInterface, &str> = BTreeMap::new();
         let mut links = Vec::new();
         let mut stressed = Vec::new();
         for (index, (name, spec)) in self.links.iter().enumerate() {
@@ -435,7 +435,7 @@ impl TopologySpec {
         }
         for (index, node) in nodes.iter().enumerate() {
             for (interface, spec) in node.interfaces.iter().enumerate() {
-                let at = Attachment {
+                let at = NodeInterface {
                     node: index,
                     interface: InterfaceId(interface as u16),
                 };

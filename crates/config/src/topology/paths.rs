@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use scps_node::{InterfaceId, Router};
 
-use super::{Attachment, Topology};
+use super::{NodeInterface, Topology};
 use crate::error::Error;
 
 /// Checks the paths from every client to the server and back.
@@ -80,7 +80,7 @@ fn follow(topology: &Topology, routers: &[Option<Router>], from: usize, to: usiz
         links: Vec::new(),
         routers: 0,
     };
-    let mut at = Attachment {
+    let mut at = NodeInterface {
         node: from,
         interface: InterfaceId(0),
     };
@@ -123,7 +123,7 @@ fn follow(topology: &Topology, routers: &[Option<Router>], from: usize, to: usiz
         };
         path.routers += 1;
         hops.push(&node.name);
-        at = Attachment {
+        at = NodeInterface {
             node: arrival.node,
             interface: out,
         };

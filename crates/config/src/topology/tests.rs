@@ -107,7 +107,7 @@ fn nodes_interfaces_links_and_routes_resolve_in_order_of_name() {
     );
     assert_eq!(
         t.find("--pcap-at", "r2.lan"),
-        Ok(Attachment {
+        Ok(NodeInterface {
             node: 2,
             interface: InterfaceId(0)
         })
