@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use scps_config::sweep::parse_assignment;
 use scps_config::{Point, Scenario};
-use scps_sim::{RunOptions, RunResult};
+use scps_sim::{RunOptions, RunRecord, RunResult};
 
 use crate::table;
 
@@ -36,10 +36,15 @@ pub struct SimArgs {
     /// One JSON object per run and per line, instead of a table.
     #[arg(long)]
     json: bool,
-    /// Capture the link at the client's interface into this pcap file (for
-    /// several runs, `-N` is added before the extension).
+    /// Capture what leaves and arrives at one interface (the client's,
+    /// unless `--pcap-at` says) into this pcap file (for several runs, `-N`
+    /// is added before the extension).
     #[arg(long, value_name = "FILE")]
     pcap: Option<PathBuf>,
+    /// The interface `--pcap` captures at, as the scenario's topology
+    /// names it (`r1.sat`); default: the first client's.
+    #[arg(long, value_name = "NODE.INTERFACE", requires = "pcap")]
+    pcap_at: Option<String>,
     /// Simulations to run at once (default: the number of CPUs).
     #[arg(long)]
     jobs: Option<usize>,
@@ -50,6 +55,7 @@ struct Job<'a> {
     point: &'a Point,
     seed: u64,
     capture: Option<PathBuf>,
+    capture_at: Option<&'a str>,
 }
 
 /// Whether every run completed.
@@ -79,9 +85,16 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
             point,
             seed: first_seed.wrapping_add(u64::from(run)),
             capture: args.pcap.as_ref().map(|path| capture_path(path, index, total)),
+            capture_at: args.pcap_at.as_deref(),
         })
         .collect();
-    // Unwritable capture files stop the command before any run starts.
+    // An interface that some point's topology does not have, or an
+    // unwritable capture file, stops the command before any run starts.
+    if let Some(at) = &args.pcap_at {
+        for point in &scenario.points {
+            point.topology.find("--pcap-at", at)?;
+        }
+    }
     for path in jobs.iter().filter_map(|job| job.capture.as_ref()) {
         std::fs::File::create(path).with_context(|| format!("cannot write capture {}", path.display()))?;
     }
@@ -89,7 +102,10 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, jobs.len().max(1));
-    let results = run_all(&jobs, workers, args.json)?;
+    let results: Vec<RunResult> = run_all(&jobs, workers, args.json)?
+        .into_iter()
+        .map(|record| record.totals)
+        .collect();
     if !args.json {
         table::print(&scenario, &results, runs)?;
     }
@@ -105,13 +121,14 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
 
 /// Runs one job; a panic (a bug) becomes an error naming the run so that
 /// it can be replayed.
-fn run_one(job: &Job) -> anyhow::Result<RunResult> {
+fn run_one(job: &Job) -> anyhow::Result<RunRecord> {
     let options = RunOptions {
         capture: job.capture.clone(),
+        capture_at: job.capture_at.map(str::to_owned),
     };
     let describe = || format!("run with seed {} at {}", job.seed, job.point.describe());
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        scps_sim::run(job.point, job.seed, &options)
+        scps_sim::run_record(job.point, job.seed, &options)
     }));
     match outcome {
         Ok(result) => result.with_context(describe),
@@ -147,9 +164,9 @@ fn capture_path(path: &std::path::Path, index: usize, total: usize) -> PathBuf {
 
 /// Runs every job on `workers` threads; with `json`, prints each result in
 /// job order as soon as those before it are done.
-fn run_all(jobs: &[Job], workers: usize, json: bool) -> anyhow::Result<Vec<RunResult>> {
+fn run_all(jobs: &[Job], workers: usize, json: bool) -> anyhow::Result<Vec<RunRecord>> {
     let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<anyhow::Result<RunResult>>>> =
+    let slots: Vec<Mutex<Option<anyhow::Result<RunRecord>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
     let printed = Mutex::new(0usize);
     let print_ready = || -> anyhow::Result<()> {

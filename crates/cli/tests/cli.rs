@@ -168,3 +168,42 @@ fn absurd_run_counts_and_unwritable_captures_stop_before_any_run() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn a_capture_at_an_interface_the_topology_lacks_stops_before_any_run() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/examples/two-routers.toml"
+    );
+    let capture = std::env::temp_dir().join(format!("scps-cli-pcap-at-{}.pcap", std::process::id()));
+    let capture = capture.to_str().unwrap();
+    let output = scps(&["sim", example, "--pcap", capture, "--pcap-at", "r1.wan"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    assert!(!std::path::Path::new(capture).exists(), "no capture file begun");
+    assert!(
+        text(&output.stderr)
+            .contains("--pcap-at = r1.wan: an interface of r1; it has no \"wan\" (interfaces: lan, sat)"),
+        "{}",
+        text(&output.stderr)
+    );
+    // At one it has, the run goes on and the capture holds both ways.
+    let args = [
+        "sim",
+        example,
+        "--set",
+        "protocol=tcp-vj",
+        "--set",
+        "workload.bytes=100KB",
+    ];
+    let output = scps(&[&args[..], &["--pcap", capture, "--pcap-at", "r2.sat", "--json"]].concat());
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let record: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON line");
+    let forwarded = record["routers"][1]["forwarded"].as_u64().expect("r2 reports");
+    let packets = scps_testbed::tshark::count(std::path::Path::new(capture), None, "ip");
+    assert_eq!(
+        packets as u64, forwarded,
+        "r2 forwards every packet crossing r2.sat"
+    );
+    std::fs::remove_file(capture).ok();
+}

@@ -9,6 +9,7 @@ pub mod protocol;
 pub mod scenario;
 pub mod sweep;
 pub mod tcp;
+pub mod topology;
 pub mod units;
 pub mod workload;
 

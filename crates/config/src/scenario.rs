@@ -14,6 +14,7 @@ use crate::link::{ChannelSpec, Direction, Link, sustained_rate_bps};
 use crate::protocol::Protocol;
 use crate::sweep::Sweep;
 use crate::tcp::{TcpSpec, validate};
+use crate::topology::{Topology, TopologySpec};
 use crate::units::Time;
 use crate::workload::{Workload, WorkloadSpec};
 
@@ -61,6 +62,8 @@ struct PointSpec {
     stacks: BTreeMap<String, TcpSpec>,
     #[serde(default)]
     limit: LimitSpec,
+    /// The network of nodes; two hosts on `[link]` without it.
+    topology: Option<TopologySpec>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -82,6 +85,7 @@ pub struct Point {
     pub workload: Workload,
     pub header_bytes: u32,
     pub time_limit: Duration,
+    pub topology: Topology,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -251,6 +255,10 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
             "1 byte to less than the MTU",
         ));
     }
+    let topology = match &spec.topology {
+        Some(topology) => topology.resolve(link.mtu, tcp.hop_limit)?,
+        None => Topology::two_hosts(),
+    };
     let point = Point {
         scenario: spec.name.clone(),
         protocol,
@@ -260,6 +268,7 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         workload: spec.workload.resolve()?,
         header_bytes,
         time_limit: spec.time_limit.map_or(DEFAULT_TIME_LIMIT, |t| t.0),
+        topology,
     };
     for direction in [Direction::Forward, Direction::Reverse] {
         validate(&point.engine_config(direction), "tcp")?;
@@ -292,8 +301,8 @@ impl Point {
     /// bit/s: each channel's rate (the shaper's sustained rate if lower),
     /// less packet errors at the MTU and header overhead, times the time
     /// it is up during a run of `run_length`; summed over the channels and
-    /// the directions that carry data. A message stream cannot beat its
-    /// offered rate.
+    /// the directions that carry data. Message streams cannot beat their
+    /// offered rate (one stream per client host).
     pub fn limit_bps(&self, run_length: Duration) -> f64 {
         let direction = |channels: &[ChannelConfig]| -> f64 {
             channels
@@ -318,7 +327,8 @@ impl Point {
                 reverse: r,
                 ..
             } => {
-                let offered = |flow: &crate::workload::MessageFlow| flow.rate_bps as f64;
+                let clients = self.topology.clients().count() as f64;
+                let offered = |flow: &crate::workload::MessageFlow| flow.rate_bps as f64 * clients;
                 forward.min(offered(f)) + r.as_ref().map_or(0.0, |r| reverse.min(offered(r)))
             }
             // Files flow from the server back to the clients.

@@ -5,12 +5,20 @@
 //! bit.
 
 pub mod apps;
+mod build;
+pub mod host;
 pub mod message;
 pub mod payload;
+pub mod record;
 pub mod result;
 pub mod run;
+mod tally;
+pub mod tap;
 pub mod world;
 
+pub use build::SERVER_PORT;
+pub use host::Host;
+pub use record::RunRecord;
 pub use result::RunResult;
-pub use run::{RunOptions, SimError, derive_seed, run};
-pub use world::{App, Outcome, World};
+pub use run::{RunOptions, SimError, derive_seed, run, run_record};
+pub use world::{App, NodeInterface, Outcome, World};

@@ -1,20 +1,24 @@
 //! The discrete-event world: a virtual clock, a queue of timed events,
-//! nodes that each run one endpoint of the engine and some applications,
-//! and links whose two directions are bundles of channel models.
+//! nodes with interfaces (anything that is a [`Node`]: hosts running the
+//! engine and applications, routers, and whatever comes next), links
+//! that join two interfaces with a bundle of channel models each way,
+//! and taps at interfaces that see what crosses them.
 //!
 //! Time jumps from event to event, so a 47-minute run or a week of
 //! one-way delay costs only the events in it. Everything is deterministic:
 //! events at the same instant run in the order they were scheduled.
 
+use std::any::Any;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeSet, BinaryHeap};
-use std::path::Path;
 
 use scps_channel::{Bundle, ChannelStats, Fate};
+use scps_node::{InterfaceId, Node};
 use scps_proto::Endpoint;
 use scps_proto::time::Instant;
 
-use scps_pcap::{Capture, CaptureError};
+use crate::host::Host;
+use crate::tap::{Crossing, Tap, TapError};
 
 pub type NodeId = usize;
 pub type LinkId = usize;
@@ -28,28 +32,63 @@ pub trait App {
     }
 }
 
-struct Node {
-    endpoint: Endpoint,
-    apps: Vec<Box<dyn App>>,
-    /// The node's one interface: which link, and which end of it.
-    attachment: Option<(LinkId, usize)>,
+/// A node the world can host: any [`Node`], which the world hands back by
+/// its type ([`World::node`]).
+pub trait SimNode: Node + Any {}
+impl<N: Node + Any> SimNode for N {}
+
+/// One interface of one node of the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NodeInterface {
+    pub node: NodeId,
+    pub interface: InterfaceId,
+}
+
+/// A world that cannot be put together as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorldError {
+    #[error("node {node} has no {interface} (it has {count})")]
+    NoSuchInterface {
+        node: NodeId,
+        interface: InterfaceId,
+        count: usize,
+    },
+    #[error("{interface} of node {node} is already on link {link}")]
+    AlreadyLinked {
+        node: NodeId,
+        interface: InterfaceId,
+        link: LinkId,
+    },
+    #[error("a link joins two interfaces, not {interface} of node {node} to itself")]
+    Loopback { node: NodeId, interface: InterfaceId },
+}
+
+struct Slot {
+    node: Box<dyn SimNode>,
+    /// Indexed by interface.
+    interfaces: Vec<InterfaceState>,
     /// Instants at which a wake-up of this node is already queued, so that
     /// none is queued twice (a wake-up that is no longer needed only costs
     /// one extra look).
     wakes: BTreeSet<Instant>,
 }
 
+/// What an interface is plugged into.
+#[derive(Default)]
+struct InterfaceState {
+    /// The link, and which of its ends this is.
+    link: Option<(LinkId, usize)>,
+    taps: Vec<Box<dyn Tap>>,
+}
+
 struct Link {
-    /// The nodes at ends 0 and 1.
-    ends: [NodeId; 2],
+    ends: [NodeInterface; 2],
     /// `directions[i]` carries packets sent by end `i`.
     directions: [Bundle; 2],
-    /// A capture at end 0's interface: what it sends, and what reaches it.
-    capture: Option<Capture>,
 }
 
 enum Event {
-    Arrive { node: NodeId, packet: Vec<u8> },
+    Arrive { to: NodeInterface, packet: Vec<u8> },
     Wake { node: NodeId },
 }
 
@@ -92,12 +131,12 @@ pub struct World {
     now: Instant,
     queue: BinaryHeap<Reverse<Scheduled>>,
     seq: u64,
-    nodes: Vec<Node>,
+    nodes: Vec<Slot>,
     links: Vec<Link>,
+    /// Packets sent by an interface on no link.
+    unlinked_drops: u64,
     /// Packet buffers to reuse.
     spare: Vec<Vec<u8>>,
-    /// The first capture error: the run goes on, the error is reported.
-    capture_error: Option<CaptureError>,
 }
 
 impl std::fmt::Debug for World {
@@ -125,11 +164,19 @@ impl World {
         self.queue.len()
     }
 
-    pub fn add_node(&mut self, endpoint: Endpoint) -> NodeId {
-        self.nodes.push(Node {
-            endpoint,
-            apps: Vec::new(),
-            attachment: None,
+    /// Packets that nodes sent by an interface on no link, and that went
+    /// nowhere.
+    pub fn unlinked_drops(&self) -> u64 {
+        self.unlinked_drops
+    }
+
+    pub fn add_node(&mut self, node: impl SimNode) -> NodeId {
+        let interfaces = (0..node.interface_count())
+            .map(|_| InterfaceState::default())
+            .collect();
+        self.nodes.push(Slot {
+            node: Box::new(node),
+            interfaces,
             wakes: BTreeSet::from([Instant::ZERO]),
         });
         let id = self.nodes.len() - 1;
@@ -138,35 +185,100 @@ impl World {
         id
     }
 
-    pub fn add_app(&mut self, node: NodeId, app: Box<dyn App>) {
-        self.nodes[node].apps.push(app);
+    /// Adds a host: `endpoint`, and the applications [`World::add_app`]
+    /// gives it.
+    pub fn add_host(&mut self, endpoint: Endpoint) -> NodeId {
+        self.add_node(Host::new(endpoint))
     }
 
-    pub fn endpoint(&self, node: NodeId) -> &Endpoint {
-        &self.nodes[node].endpoint
+    /// Node `id` if it is an `N`.
+    pub fn node<N: SimNode>(&self, id: NodeId) -> Option<&N> {
+        let node: &dyn Any = &*self.nodes[id].node;
+        node.downcast_ref()
     }
 
-    pub fn endpoint_mut(&mut self, node: NodeId) -> &mut Endpoint {
-        &mut self.nodes[node].endpoint
+    pub fn node_mut<N: SimNode>(&mut self, id: NodeId) -> Option<&mut N> {
+        let node: &mut dyn Any = &mut *self.nodes[id].node;
+        node.downcast_mut()
     }
 
-    /// Joins `a` and `b`: `a_to_b` carries what `a` sends. Each node has
-    /// one interface; all it sends goes on its link.
-    pub fn connect(&mut self, a: NodeId, b: NodeId, a_to_b: Bundle, b_to_a: Bundle) -> LinkId {
+    /// # Panics
+    /// If node `id` is not a host.
+    pub fn add_app(&mut self, id: NodeId, app: Box<dyn App>) {
+        self.host_mut(id).add_app(app);
+    }
+
+    /// The endpoint of host `id`.
+    ///
+    /// # Panics
+    /// If node `id` is not a host.
+    pub fn endpoint(&self, id: NodeId) -> &Endpoint {
+        self.node::<Host>(id)
+            .unwrap_or_else(|| panic!("node {id} is not a host (World::add_host adds one)"))
+            .endpoint()
+    }
+
+    /// # Panics
+    /// If node `id` is not a host.
+    pub fn endpoint_mut(&mut self, id: NodeId) -> &mut Endpoint {
+        self.host_mut(id).endpoint_mut()
+    }
+
+    fn host_mut(&mut self, id: NodeId) -> &mut Host {
+        self.node_mut::<Host>(id)
+            .unwrap_or_else(|| panic!("node {id} is not a host (World::add_host adds one)"))
+    }
+
+    /// The state of an interface, if the node has it.
+    fn interface_state(&mut self, at: NodeInterface) -> Result<&mut InterfaceState, WorldError> {
+        let interfaces = &mut self.nodes[at.node].interfaces;
+        let count = interfaces.len();
+        interfaces
+            .get_mut(at.interface.index())
+            .ok_or(WorldError::NoSuchInterface {
+                node: at.node,
+                interface: at.interface,
+                count,
+            })
+    }
+
+    /// Joins two interfaces: `a_to_b` carries what `a` sends.
+    pub fn connect(
+        &mut self,
+        a: NodeInterface,
+        b: NodeInterface,
+        a_to_b: Bundle,
+        b_to_a: Bundle,
+    ) -> Result<LinkId, WorldError> {
         let id = self.links.len();
+        for end in [a, b] {
+            if let Some((link, _)) = self.interface_state(end)?.link {
+                return Err(WorldError::AlreadyLinked {
+                    node: end.node,
+                    interface: end.interface,
+                    link,
+                });
+            }
+        }
+        if a == b {
+            return Err(WorldError::Loopback {
+                node: a.node,
+                interface: a.interface,
+            });
+        }
+        self.interface_state(a)?.link = Some((id, 0));
+        self.interface_state(b)?.link = Some((id, 1));
         self.links.push(Link {
             ends: [a, b],
             directions: [a_to_b, b_to_a],
-            capture: None,
         });
-        self.nodes[a].attachment = Some((id, 0));
-        self.nodes[b].attachment = Some((id, 1));
-        id
+        Ok(id)
     }
 
-    /// Captures the traffic of `link` at its first node's interface.
-    pub fn capture(&mut self, link: LinkId, path: &Path) -> Result<(), CaptureError> {
-        self.links[link].capture = Some(Capture::create(path)?);
+    /// Puts `tap` at an interface: it sees what leaves and what arrives
+    /// there from now on.
+    pub fn tap(&mut self, at: NodeInterface, tap: Box<dyn Tap>) -> Result<(), WorldError> {
+        self.interface_state(at)?.taps.push(tap);
         Ok(())
     }
 
@@ -179,14 +291,19 @@ impl World {
             .collect()
     }
 
-    /// Flushes captures; returns the first capture error of the run.
-    pub fn finish(&mut self) -> Result<(), CaptureError> {
-        for link in &mut self.links {
-            if let Some(capture) = link.capture.take() {
-                capture.finish()?;
+    /// Finishes every tap; returns the first error of any.
+    pub fn finish(&mut self) -> Result<(), TapError> {
+        let mut first = Ok(());
+        for state in self.nodes.iter_mut().flat_map(|n| &mut n.interfaces) {
+            for tap in state.taps.drain(..) {
+                if let Err(error) = tap.finish()
+                    && first.is_ok()
+                {
+                    first = Err(error);
+                }
             }
         }
-        self.capture_error.take().map_or(Ok(()), Err)
+        first
     }
 
     fn schedule(&mut self, at: Instant, event: Event) {
@@ -215,11 +332,13 @@ impl World {
             }
             self.now = next.at;
             match next.event {
-                Event::Arrive { node, packet } => {
-                    self.record(node, &packet);
-                    self.nodes[node].endpoint.handle_packet(self.now, &packet);
+                Event::Arrive { to, packet } => {
+                    self.observe(to, Crossing::Arriving, &packet);
+                    self.nodes[to.node]
+                        .node
+                        .handle_packet(self.now, to.interface, &packet);
                     self.spare.push(packet);
-                    self.process(node);
+                    self.process(to.node);
                 }
                 Event::Wake { node } => {
                     self.nodes[node].wakes.remove(&next.at);
@@ -229,68 +348,54 @@ impl World {
         }
     }
 
-    /// Everything a node does after an event: timers, applications,
-    /// output, and its next wake-up.
+    /// Everything a node does after an event (timers, applications),
+    /// what it sends, and its next wake-up.
     fn process(&mut self, id: NodeId) {
         let now = self.now;
-        let node = &mut self.nodes[id];
-        node.endpoint.handle_timeout(now);
-        for app in &mut node.apps {
-            app.poll(now, &mut node.endpoint);
-        }
-        // Applications watch connection state; the event queue is for
-        // drivers that sleep on it, so it is emptied here.
-        while node.endpoint.poll_event().is_some() {}
+        self.nodes[id].node.handle_timeout(now);
         loop {
             let mut buf = self.spare.pop().unwrap_or_default();
-            if !self.nodes[id].endpoint.poll_transmit(now, &mut buf) {
+            let Some(interface) = self.nodes[id].node.poll_transmit(now, &mut buf) else {
                 self.spare.push(buf);
                 break;
-            }
-            self.send(id, buf);
+            };
+            self.send(NodeInterface { node: id, interface }, buf);
         }
-        let node = &mut self.nodes[id];
-        let next = node
-            .apps
-            .iter()
-            .filter_map(|app| app.next_wake())
-            .chain(node.endpoint.poll_timeout())
-            .min();
-        if let Some(at) = next.map(|at| at.max(now))
-            && node.wakes.insert(at)
+        let slot = &mut self.nodes[id];
+        if let Some(at) = slot.node.poll_timeout().map(|at| at.max(now))
+            && slot.wakes.insert(at)
         {
             self.schedule(at, Event::Wake { node: id });
         }
     }
 
-    fn send(&mut self, from: NodeId, mut packet: Vec<u8>) {
-        let Some((link_id, end)) = self.nodes[from].attachment else {
+    fn send(&mut self, from: NodeInterface, mut packet: Vec<u8>) {
+        let link = self.nodes[from.node]
+            .interfaces
+            .get(from.interface.index())
+            .and_then(|a| a.link);
+        let Some((link_id, end)) = link else {
+            self.unlinked_drops += 1;
             self.spare.push(packet);
             return;
         };
-        self.record(from, &packet);
+        self.observe(from, Crossing::Leaving, &packet);
         let now = self.now;
         let link = &mut self.links[link_id];
         let to = link.ends[1 - end];
         let (_, fate) = link.directions[end].transmit(now.as_duration(), &mut packet);
         match fate {
             Fate::Delivered { at, .. } => {
-                self.schedule(Instant::from_duration(at), Event::Arrive { node: to, packet });
+                self.schedule(Instant::from_duration(at), Event::Arrive { to, packet });
             }
             Fate::Dropped(_) => self.spare.push(packet),
         }
     }
 
-    /// Records `packet` if `node` is the captured end of its link.
-    fn record(&mut self, node: NodeId, packet: &[u8]) {
-        let Some((link_id, 0)) = self.nodes[node].attachment else {
-            return;
-        };
-        if let Some(capture) = self.links[link_id].capture.as_mut()
-            && let Err(err) = capture.record(self.now.as_duration(), packet)
-        {
-            self.capture_error.get_or_insert(err);
-            self.links[link_id].capture = None;
+    /// Shows `packet` to the taps at `at`.
+    fn observe(&mut self, at: NodeInterface, crossing: Crossing, packet: &[u8]) {
+        for tap in &mut self.nodes[at.node].interfaces[at.interface.index()].taps {
+            tap.packet(self.now, crossing, packet);
         }
     }
 }

@@ -17,6 +17,7 @@ fn captured_run(name: &str, sets: &[&str]) -> (RunResult, PathBuf) {
     let path = std::env::temp_dir().join(format!("scps-capture-{name}-{}.pcap", std::process::id()));
     let options = RunOptions {
         capture: Some(path.clone()),
+        ..RunOptions::default()
     };
     let result = scps_sim::run(point, seed(), &options).expect("the run starts");
     assert_eq!(result.error, None, "{}", describe(&result));

@@ -24,6 +24,7 @@ fn the_same_seed_gives_the_same_result_and_the_same_packets() {
         let capture = dir.join(name);
         let options = RunOptions {
             capture: Some(capture.clone()),
+            ..RunOptions::default()
         };
         let result = scps_sim::run(point, seed, &options).expect("the run starts");
         (result, std::fs::read(capture).expect("capture written"))

@@ -12,10 +12,11 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use scps_channel::{Bundle, ChannelConfig, Jitter};
+use scps_proto::endpoint::INTERFACE;
 use scps_proto::time::Instant;
 use scps_proto::{Config, ConnectionHandle, Endpoint, EndpointConfig, StreamError};
 use scps_sim::payload::Pattern;
-use scps_sim::{App, Outcome, World};
+use scps_sim::{App, NodeInterface, Outcome, World};
 
 const SERVER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 5001);
 
@@ -153,19 +154,25 @@ fn transfer_records(seed: u64, header_compression: bool) {
         Endpoint::new(config, [IpAddr::V4(ip)]).expect("valid endpoint")
     };
     let mut world = World::new();
-    let client = world.add_node(endpoint(Ipv4Addr::new(10, 0, 0, 1)));
-    let server = world.add_node(endpoint(Ipv4Addr::new(10, 0, 0, 2)));
+    let client = world.add_host(endpoint(Ipv4Addr::new(10, 0, 0, 1)));
+    let server = world.add_host(endpoint(Ipv4Addr::new(10, 0, 0, 2)));
     let mut channel = ChannelConfig::new(2_000_000);
     channel.delay = Duration::from_millis(40);
     channel.jitter = Jitter::Uniform(Duration::from_millis(15));
     channel.allow_reordering = true;
     channel.ber = 2e-5;
-    let link = world.connect(
-        client,
-        server,
-        Bundle::new(vec![channel.clone()], seed).unwrap(),
-        Bundle::new(vec![channel], seed + 1).unwrap(),
-    );
+    let eth0 = |node| NodeInterface {
+        node,
+        interface: INTERFACE,
+    };
+    let link = world
+        .connect(
+            eth0(client),
+            eth0(server),
+            Bundle::new(vec![channel.clone()], seed).unwrap(),
+            Bundle::new(vec![channel], seed + 1).unwrap(),
+        )
+        .unwrap();
     world.endpoint_mut(server).listen(SERVER, None).unwrap();
     let pattern = Pattern::new(seed);
     world.add_app(

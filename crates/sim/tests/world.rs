@@ -1,15 +1,19 @@
-//! The event loop itself: wake-ups are neither lost nor duplicated.
+//! The event loop itself: wake-ups are neither lost nor duplicated, any
+//! node can join, and links are checked as they are made.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use scps_channel::{Bundle, ChannelConfig};
 use scps_config::MessageFlow;
+use scps_node::{InterfaceId, Route, Router};
+use scps_proto::endpoint::INTERFACE;
 use scps_proto::time::Instant;
 use scps_proto::{Endpoint, EndpointConfig};
-use scps_sim::World;
 use scps_sim::apps::messages;
 use scps_sim::payload::Pattern;
+use scps_sim::world::WorldError;
+use scps_sim::{NodeInterface, World};
 
 #[test]
 fn a_long_message_run_keeps_its_event_queue_small() {
@@ -18,16 +22,22 @@ fn a_long_message_run_keeps_its_event_queue_small() {
         Ipv4Addr::new(10, 0, 0, 2).into(),
     );
     let mut world = World::new();
-    let client = world.add_node(Endpoint::new(EndpointConfig::default(), [a]).unwrap());
-    let server = world.add_node(Endpoint::new(EndpointConfig::default(), [b]).unwrap());
+    let client = world.add_host(Endpoint::new(EndpointConfig::default(), [a]).unwrap());
+    let server = world.add_host(Endpoint::new(EndpointConfig::default(), [b]).unwrap());
     let mut channel = ChannelConfig::new(1_000_000);
     channel.delay = Duration::from_millis(100);
-    world.connect(
-        client,
-        server,
-        Bundle::new(vec![channel.clone()], 1).unwrap(),
-        Bundle::new(vec![channel], 2).unwrap(),
-    );
+    let eth0 = |node| NodeInterface {
+        node,
+        interface: INTERFACE,
+    };
+    world
+        .connect(
+            eth0(client),
+            eth0(server),
+            Bundle::new(vec![channel.clone()], 1).unwrap(),
+            Bundle::new(vec![channel], 2).unwrap(),
+        )
+        .unwrap();
     let listen = SocketAddr::new(b, 5001);
     world.endpoint_mut(server).listen(listen, None).unwrap();
     let flow = MessageFlow {
@@ -52,4 +62,60 @@ fn a_long_message_run_keeps_its_event_queue_small() {
     // packets; wake-ups must not add thousands of stale copies.
     assert!(most_queued < 1000, "{most_queued} events queued at once");
     assert!(progress.borrow().received[0].messages > 590_000);
+}
+
+#[test]
+fn any_node_joins_the_world_and_what_goes_nowhere_is_counted() {
+    let addr = |last| IpAddr::from(Ipv4Addr::new(10, 0, last, 1));
+    let mut world = World::new();
+    let host = world.add_host(Endpoint::new(EndpointConfig::default(), [addr(1)]).unwrap());
+    // Interface 0 towards the host, 1 towards 10.0.2.0/24 (on no link).
+    let routes = [("10.0.1.0/24", 0), ("10.0.2.0/24", 1)].map(|(prefix, interface)| Route {
+        prefix: prefix.parse().unwrap(),
+        interface: InterfaceId(interface),
+    });
+    let router = world.add_node(Router::new(2, routes).unwrap());
+    let at = |node, interface| NodeInterface {
+        node,
+        interface: InterfaceId(interface),
+    };
+    let bundle = |seed| Bundle::new(vec![ChannelConfig::new(1_000_000)], seed).unwrap();
+    assert_eq!(
+        world.connect(at(host, 1), at(router, 0), bundle(1), bundle(2)),
+        Err(WorldError::NoSuchInterface {
+            node: host,
+            interface: InterfaceId(1),
+            count: 1
+        })
+    );
+    assert_eq!(
+        world.connect(at(router, 0), at(router, 0), bundle(1), bundle(2)),
+        Err(WorldError::Loopback {
+            node: router,
+            interface: InterfaceId(0)
+        })
+    );
+    let link = world
+        .connect(at(host, 0), at(router, 0), bundle(1), bundle(2))
+        .unwrap();
+    assert_eq!(
+        world.connect(at(router, 0), at(router, 1), bundle(1), bundle(2)),
+        Err(WorldError::AlreadyLinked {
+            node: router,
+            interface: InterfaceId(0),
+            link
+        })
+    );
+    assert!(world.node::<Router>(router).is_some());
+    assert!(world.node::<scps_sim::Host>(router).is_none());
+    // The host's SYNs to 10.0.2.1 go to the router, which forwards them
+    // by an interface on no link.
+    let far = SocketAddr::new(addr(2), 5001);
+    let now = Instant::ZERO;
+    world.endpoint_mut(host).connect(now, far, None, None).unwrap();
+    world.run(Instant::from_duration(Duration::from_secs(10)), |_| false);
+    let forwarded = world.node::<Router>(router).unwrap().stats().forwarded;
+    assert!(forwarded >= 3, "the SYN and its retransmissions: {forwarded}");
+    assert_eq!(world.unlinked_drops(), forwarded);
+    assert_eq!(world.channel_stats(link, 0)[0].packets_in, forwarded);
 }

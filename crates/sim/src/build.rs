@@ -1,0 +1,159 @@
+//! The world of a run, built from the point's topology: a host for each
+//! host node (an endpoint configured for the direction its data goes), a
+//! router for each router, a link for each link (the stressed one from
+//! `[link]`, the others from their LAN model), and the capture.
+//!
+//! Nodes are added in the topology's order, so node `i` of the world is
+//! node `i` of the topology. Seeds are derived from the run's seed so
+//! that the first client, the server and the stressed link of any
+//! topology draw what the two hosts of the default world draw.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+
+use scps_channel::{Bundle, ChannelConfig};
+use scps_config::topology::{self, LinkModel, NodeKind, Role, Topology};
+use scps_config::{Direction, Point};
+use scps_node::Router;
+use scps_proto::{Endpoint, EndpointConfig};
+
+use crate::run::{SimError, derive_seed};
+use crate::tap::PcapTap;
+use crate::world::{LinkId, NodeId, NodeInterface, World};
+
+/// The server's port for the first client; client `i` talks to port
+/// `SERVER_PORT + i`, so each server application knows its client.
+pub const SERVER_PORT: u16 = 5001;
+
+/// A client host of the world.
+#[derive(Debug)]
+pub(crate) struct Client {
+    pub name: String,
+    pub node: NodeId,
+    /// The seed its endpoint and workload draw from.
+    pub seed: u64,
+    /// Where it finds its server application.
+    pub server: SocketAddr,
+}
+
+#[derive(Debug)]
+pub(crate) struct Built {
+    pub world: World,
+    pub clients: Vec<Client>,
+    pub server: NodeId,
+    pub stressed: LinkId,
+}
+
+/// The seed of client `index`: the run's own for the first (as in the
+/// two-host world), one of its own for each other.
+fn client_seed(seed: u64, index: usize) -> u64 {
+    match index {
+        0 => seed,
+        _ => derive_seed(derive_seed(seed, 50), index as u64),
+    }
+}
+
+/// Builds the world of `point` for a run with `seed`, with a capture to
+/// `capture` at the interface `capture_at` names (`NODE.INTERFACE`; the
+/// first client's by default).
+pub(crate) fn build(
+    point: &Point,
+    seed: u64,
+    capture: Option<(&Path, Option<&str>)>,
+) -> Result<Built, SimError> {
+    let topology = &point.topology;
+    let server_addr = topology.host_address(topology.server);
+    let mut world = World::new();
+    let mut clients = Vec::new();
+    for node in &topology.nodes {
+        match &node.kind {
+            NodeKind::Host(role) => {
+                let address = node.interfaces[0].address.address;
+                let (seed, purpose, sends) = match role {
+                    Role::Client => (client_seed(seed, clients.len()), 10, Direction::Forward),
+                    Role::Server => (seed, 11, Direction::Reverse),
+                };
+                let id = world.add_host(endpoint(point, address, derive_seed(seed, purpose), sends)?);
+                if *role == Role::Client {
+                    let port = SERVER_PORT + clients.len() as u16;
+                    clients.push(Client {
+                        name: node.name.clone(),
+                        node: id,
+                        seed,
+                        server: SocketAddr::new(server_addr, port),
+                    });
+                }
+            }
+            NodeKind::Router { routes } => {
+                world.add_node(Router::new(node.interfaces.len(), routes.iter().copied())?);
+            }
+        }
+    }
+    let mut stressed = 0;
+    for (index, link) in topology.links.iter().enumerate() {
+        let [a, b] = link.ends.map(NodeInterface::from);
+        let (forward, reverse) = match &link.model {
+            LinkModel::Stressed => {
+                // Both directions of a circuit share its outages (seed 3).
+                let outages = derive_seed(seed, 3);
+                stressed = index;
+                (
+                    Bundle::with_outage_seed(point.link.forward.clone(), derive_seed(seed, 1), outages)?,
+                    Bundle::with_outage_seed(point.link.reverse.clone(), derive_seed(seed, 2), outages)?,
+                )
+            }
+            LinkModel::Lan(channel) => lan(channel, derive_seed(derive_seed(seed, 40), index as u64))?,
+        };
+        world.connect(a, b, forward, reverse)?;
+    }
+    if let Some((path, at)) = capture {
+        world.tap(capture_point(topology, at)?, Box::new(PcapTap::create(path)?))?;
+    }
+    Ok(Built {
+        world,
+        server: topology.server,
+        clients,
+        stressed,
+    })
+}
+
+/// The endpoint of a host at `address` whose data goes `sends`.
+fn endpoint(point: &Point, address: IpAddr, secret: u64, sends: Direction) -> Result<Endpoint, SimError> {
+    let config = EndpointConfig {
+        connection: point.engine_config(sends),
+        secret,
+        backlog: 1024,
+        ..EndpointConfig::default()
+    };
+    Ok(Endpoint::new(config, [address])?)
+}
+
+/// The two directions of a LAN link.
+fn lan(channel: &ChannelConfig, seed: u64) -> Result<(Bundle, Bundle), SimError> {
+    let outages = derive_seed(seed, 3);
+    Ok((
+        Bundle::with_outage_seed(vec![channel.clone()], derive_seed(seed, 1), outages)?,
+        Bundle::with_outage_seed(vec![channel.clone()], derive_seed(seed, 2), outages)?,
+    ))
+}
+
+/// The interface `at` names, or the first client's.
+fn capture_point(topology: &Topology, at: Option<&str>) -> Result<NodeInterface, SimError> {
+    Ok(match at {
+        Some(name) => topology.find("capture at", name)?.into(),
+        None => NodeInterface {
+            node: topology.clients().next().unwrap_or_default(),
+            interface: scps_node::InterfaceId(0),
+        },
+    })
+}
+
+/// Node `i` of the topology is node `i` of the world.
+impl From<topology::NodeInterface> for NodeInterface {
+    fn from(at: topology::NodeInterface) -> NodeInterface {
+        NodeInterface {
+            node: at.node,
+            interface: at.interface,
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The record of a run as `scps sim --json` prints it: the run's figures
+//! (every field of [`RunResult`], unchanged), and for a topology the
+//! figures of each client host where there are several and of each
+//! router.
+
+use std::collections::BTreeMap;
+
+use scps_node::RouterStats;
+use serde::Serialize;
+
+use crate::result::{FetchFigures, MessageFigures, RunResult};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// All clients together: bytes summed, timed from the first start to
+    /// the last finish.
+    #[serde(flatten)]
+    pub totals: RunResult,
+    /// Each client host's own figures, in order of name; empty (and not
+    /// printed) with one client.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientFigures>,
+    /// What each router did, in order of name; empty (and not printed)
+    /// without routers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<RouterFigures>,
+}
+
+/// One client's workload, figured as a run of its own; its `ratio` is its
+/// goodput over the limit of the whole link (a fair share of `n` clients
+/// is about `1/n` of the run's).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClientFigures {
+    pub name: String,
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub goodput_bps: f64,
+    pub ratio: f64,
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageFigures>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub fetches: Option<FetchFigures>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ClientFigures {
+    pub fn of(name: &str, result: RunResult) -> ClientFigures {
+        ClientFigures {
+            name: name.to_owned(),
+            bytes: result.bytes,
+            duration_s: result.duration_s,
+            goodput_bps: result.goodput_bps,
+            ratio: result.ratio,
+            retransmitted_bytes: result.retransmitted_bytes,
+            timeouts: result.timeouts,
+            fast_recoveries: result.fast_recoveries,
+            messages: result.messages,
+            fetches: result.fetches,
+            error: result.error,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RouterFigures {
+    pub name: String,
+    /// Packets forwarded.
+    pub forwarded: u64,
+    /// Packets not forwarded, by cause (`ttl_expired`, `bad_checksum`,
+    /// `no_route`, ...); not printed when none were.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub drops: BTreeMap<String, u64>,
+}
+
+impl RouterFigures {
+    pub fn of(name: &str, stats: &RouterStats) -> RouterFigures {
+        RouterFigures {
+            name: name.to_owned(),
+            forwarded: stats.forwarded,
+            drops: stats.drops.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        }
+    }
+}
