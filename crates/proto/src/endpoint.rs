@@ -7,11 +7,41 @@
 //! packets out ([`Endpoint::poll_transmit`]) and wake it at
 //! [`Endpoint::poll_timeout`]. Applications act on connections through
 //! handles.
+//!
+//! # Transparent addressing
+//!
+//! Off by default, an endpoint answers only to its own addresses: anything
+//! else is a counted `not_local` drop with no answer. A transparent
+//! gateway (DESIGN.md "The gateway") needs its link endpoint to act as
+//! other hosts: [`EndpointConfig::transparent`] lists the prefixes it may
+//! act as. Then:
+//!
+//! - [`Endpoint::listen_transparent`] accepts connections to any address
+//!   in the prefixes it is given (all within those of the configuration),
+//!   on one port or on every port, and answers as the SYN's destination;
+//!   [`Endpoint::accept_transparent`] gives each connection with its
+//!   addresses. Given no prefix it is refused: answering for every address
+//!   takes an explicit `0.0.0.0/0` or `::/0`.
+//! - [`Endpoint::connect`] may name a local address in those prefixes,
+//!   such as a client's, as well as one of the endpoint's own.
+//! - Segments to those addresses are handled as if they were ours: TCP
+//!   and compressed (protocol 105) alike, a segment that belongs to no
+//!   connection or listener answered with a reset from the address it was
+//!   sent to (RFC 9293 3.10.7.1, see [`Endpoint::handle_packet`]).
+//!
+//! A SYN goes to the most specific listener that takes it: an ordinary
+//! listener on its exact address and port; then, for an address of our
+//! own, an ordinary listener on the unspecified address and its port
+//! (ordinary wildcard listeners never answer as other hosts); then the
+//! transparent listener whose prefix holding the address is longest, one
+//! on the SYN's port before one on every port.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+
+use scps_node::IpPrefix;
 
 use crate::config::{Config, ConfigError};
 use crate::connection::{
@@ -25,8 +55,11 @@ use crate::wire::{
 
 mod compression_ids;
 mod node;
+mod transparent;
 
+use compression_ids::IdScope;
 pub use node::INTERFACE;
+pub use transparent::TransparentListenerId;
 
 /// Identifies a connection of an endpoint. Handles of connections that are
 /// gone are refused, never confused with new ones.
@@ -47,6 +80,10 @@ pub struct EndpointConfig {
     /// Key for initial sequence numbers and timestamp offsets (RFC 6528);
     /// a driver on a real network should pick it at random.
     pub secret: u64,
+    /// Prefixes of addresses that are not the endpoint's own but that it
+    /// may act as (transparent addressing, see the module's notes): empty
+    /// by default, which turns transparent addressing off.
+    pub transparent: Vec<IpPrefix>,
 }
 
 impl Default for EndpointConfig {
@@ -56,6 +93,7 @@ impl Default for EndpointConfig {
             backlog: 128,
             max_connections: 65536,
             secret: 0x5c95_7a11_d00d_f00d,
+            transparent: Vec::new(),
         }
     }
 }
@@ -66,8 +104,20 @@ pub enum EndpointError {
     AddressInUse(SocketAddr),
     #[error("no local address of the same IP version as {0}")]
     NoLocalAddress(SocketAddr),
-    #[error("{0} is not an address of this endpoint")]
+    #[error(
+        "{0} is not an address of this endpoint, nor in the prefixes it may act as \
+         (EndpointConfig::transparent)"
+    )]
     NotLocal(IpAddr),
+    #[error(
+        "a transparent listener needs the prefixes it answers for (0.0.0.0/0 or ::/0 for every \
+         address); none was given"
+    )]
+    NoTransparentPrefixes,
+    #[error("{0} is not within the prefixes this endpoint may act as (EndpointConfig::transparent)")]
+    NotTransparent(IpPrefix),
+    #[error("{prefix} on {} already has a transparent listener", ports(*port))]
+    TransparentInUse { prefix: IpPrefix, port: Option<u16> },
     #[error("no free local port for {0}")]
     NoFreePort(SocketAddr),
     #[error("too many connections (at most {0})")]
@@ -105,6 +155,15 @@ impl EndpointStats {
     }
 }
 
+/// What a listener listens on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ListenerKey {
+    /// An ordinary listener: one address and port (or the unspecified
+    /// address for all of ours).
+    Address(SocketAddr),
+    Transparent(TransparentListenerId),
+}
+
 #[derive(Debug)]
 struct Listener {
     config: Arc<Config>,
@@ -124,7 +183,7 @@ struct Slot {
     /// The wake-up last pushed on the timer heap.
     timeout: Option<Instant>,
     /// The listener it came from, until accepted.
-    listener: Option<SocketAddr>,
+    listener: Option<ListenerKey>,
 }
 
 #[derive(Debug)]
@@ -136,7 +195,9 @@ pub struct Endpoint {
     free_slots: Vec<u32>,
     live: usize,
     by_tuple: HashMap<FourTuple, ConnectionHandle>,
-    listeners: HashMap<SocketAddr, Listener>,
+    listeners: HashMap<ListenerKey, Listener>,
+    /// Which transparent listener takes a SYN, by prefix.
+    transparent_listeners: transparent::TransparentListeners,
     /// Connections that may have something to send, in turn.
     ready: VecDeque<ConnectionHandle>,
     /// Wake-ups, possibly stale (checked against the slot on use).
@@ -168,6 +229,7 @@ impl Endpoint {
             live: 0,
             by_tuple: HashMap::new(),
             listeners: HashMap::new(),
+            transparent_listeners: Default::default(),
             ready: VecDeque::new(),
             timeouts: BinaryHeap::new(),
             stray_output: VecDeque::new(),
@@ -185,35 +247,84 @@ impl Endpoint {
         &self.local_addrs
     }
 
-    /// Accepts connections to `local` (an address of ours, or unspecified
-    /// for all of them) with `config`, or the endpoint's default.
+    /// Accepts connections to `local` (an address of ours or one the
+    /// endpoint may act as, or unspecified for all of ours) with `config`,
+    /// or the endpoint's default.
     pub fn listen(&mut self, local: SocketAddr, config: Option<Config>) -> Result<(), EndpointError> {
-        if !local.ip().is_unspecified() && !self.local_addrs.contains(&local.ip()) {
+        if !local.ip().is_unspecified() && !self.acts_as(local.ip()) {
             return Err(EndpointError::NotLocal(local.ip()));
         }
-        if self.listeners.contains_key(&local) {
+        let key = ListenerKey::Address(local);
+        if self.listeners.contains_key(&key) {
             return Err(EndpointError::AddressInUse(local));
         }
         let config = self.checked_config(config)?;
+        self.add_listener(key, config);
+        Ok(())
+    }
+
+    /// Accepts connections to any address in `prefixes` (each within
+    /// [`EndpointConfig::transparent`]) on `port`, or on every port for
+    /// `None`, answering as the address each SYN was sent to; with
+    /// `config`, or the endpoint's default. One backlog
+    /// ([`EndpointConfig::backlog`]) covers all its prefixes. See the
+    /// module's notes for which listener takes a SYN when several could.
+    pub fn listen_transparent(
+        &mut self,
+        prefixes: &[IpPrefix],
+        port: Option<u16>,
+        config: Option<Config>,
+    ) -> Result<TransparentListenerId, EndpointError> {
+        let config = self.checked_config(config)?;
+        let id = self
+            .transparent_listeners
+            .add(&self.config.transparent, prefixes, port)?;
+        self.add_listener(ListenerKey::Transparent(id), config);
+        Ok(id)
+    }
+
+    fn add_listener(&mut self, key: ListenerKey, config: Arc<Config>) {
         self.listeners.insert(
-            local,
+            key,
             Listener {
                 config,
                 ready: VecDeque::new(),
                 pending: 0,
             },
         );
-        Ok(())
     }
 
     /// Stops listening; connections already made are not affected.
     pub fn unlisten(&mut self, local: SocketAddr) {
-        self.listeners.remove(&local);
+        self.listeners.remove(&ListenerKey::Address(local));
+    }
+
+    /// Stops a transparent listener; connections already made are not
+    /// affected.
+    pub fn unlisten_transparent(&mut self, listener: TransparentListenerId) {
+        self.transparent_listeners.remove(listener);
+        self.listeners.remove(&ListenerKey::Transparent(listener));
     }
 
     /// The next established connection to `local`, if any.
     pub fn accept(&mut self, local: SocketAddr) -> Option<ConnectionHandle> {
-        let listener = self.listeners.get_mut(&local)?;
+        self.accept_from(ListenerKey::Address(local))
+    }
+
+    /// The next established connection of a transparent listener, if any,
+    /// with its addresses: the local one is the address the client sent
+    /// its SYN to, which the connection answers as.
+    pub fn accept_transparent(
+        &mut self,
+        listener: TransparentListenerId,
+    ) -> Option<(ConnectionHandle, FourTuple)> {
+        let handle = self.accept_from(ListenerKey::Transparent(listener))?;
+        let tuple = self.connection(handle)?.tuple();
+        Some((handle, tuple))
+    }
+
+    fn accept_from(&mut self, key: ListenerKey) -> Option<ConnectionHandle> {
+        let listener = self.listeners.get_mut(&key)?;
         let handle = listener.ready.pop_front()?;
         listener.pending = listener.pending.saturating_sub(1);
         if let Some(slot) = self.slot_mut(handle) {
@@ -222,9 +333,17 @@ impl Endpoint {
         Some(handle)
     }
 
-    /// Opens a connection to `remote` from `local` (an address and port of
-    /// ours; by default the first local address of the right IP version and
-    /// an ephemeral port).
+    /// Whether the endpoint answers to `ip`: one of its own addresses, or
+    /// one in the prefixes it may act as.
+    fn acts_as(&self, ip: IpAddr) -> bool {
+        self.local_addrs.contains(&ip) || transparent::is_enabled(&self.config.transparent, ip)
+    }
+
+    /// Opens a connection to `remote` from `local`: an address of ours, or
+    /// one in the prefixes the endpoint may act as
+    /// ([`EndpointConfig::transparent`]), and a port (0 for a free
+    /// ephemeral one); by default the first local address of the right IP
+    /// version and an ephemeral port.
     pub fn connect(
         &mut self,
         now: Instant,
@@ -237,12 +356,9 @@ impl Endpoint {
             return Err(EndpointError::TooManyConnections(self.config.max_connections));
         }
         let local = match local {
-            Some(local) => {
-                if !self.local_addrs.contains(&local.ip()) {
-                    return Err(EndpointError::NotLocal(local.ip()));
-                }
-                local
-            }
+            Some(local) if !self.acts_as(local.ip()) => return Err(EndpointError::NotLocal(local.ip())),
+            Some(local) if local.port() == 0 => self.pick_port(local.ip(), remote)?,
+            Some(local) => local,
             None => self.pick_local(remote)?,
         };
         let tuple = FourTuple { local, remote };
@@ -271,6 +387,11 @@ impl Endpoint {
             .iter()
             .find(|ip| ip.is_ipv4() == remote.is_ipv4())
             .ok_or(EndpointError::NoLocalAddress(remote))?;
+        self.pick_port(ip, remote)
+    }
+
+    /// A free ephemeral port on `ip` for a connection to `remote`.
+    fn pick_port(&mut self, ip: IpAddr, remote: SocketAddr) -> Result<SocketAddr, EndpointError> {
         let span = u32::from(*EPHEMERAL_PORTS.end() - *EPHEMERAL_PORTS.start()) + 1;
         for _ in 0..span {
             let port = self.next_port;
@@ -281,7 +402,7 @@ impl Endpoint {
             };
             let local = SocketAddr::new(ip, port);
             if !self.by_tuple.contains_key(&FourTuple { local, remote })
-                && !self.listeners.contains_key(&local)
+                && !self.listeners.contains_key(&ListenerKey::Address(local))
             {
                 return Ok(local);
             }
@@ -300,7 +421,7 @@ impl Endpoint {
         peer_offers_compression: bool,
     ) -> ConnectionParams {
         let compression_id = (config.scps && config.header_compression && peer_offers_compression)
-            .then(|| self.compression_ids.allocate(tuple.remote.ip()))
+            .then(|| self.compression_ids.allocate(self.id_scope(&tuple)))
             .flatten();
         let key = tuple_hash(self.config.secret, &tuple);
         // RFC 6528: a keyed function of the addresses plus a 4 µs clock.
@@ -315,7 +436,16 @@ impl Endpoint {
         }
     }
 
-    fn insert(&mut self, conn: Connection, listener: Option<SocketAddr>) -> ConnectionHandle {
+    /// Where our compression id of a connection must be unique.
+    fn id_scope(&self, tuple: &FourTuple) -> IdScope {
+        if self.local_addrs.contains(&tuple.local.ip()) {
+            IdScope::Peer(tuple.remote.ip())
+        } else {
+            IdScope::Source(tuple.local.ip())
+        }
+    }
+
+    fn insert(&mut self, conn: Connection, listener: Option<ListenerKey>) -> ConnectionHandle {
         let tuple = conn.tuple();
         let index = match self.free_slots.pop() {
             Some(index) => index,
@@ -444,6 +574,16 @@ impl Endpoint {
     }
 
     /// Processes one received IP packet.
+    ///
+    /// A segment to an address the endpoint may act as
+    /// ([`EndpointConfig::transparent`]) that belongs to no connection and
+    /// no listener is answered with a reset from that address, as the host
+    /// itself would answer (RFC 9293 3.10.7.1): the kernel steered it to us
+    /// rather than to that host, so nobody else will answer, and silence
+    /// would leave the sender retrying until its timers give up (minutes to
+    /// hours with SCPS-TP's) where a reset ends the attempt at once, as a
+    /// refusal. Segments to addresses neither ours nor enabled are dropped
+    /// unanswered and counted as `not_local`.
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
         self.stats.packets_received += 1;
         let (ip, payload) = match IpRepr::parse(packet) {
@@ -459,7 +599,7 @@ impl Endpoint {
         let tcp = match TcpRepr::parse(payload, ip.src(), ip.dst(), true) {
             Ok(tcp) => tcp,
             Err(err) => {
-                if matches!(err, WireError::BadChecksum { .. }) && self.local_addrs.contains(&ip.dst()) {
+                if matches!(err, WireError::BadChecksum { .. }) && self.acts_as(ip.dst()) {
                     // The IP header is intact (its checksum held, or IPv6
                     // has none and the addresses are ours): the segment
                     // was damaged on the way from this peer.
@@ -468,7 +608,8 @@ impl Endpoint {
                 return self.drop_packet(err.label());
             }
         };
-        if !self.local_addrs.contains(&ip.dst()) {
+        let own = self.local_addrs.contains(&ip.dst());
+        if !own && !transparent::is_enabled(&self.config.transparent, ip.dst()) {
             return self.drop_packet("not_local");
         }
         let tuple = FourTuple {
@@ -485,23 +626,33 @@ impl Endpoint {
             }
             return;
         }
-        let listener = [
-            tuple.local,
-            SocketAddr::new(unspecified(tuple.local.ip()), tuple.local.port()),
-        ]
-        .into_iter()
-        .find(|addr| self.listeners.contains_key(addr));
-        match listener {
+        match self.find_listener(tuple.local, own) {
             Some(listener) => self.segment_to_listener(now, listener, tuple, &tcp),
             None => self.segment_to_nothing(tuple, &tcp),
         }
+    }
+
+    /// The listener that takes a SYN to `local` (`own`: an address of
+    /// ours), the most specific first (see the module's notes).
+    fn find_listener(&self, local: SocketAddr, own: bool) -> Option<ListenerKey> {
+        let exact = ListenerKey::Address(local);
+        if self.listeners.contains_key(&exact) {
+            return Some(exact);
+        }
+        let any = ListenerKey::Address(SocketAddr::new(unspecified(local.ip()), local.port()));
+        if own && self.listeners.contains_key(&any) {
+            return Some(any);
+        }
+        self.transparent_listeners
+            .find(local)
+            .map(ListenerKey::Transparent)
     }
 
     /// A protocol-105 packet (spec/scps-tp.md "Compressed header"): to the
     /// connection whose peer sends from `src` with the id in its first
     /// byte, which decompresses it and processes it as TCP input.
     fn handle_compressed(&mut self, now: Instant, src: IpAddr, dst: IpAddr, segment: &[u8]) {
-        if !self.local_addrs.contains(&dst) {
+        if !self.acts_as(dst) {
             return self.drop_packet("not_local");
         }
         let id = match peek_conn_id(segment) {
@@ -544,7 +695,7 @@ impl Endpoint {
     fn segment_to_listener(
         &mut self,
         now: Instant,
-        listener: SocketAddr,
+        listener: ListenerKey,
         tuple: FourTuple,
         seg: &TcpRepr<'_>,
     ) {
@@ -679,9 +830,10 @@ impl Endpoint {
         slot.queued = false;
         let tuple = conn.tuple();
         self.by_tuple.remove(&tuple);
+        let scope = self.id_scope(&tuple);
         self.compression_ids.release(
-            tuple.local.ip(),
-            tuple.remote.ip(),
+            scope,
+            (tuple.local.ip(), tuple.remote.ip()),
             conn.compression_ids(),
             handle,
         );
@@ -795,6 +947,11 @@ impl Endpoint {
     pub fn connection_count(&self) -> usize {
         self.live
     }
+}
+
+/// `port 80`, or `every port` for `None`.
+fn ports(port: Option<u16>) -> String {
+    port.map_or("every port".to_owned(), |p| format!("port {p}"))
 }
 
 fn unspecified(ip: IpAddr) -> IpAddr {

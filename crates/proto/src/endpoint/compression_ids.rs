@@ -13,10 +13,9 @@ use super::ConnectionHandle;
 /// connections by the peer's id.
 #[derive(Debug, Default)]
 pub(super) struct CompressionIds {
-    /// Our ids in use, per peer address: the peer demultiplexes our
-    /// compressed segments by our address and id, so an id is unique per
-    /// peer address among our live connections that offer compression.
-    ours: HashMap<IpAddr, IdSet>,
+    /// Our ids in use, per [`IdScope`]: an id is unique within its scope
+    /// among our live connections that offer compression.
+    ours: HashMap<IdScope, IdSet>,
     /// Where the search for a free id starts: ids go round, so that a
     /// straggler of a finished connection is not taken for a new one's.
     next: u8,
@@ -25,6 +24,21 @@ pub(super) struct CompressionIds {
     /// is in the key too because a peer makes its ids unique per address
     /// of ours, not across them.
     by_peer_id: HashMap<(IpAddr, IpAddr, u8), ConnectionHandle>,
+}
+
+/// Among which of our connections an id must be unique. The receiving
+/// host demultiplexes our compressed segments by their source address and
+/// id (spec/scps-tp.md "Compressed header"), so two connections that reach
+/// one host from one address of ours need different ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum IdScope {
+    /// A connection from an address of our own: unique per peer address,
+    /// which names the one host that receives them all.
+    Peer(IpAddr),
+    /// A transparent connection (from an address we act as): the remote
+    /// address does not name the receiving host, since a gateway there
+    /// may answer for many addresses, so unique per source address.
+    Source(IpAddr),
 }
 
 /// A set of ids 1..=255.
@@ -51,11 +65,11 @@ impl IdSet {
 }
 
 impl CompressionIds {
-    /// A free id for a new connection to `peer`, now taken; `None` when
+    /// A free id for a new connection in `scope`, now taken; `None` when
     /// all 255 are in use (the connection then does not offer
     /// compression).
-    pub(super) fn allocate(&mut self, peer: IpAddr) -> Option<NonZeroU8> {
-        let used = self.ours.entry(peer).or_default();
+    pub(super) fn allocate(&mut self, scope: IdScope) -> Option<NonZeroU8> {
+        let used = self.ours.entry(scope).or_default();
         let start = self.next;
         let id = (0..255u16)
             .map(|i| ((u16::from(start) + i) % 255 + 1) as u8)
@@ -84,20 +98,21 @@ impl CompressionIds {
         self.by_peer_id.get(&(local, peer, id)).copied()
     }
 
-    /// Frees the ids of a connection that is gone.
+    /// Frees the ids of a connection that is gone (ours allocated in
+    /// `scope`).
     pub(super) fn release(
         &mut self,
-        local: IpAddr,
-        peer: IpAddr,
+        scope: IdScope,
+        (local, peer): (IpAddr, IpAddr),
         (ours, theirs): (Option<NonZeroU8>, Option<NonZeroU8>),
         handle: ConnectionHandle,
     ) {
         if let Some(id) = ours
-            && let Some(used) = self.ours.get_mut(&peer)
+            && let Some(used) = self.ours.get_mut(&scope)
         {
             used.set(id.get(), false);
             if used.is_empty() {
-                self.ours.remove(&peer);
+                self.ours.remove(&scope);
             }
         }
         if let Some(id) = theirs {
@@ -127,23 +142,30 @@ mod tests {
         let mut ids = CompressionIds::default();
         let mut seen = IdSet::default();
         for _ in 0..255 {
-            let id = ids.allocate(PEER).expect("a free id").get();
+            let id = ids.allocate(IdScope::Peer(PEER)).expect("a free id").get();
             assert!(!seen.contains(id), "id {id} handed out twice");
             seen.set(id, true);
         }
-        assert_eq!(ids.allocate(PEER), None, "all 255 in use");
-        assert!(ids.allocate(OTHER).is_some(), "another peer has its own ids");
+        assert_eq!(ids.allocate(IdScope::Peer(PEER)), None, "all 255 in use");
+        assert!(
+            ids.allocate(IdScope::Peer(OTHER)).is_some(),
+            "another peer has its own ids"
+        );
+        assert!(
+            ids.allocate(IdScope::Source(PEER)).is_some(),
+            "a source scope is not a peer scope, even for the same address"
+        );
         let freed = NonZeroU8::new(77).unwrap();
-        ids.release(LOCAL, PEER, (Some(freed), None), handle(0));
-        assert_eq!(ids.allocate(PEER), Some(freed));
+        ids.release(IdScope::Peer(PEER), (LOCAL, PEER), (Some(freed), None), handle(0));
+        assert_eq!(ids.allocate(IdScope::Peer(PEER)), Some(freed));
     }
 
     #[test]
     fn ids_go_round_rather_than_reusing_the_last_freed() {
         let mut ids = CompressionIds::default();
-        let first = ids.allocate(PEER).unwrap();
-        ids.release(LOCAL, PEER, (Some(first), None), handle(0));
-        let second = ids.allocate(PEER).unwrap();
+        let first = ids.allocate(IdScope::Peer(PEER)).unwrap();
+        ids.release(IdScope::Peer(PEER), (LOCAL, PEER), (Some(first), None), handle(0));
+        let second = ids.allocate(IdScope::Peer(PEER)).unwrap();
         assert_ne!(first, second);
     }
 
@@ -157,9 +179,9 @@ mod tests {
         assert_eq!(ids.find(LOCAL, PEER, 10), None);
         ids.register_peer(LOCAL, PEER, id, handle(2));
         // The old connection going away leaves the new one's entry alone.
-        ids.release(LOCAL, PEER, (None, Some(id)), handle(1));
+        ids.release(IdScope::Peer(PEER), (LOCAL, PEER), (None, Some(id)), handle(1));
         assert_eq!(ids.find(LOCAL, PEER, 9), Some(handle(2)));
-        ids.release(LOCAL, PEER, (None, Some(id)), handle(2));
+        ids.release(IdScope::Peer(PEER), (LOCAL, PEER), (None, Some(id)), handle(2));
         assert_eq!(ids.find(LOCAL, PEER, 9), None);
     }
 }

@@ -166,21 +166,36 @@ impl Harness {
 
     /// Everything the endpoint wants to send now, parsed.
     pub fn output(&mut self) -> Vec<Seg> {
+        self.output_addressed()
+            .into_iter()
+            .map(|(from, to, seg)| {
+                assert_eq!(from.ip(), OURS.ip(), "source address");
+                assert_eq!(to.ip(), THEIRS.ip(), "destination address");
+                seg
+            })
+            .collect()
+    }
+
+    /// Everything the endpoint wants to send now (uncompressed TCP), each
+    /// segment with its source and destination.
+    pub fn output_addressed(&mut self) -> Vec<(SocketAddr, SocketAddr, Seg)> {
         let mut out = Vec::new();
         let mut buf = Vec::new();
         while self.ep.poll_transmit(self.now, &mut buf) {
             let (ip, tcp) = parse_tcp_packet(&buf).expect("the engine emits valid packets");
             let tcp = tcp.expect("the engine emits TCP");
-            assert_eq!(ip.src(), OURS.ip(), "source address");
-            assert_eq!(ip.dst(), THEIRS.ip(), "destination address");
-            out.push(Seg {
-                seq: tcp.seq,
-                ack: tcp.ack,
-                flags: tcp.flags,
-                window: tcp.window,
-                options: tcp.options,
-                payload: tcp.payload.to_vec(),
-            });
+            out.push((
+                SocketAddr::new(ip.src(), tcp.src_port),
+                SocketAddr::new(ip.dst(), tcp.dst_port),
+                Seg {
+                    seq: tcp.seq,
+                    ack: tcp.ack,
+                    flags: tcp.flags,
+                    window: tcp.window,
+                    options: tcp.options,
+                    payload: tcp.payload.to_vec(),
+                },
+            ));
         }
         out
     }

@@ -159,13 +159,25 @@ pub fn exchange(pair: &mut Pair, to_b: &[u8], to_a: &[u8]) -> Exchanged {
     let server = SocketAddr::new(pair.server, 80);
     pair.b.listen(server, None).unwrap();
     let ca = pair.a.connect(pair.now, server, None, None).unwrap();
+    exchange_on(pair, ca, |b| b.accept(server), to_b, to_a)
+}
+
+/// As [`exchange`], on A's connection `ca` (opened), with B's taken by
+/// `accept` once established.
+pub fn exchange_on(
+    pair: &mut Pair,
+    ca: ConnectionHandle,
+    mut accept: impl FnMut(&mut Endpoint) -> Option<ConnectionHandle>,
+    to_b: &[u8],
+    to_a: &[u8],
+) -> Exchanged {
     let mut cb = None;
     let (mut at_a, mut at_b) = (Vec::new(), Vec::new());
     let (mut sent_a, mut sent_b) = (0, 0);
     let mut buf = vec![0u8; 65536];
     pair.run(|p| {
         if cb.is_none() {
-            cb = p.b.accept(server);
+            cb = accept(&mut p.b);
         }
         let Some(cb) = cb else { return false };
         sent_a += p.a.send(ca, &to_b[sent_a..]).unwrap_or(0);
