@@ -25,14 +25,120 @@ pub enum Error {
     /// A point of the sweep failed; says which.
     #[error("at {point}: {error}")]
     AtPoint { point: String, error: Box<Error> },
+    /// An error in a configuration file; names the file.
+    #[error("{origin}: {error}")]
+    InFile { origin: String, error: Box<Error> },
 }
 
 impl Error {
+    /// Names the file `origin` in the error, unless it already does.
+    pub fn in_file(self, origin: &str) -> Error {
+        match &self {
+            Error::Syntax { origin: named, .. } | Error::InFile { origin: named, .. } if named == origin => {
+                self
+            }
+            _ => Error::InFile {
+                origin: origin.to_owned(),
+                error: Box::new(self),
+            },
+        }
+    }
+
     pub fn invalid(key: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> Error {
         Error::Invalid {
             key: key.into(),
             value: value.to_string(),
             allowed: allowed.into(),
         }
+    }
+}
+
+/// Reads a configuration table into its schema `T`; an error names the key
+/// (its full path) and says what the key allows, in the words of this
+/// project rather than of the deserializer's Rust types.
+pub fn deserialize<T: serde::de::DeserializeOwned>(table: toml::Table) -> Result<T, Error> {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = match e.path().to_string() {
+            // The path of the document itself, for a missing top-level key.
+            root if root == "." => "top level".to_owned(),
+            key => key,
+        };
+        // The deserializer appends where it was ("in `link`"): the key
+        // already says so.
+        let message = e.into_inner().to_string();
+        let message = message.lines().next().unwrap_or_default();
+        Error::Schema {
+            key,
+            message: integer_ranges_in_words(message),
+        }
+    })
+}
+
+/// Replaces a Rust integer type the deserializer names ("expected u16")
+/// with the range it stands for.
+fn integer_ranges_in_words(message: &str) -> String {
+    const RANGES: [(&str, &str); 8] = [
+        ("u8", "0 to 255"),
+        ("u16", "0 to 65535"),
+        ("u32", "0 to 4294967295"),
+        ("u64", "0 to 18446744073709551615"),
+        ("usize", "0 to 18446744073709551615"),
+        ("i32", "-2147483648 to 2147483647"),
+        ("i64", "-9223372036854775808 to 9223372036854775807"),
+        ("f64", "a number"),
+    ];
+    for (rust_type, range) in RANGES {
+        if let Some(before) = message.strip_suffix(&format!("expected {rust_type}")) {
+            let allowed = match rust_type {
+                "f64" => range.to_owned(),
+                _ => format!("an integer from {range}"),
+            };
+            return format!("{before}expected {allowed}");
+        }
+    }
+    message.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // only deserialized, to provoke its errors
+    struct Sample {
+        name: String,
+        small: Option<u16>,
+    }
+
+    fn error(text: &str) -> String {
+        deserialize::<Sample>(text.parse().unwrap())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn schema_errors_name_the_key_and_the_range_in_words() {
+        assert_eq!(
+            error("name = \"x\"\nsmall = 70000"),
+            "small: invalid value: integer `70000`, expected an integer from 0 to 65535"
+        );
+        assert_eq!(error("small = 1"), "top level: missing field `name`");
+        assert_eq!(
+            error("name = 3"),
+            "name: invalid type: integer `3`, expected a string"
+        );
+    }
+
+    #[test]
+    fn a_file_is_named_once() {
+        let inner = Error::invalid("link.mtu", 20, "576 to 65535 bytes");
+        let named = inner.in_file("a.toml").in_file("a.toml");
+        assert_eq!(named.to_string(), "a.toml: link.mtu = 20: 576 to 65535 bytes");
+        let syntax = Error::Syntax {
+            origin: "a.toml".into(),
+            message: "expected `=`".into(),
+        };
+        assert_eq!(syntax.in_file("a.toml").to_string(), "a.toml: expected `=`");
     }
 }

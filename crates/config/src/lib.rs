@@ -13,7 +13,7 @@ pub mod topology;
 pub mod units;
 pub mod workload;
 
-pub use error::Error;
+pub use error::{Error, deserialize};
 pub use link::Direction;
 pub use protocol::Protocol;
 pub use scenario::{Point, Scenario};

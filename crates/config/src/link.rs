@@ -76,8 +76,9 @@ pub struct ChannelSpec {
     pub redial_max: Option<Time>,
     /// Parallel circuits (only in `[link]`).
     pub channels: Option<u32>,
-    /// Largest IP packet (only in `[link]`).
-    pub mtu: Option<u16>,
+    /// Largest IP packet (only in `[link]`); wider than the `u16` it
+    /// becomes, so that a value too large is refused with the MTU's range.
+    pub mtu: Option<u32>,
     /// The return direction (only in `[link]`).
     #[serde(rename = "return")]
     pub reverse: Option<Box<ChannelSpec>>,
@@ -435,10 +436,11 @@ impl ChannelSpec {
                 "1 to 64 parallel circuits",
             ));
         }
-        let mtu = self.mtu.unwrap_or(DEFAULT_MTU);
-        if !(576..=65535).contains(&mtu) {
-            return Err(Error::invalid("link.mtu", mtu, "576 to 65535 bytes"));
-        }
+        let mtu = self.mtu.unwrap_or(DEFAULT_MTU.into());
+        let mtu = u16::try_from(mtu)
+            .ok()
+            .filter(|mtu| *mtu >= 576)
+            .ok_or_else(|| Error::invalid("link.mtu", mtu, "576 to 65535 bytes"))?;
         let mut circuits = Vec::new();
         for i in 0..count as usize {
             let mut forward = match overrides.get(i) {

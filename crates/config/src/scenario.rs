@@ -15,7 +15,7 @@ use crate::protocol::Protocol;
 use crate::sweep::Sweep;
 use crate::tcp::{TcpSpec, validate};
 use crate::topology::{Topology, TopologySpec};
-use crate::units::Time;
+use crate::units::{Time, format_duration};
 use crate::workload::{Workload, WorkloadSpec};
 
 /// The scenarios shipped with the project, by name.
@@ -120,10 +120,10 @@ impl Scenario {
     /// Loads a built-in scenario by name, or a TOML file by path, applies
     /// the `--set` assignments and resolves every point.
     pub fn load(name_or_path: &str, sets: &[(String, Value)]) -> Result<Scenario, Error> {
-        let (text, origin) = match BUILTIN.iter().find(|(name, _)| *name == name_or_path) {
-            Some((_, text)) => (text.to_string(), format!("scenario {name_or_path}")),
+        let text = match BUILTIN.iter().find(|(name, _)| *name == name_or_path) {
+            Some((_, text)) => return Scenario::from_text(text, &format!("scenario {name_or_path}"), sets),
             None => match std::fs::read_to_string(name_or_path) {
-                Ok(text) => (text, name_or_path.to_owned()),
+                Ok(text) => text,
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                     return Err(Error::UnknownScenario {
                         name: name_or_path.to_owned(),
@@ -138,7 +138,9 @@ impl Scenario {
                 }
             },
         };
-        Scenario::from_text(&text, &origin, sets)
+        // Errors in a file name it; a built-in scenario is only wrong
+        // through --set, whose keys the errors name.
+        Scenario::from_text(&text, name_or_path, sets).map_err(|e| e.in_file(name_or_path))
     }
 
     pub fn from_text(text: &str, origin: &str, sets: &[(String, Value)]) -> Result<Scenario, Error> {
@@ -176,15 +178,7 @@ impl Scenario {
                     error: Box::new(error),
                 }
             };
-            let spec: PointSpec = serde_path_to_error::deserialize(Value::Table(document.document.clone()))
-                .map_err(|e| {
-                let key = e.path().to_string();
-                // The deserializer appends where it was ("in `link`"):
-                // the key already says so.
-                let message = e.into_inner().to_string();
-                let message = message.lines().next().unwrap_or_default().to_owned();
-                at(Error::Schema { key, message })
-            })?;
+            let spec: PointSpec = crate::deserialize(document.document.clone()).map_err(at)?;
             let point = resolve(&spec, document.params.clone()).map_err(at)?;
             scenario.get_or_insert_with(|| Scenario {
                 name: spec.name.clone(),
@@ -255,6 +249,14 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
             "1 byte to less than the MTU",
         ));
     }
+    let time_limit = spec.time_limit.map_or(DEFAULT_TIME_LIMIT, |t| t.0);
+    if time_limit.is_zero() {
+        return Err(Error::invalid(
+            "time_limit",
+            format_duration(time_limit),
+            "more than 0: the virtual time a run may take",
+        ));
+    }
     let topology = match &spec.topology {
         Some(topology) => topology.resolve(link.mtu, tcp.hop_limit)?,
         None => Topology::two_hosts(),
@@ -267,7 +269,7 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         tcp,
         workload: spec.workload.resolve()?,
         header_bytes,
-        time_limit: spec.time_limit.map_or(DEFAULT_TIME_LIMIT, |t| t.0),
+        time_limit,
         topology,
     };
     for direction in [Direction::Forward, Direction::Reverse] {
@@ -455,6 +457,20 @@ recv_buffer = "6MiB"
                 "stacks.tcp-foo.nagle=false",
                 "stacks.tcp-foo = a table: a protocol label",
             ),
+            (
+                "link.rate=0",
+                "link.rate: rate \"0\" is out of range: from 1 bit/s to 1000 Gbit/s",
+            ),
+            (
+                "link.delay=36500d",
+                "link.delay: duration \"36500d\" is out of range: at most 1e9 s",
+            ),
+            ("link.mtu=70000", "link.mtu = 70000: 576 to 65535 bytes"),
+            ("link.mtu=20", "link.mtu = 20: 576 to 65535 bytes"),
+            (
+                "time_limit=0s",
+                "time_limit = 0ns: more than 0: the virtual time a run may take",
+            ),
         ];
         for (set, expected) in cases {
             let assignment = parse_assignment(set).unwrap();
@@ -483,6 +499,29 @@ recv_buffer = "6MiB"
         let many = parse_assignment("runs=4000000000").unwrap();
         let err = Scenario::from_text(DOC, "demo", &[many]).unwrap_err().to_string();
         assert!(err.starts_with("runs = 4000000000: 1 to 25000"), "{err}");
+    }
+
+    #[test]
+    fn errors_in_a_file_name_the_file_once() {
+        let dir = std::env::temp_dir().join(format!("scps-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("broken.toml");
+        let path_text = path.to_str().unwrap();
+        for (text, expected) in [
+            ("[link]\nmtu = 20\n", "top level: missing field `name`"),
+            (
+                "name = \"x\"\nprotocol = \"tcp-vj\"\n[workload]\nkind = \"bulk\"\nbytes = \"1MB\"\n[link]\nrate = \"8Mbit\"\nmtu = 20\n",
+                "link.mtu = 20: 576 to 65535 bytes",
+            ),
+            ("[link\n", "TOML parse error"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = Scenario::load(path_text, &[]).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("{path_text}: ")), "{err}");
+            assert!(err.contains(expected), "{err}");
+            assert_eq!(err.matches(path_text).count(), 1, "{err}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -14,21 +14,39 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
-/// A quantity that could not be read.
+/// A quantity that could not be read, or was read but lies outside what
+/// the quantity allows (told apart, so that `0bps` is not reported as a
+/// spelling mistake).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {kind} {text:?}: expected {expected}")]
-pub struct UnitError {
-    pub kind: &'static str,
-    pub text: String,
-    pub expected: &'static str,
+pub enum UnitError {
+    #[error("invalid {kind} {text:?}: expected {expected}")]
+    Syntax {
+        kind: &'static str,
+        text: String,
+        expected: &'static str,
+    },
+    #[error("{kind} {text:?} is out of range: {allowed}")]
+    OutOfRange {
+        kind: &'static str,
+        text: String,
+        allowed: &'static str,
+    },
 }
 
 impl UnitError {
-    fn new(kind: &'static str, text: &str, expected: &'static str) -> UnitError {
-        UnitError {
+    fn syntax(kind: &'static str, text: &str, expected: &'static str) -> UnitError {
+        UnitError::Syntax {
             kind,
             text: text.to_owned(),
             expected,
+        }
+    }
+
+    fn out_of_range(kind: &'static str, text: &str, allowed: &'static str) -> UnitError {
+        UnitError::OutOfRange {
+            kind,
+            text: text.to_owned(),
+            allowed,
         }
     }
 }
@@ -36,6 +54,11 @@ impl UnitError {
 const RATE_EXPECTED: &str = "a number with a unit of bit/s, such as 2400bps, 115.2kbit, 8Mbit or 1.544Mbit/s";
 const SIZE_EXPECTED: &str = "a number of bytes with an optional unit, such as 1500, 25KB, 64KiB or 1.5MB";
 const TIME_EXPECTED: &str = "a number with a unit, such as 250us, 600ms, 1.5s, 10min or 2h";
+const RATE_RANGE: &str = "from 1 bit/s to 1000 Gbit/s";
+const SIZE_RANGE: &str = "a whole number of bytes, at most 1e15";
+/// Far beyond any run or timer, yet well inside what `Duration` holds.
+const MAX_SECONDS: f64 = 1e9;
+const TIME_RANGE: &str = "at most 1e9 s (about 31 years)";
 const BER_EXPECTED: &str = "a probability per bit from 0 up to (not including) 1, such as 0, 1e-7 or 1e-5";
 
 /// Splits "115.2kbit" into (115.2, "kbit"), spaces allowed between: the
@@ -65,7 +88,7 @@ impl Rate {
 impl FromStr for Rate {
     type Err = UnitError;
     fn from_str(text: &str) -> Result<Rate, UnitError> {
-        let error = || UnitError::new("rate", text, RATE_EXPECTED);
+        let error = || UnitError::syntax("rate", text, RATE_EXPECTED);
         let (value, unit) = split_number(text).ok_or_else(error)?;
         let (prefix, base) = match unit.find(['b', 'B']) {
             Some(i) => unit.split_at(i),
@@ -84,7 +107,7 @@ impl FromStr for Rate {
         };
         let bps = (value * scale).round();
         if !(1.0..=1e12).contains(&bps) {
-            return Err(error());
+            return Err(UnitError::out_of_range("rate", text, RATE_RANGE));
         }
         Ok(Rate(bps as u64))
     }
@@ -108,7 +131,7 @@ pub struct Bytes(pub u64);
 impl FromStr for Bytes {
     type Err = UnitError;
     fn from_str(text: &str) -> Result<Bytes, UnitError> {
-        let error = || UnitError::new("size", text, SIZE_EXPECTED);
+        let error = || UnitError::syntax("size", text, SIZE_EXPECTED);
         let (value, unit) = split_number(text).ok_or_else(error)?;
         let scale: u64 = match unit {
             "" | "B" | "byte" | "bytes" => 1,
@@ -122,7 +145,7 @@ impl FromStr for Bytes {
         };
         let bytes = value * scale as f64;
         if bytes.fract() != 0.0 || bytes > 1e15 {
-            return Err(error());
+            return Err(UnitError::out_of_range("size", text, SIZE_RANGE));
         }
         Ok(Bytes(bytes as u64))
     }
@@ -141,7 +164,7 @@ impl fmt::Display for Bytes {
 
 /// Parses a duration such as `600ms` or `1.5s`.
 pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
-    let error = || UnitError::new("duration", text, TIME_EXPECTED);
+    let error = || UnitError::syntax("duration", text, TIME_EXPECTED);
     let (value, unit) = split_number(text).ok_or_else(error)?;
     let seconds = match unit {
         "ns" => 1e-9,
@@ -154,8 +177,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         _ => return Err(error()),
     };
     let total = value * seconds;
-    if total > 1e9 {
-        return Err(error());
+    if total > MAX_SECONDS {
+        return Err(UnitError::out_of_range("duration", text, TIME_RANGE));
     }
     Ok(Duration::from_secs_f64(total))
 }
@@ -186,7 +209,7 @@ pub fn format_duration(d: Duration) -> String {
 /// Parses a bit-error rate.
 pub fn parse_ber(text: &str) -> Result<f64, UnitError> {
     let ber = text.trim().parse::<f64>().ok().filter(|b| (0.0..1.0).contains(b));
-    ber.ok_or_else(|| UnitError::new("bit-error rate", text, BER_EXPECTED))
+    ber.ok_or_else(|| UnitError::syntax("bit-error rate", text, BER_EXPECTED))
 }
 
 /// Serde visitor for a quantity written as text or as a bare number. A
@@ -294,13 +317,38 @@ mod tests {
 
     #[test]
     fn rates_in_bytes_or_without_meaning_are_refused_with_the_reason() {
-        for text in ["8MB/s", "8Mbitz", "fast", "-5bps", "0bps", "8 Xbit"] {
+        for text in ["8MB/s", "8Mbitz", "fast", "-5bps", "8 Xbit"] {
             let err = text.parse::<Rate>().unwrap_err();
             assert!(
                 err.to_string().contains("expected a number with a unit of bit/s"),
                 "{text}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn quantities_read_but_out_of_range_say_what_is_allowed() {
+        for (error, expected) in [
+            (
+                "0bps".parse::<Rate>().unwrap_err(),
+                "rate \"0bps\" is out of range: from 1 bit/s to 1000 Gbit/s",
+            ),
+            (
+                "2000Gbit".parse::<Rate>().unwrap_err(),
+                "rate \"2000Gbit\" is out of range: from 1 bit/s to 1000 Gbit/s",
+            ),
+            (
+                "1.5B".parse::<Bytes>().unwrap_err(),
+                "size \"1.5B\" is out of range: a whole number of bytes, at most 1e15",
+            ),
+            (
+                parse_duration("36500d").unwrap_err(),
+                "duration \"36500d\" is out of range: at most 1e9 s (about 31 years)",
+            ),
+        ] {
+            assert_eq!(error.to_string(), expected);
+        }
+        assert_eq!(parse_duration("11574d"), Ok(Duration::from_secs(11574 * 86400)));
     }
 
     #[test]

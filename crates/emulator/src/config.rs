@@ -91,11 +91,12 @@ fn check_interface(key: &str, name: &str) -> Result<(), Error> {
 impl EmulatorConfig {
     /// Reads and checks the file at `path`.
     pub fn load(path: &std::path::Path) -> Result<EmulatorConfig, Error> {
+        let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| Error::Syntax {
-            origin: path.display().to_string(),
+            origin: origin.clone(),
             message: format!("cannot read it: {e}"),
         })?;
-        EmulatorConfig::from_text(&text, &path.display().to_string())
+        EmulatorConfig::from_text(&text, &origin).map_err(|e| e.in_file(&origin))
     }
 
     /// Parses and checks a configuration; `origin` names it in errors.
@@ -104,14 +105,7 @@ impl EmulatorConfig {
             origin: origin.to_owned(),
             message: e.message().to_owned(),
         })?;
-        let spec: FileSpec = serde_path_to_error::deserialize(toml::Value::Table(document)).map_err(|e| {
-            let key = e.path().to_string();
-            let message = e.into_inner().to_string();
-            Error::Schema {
-                key,
-                message: message.lines().next().unwrap_or_default().to_owned(),
-            }
-        })?;
+        let spec: FileSpec = scps_config::deserialize(document)?;
         check_interface("emulate.side_a", &spec.emulate.side_a)?;
         check_interface("emulate.side_b", &spec.emulate.side_b)?;
         if spec.emulate.side_a == spec.emulate.side_b {

@@ -46,7 +46,7 @@ impl Direction {
 pub enum ChangeError {
     #[error("no channel {channel}: this link has {count} (0 to {})", count - 1)]
     NoSuchChannel { channel: usize, count: usize },
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] scps_config::Error),
     #[error("channel {0} is already in a forced outage")]
     AlreadyDown(usize),
@@ -312,14 +312,7 @@ fn overlay_from_keys(keys: &std::collections::BTreeMap<String, String>) -> Resul
         }
         node.insert(last.to_owned(), parse_value(value));
     }
-    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let key = e.path().to_string();
-        let message = e.into_inner().to_string();
-        ChangeError::Invalid(scps_config::Error::Schema {
-            key,
-            message: message.lines().next().unwrap_or_default().to_owned(),
-        })
-    })
+    Ok(scps_config::deserialize(table)?)
 }
 
 #[cfg(test)]
@@ -398,8 +391,15 @@ mod tests {
             nested
                 .unwrap_err()
                 .to_string()
-                .contains("missing field `ceiling`")
+                .contains("shaper: missing field `ceiling`")
         );
+        // docs/configuration.md's example: a table given whole.
+        let whole = [
+            ("shaper.rate", "2Mbit"),
+            ("shaper.ceiling", "4Mbit"),
+            ("shaper.burst", "64KiB"),
+        ];
+        link.apply(MS(0), &set(&whole, None, Directions::Both)).unwrap();
     }
 
     #[test]
