@@ -152,7 +152,13 @@ fn control(ctl: CtlArgs) -> anyhow::Result<()> {
                 let Some((k, v)) = key.split_once('=') else {
                     bail!("{key:?}: expected KEY=VALUE, such as rate=2Mbit");
                 };
-                pairs.insert(k.trim().to_owned(), v.trim().to_owned());
+                if let Some(earlier) = pairs.insert(k.trim().to_owned(), v.trim().to_owned()) {
+                    bail!(
+                        "{} is given twice ({earlier:?} and {:?}): give each key once",
+                        k.trim(),
+                        v.trim()
+                    );
+                }
             }
             Request::Change(Change::Set {
                 channel,

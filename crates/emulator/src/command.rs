@@ -38,6 +38,7 @@ pub enum Change {
         channel: Option<usize>,
         #[serde(default)]
         direction: Directions,
+        #[serde(deserialize_with = "unique_keys")]
         keys: BTreeMap<String, String>,
     },
     /// Drop the call: the channel is down both ways until `outage_end`.
@@ -60,6 +61,27 @@ pub enum Request {
     Query(Query),
 }
 
+impl Request {
+    /// Reads a request line. Chooses between a change and a question by
+    /// its `op` first, so that an error says what is wrong with that kind
+    /// of request (an unknown field, a key given twice) rather than that
+    /// the line matched no kind at all.
+    pub fn from_json(line: &str) -> Result<Request, serde_json::Error> {
+        // Read from the text each time: a parsed JSON value would already
+        // have settled a key given twice.
+        #[derive(Deserialize)]
+        struct Op {
+            op: String,
+        }
+        let Op { op } = serde_json::from_str(line)?;
+        if matches!(op.as_str(), "stats" | "metrics") {
+            serde_json::from_str(line).map(Request::Query)
+        } else {
+            serde_json::from_str(line).map(Request::Change)
+        }
+    }
+}
+
 /// Questions to the running emulator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
@@ -70,13 +92,42 @@ pub enum Query {
     Metrics,
 }
 
+/// The `keys` of a change, refusing a key given twice (which JSON readers
+/// otherwise settle silently, keeping one of the values).
+fn unique_keys<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    struct UniqueKeys;
+    impl<'de> serde::de::Visitor<'de> for UniqueKeys {
+        type Value = BTreeMap<String, String>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object of link keys and their values as text")
+        }
+
+        fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+            let mut keys = BTreeMap::new();
+            while let Some((key, value)) = map.next_entry::<String, String>()? {
+                if keys.contains_key(&key) {
+                    return Err(serde::de::Error::custom(format_args!(
+                        "{key} is given twice: give each key once"
+                    )));
+                }
+                keys.insert(key, value);
+            }
+            Ok(keys)
+        }
+    }
+    deserializer.deserialize_map(UniqueKeys)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn requests_read_as_documented() {
-        let set: Request = serde_json::from_str(
+        let set = Request::from_json(
             r#"{"op": "set", "channel": 0, "direction": "forward", "keys": {"rate": "2Mbit"}}"#,
         )
         .unwrap();
@@ -92,11 +143,21 @@ mod tests {
             (channel, direction, keys["rate"].as_str()),
             (Some(0), Directions::Forward, "2Mbit")
         );
-        let start: Request = serde_json::from_str(r#"{"op": "outage_start"}"#).unwrap();
+        let start = Request::from_json(r#"{"op": "outage_start"}"#).unwrap();
         assert_eq!(start, Request::Change(Change::OutageStart { channel: None }));
-        let stats: Request = serde_json::from_str(r#"{"op": "stats"}"#).unwrap();
+        let stats = Request::from_json(r#"{"op": "stats"}"#).unwrap();
         assert_eq!(stats, Request::Query(Query::Stats));
-        assert!(serde_json::from_str::<Request>(r#"{"op": "reboot"}"#).is_err());
-        assert!(serde_json::from_str::<Request>(r#"{"op": "outage_end", "chanel": 1}"#).is_err());
+        assert!(Request::from_json(r#"{"op": "reboot"}"#).is_err());
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused() {
+        let twice = r#"{"op": "set", "keys": {"rate": "2Mbit", "rate": "1Mbit"}}"#;
+        let err = Request::from_json(twice).unwrap_err().to_string();
+        assert!(err.contains("rate is given twice"), "{err}");
+        let typo = Request::from_json(r#"{"op": "outage_end", "chanel": 1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(typo.contains("unknown field `chanel`"), "{typo}");
     }
 }

@@ -52,7 +52,7 @@ impl Response {
 
 /// Answers one request line.
 pub(crate) fn answer(shared: &Shared, recorder: Option<&Recorder>, line: &str) -> Response {
-    let request: Request = match serde_json::from_str(line) {
+    let request = match Request::from_json(line) {
         Ok(request) => request,
         Err(e) => return Response::error(format!("not a request ({e}); see `scps emulate ctl --help`")),
     };

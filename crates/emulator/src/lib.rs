@@ -53,10 +53,12 @@ use trace::Replay;
 /// What can stop the emulator from starting or running.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] scps_config::Error),
+    // Its message is in this one: not a `source` too, or a report of the
+    // whole chain would say it twice.
     #[error("invalid channel model: {0}")]
-    Model(#[from] scps_channel::ConfigError),
+    Model(scps_channel::ConfigError),
     #[error("cannot {what}")]
     Io {
         what: String,
@@ -74,6 +76,12 @@ pub enum Error {
     },
     #[error("the packet loop stopped: {0}")]
     Stopped(String),
+}
+
+impl From<scps_channel::ConfigError> for Error {
+    fn from(error: scps_channel::ConfigError) -> Error {
+        Error::Model(error)
+    }
 }
 
 /// A running emulator. Dropping it stops it and removes its routing rules.
