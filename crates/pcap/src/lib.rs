@@ -41,8 +41,7 @@ impl Capture {
             ts_resolution: TsResolution::NanoSecond,
             ..PcapHeader::default()
         };
-        let writer =
-            PcapWriter::with_header(BufWriter::new(file), header).map_err(|e| error(e.to_string()))?;
+        let writer = PcapWriter::with_header(BufWriter::new(file), header).map_err(|e| error(describe(e)))?;
         Ok(Capture {
             path: path.to_owned(),
             writer,
@@ -69,7 +68,33 @@ impl Capture {
             .map(|_| ())
             .map_err(|e| CaptureError {
                 path: self.path.clone(),
-                message: e.to_string(),
+                message: describe(e),
             })
+    }
+}
+
+/// What went wrong, in the operating system's words for an I/O error
+/// (pcap-file's own message for one is only "Error reading bytes", even
+/// when writing).
+fn describe(error: pcap_file::PcapError) -> String {
+    match error {
+        pcap_file::PcapError::IoError(io) => io.to_string(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_reported_as_such() {
+        let mut capture = Capture::create(Path::new("/dev/full")).unwrap();
+        // Larger than the buffer, so the write reaches the device.
+        let error = capture.record(Duration::ZERO, &[0; 60_000]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "cannot write capture /dev/full: No space left on device (os error 28)"
+        );
     }
 }
