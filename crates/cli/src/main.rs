@@ -31,11 +31,22 @@ enum Command {
     Emulate(emulate::EmulateArgs),
 }
 
+fn writes_to_a_closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// Exit status: 0 when everything ran and completed, 1 when some run
 /// ended with an error (reported in its row or JSON object), 2 when the
 /// command could not run at all (bad input, unwritable files).
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // Only `sim` writes nothing but its output: elsewhere a closed pipe
+    // may be a socket, which is worth reporting.
+    let output_only = matches!(cli.command, Command::Sim(_));
     let outcome = match cli.command {
         Command::Sim(args) => sim::main(args),
         Command::Send(args) => return transfer::exit(send::main(args)),
@@ -48,6 +59,9 @@ fn main() -> std::process::ExitCode {
             eprintln!("scps: {failed} of {total} runs did not complete (see their error)");
             std::process::ExitCode::from(1)
         }
+        // `scps sim ... | head`: whoever reads the output has gone, so
+        // there is no one left to tell; stop quietly, as `head` expects.
+        Err(error) if output_only && writes_to_a_closed_pipe(&error) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("scps: {error:#}");
             std::process::ExitCode::from(2)

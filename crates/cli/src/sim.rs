@@ -46,8 +46,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "NODE.INTERFACE", requires = "pcap")]
     pcap_at: Option<String>,
     /// Simulations to run at once (default: the number of CPUs).
-    #[arg(long)]
-    jobs: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
 }
 
 /// One run to do: which point, which seed, where to capture.
@@ -100,6 +100,7 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
     }
     let workers = args
         .jobs
+        .map(usize::from)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, jobs.len().max(1));
     let results: Vec<RunResult> = run_all(&jobs, workers, args.json)?
@@ -169,6 +170,9 @@ fn run_all(jobs: &[Job], workers: usize, json: bool) -> anyhow::Result<Vec<RunRe
     let slots: Vec<Mutex<Option<anyhow::Result<RunRecord>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
     let printed = Mutex::new(0usize);
+    // The first error writing the results (a closed pipe), which stops
+    // every worker and is what the command reports.
+    let output_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let print_ready = || -> anyhow::Result<()> {
         let mut printed = printed
             .lock()
@@ -201,13 +205,25 @@ fn run_all(jobs: &[Job], workers: usize, json: bool) -> anyhow::Result<Vec<RunRe
                     if let Ok(mut slot) = slots[index].lock() {
                         *slot = Some(outcome);
                     }
-                    if failed || print_ready().is_err() {
+                    if failed {
+                        return;
+                    }
+                    if let Err(error) = print_ready() {
+                        if let Ok(mut first) = output_error.lock() {
+                            first.get_or_insert(error);
+                        }
                         return;
                     }
                 }
             });
         }
     });
+    if let Some(error) = output_error
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?
+    {
+        return Err(error);
+    }
     let mut results = Vec::with_capacity(jobs.len());
     for slot in slots {
         match slot

@@ -105,7 +105,7 @@ fn the_table_shows_the_limit_and_the_ratio() {
 
 #[test]
 fn bad_input_is_refused_before_anything_runs_naming_key_value_and_what_is_allowed() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["sim", "lowrate-leo-geo", "--set", "link.speed=5"],
             "link.speed: unknown field `speed`, expected one of",
@@ -123,6 +123,22 @@ fn bad_input_is_refused_before_anything_runs_naming_key_value_and_what_is_allowe
             "protocol = \"tcp-3\": one of tcp-vj, tcp-cubic",
         ),
         (&["sim", "no-such-scenario"], "no scenario \"no-such-scenario\""),
+        (
+            &["sim", "lowrate-leo-geo", "--set", "link.rate=0"],
+            "link.rate: rate \"0\" is out of range: from 1 bit/s to 1000 Gbit/s",
+        ),
+        (
+            &["sim", "lowrate-leo-geo", "--set", "link.mtu=70000"],
+            "link.mtu = 70000: 576 to 65535 bytes",
+        ),
+        (
+            &["sim", "lowrate-leo-geo", "--set", "time_limit=0s"],
+            "time_limit = 0ns: more than 0",
+        ),
+        (
+            &["sim", "lowrate-leo-geo", "--jobs", "0"],
+            "invalid value '0' for '--jobs <JOBS>': 0 is not in 1..=65535",
+        ),
     ];
     for (args, expected) in cases {
         let output = scps(args);
@@ -131,6 +147,47 @@ fn bad_input_is_refused_before_anything_runs_naming_key_value_and_what_is_allowe
         let stderr = text(&output.stderr);
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_runs_quietly() {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scps"))
+        // Far more than a pipe holds (64 KiB), so the writer meets the close.
+        .args(["sim", "lowrate-leo-geo", "--json", "--runs", "10"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("scps runs");
+    // Read one line, as `head -1` would, then close the pipe.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = Vec::new();
+    let mut byte = [0u8];
+    while stdout.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        first.push(byte[0]);
+    }
+    drop(stdout);
+    let output = child.wait_with_output().unwrap();
+    assert!(text(&first).starts_with("{\"scenario\":\"lowrate-leo-geo\""));
+    assert!(output.status.success(), "{:?}", output.status);
+    assert_eq!(
+        text(&output.stderr),
+        "",
+        "nothing to say to a reader that has gone"
+    );
+}
+
+#[test]
+fn errors_in_a_scenario_file_name_the_file() {
+    let path = std::env::temp_dir().join(format!("scps-cli-test-{}.toml", std::process::id()));
+    std::fs::write(&path, "name = \"x\"\n[link]\nmtu = 20\n").unwrap();
+    let output = scps(&["sim", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        format!("scps: {}: top level: missing field `protocol`\n", path.display())
+    );
 }
 
 #[test]
