@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use scps_config::Direction;
 use scps_sim::payload::Pattern;
 use scps_sim::result::MessageFigures;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -52,13 +53,15 @@ impl RecvArgs {
                 addrs: self.common.addrs.clone(),
             }
         } else {
-            Transport::Tcp
+            Transport::Tcp {
+                congestion: self.common.tcp.clone(),
+            }
         }
     }
 }
 
 pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
-    if args.udp.is_none() && args.common.tun.is_none() && !args.common.tcp {
+    if args.udp.is_none() && args.common.tun.is_none() && !args.common.kernel() {
         bail!("choose a path: --udp ADDR:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -72,7 +75,11 @@ pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
 async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
     let mut interrupt = interrupts()?;
     let transport = args.transport();
-    let stack = Stack::start(&transport, &args.common.stack_options(Duration::from_secs(20)))?;
+    let stack = Stack::start(
+        &transport,
+        &args.common.stack_options(Duration::from_secs(20)),
+        Direction::Reverse,
+    )?;
     let acceptor = stack.listen(args.port)?;
     // Scripts (and the tests) read this line to learn the ports.
     match stack.udp_addr() {
@@ -96,6 +103,7 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
         let mut report = Report {
             role: "recv".into(),
             protocol: transport.label().into(),
+            stack: stack.label_of(&conn),
             peer: conn.peer(),
             ..Report::default()
         };

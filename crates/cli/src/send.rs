@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use scps_config::Direction;
 use scps_config::units::{Bytes, Rate};
 use scps_sim::payload::Pattern;
 use scps_sim::result::MessageFigures;
@@ -107,7 +108,9 @@ impl SendArgs {
                 addrs: self.common.addrs.clone(),
             }
         } else {
-            Transport::Tcp
+            Transport::Tcp {
+                congestion: self.common.tcp.clone(),
+            }
         }
     }
 
@@ -151,7 +154,7 @@ impl SendArgs {
 }
 
 pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
-    if args.udp.is_none() && args.common.tun.is_none() && !args.common.tcp {
+    if args.udp.is_none() && args.common.tun.is_none() && !args.common.kernel() {
         bail!("choose a path: --udp PEER:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
     }
     let workload = args.workload()?;
@@ -166,7 +169,11 @@ pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
 async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
     let mut interrupt = interrupts()?;
     let transport = args.transport();
-    let stack = Stack::start(&transport, &args.common.stack_options(args.connect_timeout))?;
+    let stack = Stack::start(
+        &transport,
+        &args.common.stack_options(args.connect_timeout),
+        Direction::Forward,
+    )?;
     let start = Instant::now();
     let conn = tokio::select! {
         conn = stack.connect(args.to) => conn,
@@ -186,6 +193,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
     let mut report = Report {
         role: "send".into(),
         protocol: transport.label().into(),
+        stack: stack.label_of(&conn),
         peer: conn.peer(),
         ..Report::default()
     };

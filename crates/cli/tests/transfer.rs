@@ -223,13 +223,14 @@ fn compressed_headers_carry_a_bulk_transfer_over_udp() {
     let dir = TempDir::new("bulk-udp-105");
     let capture = dir.path().join("send.pcap");
     let (sent, received) = udp_transfer(
-        &["--header-compression"],
+        &["--set", "tcp.header_compression=true"],
         &[
             "--bytes",
             "2MB",
             "--seed",
             "11",
-            "--header-compression",
+            "--set",
+            "tcp.header_compression=true",
             "--pcap",
             capture.to_str().unwrap(),
         ],
@@ -389,6 +390,122 @@ fn kernel_tcp_carries_a_file_that_arrives_complete() {
         "the received file is the sent one"
     );
     assert_eq!(dir.entries(), ["input.bin", "output.bin"], "no partial file left");
+}
+
+#[test]
+fn the_scenario_schema_configures_our_stack_at_both_ends() {
+    // The sender paces at 2 Mbit/s (scps-rate at a route rate given as a
+    // key); the receiver runs plain TCP with NewReno (tcp-vj): the two ends
+    // meet as plain TCP, and 500 kB cannot cross in less than 2 s at that
+    // rate, where loopback unpaced takes a fraction of it.
+    let started = Instant::now();
+    let (sent, received) = udp_transfer(
+        &["--stack", "tcp-vj"],
+        &[
+            "--bytes",
+            "500KB",
+            "--stack",
+            "scps-rate",
+            "--set",
+            "tcp.rate=2Mbit",
+            "--set",
+            "tcp.recv_buffer=1MiB",
+        ],
+    );
+    assert_eq!(sent["stack"], "scps-rate", "{sent}");
+    assert_eq!(received["stack"], "tcp-vj", "{received}");
+    assert_eq!(sent["scps"], false, "the receiver did not offer SCPS-TP");
+    assert_eq!(sent["verified"], true);
+    let floor = 500_000.0 * 8.0 / 2e6;
+    let seconds = sent["duration_s"].as_f64().unwrap();
+    assert!(seconds >= 0.9 * floor, "{seconds} s: faster than the rate allows");
+    assert!(started.elapsed() >= Duration::from_secs_f64(0.9 * floor));
+}
+
+#[test]
+fn a_scenario_file_configures_the_sender_like_the_simulators() {
+    // geo-8mbit pinned to one point: scps-rate paces at the [link]'s 8
+    // Mbit/s; 2 MB cannot cross in less than 2 s.
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/geo-8mbit.toml");
+    let (sent, _) = udp_transfer(
+        &[],
+        &[
+            "--bytes",
+            "2MB",
+            "--config",
+            scenario,
+            "--stack",
+            "scps-rate",
+            "--set",
+            "link.rtt=600ms",
+            "--set",
+            "link.ber=0",
+        ],
+    );
+    assert_eq!(sent["stack"], "scps-rate");
+    assert_eq!(sent["scps"], true);
+    assert_eq!(sent["verified"], true);
+    let seconds = sent["duration_s"].as_f64().unwrap();
+    assert!(seconds >= 0.9 * 2.0, "{seconds} s: faster than the link's rate");
+}
+
+#[test]
+fn kernel_tcp_runs_the_congestion_control_it_is_given() {
+    let receiver = Receiver::start(&["--tcp=cubic", "--port", "0", "--once", "--json"]);
+    let (status, stdout, stderr) = run_send(&["--tcp=reno", &receiver.address(), "--bytes", "1MB", "--json"]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let sent = json(&stdout);
+    assert_eq!(sent["stack"], "kernel-reno", "{sent}");
+    assert_eq!(sent["verified"], true);
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    assert_eq!(
+        json(&stdout)["stack"],
+        "kernel-cubic",
+        "accepted connections inherit it"
+    );
+}
+
+#[test]
+fn engine_settings_are_checked_before_connecting() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--udp", "127.0.0.1:1", "--stack", "scps-warp"],
+            "protocol = \"scps-warp\": one of tcp-vj, tcp-cubic, scps-vj, scps-vegas, scps-rate",
+        ),
+        (
+            &["--udp", "127.0.0.1:1", "--stack", "scps-rate"],
+            "tcp.rate = none: a rate for scps-rate",
+        ),
+        (
+            &["--udp", "127.0.0.1:1", "--set", "tcp.rto_min=0s"],
+            "tcp.rto_min = 0ns: greater than zero",
+        ),
+        (
+            &["--udp", "127.0.0.1:1", "--set", "workload.bytes=1MB"],
+            "--set = workload.bytes: protocol, tcp.KEY, stacks.LABEL.KEY or link.KEY",
+        ),
+        (
+            &["--tcp", "--set", "tcp.rate=1Mbit"],
+            "--config, --stack and --set configure our stack",
+        ),
+        (
+            &["--tcp=warp-drive"],
+            "--tcp=warp-drive: the kernel has no such congestion control",
+        ),
+    ];
+    for (options, expected) in cases {
+        let mut args = vec!["127.0.0.1:1", "--bytes", "1KB", "--connect-timeout", "30s"];
+        args.extend(options);
+        let started = Instant::now();
+        let (status, stdout, stderr) = run_send(&args);
+        assert_eq!(status.code(), Some(2), "{options:?}: {stdout}{stderr}");
+        assert!(stderr.contains(expected), "{options:?}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "refused before connecting"
+        );
+    }
 }
 
 #[test]

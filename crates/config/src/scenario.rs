@@ -213,15 +213,15 @@ fn default_header_bytes(tcp: &scps_proto::Config) -> u32 {
     20 + transport
 }
 
-/// The engine configuration a protocol label runs with: the label's
-/// defaults, then `[tcp]`, then `[stacks.LABEL]`, then what the label
-/// decides (its congestion control, whether it offers SCPS-TP); each
+/// The engine configuration a protocol label runs with: `base`, the
+/// label's defaults, then `[tcp]`, then `[stacks.LABEL]`, then what the
+/// label decides (its congestion control, whether it offers SCPS-TP); each
 /// stage checked, naming its keys.
 pub(crate) fn engine_tcp(
     protocol: Protocol,
     tcp_spec: &TcpSpec,
     stacks: &BTreeMap<String, TcpSpec>,
-    mtu: u16,
+    mut tcp: scps_proto::Config,
 ) -> Result<scps_proto::Config, Error> {
     for label in stacks.keys() {
         label.parse::<Protocol>().map_err(|_| {
@@ -232,10 +232,6 @@ pub(crate) fn engine_tcp(
             )
         })?;
     }
-    let mut tcp = scps_proto::Config {
-        mtu,
-        ..scps_proto::Config::default()
-    };
     protocol.defaults(&mut tcp);
     tcp_spec.apply(&mut tcp, "tcp")?;
     validate(&tcp, "tcp")?;
@@ -251,7 +247,11 @@ pub(crate) fn engine_tcp(
 fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Error> {
     let protocol: Protocol = spec.protocol.parse()?;
     let link = spec.link.resolve()?;
-    let tcp = engine_tcp(protocol, &spec.tcp, &spec.stacks, link.mtu)?;
+    let base = scps_proto::Config {
+        mtu: link.mtu,
+        ..scps_proto::Config::default()
+    };
+    let tcp = engine_tcp(protocol, &spec.tcp, &spec.stacks, base)?;
     let header_bytes = spec
         .limit
         .header_bytes

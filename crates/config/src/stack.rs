@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use scps_proto::config::Keepalive;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use toml::Value;
@@ -60,8 +61,16 @@ pub struct RealStack {
     pub config: scps_proto::Config,
 }
 
+/// The keepalive of a tool: its default, or what its own option says (which
+/// a `keepalive` key may not then contradict).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ToolKeepalive {
+    Default(Keepalive),
+    Given(Keepalive),
+}
+
 /// Where the settings of a real stack come from.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StackSettings<'a> {
     /// A scenario file's path and text.
     pub file: Option<(&'a str, &'a str)>,
@@ -69,6 +78,8 @@ pub struct StackSettings<'a> {
     pub label: Option<&'a str>,
     /// `--set KEY=VALUE`, in order.
     pub sets: &'a [(String, Value)],
+    /// The tool's keepalive (`--keepalive`), under `tcp.keepalive`.
+    pub keepalive: ToolKeepalive,
 }
 
 impl StackSettings<'_> {
@@ -109,7 +120,12 @@ impl StackSettings<'_> {
         }
         let mut points = sweep.points()?;
         if points.len() != 1 {
-            let axes: Vec<&str> = sweep.axes.iter().map(|(key, _)| key.as_str()).collect();
+            let axes: Vec<&str> = sweep
+                .axes
+                .iter()
+                .filter(|(_, values)| values.len() > 1)
+                .map(|(key, _)| key.as_str())
+                .collect();
             return Err(Error::invalid(
                 "sweep",
                 axes.join(", "),
@@ -134,7 +150,27 @@ impl StackSettings<'_> {
             Some(link) if link.mtu.is_some() => link.checked_mtu()?,
             _ => path_mtu,
         };
-        let mut config = engine_tcp(protocol, &spec.tcp, &spec.stacks, mtu)?;
+        let keys_keepalive = spec.tcp.keepalive.is_some()
+            || spec
+                .stacks
+                .get(protocol.label())
+                .is_some_and(|stack| stack.keepalive.is_some());
+        let keepalive = match self.keepalive {
+            ToolKeepalive::Given(_) if keys_keepalive => {
+                return Err(Error::invalid(
+                    "--keepalive",
+                    "given",
+                    "either --keepalive or a keepalive key (tcp.keepalive), not both",
+                ));
+            }
+            ToolKeepalive::Default(k) | ToolKeepalive::Given(k) => k,
+        };
+        let base = scps_proto::Config {
+            mtu,
+            keepalive: Some(keepalive),
+            ..scps_proto::Config::default()
+        };
+        let mut config = engine_tcp(protocol, &spec.tcp, &spec.stacks, base)?;
         if let Some(link) = &link {
             config = with_route(config, protocol, link, direction);
         }
@@ -162,14 +198,49 @@ mod tests {
         texts.iter().map(|t| parse_assignment(t).unwrap()).collect()
     }
 
-    fn resolve(file: Option<&str>, label: Option<&str>, assignments: &[&str]) -> Result<RealStack, Error> {
+    const KEEPALIVE: Keepalive = Keepalive {
+        idle: std::time::Duration::from_secs(15),
+        interval: std::time::Duration::from_secs(15),
+        probes: 3,
+    };
+
+    fn resolve_with(
+        file: Option<&str>,
+        label: Option<&str>,
+        assignments: &[&str],
+        keepalive: ToolKeepalive,
+    ) -> Result<RealStack, Error> {
         let sets = sets(assignments);
         StackSettings {
             file: file.map(|text| ("test.toml", text)),
             label,
             sets: &sets,
+            keepalive,
         }
         .resolve(Direction::Forward, 1472)
+    }
+
+    fn resolve(file: Option<&str>, label: Option<&str>, assignments: &[&str]) -> Result<RealStack, Error> {
+        resolve_with(file, label, assignments, ToolKeepalive::Default(KEEPALIVE))
+    }
+
+    #[test]
+    fn the_tools_keepalive_unless_a_key_says_otherwise_but_not_both() {
+        let default = resolve(None, None, &[]).unwrap();
+        assert_eq!(default.config.keepalive, Some(KEEPALIVE));
+        let off = resolve(None, None, &["tcp.keepalive=\"off\""]).unwrap();
+        assert_eq!(off.config.keepalive, None);
+        let both = resolve_with(
+            None,
+            None,
+            &["tcp.keepalive=\"off\""],
+            ToolKeepalive::Given(KEEPALIVE),
+        );
+        assert!(
+            both.unwrap_err()
+                .to_string()
+                .starts_with("--keepalive = given: either --keepalive or"),
+        );
     }
 
     #[test]
@@ -221,15 +292,34 @@ mod tests {
         )
         .unwrap();
         let simulated = point.points[0].engine_config(Direction::Forward);
-        let on_this_path = scps_proto::Config { mtu: 1472, ..simulated };
-        assert_eq!(stack.config, on_this_path, "the simulator's sender, on this path's MTU");
+        let on_this_path = scps_proto::Config {
+            mtu: 1472,
+            keepalive: Some(KEEPALIVE),
+            ..simulated
+        };
+        assert_eq!(
+            stack.config, on_this_path,
+            "the simulator's sender, on this path's MTU"
+        );
     }
 
     #[test]
     fn nonsense_is_refused_naming_the_key() {
-        let cases: [(Option<&str>, Option<&str>, &[&str], &str); 7] = [
-            (None, None, &["link.mtu=70000"], "link.mtu = 70000: 576 to 65535 bytes"),
-            (None, Some("scps-fast"), &[], "protocol = \"scps-fast\": one of tcp-vj"),
+        /// A file, a label, assignments, and the error's start.
+        type Case<'a> = (Option<&'a str>, Option<&'a str>, &'a [&'a str], &'a str);
+        let cases: [Case; 7] = [
+            (
+                None,
+                None,
+                &["link.mtu=70000"],
+                "link.mtu = 70000: 576 to 65535 bytes",
+            ),
+            (
+                None,
+                Some("scps-fast"),
+                &[],
+                "protocol = \"scps-fast\": one of tcp-vj",
+            ),
             (None, None, &["tcp.speed=5"], "tcp.speed: unknown field `speed`"),
             (
                 None,
@@ -237,14 +327,24 @@ mod tests {
                 &["workload.bytes=1MB"],
                 "--set = workload.bytes: protocol, tcp.KEY",
             ),
-            (None, Some("scps-rate"), &[], "tcp.rate = none: a rate for scps-rate"),
+            (
+                None,
+                Some("scps-rate"),
+                &[],
+                "tcp.rate = none: a rate for scps-rate",
+            ),
             (
                 Some("[sweep]\n\"link.ber\" = [0, 1e-5]\n[link]\nrate = \"8Mbit\"\n"),
                 None,
                 &[],
                 "test.toml: sweep = link.ber: one point for a real stack, this is 2",
             ),
-            (Some("nmae = \"x\"\n"), None, &[], "test.toml: nmae: unknown field `nmae`"),
+            (
+                Some("nmae = \"x\"\n"),
+                None,
+                &[],
+                "test.toml: nmae: unknown field `nmae`",
+            ),
         ];
         for (file, label, assignments, expected) in cases {
             let err = resolve(file, label, assignments).unwrap_err().to_string();

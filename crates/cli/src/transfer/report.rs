@@ -18,6 +18,11 @@ pub struct Report {
     pub role: String,
     /// `scps-udp`, `scps-tun` or `tcp`.
     pub protocol: String,
+    /// What ran the connection: our stack's protocol label (`scps-rate`,
+    /// `tcp-vj`, ...), or `kernel-` and the kernel's congestion control
+    /// (`kernel-cubic`).
+    #[serde(default)]
+    pub stack: String,
     /// `bulk` or `messages`.
     pub workload: String,
     pub peer: String,
