@@ -173,9 +173,12 @@ impl Stack {
                 });
             }
             Transport::Udp { bind, peer } => {
-                let engine = options
-                    .engine
-                    .resolve(direction, 1500 - udp_overhead(peer.unwrap_or(*bind)))?;
+                let overhead = udp_overhead(peer.unwrap_or(*bind));
+                let mut engine = options.engine.resolve(direction, 1500 - overhead)?;
+                // The route carries each packet inside outer IP and UDP
+                // headers: a pacer that did not charge them would overrun
+                // a route rate by their share.
+                engine.config.rate_framing_bytes += u32::from(overhead);
                 let path = UdpPath::bind(*bind, *peer)?;
                 udp = Some(path.local_addr()?);
                 (PacketPath::Udp(path), engine)
