@@ -41,6 +41,12 @@ pub struct RecvArgs {
     /// until Ctrl-C).
     #[arg(long)]
     once: bool,
+    /// Plain bytes (ttcp-like) from any TCP client: read what arrives until
+    /// the client closes, no hello, no digest, no report back; print the
+    /// bytes and their SHA-256 (--output keeps them once the stream has
+    /// ended in order).
+    #[arg(long)]
+    raw: bool,
 }
 
 impl RecvArgs {
@@ -107,9 +113,16 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
             peer: conn.peer(),
             ..Report::default()
         };
+        report.start_cpu_clock();
         // Held outside the select, so that on Ctrl-C the reset goes first
         // (dropped first, the connection would close on its own terms).
-        let mut serving = Box::pin(serve(conn, &mut report, args.output.as_deref()));
+        let output = args.output.as_deref();
+        let mut serving = if args.raw {
+            Box::pin(serve_raw(conn, &mut report, output))
+                as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
+        } else {
+            Box::pin(serve(conn, &mut report, output))
+        };
         tokio::select! {
             result = &mut serving => {
                 drop(serving);
@@ -139,6 +152,25 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
     drop(acceptor);
     stack.close().await?;
     Ok(outcome)
+}
+
+/// Serves one connection of plain bytes: reads to the end, then closes.
+async fn serve_raw(
+    mut conn: Conn,
+    report: &mut Report,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    report.workload = "raw".into();
+    let start = Instant::now();
+    let (bytes, sha256) = bulk::read_to_end(&mut conn, output).await?;
+    let (secs, bps) = bulk::timing(bytes, start);
+    report.bytes = bytes;
+    report.duration_s = secs;
+    report.goodput_bps = bps;
+    report.sha256 = Some(sha256);
+    report.record_connection(&conn);
+    conn.shutdown().await.context("closing the connection")?;
+    Ok(())
 }
 
 /// Serves one connection: reads the hello, runs the workload, sends the
@@ -195,10 +227,7 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
         }
     }
     let conn = reader.into_inner().unsplit(writer);
-    report.set_repairs(conn.get_ref().repairs());
-    report.retransmitted_bytes = conn.get_ref().retransmitted_bytes();
-    report.scps = conn.get_ref().scps();
-    report.header_compression = conn.get_ref().header_compression();
+    report.record_connection(conn.get_ref());
     let (reader, mut writer) = tokio::io::split(conn);
     report.set_cpu();
     let mut line = serde_json::to_vec(&*report)?;

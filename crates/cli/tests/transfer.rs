@@ -508,6 +508,102 @@ fn engine_settings_are_checked_before_connecting() {
     }
 }
 
+/// SHA-256 of `data`, in hex.
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn raw_mode_sends_plain_bytes_to_any_tcp_listener() {
+    // A listener that knows nothing of our tools: it reads to the end.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = listener.local_addr().unwrap().to_string();
+    let reading = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut stream, &mut data).unwrap();
+        data
+    });
+    let (status, stdout, stderr) = run_send(&["--tcp", &to, "--raw", "--bytes", "3000001", "--json"]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let data = reading.join().unwrap();
+    let sent = json(&stdout);
+    assert_eq!(data.len(), 3_000_001, "the data alone: no hello, no digest");
+    assert_eq!(sent["workload"], "raw");
+    assert_eq!(sent["bytes"], 3_000_001);
+    assert_eq!(sent["sha256"], sha256_hex(&data));
+    assert!(
+        sent.get("verified").is_none(),
+        "nothing to verify against: {sent}"
+    );
+}
+
+#[test]
+fn raw_mode_receives_plain_bytes_from_any_tcp_client() {
+    let dir = TempDir::new("raw-recv");
+    let output = dir.path().join("raw.bin");
+    let receiver = Receiver::start(&[
+        "--tcp",
+        "--port",
+        "0",
+        "--once",
+        "--raw",
+        "--json",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let data: Vec<u8> = (0..1_234_567u32)
+        .map(|i| (i.wrapping_mul(40_503) >> 7) as u8)
+        .collect();
+    let mut client = std::net::TcpStream::connect(receiver.address()).unwrap();
+    std::io::Write::write_all(&mut client, &data).unwrap();
+    client.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut client, &mut rest).unwrap();
+    assert!(rest.is_empty(), "no report is written back to a raw client");
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    let received = json(&stdout);
+    assert_eq!(received["workload"], "raw");
+    assert_eq!(received["bytes"], data.len());
+    assert_eq!(received["sha256"], sha256_hex(&data));
+    assert_eq!(std::fs::read(&output).unwrap(), data);
+}
+
+#[test]
+fn raw_mode_between_our_stacks_prints_the_same_digest_at_both_ends() {
+    let (sent, received) = udp_transfer(&["--raw"], &["--raw", "--bytes", "2MB", "--seed", "5"]);
+    assert_eq!(sent["bytes"], 2_000_000);
+    assert_eq!(received["bytes"], 2_000_000);
+    assert_eq!(sent["sha256"], received["sha256"]);
+    assert!(sent.get("peer_report").is_none());
+}
+
+#[test]
+fn each_connection_of_a_receiver_reports_its_own_cpu_time() {
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--json"]);
+    let (udp, to) = (receiver.udp(), receiver.address());
+    for bytes in ["40MB", "1KB"] {
+        let (status, stdout, stderr) = run_send(&["--udp", &udp, &to, "--bytes", bytes]);
+        assert!(status.success(), "send {bytes}: {stdout}{stderr}");
+    }
+    interrupt(receiver.child.as_ref().unwrap().id());
+    let (_, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    let reports: Vec<serde_json::Value> = stdout.lines().map(json).collect();
+    assert_eq!(reports.len(), 2, "{stdout}{stderr}");
+    let cpu = |r: &serde_json::Value| r["cpu_user_s"].as_f64().unwrap() + r["cpu_system_s"].as_f64().unwrap();
+    assert!(
+        cpu(&reports[1]) < cpu(&reports[0]) / 2.0,
+        "the second report counts only its own 1 KB: {} s against {} s",
+        cpu(&reports[1]),
+        cpu(&reports[0])
+    );
+}
+
 #[test]
 fn an_unreachable_peer_is_a_clear_timeout_error() {
     // A UDP socket that never answers.
