@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use scps_config::Direction;
 use scps_sim::payload::Pattern;
 use scps_sim::result::MessageFigures;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -40,6 +41,12 @@ pub struct RecvArgs {
     /// until Ctrl-C).
     #[arg(long)]
     once: bool,
+    /// Plain bytes (ttcp-like) from any TCP client: read what arrives until
+    /// the client closes, no hello, no digest, no report back; print the
+    /// bytes and their SHA-256 (--output keeps them once the stream has
+    /// ended in order).
+    #[arg(long)]
+    raw: bool,
 }
 
 impl RecvArgs {
@@ -52,13 +59,15 @@ impl RecvArgs {
                 addrs: self.common.addrs.clone(),
             }
         } else {
-            Transport::Tcp
+            Transport::Tcp {
+                congestion: self.common.tcp.clone(),
+            }
         }
     }
 }
 
 pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
-    if args.udp.is_none() && args.common.tun.is_none() && !args.common.tcp {
+    if args.udp.is_none() && args.common.tun.is_none() && !args.common.kernel() {
         bail!("choose a path: --udp ADDR:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -72,7 +81,11 @@ pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
 async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
     let mut interrupt = interrupts()?;
     let transport = args.transport();
-    let stack = Stack::start(&transport, &args.common.stack_options(Duration::from_secs(20)))?;
+    let stack = Stack::start(
+        &transport,
+        &args.common.stack_options(Duration::from_secs(20)),
+        Direction::Reverse,
+    )?;
     let acceptor = stack.listen(args.port)?;
     // Scripts (and the tests) read this line to learn the ports.
     match stack.udp_addr() {
@@ -96,12 +109,20 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
         let mut report = Report {
             role: "recv".into(),
             protocol: transport.label().into(),
+            stack: stack.label_of(&conn),
             peer: conn.peer(),
             ..Report::default()
         };
+        report.start_cpu_clock();
         // Held outside the select, so that on Ctrl-C the reset goes first
         // (dropped first, the connection would close on its own terms).
-        let mut serving = Box::pin(serve(conn, &mut report, args.output.as_deref()));
+        let output = args.output.as_deref();
+        let mut serving = if args.raw {
+            Box::pin(serve_raw(conn, &mut report, output))
+                as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
+        } else {
+            Box::pin(serve(conn, &mut report, output))
+        };
         tokio::select! {
             result = &mut serving => {
                 drop(serving);
@@ -131,6 +152,25 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
     drop(acceptor);
     stack.close().await?;
     Ok(outcome)
+}
+
+/// Serves one connection of plain bytes: reads to the end, then closes.
+async fn serve_raw(
+    mut conn: Conn,
+    report: &mut Report,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    report.workload = "raw".into();
+    let start = Instant::now();
+    let (bytes, sha256) = bulk::read_to_end(&mut conn, output).await?;
+    let (secs, bps) = bulk::timing(bytes, start);
+    report.bytes = bytes;
+    report.duration_s = secs;
+    report.goodput_bps = bps;
+    report.sha256 = Some(sha256);
+    report.record_connection(&conn);
+    conn.shutdown().await.context("closing the connection")?;
+    Ok(())
 }
 
 /// Serves one connection: reads the hello, runs the workload, sends the
@@ -187,10 +227,7 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
         }
     }
     let conn = reader.into_inner().unsplit(writer);
-    report.set_repairs(conn.get_ref().repairs());
-    report.retransmitted_bytes = conn.get_ref().retransmitted_bytes();
-    report.scps = conn.get_ref().scps();
-    report.header_compression = conn.get_ref().header_compression();
+    report.record_connection(conn.get_ref());
     let (reader, mut writer) = tokio::io::split(conn);
     report.set_cpu();
     let mut line = serde_json::to_vec(&*report)?;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use scps_config::Direction;
 use scps_config::units::{Bytes, Rate};
 use scps_sim::payload::Pattern;
 use scps_sim::result::MessageFigures;
@@ -44,6 +45,12 @@ pub struct SendArgs {
     /// Bulk: send this file.
     #[arg(long, value_name = "FILE", group = "workload")]
     file: Option<PathBuf>,
+    /// Plain bytes (ttcp-like) for any TCP listener: the data of --bytes or
+    /// --file alone, then the close; no hello, no digest, no report from
+    /// the peer. The SHA-256 of what was sent is printed, to compare with
+    /// the receiver's (`scps recv --raw` prints it).
+    #[arg(long, conflicts_with = "messages")]
+    raw: bool,
     /// Message stream (the Iridium paper's test application).
     #[arg(long, group = "workload", requires_all = ["size", "rate", "duration"])]
     messages: bool,
@@ -90,6 +97,8 @@ fn flow(size: Bytes, rate: Rate, what: &str) -> anyhow::Result<Flow> {
 
 enum Workload {
     Bulk(Source),
+    /// Plain bytes to any listener: no hello, no digest, no report back.
+    Raw(Source),
     Messages(Hello),
 }
 
@@ -107,19 +116,22 @@ impl SendArgs {
                 addrs: self.common.addrs.clone(),
             }
         } else {
-            Transport::Tcp
+            Transport::Tcp {
+                congestion: self.common.tcp.clone(),
+            }
         }
     }
 
     fn workload(&self) -> anyhow::Result<Workload> {
+        let bulk = if self.raw { Workload::Raw } else { Workload::Bulk };
         if let Some(bytes) = self.bytes {
-            return Ok(Workload::Bulk(Source::Generated {
+            return Ok(bulk(Source::Generated {
                 bytes: bytes.0,
                 seed: self.seed,
             }));
         }
         if let Some(file) = &self.file {
-            return Ok(Workload::Bulk(Source::File(file.clone())));
+            return Ok(bulk(Source::File(file.clone())));
         }
         if self.messages {
             let (Some(size), Some(rate), Some(duration)) = (self.size, self.rate, self.duration) else {
@@ -151,7 +163,7 @@ impl SendArgs {
 }
 
 pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
-    if args.udp.is_none() && args.common.tun.is_none() && !args.common.tcp {
+    if args.udp.is_none() && args.common.tun.is_none() && !args.common.kernel() {
         bail!("choose a path: --udp PEER:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
     }
     let workload = args.workload()?;
@@ -166,7 +178,11 @@ pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
 async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
     let mut interrupt = interrupts()?;
     let transport = args.transport();
-    let stack = Stack::start(&transport, &args.common.stack_options(args.connect_timeout))?;
+    let stack = Stack::start(
+        &transport,
+        &args.common.stack_options(args.connect_timeout),
+        Direction::Forward,
+    )?;
     let start = Instant::now();
     let conn = tokio::select! {
         conn = stack.connect(args.to) => conn,
@@ -186,9 +202,11 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
     let mut report = Report {
         role: "send".into(),
         protocol: transport.label().into(),
+        stack: stack.label_of(&conn),
         peer: conn.peer(),
         ..Report::default()
     };
+    report.start_cpu_clock();
     let abort = conn.abort_handle()?;
     // Held outside the select, so that on Ctrl-C the reset goes first: the
     // session, dropped first, would close the connection gracefully, and
@@ -222,6 +240,24 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
     let (reader, mut writer) = tokio::io::split(conn);
     let mut reader = BufReader::new(reader);
     match workload {
+        Workload::Raw(source) => {
+            report.workload = "raw".into();
+            let (len, file) = bulk::open(source).await?;
+            let digest = bulk::write_source(&mut writer, source, len, file).await?;
+            writer.shutdown().await.context("closing the connection")?;
+            // Delivered once the receiver closes after our FIN; whatever
+            // it says meanwhile is read and set aside.
+            tokio::io::copy(&mut reader, &mut tokio::io::sink())
+                .await
+                .context("waiting for the receiver to close")?;
+            let (secs, bps) = bulk::timing(len, start);
+            report.bytes = len;
+            report.duration_s = secs;
+            report.goodput_bps = bps;
+            report.sha256 = Some(bulk::hex(&digest));
+            report.record_connection(&reader.into_inner().unsplit(writer));
+            return Ok(());
+        }
         Workload::Bulk(source) => {
             report.workload = "bulk".into();
             let (len, file) = bulk::open(source).await?;
@@ -286,10 +322,7 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
     // still open the kernel still has its counters (a kernel socket in
     // TIME-WAIT, the lot of the side that closes first, has none).
     let mut conn = reader.into_inner().unsplit(writer);
-    report.set_repairs(conn.repairs());
-    report.retransmitted_bytes = conn.retransmitted_bytes();
-    report.scps = conn.scps();
-    report.header_compression = conn.header_compression();
+    report.record_connection(&conn);
     conn.shutdown().await.context("closing the connection")?;
     Ok(())
 }

@@ -305,3 +305,33 @@ fn interop_cli_kernel_tcp_sends_a_file_to_our_stack() {
         "we answer a plain SYN with a plain SYN-ACK"
     );
 }
+
+#[test]
+fn interop_cli_raw_bytes_from_our_stack_to_a_kernel_listener() {
+    if in_user_namespace("interop_cli_raw_bytes_from_our_stack_to_a_kernel_listener") {
+        return;
+    }
+    let pair = Pair::new("r");
+    // Plain bytes from our stack on a TUN device to the kernel's TCP: the
+    // receiver only reads a socket, as any application would.
+    let (received, sent) = transfer(
+        &pair,
+        &["--tcp", "--raw"],
+        &[
+            "10.88.0.1:5001",
+            "--tun",
+            "scps0",
+            "--addr",
+            "10.89.2.1/24",
+            "--raw",
+            "--bytes",
+            "3MB",
+        ],
+    );
+    let (received, sent) = (json(&received), json(&sent));
+    assert_eq!(received["protocol"], "tcp");
+    assert_eq!(sent["protocol"], "scps-tun");
+    assert_eq!(sent["scps"], false, "the kernel answers plain TCP");
+    assert_eq!(received["bytes"], 3_000_000);
+    assert_eq!(received["sha256"], sent["sha256"]);
+}

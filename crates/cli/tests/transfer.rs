@@ -223,13 +223,14 @@ fn compressed_headers_carry_a_bulk_transfer_over_udp() {
     let dir = TempDir::new("bulk-udp-105");
     let capture = dir.path().join("send.pcap");
     let (sent, received) = udp_transfer(
-        &["--header-compression"],
+        &["--set", "tcp.header_compression=true"],
         &[
             "--bytes",
             "2MB",
             "--seed",
             "11",
-            "--header-compression",
+            "--set",
+            "tcp.header_compression=true",
             "--pcap",
             capture.to_str().unwrap(),
         ],
@@ -389,6 +390,218 @@ fn kernel_tcp_carries_a_file_that_arrives_complete() {
         "the received file is the sent one"
     );
     assert_eq!(dir.entries(), ["input.bin", "output.bin"], "no partial file left");
+}
+
+#[test]
+fn the_scenario_schema_configures_our_stack_at_both_ends() {
+    // The sender paces at 2 Mbit/s (scps-rate at a route rate given as a
+    // key); the receiver runs plain TCP with NewReno (tcp-vj): the two ends
+    // meet as plain TCP, and 500 kB cannot cross in less than 2 s at that
+    // rate, where loopback unpaced takes a fraction of it.
+    let started = Instant::now();
+    let (sent, received) = udp_transfer(
+        &["--stack", "tcp-vj"],
+        &[
+            "--bytes",
+            "500KB",
+            "--stack",
+            "scps-rate",
+            "--set",
+            "tcp.rate=2Mbit",
+            "--set",
+            "tcp.recv_buffer=1MiB",
+        ],
+    );
+    assert_eq!(sent["stack"], "scps-rate", "{sent}");
+    assert_eq!(received["stack"], "tcp-vj", "{received}");
+    assert_eq!(sent["scps"], false, "the receiver did not offer SCPS-TP");
+    assert_eq!(sent["verified"], true);
+    let floor = 500_000.0 * 8.0 / 2e6;
+    let seconds = sent["duration_s"].as_f64().unwrap();
+    assert!(seconds >= 0.9 * floor, "{seconds} s: faster than the rate allows");
+    assert!(started.elapsed() >= Duration::from_secs_f64(0.9 * floor));
+}
+
+#[test]
+fn a_scenario_file_configures_the_sender_like_the_simulators() {
+    // geo-8mbit pinned to one point: scps-rate paces at the [link]'s 8
+    // Mbit/s; 2 MB cannot cross in less than 2 s.
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/geo-8mbit.toml");
+    let (sent, _) = udp_transfer(
+        &[],
+        &[
+            "--bytes",
+            "2MB",
+            "--config",
+            scenario,
+            "--stack",
+            "scps-rate",
+            "--set",
+            "link.rtt=600ms",
+            "--set",
+            "link.ber=0",
+        ],
+    );
+    assert_eq!(sent["stack"], "scps-rate");
+    assert_eq!(sent["scps"], true);
+    assert_eq!(sent["verified"], true);
+    let seconds = sent["duration_s"].as_f64().unwrap();
+    assert!(seconds >= 0.9 * 2.0, "{seconds} s: faster than the link's rate");
+}
+
+#[test]
+fn kernel_tcp_runs_the_congestion_control_it_is_given() {
+    let receiver = Receiver::start(&["--tcp=cubic", "--port", "0", "--once", "--json"]);
+    let (status, stdout, stderr) = run_send(&["--tcp=reno", &receiver.address(), "--bytes", "1MB", "--json"]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let sent = json(&stdout);
+    assert_eq!(sent["stack"], "kernel-reno", "{sent}");
+    assert_eq!(sent["verified"], true);
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    assert_eq!(
+        json(&stdout)["stack"],
+        "kernel-cubic",
+        "accepted connections inherit it"
+    );
+}
+
+#[test]
+fn engine_settings_are_checked_before_connecting() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--udp", "127.0.0.1:1", "--stack", "scps-warp"],
+            "protocol = \"scps-warp\": one of tcp-vj, tcp-cubic, scps-vj, scps-vegas, scps-rate",
+        ),
+        (
+            &["--udp", "127.0.0.1:1", "--stack", "scps-rate"],
+            "tcp.rate = none: a rate for scps-rate",
+        ),
+        (
+            &["--udp", "127.0.0.1:1", "--set", "tcp.rto_min=0s"],
+            "tcp.rto_min = 0ns: greater than zero",
+        ),
+        (
+            &["--udp", "127.0.0.1:1", "--set", "workload.bytes=1MB"],
+            "--set = workload.bytes: protocol, tcp.KEY, stacks.LABEL.KEY or link.KEY",
+        ),
+        (
+            &["--tcp", "--set", "tcp.rate=1Mbit"],
+            "--config, --stack and --set configure our stack",
+        ),
+        (
+            &["--tcp=warp-drive"],
+            "--tcp=warp-drive: the kernel has no such congestion control",
+        ),
+    ];
+    for (options, expected) in cases {
+        let mut args = vec!["127.0.0.1:1", "--bytes", "1KB", "--connect-timeout", "30s"];
+        args.extend(options);
+        let started = Instant::now();
+        let (status, stdout, stderr) = run_send(&args);
+        assert_eq!(status.code(), Some(2), "{options:?}: {stdout}{stderr}");
+        assert!(stderr.contains(expected), "{options:?}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "refused before connecting"
+        );
+    }
+}
+
+/// SHA-256 of `data`, in hex.
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn raw_mode_sends_plain_bytes_to_any_tcp_listener() {
+    // A listener that knows nothing of our tools: it reads to the end.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = listener.local_addr().unwrap().to_string();
+    let reading = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut stream, &mut data).unwrap();
+        data
+    });
+    let (status, stdout, stderr) = run_send(&["--tcp", &to, "--raw", "--bytes", "3000001", "--json"]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let data = reading.join().unwrap();
+    let sent = json(&stdout);
+    assert_eq!(data.len(), 3_000_001, "the data alone: no hello, no digest");
+    assert_eq!(sent["workload"], "raw");
+    assert_eq!(sent["bytes"], 3_000_001);
+    assert_eq!(sent["sha256"], sha256_hex(&data));
+    assert!(
+        sent.get("verified").is_none(),
+        "nothing to verify against: {sent}"
+    );
+}
+
+#[test]
+fn raw_mode_receives_plain_bytes_from_any_tcp_client() {
+    let dir = TempDir::new("raw-recv");
+    let output = dir.path().join("raw.bin");
+    let receiver = Receiver::start(&[
+        "--tcp",
+        "--port",
+        "0",
+        "--once",
+        "--raw",
+        "--json",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let data: Vec<u8> = (0..1_234_567u32)
+        .map(|i| (i.wrapping_mul(40_503) >> 7) as u8)
+        .collect();
+    let mut client = std::net::TcpStream::connect(receiver.address()).unwrap();
+    std::io::Write::write_all(&mut client, &data).unwrap();
+    client.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut client, &mut rest).unwrap();
+    assert!(rest.is_empty(), "no report is written back to a raw client");
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    let received = json(&stdout);
+    assert_eq!(received["workload"], "raw");
+    assert_eq!(received["bytes"], data.len());
+    assert_eq!(received["sha256"], sha256_hex(&data));
+    assert_eq!(std::fs::read(&output).unwrap(), data);
+}
+
+#[test]
+fn raw_mode_between_our_stacks_prints_the_same_digest_at_both_ends() {
+    let (sent, received) = udp_transfer(&["--raw"], &["--raw", "--bytes", "2MB", "--seed", "5"]);
+    assert_eq!(sent["bytes"], 2_000_000);
+    assert_eq!(received["bytes"], 2_000_000);
+    assert_eq!(sent["sha256"], received["sha256"]);
+    assert!(sent.get("peer_report").is_none());
+}
+
+#[test]
+fn each_connection_of_a_receiver_reports_its_own_cpu_time() {
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--json"]);
+    let (udp, to) = (receiver.udp(), receiver.address());
+    for bytes in ["40MB", "1KB"] {
+        let (status, stdout, stderr) = run_send(&["--udp", &udp, &to, "--bytes", bytes]);
+        assert!(status.success(), "send {bytes}: {stdout}{stderr}");
+    }
+    interrupt(receiver.child.as_ref().unwrap().id());
+    let (_, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    let reports: Vec<serde_json::Value> = stdout.lines().map(json).collect();
+    assert_eq!(reports.len(), 2, "{stdout}{stderr}");
+    let cpu = |r: &serde_json::Value| r["cpu_user_s"].as_f64().unwrap() + r["cpu_system_s"].as_f64().unwrap();
+    assert!(
+        cpu(&reports[1]) < cpu(&reports[0]) / 2.0,
+        "the second report counts only its own 1 KB: {} s against {} s",
+        cpu(&reports[1]),
+        cpu(&reports[0])
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod error;
 pub mod link;
 pub mod protocol;
 pub mod scenario;
+pub mod stack;
 pub mod sweep;
 pub mod tcp;
 pub mod topology;

@@ -417,6 +417,15 @@ impl ChannelSpec {
         })
     }
 
+    /// `mtu`, or the default, within what IP allows.
+    pub fn checked_mtu(&self) -> Result<u16, Error> {
+        let mtu = self.mtu.unwrap_or(DEFAULT_MTU.into());
+        u16::try_from(mtu)
+            .ok()
+            .filter(|mtu| *mtu >= 576)
+            .ok_or_else(|| Error::invalid("link.mtu", mtu, "576 to 65535 bytes"))
+    }
+
     /// The MTU and, per circuit, the keys that apply in each direction
     /// (overrides folded in), before they become channel models: the live
     /// emulator changes these and resolves them again.
@@ -436,11 +445,7 @@ impl ChannelSpec {
                 "1 to 64 parallel circuits",
             ));
         }
-        let mtu = self.mtu.unwrap_or(DEFAULT_MTU.into());
-        let mtu = u16::try_from(mtu)
-            .ok()
-            .filter(|mtu| *mtu >= 576)
-            .ok_or_else(|| Error::invalid("link.mtu", mtu, "576 to 65535 bytes"))?;
+        let mtu = self.checked_mtu()?;
         let mut circuits = Vec::new();
         for i in 0..count as usize {
             let mut forward = match overrides.get(i) {

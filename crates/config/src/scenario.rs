@@ -213,9 +213,17 @@ fn default_header_bytes(tcp: &scps_proto::Config) -> u32 {
     20 + transport
 }
 
-fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Error> {
-    let protocol: Protocol = spec.protocol.parse()?;
-    for label in spec.stacks.keys() {
+/// The engine configuration a protocol label runs with: `base`, the
+/// label's defaults, then `[tcp]`, then `[stacks.LABEL]`, then what the
+/// label decides (its congestion control, whether it offers SCPS-TP); each
+/// stage checked, naming its keys.
+pub(crate) fn engine_tcp(
+    protocol: Protocol,
+    tcp_spec: &TcpSpec,
+    stacks: &BTreeMap<String, TcpSpec>,
+    mut tcp: scps_proto::Config,
+) -> Result<scps_proto::Config, Error> {
+    for label in stacks.keys() {
         label.parse::<Protocol>().map_err(|_| {
             Error::invalid(
                 format!("stacks.{label}"),
@@ -224,20 +232,26 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
             )
         })?;
     }
-    let link = spec.link.resolve()?;
-    let mut tcp = scps_proto::Config {
-        mtu: link.mtu,
-        ..scps_proto::Config::default()
-    };
     protocol.defaults(&mut tcp);
-    spec.tcp.apply(&mut tcp, "tcp")?;
+    tcp_spec.apply(&mut tcp, "tcp")?;
     validate(&tcp, "tcp")?;
-    if let Some(stack) = spec.stacks.get(protocol.label()) {
+    if let Some(stack) = stacks.get(protocol.label()) {
         let prefix = format!("stacks.{protocol}");
         stack.apply(&mut tcp, &prefix)?;
         validate(&tcp, &prefix)?;
     }
     protocol.apply(&mut tcp);
+    Ok(tcp)
+}
+
+fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Error> {
+    let protocol: Protocol = spec.protocol.parse()?;
+    let link = spec.link.resolve()?;
+    let base = scps_proto::Config {
+        mtu: link.mtu,
+        ..scps_proto::Config::default()
+    };
+    let tcp = engine_tcp(protocol, &spec.tcp, &spec.stacks, base)?;
     let header_bytes = spec
         .limit
         .header_bytes
@@ -278,6 +292,27 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
     Ok(point)
 }
 
+/// `config` of `protocol` on `link`, sending `direction`: what
+/// [`Point::engine_config`] says.
+pub(crate) fn with_route(
+    mut config: scps_proto::Config,
+    protocol: Protocol,
+    link: &Link,
+    direction: Direction,
+) -> scps_proto::Config {
+    if protocol.is_scps() && config.rate_bps.is_none() {
+        // The link's own rate and framing, unless `rate` was given
+        // (with `rate_framing` beside it if the link frames).
+        let route = link.route(direction);
+        config.rate_bps = Some(route.rate_bps);
+        config.rate_framing_bytes = route.framing_bytes;
+    }
+    if config.ack_adaptive && config.ack_return_rate_bps.is_none() {
+        config.ack_return_rate_bps = Some(link.route(direction).rate_bps);
+    }
+    config
+}
+
 impl Point {
     /// The engine configuration of the node whose data goes `direction`:
     /// an SCPS stack without a `rate` of its own paces to the route rate
@@ -285,18 +320,7 @@ impl Point {
     /// adaptive ACK policy, without an `ack_return_rate`, counts on the
     /// route rate of that direction, which the node's ACKs take.
     pub fn engine_config(&self, direction: Direction) -> scps_proto::Config {
-        let mut config = self.tcp.clone();
-        if self.protocol.is_scps() && config.rate_bps.is_none() {
-            // The link's own rate and framing, unless `rate` was given
-            // (with `rate_framing` beside it if the link frames).
-            let route = self.link.route(direction);
-            config.rate_bps = Some(route.rate_bps);
-            config.rate_framing_bytes = route.framing_bytes;
-        }
-        if config.ack_adaptive && config.ack_return_rate_bps.is_none() {
-            config.ack_return_rate_bps = Some(self.link.route(direction).rate_bps);
-        }
-        config
+        with_route(self.tcp.clone(), self.protocol, &self.link, direction)
     }
 
     /// The physical limit of SCENARIOS.md for the data this point moves,

@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use scps_config::units::{Bytes, parse_duration};
+use scps_config::units::parse_duration;
 
-use super::stack::StackOptions;
+use scps_config::stack::ToolKeepalive;
+
+use super::stack::{EngineArgs, StackOptions, keepalive_every};
 
 #[derive(Debug, Args)]
 pub struct CommonArgs {
@@ -19,53 +21,77 @@ pub struct CommonArgs {
     /// device, e.g. 10.9.0.2/24 or fd09::2/64 (repeatable).
     #[arg(long = "addr", value_name = "ADDRESS/PREFIX", value_parser = parse_prefix, requires = "tun")]
     pub addrs: Vec<(IpAddr, u8)>,
-    /// The kernel's TCP instead of our stack, to measure it the same way.
-    #[arg(long, group = "path")]
-    pub tcp: bool,
+    /// The kernel's TCP instead of our stack, to measure it the same way;
+    /// `--tcp=CONTROLLER` sets its congestion control (TCP_CONGESTION:
+    /// cubic, bbr, reno, or another the kernel lists in
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control), else the
+    /// system's default.
+    #[arg(
+        long,
+        group = "path",
+        value_name = "CONTROLLER",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub tcp: Option<String>,
     /// Write every packet of our stack to this pcap file (link type RAW).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
-    /// Largest IP packet of ours, bytes (default 1500 on a TUN device; on
-    /// UDP, what fits a 1500-byte outer packet).
-    #[arg(long, value_name = "BYTES")]
-    pub mtu: Option<u16>,
-    /// Send and receive buffer of our connections, e.g. 4MiB (default
-    /// 256KiB).
-    #[arg(long, value_name = "SIZE")]
-    pub buffer: Option<Bytes>,
+    /// A scenario file whose `[tcp]`, `[stacks.LABEL]` and `[link]` (the
+    /// route rate SCPS stacks pace at) configure our stack as `scps sim`
+    /// configures its hosts; what describes only a simulation (workload,
+    /// runs) is ignored. docs/configuration.md has the keys.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Our stack's protocol label: tcp-vj (plain TCP), tcp-cubic, scps-vj
+    /// (the default: SCPS-TP offered, NewReno), scps-vegas or scps-rate
+    /// (no congestion control: sends at the route rate).
+    #[arg(long, value_name = "LABEL")]
+    pub stack: Option<String>,
+    /// A key of the scenarios' schema for our stack, as `scps sim --set`
+    /// takes it: tcp.KEY (e.g. tcp.rate=8Mbit, tcp.recv_buffer=4MiB,
+    /// tcp.header_compression=true, tcp.loss_source=corruption),
+    /// stacks.LABEL.KEY, link.KEY (link.mtu; a link with a rate is a route
+    /// SCPS stacks pace at) or protocol. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
     /// Probe an idle connection after this long without a segment from the
     /// peer, every this long again, and give up after 3 unanswered probes
     /// (RFC 1122 4.2.3.6 keepalive, on either stack): a peer that vanished
     /// mid-transfer ends the test with an error instead of a wait forever.
-    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "15s")]
-    pub keepalive: Duration,
-    /// Our stack offers plain TCP only. By default it offers SCPS-TP (the
-    /// capabilities option, SNACK) and speaks plain TCP with a peer that
-    /// does not answer in kind.
-    #[arg(long)]
-    pub no_scps: bool,
-    /// Our stack also offers SCPS header compression: once both SYNs set
-    /// it, every later segment travels as IP protocol 105 with a compressed
-    /// header.
-    #[arg(long, conflicts_with = "no_scps")]
-    pub header_compression: bool,
+    /// Default 15s; for our stack, `tcp.keepalive` may say it instead.
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_time)]
+    pub keepalive: Option<Duration>,
     /// One JSON object (the field names of `scps sim --json`) instead of
     /// text.
     #[arg(long)]
     pub json: bool,
 }
 
+/// The tools' keepalive unless `--keepalive` or `tcp.keepalive` says.
+const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
+
 impl CommonArgs {
     pub fn stack_options(&self, connect_timeout: Duration) -> StackOptions {
         StackOptions {
             pcap: self.pcap.clone(),
-            mtu: self.mtu,
-            buffer: self.buffer.map(|b| b.0),
-            scps: !self.no_scps,
-            header_compression: self.header_compression,
-            keepalive: self.keepalive,
+            engine: EngineArgs {
+                config: self.config.clone(),
+                stack: self.stack.clone(),
+                sets: self.sets.clone(),
+                keepalive: match self.keepalive {
+                    Some(every) => ToolKeepalive::Given(keepalive_every(every)),
+                    None => ToolKeepalive::Default(keepalive_every(DEFAULT_KEEPALIVE)),
+                },
+            },
             connect_timeout,
         }
+    }
+
+    /// Whether the kernel's TCP carries the test.
+    pub fn kernel(&self) -> bool {
+        self.tcp.is_some()
     }
 }
 
@@ -85,6 +111,13 @@ pub fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {
 
 pub fn parse_time(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn parse_positive_time(text: &str) -> Result<Duration, String> {
+    match parse_time(text)? {
+        zero if zero.is_zero() => Err(format!("{text:?}: expected a duration above 0")),
+        time => Ok(time),
+    }
 }
 
 #[cfg(test)]

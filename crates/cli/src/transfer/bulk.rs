@@ -53,8 +53,20 @@ pub async fn write_data(
     out: &mut (impl AsyncWrite + Unpin),
     source: &Source,
     len: u64,
-    mut file: Option<tokio::fs::File>,
+    file: Option<tokio::fs::File>,
 ) -> anyhow::Result<String> {
+    let digest = write_source(out, source, len, file).await?;
+    out.write_all(&digest).await.context("sending failed")?;
+    Ok(hex(&digest))
+}
+
+/// Writes `len` bytes of the source alone; returns their SHA-256.
+pub async fn write_source(
+    out: &mut (impl AsyncWrite + Unpin),
+    source: &Source,
+    len: u64,
+    mut file: Option<tokio::fs::File>,
+) -> anyhow::Result<[u8; 32]> {
     let pattern = match source {
         Source::Generated { seed, .. } => Some(Pattern::new(*seed)),
         Source::File(_) => None,
@@ -78,9 +90,7 @@ pub async fn write_data(
         out.write_all(chunk).await.context("sending failed")?;
         sent += n as u64;
     }
-    let digest = hasher.finalize();
-    out.write_all(&digest).await.context("sending failed")?;
-    Ok(hex(&digest))
+    Ok(hasher.finalize().into())
 }
 
 /// A file being received: written under a temporary name beside its final
@@ -170,28 +180,13 @@ pub async fn read_data(
         Some(path) => Some(PartialFile::create(path).await?),
         None => None,
     };
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; CHUNK];
-    let mut received = 0u64;
-    while received < len {
-        let want = (len - received).min(CHUNK as u64) as usize;
-        let n = input.read(&mut buf[..want]).await.context("receiving failed")?;
-        if n == 0 {
-            bail!("the sender closed after {received} of {len} bytes");
-        }
-        hasher.update(&buf[..n]);
-        if let Some(sink) = &mut sink {
-            sink.write(&buf[..n]).await?;
-        }
-        received += n as u64;
-    }
+    let (received, ours) = read_bytes(input, Some(len), &mut sink).await?;
     let mut theirs = [0u8; 32];
     input
         .read_exact(&mut theirs)
         .await
         .context("the sender closed before its SHA-256")?;
-    let ours = hasher.finalize();
-    let verified = ours.as_slice() == theirs;
+    let verified = ours == theirs;
     if verified && let Some(sink) = sink {
         sink.commit().await?;
     }
@@ -200,6 +195,53 @@ pub async fn read_data(
         sha256: hex(&ours),
         verified,
     })
+}
+
+/// Reads everything until the sender closes (plain bytes: there is no
+/// digest to check them by), writing it to `output` if given, which is
+/// kept once the stream has ended in order; returns the bytes read and
+/// their SHA-256.
+pub async fn read_to_end(
+    input: &mut (impl AsyncRead + Unpin),
+    output: Option<&Path>,
+) -> anyhow::Result<(u64, String)> {
+    let mut sink = match output {
+        Some(path) => Some(PartialFile::create(path).await?),
+        None => None,
+    };
+    let (received, digest) = read_bytes(input, None, &mut sink).await?;
+    if let Some(sink) = sink {
+        sink.commit().await?;
+    }
+    Ok((received, hex(&digest)))
+}
+
+/// Reads `len` bytes, or to the end of the stream for `None`, into `sink`;
+/// returns how many and their SHA-256.
+async fn read_bytes(
+    input: &mut (impl AsyncRead + Unpin),
+    len: Option<u64>,
+    sink: &mut Option<PartialFile>,
+) -> anyhow::Result<(u64, [u8; 32])> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut received = 0u64;
+    while len.is_none_or(|len| received < len) {
+        let want = len.map_or(CHUNK, |len| (len - received).min(CHUNK as u64) as usize);
+        let n = input.read(&mut buf[..want]).await.context("receiving failed")?;
+        if n == 0 {
+            match len {
+                Some(len) => bail!("the sender closed after {received} of {len} bytes"),
+                None => break,
+            }
+        }
+        hasher.update(&buf[..n]);
+        if let Some(sink) = sink {
+            sink.write(&buf[..n]).await?;
+        }
+        received += n as u64;
+    }
+    Ok((received, hasher.finalize().into()))
 }
 
 /// Seconds and bit/s of `bytes` moved since `start`.

@@ -20,6 +20,7 @@ pub mod args;
 pub mod bulk;
 pub mod conn;
 pub mod hello;
+pub mod kernel_congestion;
 pub mod messages;
 pub mod report;
 pub mod stack;

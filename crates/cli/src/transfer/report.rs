@@ -10,7 +10,7 @@ use std::time::Duration;
 use scps_sim::result::{FlowFigures, MessageFigures, percentile};
 use serde::{Deserialize, Serialize};
 
-use super::conn::Repairs;
+use super::conn::{Conn, Repairs};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -18,7 +18,12 @@ pub struct Report {
     pub role: String,
     /// `scps-udp`, `scps-tun` or `tcp`.
     pub protocol: String,
-    /// `bulk` or `messages`.
+    /// What ran the connection: our stack's protocol label (`scps-rate`,
+    /// `tcp-vj`, ...), or `kernel-` and the kernel's congestion control
+    /// (`kernel-cubic`).
+    #[serde(default)]
+    pub stack: String,
+    /// `bulk`, `raw` or `messages`.
     pub workload: String,
     pub peer: String,
     /// Application bytes delivered and checked (bulk), or of whole
@@ -52,9 +57,14 @@ pub struct Report {
     pub verified: Option<bool>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<MessageFigures>,
-    /// CPU time this process used, seconds.
+    /// CPU time this process used for this connection, seconds.
     pub cpu_user_s: f64,
     pub cpu_system_s: f64,
+    /// The process's CPU time when the connection began: a receiver
+    /// serves one connection after another, and each report counts its
+    /// own.
+    #[serde(skip)]
+    pub(crate) cpu_at_start: (f64, f64),
     /// The receiving end's report, as it sent it back (sender only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_report: Option<Box<Report>>,
@@ -63,8 +73,17 @@ pub struct Report {
 }
 
 impl Report {
+    /// Fills in what the connection did: its repairs and what it
+    /// negotiated.
+    pub fn record_connection(&mut self, conn: &Conn) {
+        self.set_repairs(conn.repairs());
+        self.retransmitted_bytes = conn.retransmitted_bytes();
+        self.scps = conn.scps();
+        self.header_compression = conn.header_compression();
+    }
+
     /// Fills in how the connection repaired losses (nothing for kernel TCP).
-    pub fn set_repairs(&mut self, repairs: Option<Repairs>) {
+    fn set_repairs(&mut self, repairs: Option<Repairs>) {
         self.retransmitted_bytes = repairs.map(|r| r.retransmitted_bytes);
         self.timeouts = repairs.map(|r| r.timeouts);
         self.fast_recoveries = repairs.map(|r| r.fast_recoveries);
@@ -76,14 +95,16 @@ impl Report {
             || self.peer_report.as_ref().is_some_and(|p| p.failed())
     }
 
-    /// Fills in the process's CPU time so far.
+    /// Starts counting this connection's CPU time.
+    pub fn start_cpu_clock(&mut self) {
+        self.cpu_at_start = process_cpu_time();
+    }
+
+    /// Fills in the CPU time used since [`Report::start_cpu_clock`].
     pub fn set_cpu(&mut self) {
-        use nix::sys::resource::{UsageWho, getrusage};
-        if let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) {
-            let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
-            self.cpu_user_s = secs(usage.user_time());
-            self.cpu_system_s = secs(usage.system_time());
-        }
+        let (user, system) = process_cpu_time();
+        self.cpu_user_s = user - self.cpu_at_start.0;
+        self.cpu_system_s = system - self.cpu_at_start.1;
     }
 
     pub fn print(&self, json: bool) {
@@ -152,6 +173,15 @@ impl Report {
         }
         lines.join("\n")
     }
+}
+
+/// User and system CPU time of this process so far, seconds.
+fn process_cpu_time() -> (f64, f64) {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    getrusage(UsageWho::RUSAGE_SELF).map_or((0.0, 0.0), |usage| {
+        (secs(usage.user_time()), secs(usage.system_time()))
+    })
 }
 
 fn rate(bps: f64) -> String {

@@ -6,11 +6,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use scps_config::Direction;
+use scps_config::stack::{RealStack, StackSettings, ToolKeepalive};
+use scps_config::sweep::parse_assignment;
 use scps_net::{Listener, Net, NetOptions, PacketPath, TunPath, UdpPath};
 use scps_proto::config::Keepalive;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::conn::Conn;
+use super::kernel_congestion;
 
 #[derive(Debug, Clone)]
 pub enum Transport {
@@ -23,8 +27,9 @@ pub enum Transport {
     /// Our stack on TUN device `name`, answering to `addrs` (each routed to
     /// the device with its prefix).
     Tun { name: String, addrs: Vec<(IpAddr, u8)> },
-    /// The kernel's TCP.
-    Tcp,
+    /// The kernel's TCP, with this congestion controller (the system's
+    /// default if none).
+    Tcp { congestion: Option<String> },
 }
 
 impl Transport {
@@ -33,7 +38,7 @@ impl Transport {
         match self {
             Transport::Udp { .. } => "scps-udp",
             Transport::Tun { .. } => "scps-tun",
-            Transport::Tcp => "tcp",
+            Transport::Tcp { .. } => "tcp",
         }
     }
 }
@@ -41,27 +46,80 @@ impl Transport {
 #[derive(Debug, Clone)]
 pub struct StackOptions {
     pub pcap: Option<PathBuf>,
-    /// Largest IP packet of ours; default 1500 on a TUN device, and on UDP
-    /// what fits a 1500-byte outer packet.
-    pub mtu: Option<u16>,
-    /// Send and receive buffer of each connection, bytes.
-    pub buffer: Option<u64>,
-    /// Offer SCPS-TP (capabilities option and SNACK).
-    pub scps: bool,
-    /// Offer header compression too (IP protocol 105).
-    pub header_compression: bool,
-    /// Keepalive idle time and probe interval (3 probes).
-    pub keepalive: Duration,
+    pub engine: EngineArgs,
     pub connect_timeout: Duration,
+}
+
+/// What configures the engine of our stack: the scenarios' schema
+/// (`--config`, `--stack`, `--set`) and the tool's keepalive.
+#[derive(Debug, Clone)]
+pub struct EngineArgs {
+    pub config: Option<PathBuf>,
+    pub stack: Option<String>,
+    pub sets: Vec<String>,
+    pub keepalive: ToolKeepalive,
+}
+
+impl EngineArgs {
+    /// Whether anything here configures our stack beyond its defaults.
+    fn given(&self) -> bool {
+        self.config.is_some() || self.stack.is_some() || !self.sets.is_empty()
+    }
+
+    /// Our stack's configuration, sending its data `direction`, on a path
+    /// of `path_mtu` unless `link.mtu` says otherwise.
+    fn resolve(&self, direction: Direction, path_mtu: u16) -> anyhow::Result<RealStack> {
+        let text = match &self.config {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read --config {}", path.display()))?,
+            ),
+            None => None,
+        };
+        let origin = self.config.as_ref().map(|p| p.display().to_string());
+        let sets = self
+            .sets
+            .iter()
+            .map(|text| parse_assignment(text))
+            .collect::<Result<Vec<_>, _>>()?;
+        let settings = StackSettings {
+            file: origin.as_deref().zip(text.as_deref()),
+            label: self.stack.as_deref(),
+            sets: &sets,
+            keepalive: self.keepalive,
+        };
+        Ok(settings.resolve(direction, path_mtu)?)
+    }
+
+    fn keepalive(&self) -> Keepalive {
+        match self.keepalive {
+            ToolKeepalive::Default(k) | ToolKeepalive::Given(k) => k,
+        }
+    }
+}
+
+/// Keepalive probes every `every` after as long idle, 3 of them.
+pub fn keepalive_every(every: Duration) -> Keepalive {
+    Keepalive {
+        idle: every,
+        interval: every,
+        probes: KEEPALIVE_PROBES,
+    }
 }
 
 #[derive(Debug)]
 pub enum Stack {
-    /// Our stack; `udp` is the bound UDP address of an encapsulated path.
-    Ours { net: Net, udp: Option<SocketAddr> },
+    /// Our stack; `udp` is the bound UDP address of an encapsulated path,
+    /// `label` the protocol label it runs.
+    Ours {
+        net: Net,
+        udp: Option<SocketAddr>,
+        label: &'static str,
+    },
     Kernel {
         connect_timeout: Duration,
-        keepalive: Duration,
+        keepalive: Keepalive,
+        congestion: Option<String>,
     },
 }
 
@@ -69,11 +127,11 @@ pub enum Stack {
 const KEEPALIVE_PROBES: u32 = 3;
 
 /// Keepalive on a kernel socket, as on ours.
-fn kernel_keepalive(stream: &TcpStream, every: Duration) -> anyhow::Result<()> {
+fn kernel_keepalive(stream: &TcpStream, keepalive: Keepalive) -> anyhow::Result<()> {
     let keepalive = socket2::TcpKeepalive::new()
-        .with_time(every)
-        .with_interval(every)
-        .with_retries(KEEPALIVE_PROBES);
+        .with_time(keepalive.idle)
+        .with_interval(keepalive.interval)
+        .with_retries(keepalive.probes);
     socket2::SockRef::from(stream)
         .set_tcp_keepalive(&keepalive)
         .context("cannot set TCP keepalive")
@@ -85,40 +143,55 @@ fn udp_overhead(outer: SocketAddr) -> u16 {
 }
 
 impl Stack {
-    /// Starts the stack (for ours, the driver on the current runtime).
-    pub fn start(transport: &Transport, options: &StackOptions) -> anyhow::Result<Stack> {
+    /// Starts the stack (for ours, the driver on the current runtime),
+    /// configured for data going `direction` (a sender's forward, a
+    /// receiver's return) when a scenario's link gives route rates.
+    pub fn start(
+        transport: &Transport,
+        options: &StackOptions,
+        direction: Direction,
+    ) -> anyhow::Result<Stack> {
         let mut udp = None;
-        let (path, default_mtu) = match transport {
-            Transport::Tcp => {
+        let (path, engine) = match transport {
+            Transport::Tcp { congestion } => {
                 if options.pcap.is_some() {
                     bail!("--pcap captures our stack's packets; for kernel TCP use tcpdump");
                 }
-                if options.mtu.is_some()
-                    || options.buffer.is_some()
-                    || !options.scps
-                    || options.header_compression
-                {
+                if options.engine.given() {
                     bail!(
-                        "--mtu, --buffer, --no-scps and --header-compression set our stack; kernel TCP takes the \
-                         system's settings"
+                        "--config, --stack and --set configure our stack; kernel TCP takes the system's settings and \
+                         its congestion control from --tcp=CONTROLLER"
                     );
+                }
+                if let Some(name) = congestion.as_deref().filter(|name| !name.is_empty()) {
+                    kernel_congestion::check(name)?;
                 }
                 return Ok(Stack::Kernel {
                     connect_timeout: options.connect_timeout,
-                    keepalive: options.keepalive,
+                    keepalive: options.engine.keepalive(),
+                    congestion: congestion.clone().filter(|name| !name.is_empty()),
                 });
             }
             Transport::Udp { bind, peer } => {
+                let overhead = udp_overhead(peer.unwrap_or(*bind));
+                let mut engine = options.engine.resolve(direction, 1500 - overhead)?;
+                // The route carries each packet inside outer IP and UDP
+                // headers: a pacer that did not charge them would overrun
+                // a route rate by their share.
+                engine.config.rate_framing_bytes += u32::from(overhead);
                 let path = UdpPath::bind(*bind, *peer)?;
                 udp = Some(path.local_addr()?);
-                (PacketPath::Udp(path), 1500 - udp_overhead(peer.unwrap_or(*bind)))
+                (PacketPath::Udp(path), engine)
             }
             Transport::Tun { name, addrs } => {
                 if addrs.is_empty() {
                     bail!("--tun needs at least one --addr ADDRESS/PREFIX for our stack");
                 }
-                let mtu = options.mtu.unwrap_or(1500);
-                (PacketPath::Tun(TunPath::create(name, addrs, mtu)?), 1500)
+                let engine = options.engine.resolve(direction, 1500)?;
+                (
+                    PacketPath::Tun(TunPath::create(name, addrs, engine.config.mtu)?),
+                    engine,
+                )
             }
         };
         let mut net_options = NetOptions {
@@ -126,27 +199,25 @@ impl Stack {
             connect_timeout: options.connect_timeout,
             ..NetOptions::default()
         };
-        let connection = &mut net_options.endpoint.connection;
-        connection.mtu = options.mtu.unwrap_or(default_mtu);
-        connection.scps = options.scps;
-        connection.header_compression = options.header_compression;
-        if options.keepalive.is_zero() {
-            bail!("--keepalive 0s: expected a duration above 0");
-        }
-        connection.keepalive = Some(Keepalive {
-            idle: options.keepalive,
-            interval: options.keepalive,
-            probes: KEEPALIVE_PROBES,
-        });
-        if let Some(buffer) = options.buffer {
-            let bytes = usize::try_from(buffer).context("--buffer is too large")?;
-            connection.send_buffer = bytes;
-            connection.recv_buffer = bytes;
-        }
+        net_options.endpoint.connection = engine.config;
         Ok(Stack::Ours {
             net: Net::start(path, net_options)?,
             udp,
+            label: engine.protocol.label(),
         })
+    }
+
+    /// What runs `conn`: our stack's protocol label, or `kernel-` and the
+    /// congestion control the kernel gave the connection.
+    pub fn label_of(&self, conn: &Conn) -> String {
+        match (self, conn) {
+            (Stack::Ours { label, .. }, _) => (*label).to_owned(),
+            (Stack::Kernel { .. }, Conn::Tcp(stream)) => {
+                let controller = kernel_congestion::of(&socket2::SockRef::from(stream));
+                format!("kernel-{}", controller.as_deref().unwrap_or("unknown"))
+            }
+            (Stack::Kernel { .. }, Conn::Scps(_)) => "kernel-unknown".to_owned(),
+        }
     }
 
     /// Where the stack receives, for people and scripts: the bound UDP
@@ -164,8 +235,18 @@ impl Stack {
             Stack::Kernel {
                 connect_timeout,
                 keepalive,
+                congestion,
             } => {
-                let stream = tokio::time::timeout(*connect_timeout, TcpStream::connect(to))
+                let socket = if to.is_ipv4() {
+                    tokio::net::TcpSocket::new_v4()
+                } else {
+                    tokio::net::TcpSocket::new_v6()
+                }
+                .context("cannot create a TCP socket")?;
+                if let Some(name) = congestion {
+                    kernel_congestion::set(&socket2::SockRef::from(&socket), name)?;
+                }
+                let stream = tokio::time::timeout(*connect_timeout, socket.connect(to))
                     .await
                     .map_err(|_| {
                         anyhow::anyhow!(
@@ -193,7 +274,11 @@ impl Stack {
                 }
                 Ok(Acceptor::Ours(listeners))
             }
-            Stack::Kernel { keepalive, .. } => {
+            Stack::Kernel {
+                keepalive,
+                congestion,
+                ..
+            } => {
                 // IPv6 unspecified also takes IPv4 (as mapped addresses)
                 // unless the host has set bindv6only; a host without IPv6
                 // gets IPv4 only.
@@ -210,6 +295,10 @@ impl Stack {
                         ),
                     };
                 socket.set_reuse_address(true).ok();
+                // Accepted connections inherit the listener's controller.
+                if let Some(name) = congestion {
+                    kernel_congestion::set(&socket2::SockRef::from(&socket), name)?;
+                }
                 socket
                     .bind(&addr.into())
                     .with_context(|| format!("cannot listen on TCP port {port}"))?;
@@ -240,7 +329,7 @@ pub enum Acceptor {
     Ours(Vec<Listener>),
     Kernel {
         listener: TcpListener,
-        keepalive: Duration,
+        keepalive: Keepalive,
     },
 }
 
