@@ -162,7 +162,7 @@ mod tests {
         for path in [&stale, &live, &other] {
             std::fs::write(path, b"part").unwrap();
         }
-        assert_eq!(remove_stale_partials(&output), [stale.clone()]);
+        assert_eq!(remove_stale_partials(&output), std::slice::from_ref(&stale));
         assert!(!stale.exists());
         assert!(live.exists() && other.exists(), "not ours to remove");
         std::fs::remove_dir_all(&dir).unwrap();
