@@ -14,6 +14,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use crate::transfer::args::CommonArgs;
 use crate::transfer::bulk;
 use crate::transfer::conn::Conn;
+use crate::transfer::files;
 use crate::transfer::hello::{Hello, read_hello};
 use crate::transfer::report::Report;
 use crate::transfer::stack::{Stack, Transport};
@@ -70,6 +71,9 @@ pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
     if args.udp.is_none() && args.common.tun.is_none() && !args.common.kernel() {
         bail!("choose a path: --udp ADDR:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
     }
+    if let Some(output) = &args.output {
+        files::check_output(output)?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -99,6 +103,15 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
             transport.label(),
             acceptor.port()
         ),
+    }
+    // After the line above, which scripts read first.
+    if let Some(output) = &args.output {
+        for stale in files::remove_stale_partials(output) {
+            eprintln!(
+                "scps recv: removed {}, left by a receiver that is gone",
+                stale.display()
+            );
+        }
     }
     let outcome = loop {
         let conn = tokio::select! {

@@ -15,6 +15,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use crate::transfer::args::{CommonArgs, parse_time};
 use crate::transfer::bulk::{self, Source};
 use crate::transfer::conn::Conn;
+use crate::transfer::files;
 use crate::transfer::hello::{Flow, Hello, read_line, write_hello};
 use crate::transfer::report::Report;
 use crate::transfer::stack::{Stack, Transport};
@@ -125,12 +126,16 @@ impl SendArgs {
     fn workload(&self) -> anyhow::Result<Workload> {
         let bulk = if self.raw { Workload::Raw } else { Workload::Bulk };
         if let Some(bytes) = self.bytes {
+            if bytes.0 == 0 {
+                bail!("--bytes 0: nothing to send; give at least 1 byte");
+            }
             return Ok(bulk(Source::Generated {
                 bytes: bytes.0,
                 seed: self.seed,
             }));
         }
         if let Some(file) = &self.file {
+            files::check_source(file)?;
             return Ok(bulk(Source::File(file.clone())));
         }
         if self.messages {

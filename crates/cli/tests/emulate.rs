@@ -207,7 +207,10 @@ fn emulate_refuses_a_bad_configuration_naming_the_key() {
     let config = write_config(&dir, "", "rate = \"10Mbit\"\nbuffer = 100\n");
     assert_eq!(
         refused(&config).trim(),
-        "scps: link.buffer = 100B: at least the MTU (1500 bytes)"
+        format!(
+            "scps: {}: link.buffer = 100B: at least the MTU (1500 bytes)",
+            config.display()
+        )
     );
 }
 

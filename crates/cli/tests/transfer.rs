@@ -605,6 +605,71 @@ fn each_connection_of_a_receiver_reports_its_own_cpu_time() {
 }
 
 #[test]
+fn files_sizes_and_packet_sizes_are_checked_before_connecting() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--file", "/dev/zero"], "--file /dev/zero is not a regular file"),
+        (
+            &["--file", "/proc/self/status"],
+            "--file /proc/self/status is empty",
+        ),
+        (
+            &["--file", "/no/such/file"],
+            "--file /no/such/file: No such file or directory",
+        ),
+        (&["--file", "/tmp"], "--file /tmp is a directory"),
+        (&["--bytes", "0"], "--bytes 0: nothing to send"),
+        (
+            &["--bytes", "1MB", "--set", "link.mtu=65535"],
+            "link.mtu = 65535: the UDP path to 127.0.0.1 carries packets of at most 65507 bytes",
+        ),
+    ];
+    // A peer that never answers: a check made after connecting would wait
+    // for the 30 s connect timeout.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp = silent.local_addr().unwrap().to_string();
+    for (options, expected) in cases {
+        let mut args = vec!["127.0.0.1:5001", "--udp", &udp, "--connect-timeout", "30s"];
+        args.extend(options);
+        let started = Instant::now();
+        let (status, stdout, stderr) = run_send(&args);
+        assert_eq!(status.code(), Some(2), "{options:?}: {stdout}{stderr}");
+        assert!(stderr.contains(expected), "{options:?}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "refused before connecting"
+        );
+    }
+    let output = scps()
+        .args(["recv", "--udp", "127.0.0.1:0", "--output", "/nonexistent/dir/x"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("listening"),
+        "refused before listening: {stderr}"
+    );
+    assert!(
+        stderr.contains("--output /nonexistent/dir/x: there is no directory /nonexistent/dir"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_receiver_removes_what_a_killed_receiver_left() {
+    let dir = TempDir::new("stale-partial");
+    let output = dir.path().join("copy.bin");
+    // The partial file of a receiver that was killed: its process is gone.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    std::fs::write(dir.path().join(format!("copy.bin.scps-partial-{pid}")), b"half").unwrap();
+    let (_, received) = udp_transfer(&["--output", output.to_str().unwrap()], &["--bytes", "100KB"]);
+    assert_eq!(received["verified"], true);
+    assert_eq!(dir.entries(), ["copy.bin"], "the stale partial file is gone");
+}
+
+#[test]
 fn an_unreachable_peer_is_a_clear_timeout_error() {
     // A UDP socket that never answers.
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -105,12 +105,7 @@ pub struct PartialFile {
 
 impl PartialFile {
     pub async fn create(path: &Path) -> anyhow::Result<PartialFile> {
-        let mut name = path
-            .file_name()
-            .with_context(|| format!("--output {} names no file", path.display()))?
-            .to_owned();
-        name.push(format!(".scps-partial-{}", std::process::id()));
-        let partial = path.with_file_name(name);
+        let partial = super::files::partial_name(path, std::process::id())?;
         let file = tokio::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -19,6 +19,7 @@
 pub mod args;
 pub mod bulk;
 pub mod conn;
+pub mod files;
 pub mod hello;
 pub mod kernel_congestion;
 pub mod messages;

@@ -137,6 +137,24 @@ fn kernel_keepalive(stream: &TcpStream, keepalive: Keepalive) -> anyhow::Result<
         .context("cannot set TCP keepalive")
 }
 
+/// The largest packet of ours the UDP path carries: what the route to
+/// `peer` takes in one IP packet (the kernel refuses a larger datagram
+/// rather than fragment it), less the outer headers; without a known
+/// route, what one UDP datagram holds.
+fn udp_inner_limit(peer: Option<SocketAddr>, overhead: u16) -> u16 {
+    const LARGEST_IP_PACKET: u16 = u16::MAX;
+    let route_mtu = peer
+        .filter(SocketAddr::is_ipv4)
+        .and_then(|peer| {
+            let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+            probe.connect(peer).ok()?;
+            nix::sys::socket::getsockopt(&probe, nix::sys::socket::sockopt::IpMtu).ok()
+        })
+        .and_then(|mtu| u16::try_from(mtu).ok())
+        .unwrap_or(LARGEST_IP_PACKET);
+    route_mtu - overhead
+}
+
 /// Bytes of the outer IP and UDP headers around an encapsulated packet.
 fn udp_overhead(outer: SocketAddr) -> u16 {
     if outer.is_ipv4() { 20 + 8 } else { 40 + 8 }
@@ -174,7 +192,16 @@ impl Stack {
             }
             Transport::Udp { bind, peer } => {
                 let overhead = udp_overhead(peer.unwrap_or(*bind));
-                let mut engine = options.engine.resolve(direction, 1500 - overhead)?;
+                let limit = udp_inner_limit(*peer, overhead);
+                let mut engine = options.engine.resolve(direction, limit.min(1500 - overhead))?;
+                if engine.config.mtu > limit {
+                    bail!(
+                        "link.mtu = {}: the UDP path{} carries packets of at most {limit} bytes inside its {overhead} \
+                         bytes of outer headers",
+                        engine.config.mtu,
+                        peer.map(|p| format!(" to {}", p.ip())).unwrap_or_default()
+                    );
+                }
                 // The route carries each packet inside outer IP and UDP
                 // headers: a pacer that did not charge them would overrun
                 // a route rate by their share.
