@@ -713,6 +713,19 @@ fn bad_options_are_refused_with_what_was_wrong() {
     let (status, _, stderr) = run_send(&["--tcp", "127.0.0.1:1", "--bytes", "1KB", "--pcap", "x.pcap"]);
     assert_eq!(status.code(), Some(2));
     assert!(stderr.contains("tcpdump"), "{stderr}");
+    let (status, _, stderr) = run_send(&[
+        "--tcp",
+        "127.0.0.1:1",
+        "--bytes",
+        "1KB",
+        "--udp-bind",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(status.code(), Some(2));
+    assert!(
+        stderr.contains("--udp-bind binds the UDP path: it needs --udp"),
+        "{stderr}"
+    );
 }
 
 #[test]
