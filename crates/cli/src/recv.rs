@@ -11,11 +11,12 @@ use scps_sim::payload::Pattern;
 use scps_sim::result::MessageFigures;
 use tokio::io::{AsyncWriteExt, BufReader};
 
-use crate::transfer::args::CommonArgs;
+use crate::transfer::args::{CommonArgs, parse_time};
 use crate::transfer::bulk;
 use crate::transfer::conn::Conn;
 use crate::transfer::files;
 use crate::transfer::hello::{Hello, read_hello};
+use crate::transfer::idle::IdleRead;
 use crate::transfer::report::Report;
 use crate::transfer::stack::{Stack, Transport};
 use crate::transfer::{Outcome, interrupts, messages};
@@ -48,6 +49,19 @@ pub struct RecvArgs {
     /// ended in order).
     #[arg(long)]
     raw: bool,
+    /// Connections served at once; one more is reset at once (a client
+    /// holding a connection cannot keep others out).
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    max_connections: u16,
+    /// A connection whose sender has not named its workload this long
+    /// after the connection opened is reset.
+    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "10s")]
+    hello_timeout: Duration,
+    /// A connection on which nothing arrives for this long is reset (the
+    /// peer may still answer keepalive probes; it is not using the
+    /// connection).
+    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "120s")]
+    idle_timeout: Duration,
 }
 
 impl RecvArgs {
@@ -113,58 +127,120 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
             );
         }
     }
+    let serving = Serving {
+        protocol: transport.label(),
+        raw: args.raw,
+        output: args.output.clone(),
+        json: args.common.json,
+        hello_timeout: args.hello_timeout,
+        idle_timeout: args.idle_timeout,
+    };
+    let serving = std::sync::Arc::new(serving);
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(usize::from(args.max_connections)));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
     let outcome = loop {
         let conn = tokio::select! {
             conn = acceptor.accept() => conn?,
             _ = interrupt.recv() => break Outcome::Interrupted,
+            // Reap served connections as they end.
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
-        let abort = conn.abort_handle()?;
-        let mut report = Report {
-            role: "recv".into(),
-            protocol: transport.label().into(),
-            stack: stack.label_of(&conn),
-            peer: conn.peer(),
-            ..Report::default()
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            eprintln!(
+                "scps recv: reset a connection from {}: {} are being served already (--max-connections)",
+                conn.peer(),
+                args.max_connections
+            );
+            conn.abort_handle()?.abort();
+            continue;
         };
-        report.start_cpu_clock();
-        // Held outside the select, so that on Ctrl-C the reset goes first
-        // (dropped first, the connection would close on its own terms).
-        let output = args.output.as_deref();
-        let mut serving = if args.raw {
-            Box::pin(serve_raw(conn, &mut report, output))
-                as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
-        } else {
-            Box::pin(serve(conn, &mut report, output))
-        };
-        tokio::select! {
-            result = &mut serving => {
-                drop(serving);
-                if let Err(err) = result {
-                    // Stop the sender too: it learns by a reset.
-                    abort.abort();
-                    report.error = Some(format!("{err:#}"));
-                }
-                report.set_cpu();
-                report.print(args.common.json);
-            }
-            _ = interrupt.recv() => {
-                abort.abort();
-                drop(serving);
-                eprintln!("scps recv: interrupted; the connection was reset and no partial file kept");
-                break Outcome::Interrupted;
-            }
-        }
+        let label = stack.label_of(&conn);
+        let served = connection(conn, label, serving.clone(), stopped.clone());
+        connections.spawn(async move {
+            let _slot = slot;
+            served.await
+        });
         if args.once {
-            break if report.failed() {
-                Outcome::Failed
-            } else {
-                Outcome::Complete
+            break tokio::select! {
+                done = connections.join_next() => match done {
+                    Some(Ok(Ok(false))) | None => Outcome::Complete,
+                    Some(Ok(Ok(true))) => Outcome::Failed,
+                    Some(Ok(Err(error))) => return Err(error),
+                    Some(Err(error)) => bail!("serving the connection stopped: {error}"),
+                },
+                _ = interrupt.recv() => Outcome::Interrupted,
             };
         }
     };
+    if outcome == Outcome::Interrupted {
+        stop.send_replace(true);
+        let reset = connections.len();
+        while connections.join_next().await.is_some() {}
+        if reset > 0 {
+            eprintln!("scps recv: interrupted; {reset} connection(s) reset and no partial file kept");
+        }
+    }
     drop(acceptor);
     stack.close().await?;
     Ok(outcome)
+}
+
+/// How every connection is served.
+#[derive(Debug)]
+struct Serving {
+    protocol: &'static str,
+    raw: bool,
+    output: Option<PathBuf>,
+    json: bool,
+    hello_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+/// Serves one connection to its end and prints its report; on `stop`
+/// (Ctrl-C) resets it instead. Returns whether it failed.
+async fn connection(
+    conn: Conn,
+    stack: String,
+    serving: std::sync::Arc<Serving>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<bool> {
+    let abort = conn.abort_handle()?;
+    let mut report = Report {
+        role: "recv".into(),
+        protocol: serving.protocol.into(),
+        stack,
+        peer: conn.peer(),
+        ..Report::default()
+    };
+    report.start_cpu_clock();
+    // Held outside the select, so that on Ctrl-C the reset goes first
+    // (dropped first, the connection would close on its own terms).
+    let output = serving.output.as_deref();
+    let mut served = if serving.raw {
+        Box::pin(serve_raw(conn, &mut report, output, serving.idle_timeout))
+            as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
+    } else {
+        Box::pin(serve(conn, &mut report, output, &serving))
+    };
+    tokio::select! {
+        result = &mut served => {
+            drop(served);
+            if let Err(err) = result {
+                // Stop the sender too: it learns by a reset.
+                abort.abort();
+                report.error = Some(format!("{err:#}"));
+            }
+            report.set_cpu();
+            report.print(serving.json);
+            Ok(report.failed())
+        }
+        _ = stop.wait_for(|stop| *stop) => {
+            abort.abort();
+            drop(served);
+            Ok(true)
+        }
+    }
 }
 
 /// Serves one connection of plain bytes: reads to the end, then closes.
@@ -172,10 +248,11 @@ async fn serve_raw(
     mut conn: Conn,
     report: &mut Report,
     output: Option<&std::path::Path>,
+    idle_timeout: Duration,
 ) -> anyhow::Result<()> {
     report.workload = "raw".into();
     let start = Instant::now();
-    let (bytes, sha256) = bulk::read_to_end(&mut conn, output).await?;
+    let (bytes, sha256) = bulk::read_to_end(&mut IdleRead::new(&mut conn, idle_timeout), output).await?;
     let (secs, bps) = bulk::timing(bytes, start);
     report.bytes = bytes;
     report.duration_s = secs;
@@ -188,16 +265,28 @@ async fn serve_raw(
 
 /// Serves one connection: reads the hello, runs the workload, sends the
 /// report back. Errors end the connection with a reset (by the caller).
-async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>) -> anyhow::Result<()> {
+async fn serve(
+    conn: Conn,
+    report: &mut Report,
+    output: Option<&std::path::Path>,
+    serving: &Serving,
+) -> anyhow::Result<()> {
     let mut conn = BufReader::new(conn);
-    let hello = read_hello(&mut conn).await?;
+    let hello = tokio::time::timeout(serving.hello_timeout, read_hello(&mut conn))
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "no hello within {:?} (--hello-timeout): the sender did not name its workload",
+                serving.hello_timeout
+            )
+        })??;
     let start = Instant::now();
     if let Hello::Messages { nagle, .. } = hello {
         // The sender's choice holds for both directions.
         conn.get_ref().set_nodelay(!nagle)?;
     }
     let (reader, mut writer) = tokio::io::split(conn);
-    let mut reader = BufReader::new(reader);
+    let mut reader = BufReader::new(IdleRead::new(reader, serving.idle_timeout));
     match hello {
         Hello::Bulk { bytes } => {
             report.workload = "bulk".into();
@@ -239,7 +328,7 @@ async fn serve(conn: Conn, report: &mut Report, output: Option<&std::path::Path>
             writer.write_all(&messages::END_MARKER).await?;
         }
     }
-    let conn = reader.into_inner().unsplit(writer);
+    let conn = reader.into_inner().into_inner().unsplit(writer);
     report.record_connection(conn.get_ref());
     let (reader, mut writer) = tokio::io::split(conn);
     report.set_cpu();

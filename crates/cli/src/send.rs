@@ -36,7 +36,7 @@ pub struct SendArgs {
     udp: Option<SocketAddr>,
     /// With --udp: the local UDP address to bind (default: any, port chosen
     /// by the system).
-    #[arg(long, value_name = "ADDR:PORT", requires = "udp")]
+    #[arg(long, value_name = "ADDR:PORT")]
     udp_bind: Option<SocketAddr>,
     #[command(flatten)]
     common: CommonArgs,
@@ -170,6 +170,11 @@ impl SendArgs {
 pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
     if args.udp.is_none() && args.common.tun.is_none() && !args.common.kernel() {
         bail!("choose a path: --udp PEER:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
+    }
+    if args.udp_bind.is_some() && args.udp.is_none() {
+        // clap's `requires` does not hold here, the path being one of a
+        // group: said plainly rather than ignored.
+        bail!("--udp-bind binds the UDP path: it needs --udp PEER:PORT");
     }
     let workload = args.workload()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

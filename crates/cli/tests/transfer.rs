@@ -663,10 +663,72 @@ fn a_receiver_removes_what_a_killed_receiver_left() {
     let mut gone = Command::new("true").spawn().unwrap();
     let pid = gone.id();
     gone.wait().unwrap();
-    std::fs::write(dir.path().join(format!("copy.bin.scps-partial-{pid}")), b"half").unwrap();
+    std::fs::write(dir.path().join(format!("copy.bin.scps-partial-{pid}-0")), b"half").unwrap();
     let (_, received) = udp_transfer(&["--output", output.to_str().unwrap()], &["--bytes", "100KB"]);
     assert_eq!(received["verified"], true);
     assert_eq!(dir.entries(), ["copy.bin"], "the stale partial file is gone");
+}
+
+#[test]
+fn a_silent_client_neither_blocks_others_nor_holds_its_connection() {
+    let receiver = Receiver::start(&["--tcp", "--port", "0", "--json", "--hello-timeout", "1s"]);
+    // Connects and says nothing.
+    let mut silent = std::net::TcpStream::connect(receiver.address()).unwrap();
+    let (status, stdout, stderr) = run_send(&["--tcp", &receiver.address(), "--bytes", "1MB", "--json"]);
+    assert!(status.success(), "served while the other waits: {stdout}{stderr}");
+    assert_eq!(json(&stdout)["verified"], true);
+    // The silent one is reset once its hello is late.
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let ended = std::io::Read::read_to_end(&mut silent, &mut rest);
+    assert!(ended.is_err(), "reset, not closed: {ended:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    interrupt(receiver.child.as_ref().unwrap().id());
+    let (_, stdout, _) = receiver.finish(Duration::from_secs(10));
+    let reports: Vec<serde_json::Value> = stdout.lines().map(json).collect();
+    assert_eq!(reports.len(), 2, "{stdout}");
+    assert!(
+        reports.iter().any(|r| r["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("no hello within 1s (--hello-timeout)"))),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn connections_beyond_the_limit_are_reset_at_once() {
+    let receiver = Receiver::start(&["--tcp", "--port", "0", "--max-connections", "1"]);
+    let _holder = std::net::TcpStream::connect(receiver.address()).unwrap();
+    let started = Instant::now();
+    let (status, stdout, stderr) = run_send(&["--tcp", &receiver.address(), "--bytes", "1MB"]);
+    assert_ne!(status.code(), Some(0), "{stdout}{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(5), "not left waiting");
+    interrupt(receiver.child.as_ref().unwrap().id());
+    let (_, _, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(
+        stderr.contains("1 are being served already (--max-connections)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_connection_on_which_nothing_arrives_is_reset_after_the_idle_timeout() {
+    let receiver = Receiver::start(&["--tcp", "--port", "0", "--once", "--json", "--idle-timeout", "1s"]);
+    let mut client = std::net::TcpStream::connect(receiver.address()).unwrap();
+    // A hello for a megabyte, a little of it, then silence.
+    std::io::Write::write_all(
+        &mut client,
+        b"SCPS-TEST/1 {\"kind\":\"bulk\",\"bytes\":1000000}\n",
+    )
+    .unwrap();
+    std::io::Write::write_all(&mut client, &[7u8; 1000]).unwrap();
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    let report = json(&stdout);
+    assert_eq!(
+        report["error"], "receiving failed: nothing arrived for 1s (--idle-timeout)",
+        "{report}"
+    );
 }
 
 #[test]
@@ -713,6 +775,19 @@ fn bad_options_are_refused_with_what_was_wrong() {
     let (status, _, stderr) = run_send(&["--tcp", "127.0.0.1:1", "--bytes", "1KB", "--pcap", "x.pcap"]);
     assert_eq!(status.code(), Some(2));
     assert!(stderr.contains("tcpdump"), "{stderr}");
+    let (status, _, stderr) = run_send(&[
+        "--tcp",
+        "127.0.0.1:1",
+        "--bytes",
+        "1KB",
+        "--udp-bind",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(status.code(), Some(2));
+    assert!(
+        stderr.contains("--udp-bind binds the UDP path: it needs --udp"),
+        "{stderr}"
+    );
 }
 
 #[test]

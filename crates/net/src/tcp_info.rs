@@ -43,10 +43,18 @@ const TCPI_BYTES_ACKED: usize = 120;
 const TCPI_BYTES_RECEIVED: usize = 128;
 const TCPI_BYTES_RETRANS: usize = 208;
 
+impl From<std::io::Error> for TcpInfoError {
+    fn from(error: std::io::Error) -> TcpInfoError {
+        TcpInfoError::Io(error)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum TcpInfoError {
+    // Not also the error's `source`: a report of the whole chain would say
+    // it twice.
     #[error("sock_diag netlink: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     #[error("the kernel knows no TCP connection {local} -> {peer} (error {errno})")]
     NotFound {
         local: SocketAddr,

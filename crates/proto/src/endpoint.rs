@@ -124,8 +124,16 @@ pub enum EndpointError {
     TooManyConnections(usize),
     #[error("no such connection")]
     InvalidHandle,
+    // The message is in this one's: not also its `source`, or a report of
+    // the whole chain would say it twice.
     #[error("invalid configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config(ConfigError),
+}
+
+impl From<ConfigError> for EndpointError {
+    fn from(error: ConfigError) -> EndpointError {
+        EndpointError::Config(error)
+    }
 }
 
 /// What the endpoint has seen and done, beyond its connections.

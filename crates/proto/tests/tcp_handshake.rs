@@ -267,6 +267,9 @@ fn invalid_connection_configuration_is_refused_before_anything_is_sent() {
         err.to_string(),
         "invalid configuration: recv_buffer = 100000: at most 65535 bytes without window scaling"
     );
+    // Said once: a report of the error's whole chain (`{:#}`) must not
+    // repeat the configuration error as its source.
+    assert!(std::error::Error::source(&err).is_none());
     h.nothing();
 }
 

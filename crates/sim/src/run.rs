@@ -34,18 +34,38 @@ pub struct RunOptions {
 pub enum SimError {
     #[error(transparent)]
     Endpoint(#[from] EndpointError),
+    // The prefixed variants carry their error in their message, and so are
+    // not its `source` too: a report of the whole chain would say it twice.
     #[error("link: {0}")]
-    Channel(#[from] scps_channel::ConfigError),
+    Channel(scps_channel::ConfigError),
     #[error(transparent)]
     Capture(#[from] CaptureError),
     #[error(transparent)]
     Config(#[from] scps_config::Error),
     #[error("router: {0}")]
-    Router(#[from] scps_node::RouterError),
+    Router(scps_node::RouterError),
     #[error("topology: {0}")]
-    World(#[from] WorldError),
+    World(WorldError),
     #[error(transparent)]
     Output(TapError),
+}
+
+impl From<scps_channel::ConfigError> for SimError {
+    fn from(error: scps_channel::ConfigError) -> SimError {
+        SimError::Channel(error)
+    }
+}
+
+impl From<scps_node::RouterError> for SimError {
+    fn from(error: scps_node::RouterError) -> SimError {
+        SimError::Router(error)
+    }
+}
+
+impl From<WorldError> for SimError {
+    fn from(error: WorldError) -> SimError {
+        SimError::World(error)
+    }
 }
 
 /// A seed for one purpose within a run, so that each random process of a

@@ -105,7 +105,9 @@ pub struct PartialFile {
 
 impl PartialFile {
     pub async fn create(path: &Path) -> anyhow::Result<PartialFile> {
-        let partial = super::files::partial_name(path, std::process::id())?;
+        static TRANSFERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let transfer = TRANSFERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let partial = super::files::partial_name(path, std::process::id(), transfer)?;
         let file = tokio::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 /// What a received file is called while it is incomplete: beside its final
-/// name, with the receiving process's id.
-pub fn partial_name(path: &Path, pid: u32) -> anyhow::Result<PathBuf> {
+/// name, with the receiving process's id and the number of the transfer
+/// (a receiver may take several at once).
+pub fn partial_name(path: &Path, pid: u32, transfer: u64) -> anyhow::Result<PathBuf> {
     let mut name = path
         .file_name()
         .with_context(|| format!("--output {} names no file", path.display()))?
         .to_owned();
-    name.push(format!("{PARTIAL_MARK}{pid}"));
+    name.push(format!("{PARTIAL_MARK}{pid}-{transfer}"));
     Ok(path.with_file_name(name))
 }
 
@@ -57,7 +58,7 @@ pub fn check_output(path: &Path) -> anyhow::Result<()> {
     }
     nix::unistd::access(directory, nix::unistd::AccessFlags::W_OK)
         .with_context(|| format!("--output {shown}: cannot write in {}", directory.display()))?;
-    partial_name(path, std::process::id())?;
+    partial_name(path, std::process::id(), 0)?;
     Ok(())
 }
 
@@ -83,6 +84,7 @@ pub fn remove_stale_partials(path: &Path) -> Vec<PathBuf> {
         let Some(pid) = entry_name
             .to_str()
             .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|rest| rest.split('-').next())
             .and_then(|pid| pid.parse::<i32>().ok())
         else {
             continue;
@@ -156,8 +158,8 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();
-        let stale = partial_name(&output, dead).unwrap();
-        let live = partial_name(&output, std::process::id()).unwrap();
+        let stale = partial_name(&output, dead, 3).unwrap();
+        let live = partial_name(&output, std::process::id(), 0).unwrap();
         let other = dir.join("other.iso.scps-partial-1");
         for path in [&stale, &live, &other] {
             std::fs::write(path, b"part").unwrap();

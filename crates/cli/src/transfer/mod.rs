@@ -21,6 +21,7 @@ pub mod bulk;
 pub mod conn;
 pub mod files;
 pub mod hello;
+pub mod idle;
 pub mod kernel_congestion;
 pub mod messages;
 pub mod report;
