@@ -695,6 +695,28 @@ fn a_silent_client_neither_blocks_others_nor_holds_its_connection() {
     );
 }
 
+/// Issue 12 defect 3: both senders carry the inner source 127.0.0.1, and
+/// the receiver used to send one's packets to the other, which reset them.
+#[test]
+fn two_senders_on_one_host_to_one_receiver_both_arrive() {
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--json"]);
+    let (udp, to) = (receiver.udp(), receiver.address());
+    let args = ["--udp", &udp, &to, "--bytes", "20MB", "--json"];
+    let senders = [spawn_send(&args), spawn_send(&args)];
+    for sender in senders {
+        let (status, stdout, stderr) = finish_send(sender, Duration::from_secs(60));
+        assert!(status.success(), "each sender completes: {stdout}{stderr}");
+        let report = json(&stdout);
+        assert_eq!(report["verified"], true, "{stdout}");
+        assert_eq!(report["bytes"], 20_000_000, "{stdout}");
+    }
+    interrupt(receiver.child.as_ref().unwrap().id());
+    let (_, stdout, _) = receiver.finish(Duration::from_secs(10));
+    let reports: Vec<serde_json::Value> = stdout.lines().map(json).collect();
+    assert_eq!(reports.len(), 2, "{stdout}");
+    assert!(reports.iter().all(|r| r["verified"] == true), "{stdout}");
+}
+
 #[test]
 fn connections_beyond_the_limit_are_reset_at_once() {
     let receiver = Receiver::start(&["--tcp", "--port", "0", "--max-connections", "1"]);

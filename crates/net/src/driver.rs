@@ -24,6 +24,10 @@ use crate::stream::{Listener, Stream};
 /// are not held back behind a long burst.
 const BATCH: usize = 64;
 
+/// How often the path forgets the peers of closed connections: what it
+/// holds meanwhile is bounded by the connections of one interval.
+const FORGET_INTERVAL: Duration = Duration::from_secs(1);
+
 #[derive(Debug, Clone)]
 pub struct NetOptions {
     pub endpoint: EndpointConfig,
@@ -52,6 +56,10 @@ pub struct NetStats {
     pub packets_out: u64,
     /// Packets the path had nowhere to send (UDP without a known peer).
     pub unroutable: u64,
+    /// Peers whose addresses the path held at the end (UDP without a
+    /// fixed peer: one per connection, and the latest packets that opened
+    /// none, to answer them).
+    pub peers_held: usize,
 }
 
 /// An endpoint of the engine running on a real packet path.
@@ -84,6 +92,10 @@ impl Net {
         })
     }
 
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     pub fn local_addrs(&self) -> Vec<IpAddr> {
         self.shared.lock().endpoint.local_addrs().to_vec()
     }
@@ -98,12 +110,27 @@ impl Net {
         Ok(Listener::new(self.shared.clone(), local))
     }
 
-    /// Opens a connection to `remote` and waits for the handshake.
+    /// Opens a connection to `remote` from one of our addresses and an
+    /// ephemeral port, and waits for the handshake.
     pub async fn connect(&self, remote: SocketAddr) -> Result<Stream, NetError> {
+        self.open(remote, None).await
+    }
+
+    /// Opens a connection to `remote` from `local` and waits for the
+    /// handshake: `local` is one of our addresses or, for a transparent
+    /// gateway, one in the prefixes the endpoint may act as
+    /// ([`EndpointConfig::transparent`]), such as the address of the client
+    /// it stands in for; port 0 picks a free ephemeral port. The kernel
+    /// must route the peer's answers to `local` back to this path.
+    pub async fn connect_from(&self, local: SocketAddr, remote: SocketAddr) -> Result<Stream, NetError> {
+        self.open(remote, Some(local)).await
+    }
+
+    async fn open(&self, remote: SocketAddr, local: Option<SocketAddr>) -> Result<Stream, NetError> {
         let now = self.shared.clock.now();
         let handle = {
             let mut state = self.shared.lock();
-            let handle = state.endpoint.connect(now, remote, None, None)?;
+            let handle = state.endpoint.connect(now, remote, local, None)?;
             state.track(handle);
             handle
         };
@@ -199,6 +226,7 @@ async fn run(
         capture_error: None,
         out: (0..BATCH).map(|_| Vec::with_capacity(2048)).collect(),
         received: RecvBatch::new(),
+        forget_at: scps_proto::time::Instant::ZERO,
     };
     let result = driver.run(&stop).await;
     let reason = match &result {
@@ -216,6 +244,7 @@ async fn run(
     let mut stats = driver.counters;
     stats.endpoint = shared.lock().endpoint.stats().clone();
     stats.unroutable = driver.path.unroutable();
+    stats.peers_held = driver.path.peers_held();
     Ok(stats)
 }
 
@@ -238,6 +267,9 @@ struct Driver {
     /// Packets taken from the engine, sent after the lock is released.
     out: Vec<Vec<u8>>,
     received: RecvBatch,
+    /// When the path next forgets what it learned for connections that
+    /// are gone.
+    forget_at: scps_proto::time::Instant,
 }
 
 impl Driver {
@@ -278,7 +310,7 @@ impl Driver {
         }
         let mut state = self.shared.lock();
         let now = self.shared.clock.now();
-        for packet in self.received.packets() {
+        for (packet, source) in self.received.packets() {
             if let Some(capture) = &mut self.capture
                 && let Err(err) = capture.record(self.shared.clock.wall(now), packet)
             {
@@ -287,6 +319,11 @@ impl Driver {
             }
             self.counters.packets_in += 1;
             state.endpoint.handle_packet(now, packet);
+            if let Some(source) = source {
+                let endpoint = &state.endpoint;
+                self.path
+                    .heard(packet, source, |tuple| endpoint.has_connection(tuple));
+            }
         }
         state.dispatch_events();
     }
@@ -298,6 +335,11 @@ impl Driver {
         let (count, wake_at) = {
             let mut state = self.shared.lock();
             state.endpoint.handle_timeout(now);
+            if now >= self.forget_at {
+                let endpoint = &state.endpoint;
+                self.path.forget_closed(|tuple| endpoint.has_connection(tuple));
+                self.forget_at = now + FORGET_INTERVAL;
+            }
             let mut count = 0;
             while count < BATCH && state.endpoint.poll_transmit(now, &mut self.out[count]) {
                 count += 1;

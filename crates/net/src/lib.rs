@@ -13,6 +13,11 @@
 //! The driver sleeps until a packet arrives, the application acts, or the
 //! engine's next wake-up (`Endpoint::poll_timeout`) comes: it never polls.
 //!
+//! Off by default, an endpoint can also stand in for other hosts, as a
+//! transparent gateway does: [`Net::listen_transparent`] answers as
+//! whichever address in its prefixes a client dialled, and
+//! [`Net::connect_from`] opens a connection from a chosen address.
+//!
 //! [`tcp_info`] asks the kernel what it knows of one of its own TCP
 //! connections, so that tools can report kernel TCP beside ours.
 
@@ -23,8 +28,10 @@ mod path;
 mod shared;
 mod stream;
 pub mod tcp_info;
+mod transparent;
 
 pub use driver::{Net, NetOptions, NetStats};
 pub use error::NetError;
 pub use path::{PacketPath, TunPath, UdpPath};
 pub use stream::{AbortHandle, Listener, Stream};
+pub use transparent::TransparentListener;

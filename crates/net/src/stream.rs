@@ -261,22 +261,32 @@ impl Listener {
 
     /// The next established connection.
     pub async fn accept(&self) -> Result<Stream, NetError> {
-        let handle = std::future::poll_fn(|cx| {
-            let mut state = self.shared.lock();
-            if state.stopped.is_some() {
-                return Poll::Ready(Err(NetError::DriverStopped));
-            }
-            match state.endpoint.accept(self.local) {
-                Some(handle) => Poll::Ready(Ok(handle)),
-                None => {
-                    state.wait_accept(cx.waker());
-                    Poll::Pending
-                }
-            }
-        })
-        .await?;
-        Ok(Stream::new(self.shared.clone(), handle))
+        let local = self.local;
+        accept_next(&self.shared, |endpoint| endpoint.accept(local)).await
     }
+}
+
+/// Waits until `take` finds an established connection of a listener, and
+/// hands it to the application as a [`Stream`].
+pub(crate) async fn accept_next(
+    shared: &Arc<Shared>,
+    mut take: impl FnMut(&mut scps_proto::Endpoint) -> Option<ConnectionHandle>,
+) -> Result<Stream, NetError> {
+    let handle = std::future::poll_fn(|cx| {
+        let mut state = shared.lock();
+        if state.stopped.is_some() {
+            return Poll::Ready(Err(NetError::DriverStopped));
+        }
+        match take(&mut state.endpoint) {
+            Some(handle) => Poll::Ready(Ok(handle)),
+            None => {
+                state.wait_accept(cx.waker());
+                Poll::Pending
+            }
+        }
+    })
+    .await?;
+    Ok(Stream::new(shared.clone(), handle))
 }
 
 impl Drop for Listener {

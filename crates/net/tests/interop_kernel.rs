@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::*;
-use scps_net::{Net, NetOptions, PacketPath, TunPath};
+use scps_net::NetOptions;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -29,42 +29,15 @@ fn capture_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("scps-{name}-{}.pcap", std::process::id()))
 }
 
-/// Starts our stack on the TUN path in `ours`, running `app` on a runtime
-/// in that namespace; the thread returns what `app` returns once the
-/// endpoint has closed its connections.
-fn start_our_stack<R: Send + 'static, F>(
-    topology: &Topology,
-    capture: PathBuf,
-    app: impl FnOnce(std::sync::Arc<Net>) -> F + Send + 'static,
-) -> std::thread::JoinHandle<R>
-where
-    F: std::future::Future<Output = R>,
-{
-    topology.ours.spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let path = TunPath::create(TUN_NAME, &Topology::our_prefixes(), 1500).unwrap();
-            let mut options = NetOptions {
-                capture: Some(capture),
-                ..NetOptions::default()
-            };
-            // An SCPS host: it offers SCPS-TP to every peer.
-            options.endpoint.connection.scps = true;
-            let net = std::sync::Arc::new(Net::start(PacketPath::Tun(path), options).unwrap());
-            let result = app(net.clone()).await;
-            let net = std::sync::Arc::into_inner(net).expect("the app let the endpoint go");
-            let stats = net.close(Duration::from_secs(5)).await.unwrap();
-            // The kernel's own IPv6 housekeeping on the new device
-            // (router solicitations, MLD reports) reaches us too and
-            // is counted as not TCP; nothing else may be dropped.
-            let others = stats.endpoint.total_dropped() - stats.endpoint.dropped("not_tcp");
-            assert_eq!(others, 0, "{stats:?}");
-            result
-        })
-    })
+/// Our stack as an SCPS host, which offers SCPS-TP to every peer, its
+/// packets captured to `capture`.
+fn scps_host(capture: PathBuf) -> NetOptions {
+    let mut options = NetOptions {
+        capture: Some(capture),
+        ..NetOptions::default()
+    };
+    options.endpoint.connection.scps = true;
+    options
 }
 
 /// Whether our connection negotiated every TCP option with the kernel,
@@ -142,15 +115,20 @@ fn our_client_to_kernel_server(ipv6: bool) {
 
     let capture = capture_path(if ipv6 { "client6" } else { "client4" });
     let upload_copy = upload.clone();
-    let ours = start_our_stack(&topology, capture.clone(), move |net| async move {
-        let mut stream = net.connect(server_addr).await.unwrap();
-        stream.write_all(&upload_copy).await.unwrap();
-        stream.shutdown().await.unwrap();
-        let mut received = Vec::new();
-        stream.read_to_end(&mut received).await.unwrap();
-        let stats = stream.stats().unwrap();
-        (received, stats)
-    });
+    let ours = start_our_stack(
+        &topology,
+        Topology::our_prefixes(),
+        scps_host(capture.clone()),
+        move |net| async move {
+            let mut stream = net.connect(server_addr).await.unwrap();
+            stream.write_all(&upload_copy).await.unwrap();
+            stream.shutdown().await.unwrap();
+            let mut received = Vec::new();
+            stream.read_to_end(&mut received).await.unwrap();
+            let stats = stream.stats().unwrap();
+            (received, stats)
+        },
+    );
     let (received, stats) = ours.join().expect("our client");
     let (uploaded, upload_digest) = kernel_server.join().unwrap();
     assert_eq!(uploaded, upload.len(), "bytes the kernel received");
@@ -188,17 +166,22 @@ fn kernel_client_to_our_server(ipv6: bool) {
 
     let capture = capture_path(if ipv6 { "server6" } else { "server4" });
     let reply = download.clone();
-    let ours = start_our_stack(&topology, capture.clone(), move |net| async move {
-        let listener = net.listen(server_addr).unwrap();
-        ready_tx.send(()).unwrap();
-        let mut stream = listener.accept().await.unwrap();
-        let mut received = Vec::new();
-        stream.read_to_end(&mut received).await.unwrap();
-        stream.write_all(&reply).await.unwrap();
-        stream.shutdown().await.unwrap();
-        let stats = stream.stats().unwrap();
-        (received, stats)
-    });
+    let ours = start_our_stack(
+        &topology,
+        Topology::our_prefixes(),
+        scps_host(capture.clone()),
+        move |net| async move {
+            let listener = net.listen(server_addr).unwrap();
+            ready_tx.send(()).unwrap();
+            let mut stream = listener.accept().await.unwrap();
+            let mut received = Vec::new();
+            stream.read_to_end(&mut received).await.unwrap();
+            stream.write_all(&reply).await.unwrap();
+            stream.shutdown().await.unwrap();
+            let stats = stream.stats().unwrap();
+            (received, stats)
+        },
+    );
     ready_rx
         .recv_timeout(Duration::from_secs(10))
         .expect("our server listens");

@@ -951,6 +951,12 @@ impl Endpoint {
         }
     }
 
+    /// Whether a connection with these addresses is held, handshaking and
+    /// closing ones included.
+    pub fn has_connection(&self, tuple: &FourTuple) -> bool {
+        self.by_tuple.contains_key(tuple)
+    }
+
     /// Connections currently held, handshaking and closing ones included.
     pub fn connection_count(&self) -> usize {
         self.live

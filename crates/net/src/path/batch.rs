@@ -1,5 +1,6 @@
 //! Received packets, one after another in one buffer.
 
+use std::net::SocketAddr;
 use std::ops::Range;
 
 /// Bytes of receive buffer: room for several coalesced (GRO) datagrams of
@@ -13,6 +14,9 @@ pub(crate) struct RecvBatch {
     pub(crate) buf: Vec<u8>,
     /// Where each packet lies in `buf`.
     packets: Vec<Range<usize>>,
+    /// Where each packet came from, on paths where that is an address
+    /// (UDP); empty on the others.
+    sources: Vec<SocketAddr>,
 }
 
 impl RecvBatch {
@@ -20,15 +24,20 @@ impl RecvBatch {
         RecvBatch {
             buf: vec![0; SLOTS * SLOT_BYTES],
             packets: Vec::with_capacity(SLOTS * 64),
+            sources: Vec::with_capacity(SLOTS * 64),
         }
     }
 
     pub(crate) fn clear(&mut self) {
         self.packets.clear();
+        self.sources.clear();
     }
 
-    pub(crate) fn push(&mut self, range: Range<usize>) {
+    /// Adds a packet that came from `source`. A batch holds packets with
+    /// sources or packets without, not both.
+    pub(crate) fn push_from(&mut self, range: Range<usize>, source: SocketAddr) {
         self.packets.push(range);
+        self.sources.push(source);
     }
 
     /// Bytes used from the start of `buf` when packets are appended one
@@ -52,7 +61,14 @@ impl RecvBatch {
         self.packets.is_empty()
     }
 
-    pub(crate) fn packets(&self) -> impl Iterator<Item = &[u8]> {
-        self.packets.iter().map(|r| &self.buf[r.clone()])
+    /// The packets, each with its source where the path knows one.
+    pub(crate) fn packets(&self) -> impl Iterator<Item = (&[u8], Option<SocketAddr>)> {
+        let sources = self
+            .sources
+            .iter()
+            .copied()
+            .map(Some)
+            .chain(std::iter::repeat(None));
+        self.packets.iter().map(|r| &self.buf[r.clone()]).zip(sources)
     }
 }

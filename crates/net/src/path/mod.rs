@@ -5,13 +5,16 @@
 mod batch;
 mod tun;
 mod udp;
+mod udp_peers;
 
 pub use tun::TunPath;
 pub use udp::UdpPath;
 
 pub(crate) use batch::RecvBatch;
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+
+use scps_proto::FourTuple;
 
 use crate::error::NetError;
 
@@ -53,6 +56,38 @@ impl PacketPath {
         match self {
             PacketPath::Udp(path) => path.send(packets).await,
             PacketPath::Tun(path) => path.send(packets).await,
+        }
+    }
+
+    /// The endpoint has handled `packet`, which came from `source` (on
+    /// paths whose packets have one): `is_connection` says which
+    /// connections the endpoint now holds, so that the path learns where
+    /// to answer them.
+    pub(crate) fn heard(
+        &mut self,
+        packet: &[u8],
+        source: SocketAddr,
+        is_connection: impl Fn(&FourTuple) -> bool,
+    ) {
+        match self {
+            PacketPath::Udp(path) => path.heard(packet, source, is_connection),
+            PacketPath::Tun(_) => {}
+        }
+    }
+
+    /// Forgets what the path learned for connections that are gone.
+    pub(crate) fn forget_closed(&mut self, is_connection: impl Fn(&FourTuple) -> bool) {
+        match self {
+            PacketPath::Udp(path) => path.forget_closed(is_connection),
+            PacketPath::Tun(_) => {}
+        }
+    }
+
+    /// Peers the path holds addresses of (UDP without a fixed peer).
+    pub(crate) fn peers_held(&self) -> usize {
+        match self {
+            PacketPath::Udp(path) => path.peers_held(),
+            PacketPath::Tun(_) => 0,
         }
     }
 

@@ -4,24 +4,24 @@
 //! naturally.
 //!
 //! A path with a fixed peer sends everything there. A path without one (a
-//! server) learns, from each datagram it receives, which outer address the
-//! inner source address lives at, and answers there.
+//! server) learns each connection's outer address from the datagrams the
+//! endpoint takes as part of it, and answers there (`udp_peers`).
 //!
 //! Datagrams go out and come in several per system call: runs of
 //! equal-sized packets to one peer are sent as one segmentation-offload
 //! (GSO) send, and coalesced receives (GRO) are split back (quinn-udp).
 
-use std::collections::HashMap;
 use std::io::IoSliceMut;
 use std::net::{IpAddr, SocketAddr};
 
 use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
-use scps_proto::wire::IpRepr;
+use scps_proto::FourTuple;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
 use super::batch::{RecvBatch, SLOT_BYTES, SLOTS};
+use super::udp_peers::UdpPeers;
 use super::would_block;
 use crate::error::NetError;
 
@@ -32,8 +32,8 @@ pub struct UdpPath {
     socket: UdpSocket,
     state: UdpSocketState,
     peer: Option<SocketAddr>,
-    /// Inner source address -> the outer address it was last seen at.
-    learned: HashMap<IpAddr, SocketAddr>,
+    /// Without a fixed peer: where each connection's peer is.
+    peers: UdpPeers,
     local_addrs: Vec<IpAddr>,
     unroutable: u64,
     /// Packets of one GSO send, back to back.
@@ -93,7 +93,7 @@ impl UdpPath {
             socket,
             state,
             peer,
-            learned: HashMap::new(),
+            peers: UdpPeers::default(),
             local_addrs,
             unroutable: 0,
             gso_buf: Vec::with_capacity(SLOT_BYTES),
@@ -152,24 +152,38 @@ impl UdpPath {
             let mut start = 0;
             while start < meta.len {
                 let end = (start + stride).min(meta.len);
-                batch.push(base + start..base + end);
+                batch.push_from(base + start..base + end, meta.addr);
                 start = end;
-            }
-            if self.peer.is_none()
-                && let Ok((ip, _)) = IpRepr::parse(&batch.buf[base..base + meta.len.min(stride)])
-            {
-                self.learned.insert(ip.src(), meta.addr);
             }
         }
         Ok(())
     }
 
+    /// The endpoint has handled `packet`, which came from `source`: learn
+    /// where its connection's peer is, if it has one.
+    pub(crate) fn heard(
+        &mut self,
+        packet: &[u8],
+        source: SocketAddr,
+        is_connection: impl Fn(&FourTuple) -> bool,
+    ) {
+        if self.peer.is_none() {
+            self.peers.learn(packet, source, is_connection);
+        }
+    }
+
+    /// Forgets the peers of connections that are gone.
+    pub(crate) fn forget_closed(&mut self, is_connection: impl Fn(&FourTuple) -> bool) {
+        self.peers.forget(is_connection);
+    }
+
+    /// Peers held for answering (connections and recent strays).
+    pub(crate) fn peers_held(&self) -> usize {
+        self.peers.len()
+    }
+
     fn destination(&self, packet: &[u8]) -> Option<SocketAddr> {
-        self.peer.or_else(|| {
-            IpRepr::parse(packet)
-                .ok()
-                .and_then(|(ip, _)| self.learned.get(&ip.dst()).copied())
-        })
+        self.peer.or_else(|| self.peers.destination(packet))
     }
 
     /// Sends runs of packets to one destination as single GSO sends: all of

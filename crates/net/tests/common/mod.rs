@@ -2,14 +2,18 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod flood;
 pub mod netns;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 use netns::{Namespace, veth};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use scps_net::{Net, NetOptions, PacketPath, TunPath};
 pub use scps_testbed::tshark::Syn;
 
 pub fn seed() -> u64 {
@@ -115,4 +119,38 @@ pub fn assert_capture_clean(capture: &Path) {
 /// The SYNs and SYN-ACKs of the capture (`scps_testbed::tshark::syns`).
 pub fn syn_options(capture: &Path) -> Vec<Syn> {
     scps_testbed::tshark::syns(capture, Some(PORT))
+}
+
+/// Starts our stack on a TUN device in `ours` that the namespace routes
+/// `prefixes` into, running `app` on a runtime in that namespace; the
+/// thread returns what `app` returns once the endpoint has closed its
+/// connections. Nothing may be dropped but what is not TCP.
+pub fn start_our_stack<R: Send + 'static, F>(
+    topology: &Topology,
+    prefixes: Vec<(IpAddr, u8)>,
+    options: NetOptions,
+    app: impl FnOnce(Arc<Net>) -> F + Send + 'static,
+) -> std::thread::JoinHandle<R>
+where
+    F: std::future::Future<Output = R>,
+{
+    topology.ours.spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let path = TunPath::create(TUN_NAME, &prefixes, 1500).unwrap();
+            let net = Arc::new(Net::start(PacketPath::Tun(path), options).unwrap());
+            let result = app(net.clone()).await;
+            let net = Arc::into_inner(net).expect("the app let the endpoint go");
+            let stats = net.close(Duration::from_secs(5)).await.unwrap();
+            // The kernel's own IPv6 housekeeping on the new device
+            // (router solicitations, MLD reports) reaches us too and
+            // is counted as not TCP; nothing else may be dropped.
+            let others = stats.endpoint.total_dropped() - stats.endpoint.dropped("not_tcp");
+            assert_eq!(others, 0, "{stats:?}");
+            result
+        })
+    })
 }

@@ -1,0 +1,210 @@
+//! Where a UDP path without a fixed peer (a receiver) sends each packet:
+//! the outer address the packet's connection was last heard from.
+//!
+//! A peer is learned per connection, by its full 4-tuple, and only from a
+//! packet the endpoint took as part of a connection (one it had, or one
+//! the packet opened): two senders behind one inner address (two
+//! `scps send` on one host, or hosts behind one NAT) are two connections
+//! with two outer addresses, and a flood of datagrams that open nothing
+//! teaches nothing. Entries are forgotten with their connections, so the
+//! table never holds more than the endpoint's connections (issue 12,
+//! defects 2 and 3).
+//!
+//! A packet that opened nothing may still need an answer (a reset to a
+//! SYN for a closed port, so the sender hears "refused" at once): the
+//! sources of the latest such packets are kept, a fixed number of them,
+//! the oldest forgotten first.
+//!
+//! Packets without ports (compressed headers, IP protocol 105) go to the
+//! outer address their inner destination was last heard from on a
+//! connection.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+
+use scps_proto::FourTuple;
+use scps_proto::wire::{IPPROTO_TCP, IpRepr};
+
+/// Sources of packets that opened nothing, kept to answer them.
+pub(crate) const STRAYS: usize = 256;
+
+#[derive(Debug, Default)]
+pub(crate) struct UdpPeers {
+    /// Each connection's peer, by the connection's addresses as the
+    /// endpoint sees them (local: ours).
+    connections: HashMap<FourTuple, SocketAddr>,
+    /// By inner peer address, for packets without ports: derived from
+    /// `connections`.
+    by_address: HashMap<IpAddr, SocketAddr>,
+    /// Latest packets that belonged to no connection, newest last.
+    strays: VecDeque<(FourTuple, SocketAddr)>,
+}
+
+impl UdpPeers {
+    /// Records that `packet`, which the endpoint has just handled, came
+    /// from `from`; `is_connection` says whether the endpoint now has a
+    /// connection with those addresses.
+    pub(crate) fn learn(
+        &mut self,
+        packet: &[u8],
+        from: SocketAddr,
+        is_connection: impl Fn(&FourTuple) -> bool,
+    ) {
+        let Some(tuple) = tcp_tuple(packet, Direction::In) else {
+            return;
+        };
+        if is_connection(&tuple) {
+            self.connections.insert(tuple, from);
+            self.by_address.insert(tuple.remote.ip(), from);
+        } else {
+            if self.strays.len() == STRAYS {
+                self.strays.pop_front();
+            }
+            self.strays.push_back((tuple, from));
+        }
+    }
+
+    /// Where `packet`, leaving the endpoint, must go, if known.
+    pub(crate) fn destination(&self, packet: &[u8]) -> Option<SocketAddr> {
+        match tcp_tuple(packet, Direction::Out) {
+            Some(tuple) => self.connections.get(&tuple).copied().or_else(|| {
+                self.strays
+                    .iter()
+                    .rev()
+                    .find(|(stray, _)| *stray == tuple)
+                    .map(|&(_, from)| from)
+            }),
+            None => {
+                let (ip, _) = IpRepr::parse(packet).ok()?;
+                self.by_address.get(&ip.dst()).copied()
+            }
+        }
+    }
+
+    /// Forgets the peers of connections the endpoint no longer has.
+    pub(crate) fn forget(&mut self, is_connection: impl Fn(&FourTuple) -> bool) {
+        self.connections.retain(|tuple, _| is_connection(tuple));
+        self.by_address.clear();
+        for (tuple, &from) in &self.connections {
+            self.by_address.insert(tuple.remote.ip(), from);
+        }
+    }
+
+    /// Peers held: connections and strays.
+    pub(crate) fn len(&self) -> usize {
+        self.connections.len() + self.strays.len()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// Arriving: the source is the remote end.
+    In,
+    /// Leaving: the destination is the remote end.
+    Out,
+}
+
+/// The TCP connection a plain (uncompressed) TCP packet belongs to, as
+/// the endpoint sees it; `None` for anything else.
+fn tcp_tuple(packet: &[u8], direction: Direction) -> Option<FourTuple> {
+    let (ip, payload) = IpRepr::parse(packet).ok()?;
+    if ip.protocol() != IPPROTO_TCP {
+        return None;
+    }
+    let ports = payload.get(..4)?;
+    let src = SocketAddr::new(ip.src(), u16::from_be_bytes([ports[0], ports[1]]));
+    let dst = SocketAddr::new(ip.dst(), u16::from_be_bytes([ports[2], ports[3]]));
+    Some(match direction {
+        Direction::In => FourTuple {
+            local: dst,
+            remote: src,
+        },
+        Direction::Out => FourTuple {
+            local: src,
+            remote: dst,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IP packet of `protocol` from `src` to `dst` whose payload
+    /// starts with the ports (all the table reads of a TCP header).
+    fn packet(protocol: u8, src: &str, dst: &str) -> Vec<u8> {
+        let (src, dst): (SocketAddr, SocketAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+        let ip = IpRepr::new(src.ip(), dst.ip(), protocol, 20, 64).unwrap();
+        let mut packet = vec![0u8; ip.header_len() + 20];
+        let header = ip.emit(&mut packet).unwrap();
+        packet[header..header + 2].copy_from_slice(&src.port().to_be_bytes());
+        packet[header + 2..header + 4].copy_from_slice(&dst.port().to_be_bytes());
+        packet
+    }
+
+    fn tcp_packet(src: &str, dst: &str) -> Vec<u8> {
+        packet(IPPROTO_TCP, src, dst)
+    }
+
+    fn outer(port: u16) -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 1], port))
+    }
+
+    #[test]
+    fn two_connections_from_one_inner_address_keep_their_own_peers() {
+        let mut peers = UdpPeers::default();
+        let a_in = tcp_packet("127.0.0.1:40000", "127.0.0.1:5001");
+        let b_in = tcp_packet("127.0.0.1:40001", "127.0.0.1:5001");
+        peers.learn(&a_in, outer(1000), |_| true);
+        peers.learn(&b_in, outer(2000), |_| true);
+        let a_out = tcp_packet("127.0.0.1:5001", "127.0.0.1:40000");
+        let b_out = tcp_packet("127.0.0.1:5001", "127.0.0.1:40001");
+        assert_eq!(peers.destination(&a_out), Some(outer(1000)));
+        assert_eq!(peers.destination(&b_out), Some(outer(2000)));
+    }
+
+    #[test]
+    fn packets_that_open_nothing_are_answered_but_not_kept() {
+        let mut peers = UdpPeers::default();
+        for port in 0..10 * STRAYS as u16 {
+            let packet = tcp_packet(&format!("10.0.0.1:{}", 1024 + port), "127.0.0.1:5001");
+            peers.learn(&packet, outer(port), |_| false);
+        }
+        assert_eq!(peers.len(), STRAYS, "strays are bounded");
+        // The latest can still be answered (a reset), the first cannot.
+        let last = 10 * STRAYS as u16 - 1;
+        let reply = tcp_packet("127.0.0.1:5001", &format!("10.0.0.1:{}", 1024 + last));
+        assert_eq!(peers.destination(&reply), Some(outer(last)));
+        let reply = tcp_packet("127.0.0.1:5001", "10.0.0.1:1024");
+        assert_eq!(peers.destination(&reply), None);
+    }
+
+    #[test]
+    fn peers_are_forgotten_with_their_connections() {
+        let mut peers = UdpPeers::default();
+        let a = tcp_packet("10.0.0.1:40000", "127.0.0.1:5001");
+        let b = tcp_packet("10.0.0.2:40000", "127.0.0.1:5001");
+        peers.learn(&a, outer(1), |_| true);
+        peers.learn(&b, outer(2), |_| true);
+        let gone: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+        peers.forget(|tuple| tuple.remote != gone);
+        assert_eq!(peers.len(), 1);
+        assert_eq!(
+            peers.destination(&tcp_packet("127.0.0.1:5001", "10.0.0.1:40000")),
+            None
+        );
+        assert_eq!(
+            peers.destination(&tcp_packet("127.0.0.1:5001", "10.0.0.2:40000")),
+            Some(outer(2))
+        );
+    }
+
+    #[test]
+    fn what_is_not_tcp_teaches_nothing() {
+        let mut peers = UdpPeers::default();
+        let udp = packet(17, "10.0.0.1:40000", "127.0.0.1:5001");
+        peers.learn(&udp, outer(1), |_| true);
+        peers.learn(b"not a packet", outer(2), |_| true);
+        assert_eq!(peers.len(), 0);
+    }
+}
