@@ -17,6 +17,7 @@ use crate::transfer::conn::Conn;
 use crate::transfer::files;
 use crate::transfer::hello::{Hello, read_hello};
 use crate::transfer::idle::IdleRead;
+use crate::transfer::progress::Counted;
 use crate::transfer::report::Report;
 use crate::transfer::stack::{Stack, Transport};
 use crate::transfer::{Outcome, interrupts, messages};
@@ -214,14 +215,20 @@ async fn connection(
         ..Report::default()
     };
     report.start_cpu_clock();
+    // The data read, for the report of a transfer that fails.
+    let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     // Held outside the select, so that on Ctrl-C the reset goes first
     // (dropped first, the connection would close on its own terms).
     let output = serving.output.as_deref();
     let mut served = if serving.raw {
-        Box::pin(serve_raw(conn, &mut report, output, serving.idle_timeout))
+        let reading = Reading {
+            idle_timeout: serving.idle_timeout,
+            read: read.clone(),
+        };
+        Box::pin(serve_raw(conn, &mut report, output, reading))
             as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
     } else {
-        Box::pin(serve(conn, &mut report, output, &serving))
+        Box::pin(serve(conn, &mut report, output, &serving, read.clone()))
     };
     tokio::select! {
         result = &mut served => {
@@ -230,6 +237,7 @@ async fn connection(
                 // Stop the sender too: it learns by a reset.
                 abort.abort();
                 report.error = Some(format!("{err:#}"));
+                report.set_bytes_before_failure(read.load(std::sync::atomic::Ordering::Relaxed));
             }
             report.set_cpu();
             report.print(serving.json);
@@ -243,16 +251,30 @@ async fn connection(
     }
 }
 
+/// How a connection's data is read: given up after `idle_timeout` without
+/// a byte, and counted into `read`.
+struct Reading {
+    idle_timeout: Duration,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Reading {
+    fn wrap<R: tokio::io::AsyncRead + Unpin>(self, inner: R) -> Counted<IdleRead<R>> {
+        Counted::new(IdleRead::new(inner, self.idle_timeout), self.read)
+    }
+}
+
 /// Serves one connection of plain bytes: reads to the end, then closes.
 async fn serve_raw(
     mut conn: Conn,
     report: &mut Report,
     output: Option<&std::path::Path>,
-    idle_timeout: Duration,
+    reading: Reading,
 ) -> anyhow::Result<()> {
     report.workload = "raw".into();
+    report.data_bytes = Some(u64::MAX);
     let start = Instant::now();
-    let (bytes, sha256) = bulk::read_to_end(&mut IdleRead::new(&mut conn, idle_timeout), output).await?;
+    let (bytes, sha256) = bulk::read_to_end(&mut reading.wrap(&mut conn), output).await?;
     let (secs, bps) = bulk::timing(bytes, start);
     report.bytes = bytes;
     report.duration_s = secs;
@@ -270,6 +292,7 @@ async fn serve(
     report: &mut Report,
     output: Option<&std::path::Path>,
     serving: &Serving,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
 ) -> anyhow::Result<()> {
     let mut conn = BufReader::new(conn);
     let hello = tokio::time::timeout(serving.hello_timeout, read_hello(&mut conn))
@@ -286,10 +309,15 @@ async fn serve(
         conn.get_ref().set_nodelay(!nagle)?;
     }
     let (reader, mut writer) = tokio::io::split(conn);
-    let mut reader = BufReader::new(IdleRead::new(reader, serving.idle_timeout));
+    let reading = Reading {
+        idle_timeout: serving.idle_timeout,
+        read,
+    };
+    let mut reader = BufReader::new(reading.wrap(reader));
     match hello {
         Hello::Bulk { bytes } => {
             report.workload = "bulk".into();
+            report.data_bytes = Some(bytes);
             let received = bulk::read_data(&mut reader, bytes, output).await?;
             let (secs, bps) = bulk::timing(received.bytes, start);
             report.bytes = received.bytes;
@@ -328,7 +356,7 @@ async fn serve(
             writer.write_all(&messages::END_MARKER).await?;
         }
     }
-    let conn = reader.into_inner().into_inner().unsplit(writer);
+    let conn = reader.into_inner().into_inner().into_inner().unsplit(writer);
     report.record_connection(conn.get_ref());
     let (reader, mut writer) = tokio::io::split(conn);
     report.set_cpu();

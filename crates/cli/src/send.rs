@@ -17,6 +17,7 @@ use crate::transfer::bulk::{self, Source};
 use crate::transfer::conn::Conn;
 use crate::transfer::files;
 use crate::transfer::hello::{Flow, Hello, read_line, write_hello};
+use crate::transfer::progress::AckWatch;
 use crate::transfer::report::Report;
 use crate::transfer::stack::{Stack, Transport};
 use crate::transfer::{Outcome, interrupts, messages};
@@ -218,6 +219,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
     };
     report.start_cpu_clock();
     let abort = conn.abort_handle()?;
+    let acks = AckWatch::start(conn.abort_handle()?);
     // Held outside the select, so that on Ctrl-C the reset goes first: the
     // session, dropped first, would close the connection gracefully, and
     // the receiver could take that FIN for the end of the data.
@@ -227,6 +229,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
             drop(running);
             if let Err(err) = result {
                 report.error = Some(format!("{err:#}"));
+                report.set_bytes_before_failure(acks.acked(&abort));
             }
             report.set_cpu();
             report.print(args.common.json);
@@ -253,6 +256,7 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
         Workload::Raw(source) => {
             report.workload = "raw".into();
             let (len, file) = bulk::open(source).await?;
+            report.data_bytes = Some(len);
             let digest = bulk::write_source(&mut writer, source, len, file).await?;
             writer.shutdown().await.context("closing the connection")?;
             // Delivered once the receiver closes after our FIN; whatever
@@ -271,7 +275,8 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
         Workload::Bulk(source) => {
             report.workload = "bulk".into();
             let (len, file) = bulk::open(source).await?;
-            write_hello(&mut writer, &Hello::Bulk { bytes: len }).await?;
+            report.data_bytes = Some(len);
+            report.data_offset = write_hello(&mut writer, &Hello::Bulk { bytes: len }).await?;
             let sha = bulk::write_data(&mut writer, source, len, file).await?;
             let peer = read_report(&mut reader).await?;
             let (secs, bps) = bulk::timing(peer.bytes, start);

@@ -1005,6 +1005,49 @@ fn a_sender_that_vanishes_ends_the_receiver_with_a_keepalive_timeout() {
     assert!(dir.entries().is_empty(), "no file left: {:?}", dir.entries());
 }
 
+/// Issue 12 defect 5: the sender of a receiver that was killed
+/// retransmitted for 11 minutes and then reported 0 bytes.
+#[test]
+fn a_receiver_that_vanishes_ends_the_sender_within_its_user_timeout() {
+    let mut flood = Flood::start(
+        "vanished-recv",
+        Over::Udp,
+        &[],
+        &["--keepalive", "500ms", "--json"],
+    );
+    let delivered = flood
+        .dir
+        .entries()
+        .iter()
+        .map(|name| file_len(&flood.dir.path().join(name)))
+        .max()
+        .unwrap_or(0);
+    let receiver = flood.receiver.child.as_mut().unwrap();
+    receiver.kill().unwrap();
+    receiver.wait().unwrap();
+    let started = Instant::now();
+    let sender = std::mem::replace(
+        &mut flood.sender,
+        scps().arg("--version").stdout(Stdio::null()).spawn().unwrap(),
+    );
+    let (status, stdout, stderr) = finish_send(sender, Duration::from_secs(20));
+    let waited = started.elapsed();
+    assert_eq!(status.code(), Some(1), "send: {stdout}{stderr}");
+    // The user timeout follows the keepalive: 500ms idle, 3 probes 500ms
+    // apart.
+    assert!(waited < Duration::from_secs(6), "gave up after {waited:?}");
+    let report = json(&stdout);
+    assert!(
+        report["error"].as_str().is_some_and(|e| e.contains("timed out")),
+        "{stdout}"
+    );
+    let bytes = report["bytes"].as_u64().unwrap();
+    assert!(
+        bytes >= delivered && bytes < 100_000_000_000,
+        "the bytes acknowledged before it failed ({delivered} were in the receiver's file): {stdout}"
+    );
+}
+
 #[test]
 fn an_idle_connection_costs_no_cpu() {
     // 64-byte messages at 200 bit/s in a 3 s window: message 0 goes at

@@ -165,9 +165,13 @@ impl StackSettings<'_> {
             }
             ToolKeepalive::Default(k) | ToolKeepalive::Given(k) => k,
         };
+        // A transfer that makes no progress is given up as soon as an idle
+        // connection whose peer went silent would be (a `user_timeout`
+        // key may say otherwise).
         let base = scps_proto::Config {
             mtu,
             keepalive: Some(keepalive),
+            user_timeout: Some(keepalive.silence_kept()),
             ..scps_proto::Config::default()
         };
         let mut config = engine_tcp(protocol, &spec.tcp, &spec.stacks, base)?;
@@ -244,6 +248,24 @@ mod tests {
     }
 
     #[test]
+    fn a_transfer_without_progress_is_given_up_like_a_silent_idle_peer() {
+        let default = resolve(None, None, &[]).unwrap();
+        assert_eq!(
+            default.config.user_timeout,
+            Some(KEEPALIVE.idle + KEEPALIVE.interval * KEEPALIVE.probes)
+        );
+        let keyed = resolve(None, None, &["tcp.user_timeout=\"10min\""]).unwrap();
+        assert_eq!(
+            keyed.config.user_timeout,
+            Some(std::time::Duration::from_secs(600))
+        );
+        let off = resolve(None, None, &["tcp.user_timeout=\"off\""]).unwrap();
+        assert_eq!(off.config.user_timeout, None);
+        let zero = resolve(None, None, &["tcp.user_timeout=\"0s\""]).unwrap_err();
+        assert!(zero.to_string().contains("user_timeout"), "{zero}");
+    }
+
+    #[test]
     fn without_settings_the_default_label_on_the_paths_mtu() {
         let stack = resolve(None, None, &[]).unwrap();
         assert_eq!(stack.protocol, DEFAULT_PROTOCOL);
@@ -295,6 +317,7 @@ mod tests {
         let on_this_path = scps_proto::Config {
             mtu: 1472,
             keepalive: Some(KEEPALIVE),
+            user_timeout: Some(KEEPALIVE.silence_kept()),
             ..simulated
         };
         assert_eq!(

@@ -42,6 +42,9 @@ pub struct TcpSpec {
     pub mss_adapt: Option<bool>,
     /// Keepalive settings, or "off".
     pub keepalive: Option<Switch<KeepaliveSpec>>,
+    /// How long data may stay unacknowledged before the connection fails
+    /// (RFC 5482's user timeout), or "off".
+    pub user_timeout: Option<Switch<Time>>,
     pub persist_min: Option<Time>,
     pub persist_max: Option<Time>,
     pub time_wait: Option<Time>,
@@ -169,6 +172,9 @@ impl TcpSpec {
                 interval: k.interval.0,
                 probes: k.probes,
             });
+        }
+        if let Some(limit) = self.user_timeout {
+            config.user_timeout = limit.on().map(|t| t.0);
         }
         config.persist_min = time(self.persist_min, config.persist_min);
         config.persist_max = time(self.persist_max, config.persist_max);

@@ -157,7 +157,8 @@ impl Stream {
     }
 }
 
-/// Resets one connection on demand; see [`Stream::abort_handle`].
+/// Resets one connection on demand, or reads its figures, from outside
+/// the task that uses it; see [`Stream::abort_handle`].
 #[derive(Debug, Clone)]
 pub struct AbortHandle {
     shared: Arc<Shared>,
@@ -165,6 +166,12 @@ pub struct AbortHandle {
 }
 
 impl AbortHandle {
+    /// The connection's counters and estimates, while the endpoint holds
+    /// it (a watcher can sample them from another task).
+    pub fn stats(&self) -> Option<ConnectionStats> {
+        self.shared.lock().endpoint.stats_of(self.handle)
+    }
+
     pub fn abort(&self) {
         let now = self.shared.clock.now();
         let mut state = self.shared.lock();

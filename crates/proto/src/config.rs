@@ -80,6 +80,14 @@ pub struct Keepalive {
     pub probes: u32,
 }
 
+impl Keepalive {
+    /// How long a silent peer is kept: the idle time and every probe's
+    /// interval.
+    pub fn silence_kept(&self) -> Duration {
+        self.idle + self.interval.saturating_mul(self.probes)
+    }
+}
+
 /// How one connection behaves. The defaults follow the RFCs where they give
 /// a value and Linux where they leave a choice.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +148,11 @@ pub struct Config {
     /// Nagle's algorithm (RFC 896, RFC 9293 3.7.4).
     pub nagle: bool,
     pub keepalive: Option<Keepalive>,
+    /// The user timeout (RFC 9293 3.10.7.1's USER TIMEOUT, RFC 5482): data
+    /// that stays unacknowledged this long ends the connection with a
+    /// timeout error, however few retransmissions that took and in a link
+    /// outage too; `None` leaves it to `max_retransmissions`.
+    pub user_timeout: Option<Duration>,
     /// Bounds of the persist (zero-window probe) interval (RFC 9293 3.8.6.1).
     pub persist_min: Duration,
     pub persist_max: Duration,
@@ -203,6 +216,7 @@ impl Default for Config {
             mss_adapt: false,
             nagle: true,
             keepalive: None,
+            user_timeout: None,
             persist_min: Duration::from_secs(1),
             persist_max: Duration::from_secs(60),
             time_wait: Duration::from_secs(60),
@@ -313,6 +327,12 @@ impl Config {
             "rto_margin_min",
             self.rto_margin_min,
             "at most rto_max",
+        )?;
+        check(
+            self.user_timeout.is_none_or(|t| !t.is_zero()),
+            "user_timeout",
+            self.user_timeout.unwrap_or_default(),
+            "more than 0 (or off)",
         )?;
         check(
             self.max_retransmissions >= 1,

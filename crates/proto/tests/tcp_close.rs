@@ -266,3 +266,121 @@ fn an_orphaned_connection_does_not_wait_for_ever_in_fin_wait_2() {
     assert_eq!(c.h.advance_to_timeout(), Duration::from_secs(30));
     assert_eq!(c.h.ep.connection_count(), 0);
 }
+
+/// Sends data to a silent peer under `config` and runs the timers until
+/// the connection ends: the time from the first send to the end, and the
+/// retransmissions the error counts.
+fn time_to_give_up(config: Config) -> (Duration, u32) {
+    let mut c = Established::new(config);
+    c.write(b"0123456789");
+    c.one();
+    let sent = c.h.now;
+    while c.h.ep.state(c.conn) != Some(State::Closed) {
+        c.h.advance_to_timeout();
+        c.output();
+        assert!(
+            c.h.now - sent < Duration::from_secs(3600),
+            "still trying after an hour"
+        );
+    }
+    let closed = c.h.events().into_iter().find_map(|(_, e)| match e {
+        Event::Closed(Some(ConnectionError::TimedOut { retransmissions, .. })) => Some(retransmissions),
+        _ => None,
+    });
+    (c.h.now - sent, closed.expect("closed with a timeout error"))
+}
+
+#[test]
+fn the_user_timeout_ends_a_connection_whose_data_goes_unacknowledged() {
+    let base = Config {
+        rto_initial: Duration::from_secs(1),
+        rto_max: Duration::from_secs(60),
+        ..config()
+    };
+    let (without, retransmissions) = time_to_give_up(base.clone());
+    assert_eq!(retransmissions, base.max_retransmissions);
+    assert!(without > Duration::from_secs(300), "{without:?}");
+    let (with, retransmissions) = time_to_give_up(Config {
+        user_timeout: Some(Duration::from_secs(20)),
+        ..base
+    });
+    // Exactly at the limit, not at the next backed-off timeout after it.
+    assert_eq!(with, Duration::from_secs(20));
+    assert!(retransmissions < 6, "{retransmissions}");
+}
+
+#[test]
+fn the_user_timeout_ends_a_link_outage_too() {
+    let config = Config {
+        rto_initial: Duration::from_secs(1),
+        outage: scps_proto::config::OutagePolicy {
+            after_timeouts: Some(2),
+            probe_interval: Duration::from_secs(1),
+        },
+        user_timeout: Some(Duration::from_secs(30)),
+        ..config()
+    };
+    let (waited, _) = time_to_give_up(config);
+    assert_eq!(waited, Duration::from_secs(30));
+}
+
+#[test]
+fn progress_restarts_the_user_timeout() {
+    let mut c = Established::new(Config {
+        rto_initial: Duration::from_secs(1),
+        user_timeout: Some(Duration::from_secs(10)),
+        ..config()
+    });
+    c.write(b"0123456789");
+    let first = c.one();
+    c.write(b"abcdefghij");
+    c.output();
+    let sent = c.h.now;
+    // Timeouts and retransmissions for eight seconds, then the first ten
+    // bytes are acknowledged.
+    while c.h.ep.poll_timeout().unwrap() - sent < Duration::from_secs(8) {
+        c.h.advance_to_timeout();
+        c.output();
+    }
+    c.h.now = sent + Duration::from_secs(8);
+    let ack = c.peer_segment(first.seq.wrapping_add(10));
+    c.h.send(&ack);
+    c.output();
+    while c.h.ep.state(c.conn) != Some(State::Closed) {
+        c.h.advance_to_timeout();
+        c.output();
+    }
+    assert!(
+        c.h.now - sent > Duration::from_secs(10),
+        "the rest had a user timeout of its own: closed {:?} after the first send",
+        c.h.now - sent
+    );
+}
+
+#[test]
+fn the_user_timeout_ends_window_probing_of_a_silent_peer() {
+    let mut c = Established::new(Config {
+        user_timeout: Some(Duration::from_secs(20)),
+        ..config()
+    });
+    c.write(b"0123456789");
+    let first = c.one();
+    let ack = c.peer_segment(first.seq.wrapping_add(10)).window(0);
+    c.h.send(&ack);
+    c.write(b"more");
+    assert!(c.output().is_empty(), "nothing fits a zero window");
+    let stalled = c.h.now;
+    while c.h.ep.state(c.conn) != Some(State::Closed) {
+        c.h.advance_to_timeout();
+        c.output();
+        assert!(c.h.now - stalled < Duration::from_secs(600), "still probing");
+    }
+    // The first probe starts the clock: closed 20 s after it, long before
+    // max_retransmissions backed-off probes would have.
+    let first_probe = Config::default().persist_min.max(Config::default().rto_initial);
+    assert!(
+        c.h.now - stalled <= first_probe + Duration::from_secs(20),
+        "closed {:?} after the window closed",
+        c.h.now - stalled
+    );
+}

@@ -24,7 +24,8 @@ pub struct Repairs {
     pub fast_recoveries: u64,
 }
 
-/// Resets a connection from outside the task that uses it (Ctrl-C).
+/// Resets a connection from outside the task that uses it (Ctrl-C), or
+/// reads how far it got.
 #[derive(Debug)]
 pub enum Abort {
     Scps(scps_net::AbortHandle),
@@ -34,6 +35,19 @@ pub enum Abort {
 }
 
 impl Abort {
+    /// Bytes the peer has acknowledged, while the connection is known:
+    /// our stack's count, or the kernel's (`tcpi_bytes_acked`).
+    pub fn bytes_acked(&self) -> Option<u64> {
+        match self {
+            Abort::Scps(handle) => handle.stats().map(|s| s.bytes_acked),
+            Abort::Tcp(socket) => {
+                let local = socket.local_addr().ok()?.as_socket()?;
+                let peer = socket.peer_addr().ok()?.as_socket()?;
+                tcp_info(local, peer).ok().map(|info| info.bytes_acked)
+            }
+        }
+    }
+
     pub fn abort(self) {
         match self {
             Abort::Scps(handle) => handle.abort(),

@@ -105,9 +105,12 @@ pub enum LineError {
     Io(#[from] std::io::Error),
 }
 
-pub async fn write_hello(out: &mut (impl AsyncWrite + Unpin), hello: &Hello) -> std::io::Result<()> {
+/// Writes the hello line; returns its length in bytes.
+pub async fn write_hello(out: &mut (impl AsyncWrite + Unpin), hello: &Hello) -> std::io::Result<u64> {
     let json = serde_json::to_string(hello).map_err(std::io::Error::other)?;
-    out.write_all(format!("{MAGIC}{json}\n").as_bytes()).await
+    let line = format!("{MAGIC}{json}\n");
+    out.write_all(line.as_bytes()).await?;
+    Ok(line.len() as u64)
 }
 
 /// Reads one line of at most [`MAX_LINE`] bytes (without its newline).

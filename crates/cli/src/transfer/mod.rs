@@ -24,6 +24,7 @@ pub mod hello;
 pub mod idle;
 pub mod kernel_congestion;
 pub mod messages;
+pub mod progress;
 pub mod report;
 pub mod stack;
 

@@ -65,6 +65,14 @@ pub struct Report {
     /// own.
     #[serde(skip)]
     pub(crate) cpu_at_start: (f64, f64),
+    /// For a bulk or raw transfer, the bytes of data it carries (`u64::MAX`
+    /// for a raw receiver, which reads to the end), so that a failed
+    /// one's report says how far it got; `None` for message streams.
+    #[serde(skip)]
+    pub(crate) data_bytes: Option<u64>,
+    /// Bytes on the stream before the data (the sender's hello).
+    #[serde(skip)]
+    pub(crate) data_offset: u64,
     /// The receiving end's report, as it sent it back (sender only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_report: Option<Box<Report>>,
@@ -87,6 +95,17 @@ impl Report {
         self.retransmitted_bytes = repairs.map(|r| r.retransmitted_bytes);
         self.timeouts = repairs.map(|r| r.timeouts);
         self.fast_recoveries = repairs.map(|r| r.fast_recoveries);
+    }
+
+    /// A failed bulk or raw transfer: `through`, the bytes of the stream
+    /// that got through (what the receiver read, or what the sender saw
+    /// acknowledged), gives the data delivered before the failure.
+    pub fn set_bytes_before_failure(&mut self, through: u64) {
+        if let Some(data) = self.data_bytes
+            && self.bytes == 0
+        {
+            self.bytes = through.saturating_sub(self.data_offset).min(data);
+        }
     }
 
     pub fn failed(&self) -> bool {

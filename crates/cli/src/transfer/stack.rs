@@ -126,13 +126,19 @@ pub enum Stack {
 /// Unanswered keepalive probes after which a connection is given up.
 const KEEPALIVE_PROBES: u32 = 3;
 
-/// Keepalive on a kernel socket, as on ours.
+/// Keepalive on a kernel socket, as on ours, and the same user timeout
+/// (TCP_USER_TIMEOUT): a transfer without progress is given up as soon as
+/// a silent idle peer would be.
 fn kernel_keepalive(stream: &TcpStream, keepalive: Keepalive) -> anyhow::Result<()> {
+    let socket = socket2::SockRef::from(stream);
+    socket
+        .set_tcp_user_timeout(Some(keepalive.silence_kept()))
+        .context("cannot set TCP_USER_TIMEOUT")?;
     let keepalive = socket2::TcpKeepalive::new()
         .with_time(keepalive.idle)
         .with_interval(keepalive.interval)
         .with_retries(keepalive.probes);
-    socket2::SockRef::from(stream)
+    socket
         .set_tcp_keepalive(&keepalive)
         .context("cannot set TCP keepalive")
 }

@@ -361,6 +361,7 @@ impl Connection {
                 }
                 self.timers.stop(Timer::Retransmit);
                 self.timers.set(Timer::Persist, now + self.persist_interval());
+                self.cap_at_user_timeout(Timer::Persist);
             }
             Plan::Keepalive => {
                 // RFC 9293 3.8.4: SEG.SEQ = SND.NXT - 1, no data.

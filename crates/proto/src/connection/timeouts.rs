@@ -39,14 +39,26 @@ impl Connection {
             }
             State::Closed | State::TimeWait => {}
             _ => {
-                if self.outage.is_some() {
-                    self.send_outage_probe(now);
-                    return;
-                }
                 let Some(front) = self.board.front() else {
+                    if self.outage.is_some() {
+                        self.send_outage_probe(now);
+                    }
                     return;
                 };
                 let stalled_since = *self.stalled_since.get_or_insert(front.sent_at);
+                if self.user_timeout_passed(now, stalled_since) {
+                    let error = ConnectionError::TimedOut {
+                        retransmissions: self.consecutive_timeouts,
+                        waited: now.saturating_since(stalled_since),
+                    };
+                    self.close_with(now, Some(error));
+                    return;
+                }
+                if self.outage.is_some() {
+                    self.send_outage_probe(now);
+                    self.cap_at_user_timeout(Timer::Retransmit);
+                    return;
+                }
                 if self.consecutive_timeouts >= self.config.max_retransmissions {
                     let error = ConnectionError::TimedOut {
                         retransmissions: self.consecutive_timeouts,
@@ -92,11 +104,34 @@ impl Connection {
                     // This retransmission is the first probe of the outage.
                     self.enter_outage(now, false);
                     self.force_retransmit = true;
+                    self.cap_at_user_timeout(Timer::Retransmit);
                     return;
                 }
                 self.rtt.back_off();
                 self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+                self.cap_at_user_timeout(Timer::Retransmit);
             }
+        }
+    }
+
+    /// Whether data unacknowledged since `stalled_since` has outlived the
+    /// user timeout.
+    fn user_timeout_passed(&self, now: Instant, stalled_since: Instant) -> bool {
+        self.config
+            .user_timeout
+            .is_some_and(|limit| now.saturating_since(stalled_since) >= limit)
+    }
+
+    /// Brings `timer` (retransmission or persist) forward to the user
+    /// timeout of a connection that has stalled, so that a backed-off
+    /// interval does not carry the connection past it.
+    pub(crate) fn cap_at_user_timeout(&mut self, timer: Timer) {
+        if let Some(limit) = self.config.user_timeout
+            && let Some(stalled_since) = self.stalled_since
+            && let Some(at) = self.timers.get(timer)
+            && at > stalled_since + limit
+        {
+            self.timers.set(timer, stalled_since + limit);
         }
     }
 
@@ -105,7 +140,10 @@ impl Connection {
     /// acknowledged).
     fn on_persist_timeout(&mut self, now: Instant) {
         let unanswered = self.persist_unanswered;
-        if unanswered >= self.config.max_retransmissions {
+        let stalled_since = self.stalled_since.unwrap_or(now);
+        if unanswered >= self.config.max_retransmissions
+            || (unanswered > 0 && self.user_timeout_passed(now, stalled_since))
+        {
             let error = ConnectionError::TimedOut {
                 retransmissions: unanswered,
                 waited: now.saturating_since(self.stalled_since.unwrap_or(now)),
