@@ -19,7 +19,7 @@ use crate::transfer::hello::{Hello, read_hello};
 use crate::transfer::idle::IdleRead;
 use crate::transfer::progress::Counted;
 use crate::transfer::report::Report;
-use crate::transfer::stack::{Stack, Transport};
+use crate::transfer::stack::{DEFAULT_BACKLOG, Stack, StackOptions, Transport};
 use crate::transfer::{Outcome, interrupts, messages};
 
 #[derive(Debug, Args)]
@@ -63,6 +63,11 @@ pub struct RecvArgs {
     /// connection).
     #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "120s")]
     idle_timeout: Duration,
+    /// Connections held before they are served, handshaking ones
+    /// included; beyond it SYNs are answered with SYN cookies, so a SYN
+    /// flood neither keeps clients out nor grows memory.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BACKLOG, value_parser = clap::value_parser!(u16).range(1..))]
+    backlog: u16,
 }
 
 impl RecvArgs {
@@ -100,11 +105,11 @@ pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
 async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
     let mut interrupt = interrupts()?;
     let transport = args.transport();
-    let stack = Stack::start(
-        &transport,
-        &args.common.stack_options(Duration::from_secs(20)),
-        Direction::Reverse,
-    )?;
+    let options = StackOptions {
+        backlog: args.backlog,
+        ..args.common.stack_options(Duration::from_secs(20))
+    };
+    let stack = Stack::start(&transport, &options, Direction::Reverse)?;
     let acceptor = stack.listen(args.port)?;
     // Scripts (and the tests) read this line to learn the ports.
     match stack.udp_addr() {

@@ -1,25 +1,31 @@
-//! The memory of a UDP receiver under a flood of datagrams that open no
-//! connection (issue 12 defect 2; docs/BENCHMARKS.md "A receiver under a
-//! flood"): the resident size of this process, which runs one receiving
-//! endpoint, before and after the flood, and the peer addresses it holds
-//! at the end against the bound it is judged by (one per connection, and
-//! the latest 256 packets that opened none).
+//! A UDP receiver under floods (issue 12 defects 1 and 2; docs/BENCHMARKS.md
+//! "A receiver under a flood"): the resident memory of this process, which
+//! runs one receiving endpoint, before, during and after a flood of
+//! spoofed SYNs and one of garbage datagrams; the time a real transfer
+//! takes during each, against the same transfer without; and the peer
+//! addresses the receiver holds at the end against the bound it is judged
+//! by (its backlog of half-open connections, the latest 256 packets that
+//! opened nothing, and the real connections).
 //!
-//!     cargo run --release -p scps-net --example flood_memory [DATAGRAMS]
+//!     cargo run --release -p scps-net --example flood_memory [SYNS] [GARBAGE]
 
 #[path = "../tests/common/flood.rs"]
 mod flood;
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
+use flood::Flood;
 use scps_net::{Net, NetOptions, PacketPath, UdpPath};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PORT: u16 = 5001;
-/// The bound on peers held: `udp_peers::STRAYS`, plus the one real
-/// connection of the run.
-const PEERS_BOUND: usize = 256 + 1;
+const TRANSFER: usize = 50 << 20;
+const TRANSFERS: usize = 3;
+/// The backlog of half-open connections, the strays, the real connections.
+const PEERS_BOUND: usize = 128 + 256 + TRANSFERS;
 
 /// A line of /proc/self/status, in MB.
 fn status_mb(field: &str) -> f64 {
@@ -32,37 +38,70 @@ fn status_mb(field: &str) -> f64 {
     kb / 1000.0
 }
 
-/// One real transfer of `bytes` through the receiver, checked.
-async fn transfer(receiver_udp: SocketAddr, to: SocketAddr, bytes: usize) {
+/// One real transfer through the receiver, checked; returns its time.
+async fn transfer(receiver_udp: SocketAddr, to: SocketAddr) -> Duration {
+    let started = Instant::now();
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(receiver_udp)).unwrap();
     let sender = Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap();
     let mut stream = sender.connect(to).await.unwrap();
-    stream.write_all(&vec![7u8; bytes]).await.unwrap();
+    stream.write_all(&vec![7u8; TRANSFER]).await.unwrap();
     stream.shutdown().await.unwrap();
     let mut echo = [0u8; 8];
     stream.read_exact(&mut echo).await.unwrap();
     assert_eq!(
         u64::from_be_bytes(echo),
-        bytes as u64,
+        TRANSFER as u64,
         "bytes the receiver counted"
     );
+    let took = started.elapsed();
     drop(stream);
     sender.close(Duration::from_secs(5)).await.unwrap();
+    took
+}
+
+/// Runs a transfer while `flood` sends `count` datagrams; returns the
+/// transfer's time, the flood's, and the peak resident size meanwhile.
+async fn transfer_during(
+    flood: Flood,
+    count: usize,
+    receiver_udp: SocketAddr,
+    to: SocketAddr,
+) -> (Duration, Duration, f64) {
+    let flooding = Arc::new(AtomicBool::new(true));
+    let sampling = flooding.clone();
+    let peak = std::thread::spawn(move || {
+        let mut peak: f64 = 0.0;
+        while sampling.load(Ordering::Relaxed) {
+            peak = peak.max(status_mb("VmRSS:"));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        peak
+    });
+    let started = Instant::now();
+    let flooder = tokio::task::spawn_blocking(move || {
+        flood::send(flood, 1, receiver_udp, count, PORT);
+        started.elapsed()
+    });
+    let took = transfer(receiver_udp, to).await;
+    let flood_took = flooder.await.unwrap();
+    flooding.store(false, Ordering::Relaxed);
+    (took, flood_took, peak.join().unwrap())
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let datagrams: usize = std::env::args()
-        .nth(1)
-        .map(|n| n.parse().expect("DATAGRAMS is a count"))
-        .unwrap_or(1_000_000);
+    let mut args = std::env::args()
+        .skip(1)
+        .map(|n| n.parse::<usize>().expect("counts of datagrams"));
+    let syns = args.next().unwrap_or(100_000);
+    let garbage = args.next().unwrap_or(1_000_000);
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
     let receiver_udp = path.local_addr().unwrap();
     let receiver = Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap();
     let to = SocketAddr::new(receiver_udp.ip(), PORT);
     let listener = receiver.listen(to).unwrap();
     let server = tokio::spawn(async move {
-        for _ in 0..2 {
+        for _ in 0..TRANSFERS {
             let mut stream = listener.accept().await.unwrap();
             let mut received = Vec::new();
             stream.read_to_end(&mut received).await.unwrap();
@@ -73,26 +112,38 @@ async fn main() {
             stream.shutdown().await.unwrap();
         }
     });
-    // Warm up: the buffers a transfer needs are allocated before the
-    // first figure.
-    transfer(receiver_udp, to, 10 << 20).await;
+    // The first transfer allocates what any transfer needs.
+    let quiet = transfer(receiver_udp, to).await;
     let before = status_mb("VmRSS:");
-    let seed = 1;
-    tokio::task::spawn_blocking(move || flood::send(seed, receiver_udp, datagrams, PORT))
-        .await
-        .unwrap();
-    transfer(receiver_udp, to, 10 << 20).await;
+    let (syn_took, syn_flood_took, syn_peak) = transfer_during(Flood::Syns, syns, receiver_udp, to).await;
+    let (garbage_took, garbage_flood_took, garbage_peak) =
+        transfer_during(Flood::Garbage, garbage, receiver_udp, to).await;
     server.await.unwrap();
     let after = status_mb("VmRSS:");
-    let peak = status_mb("VmHWM:");
-    let stats = receiver.close(Duration::from_secs(5)).await.unwrap();
+    let stats = receiver.close(Duration::from_secs(1)).await.unwrap();
+    let mb = TRANSFER >> 20;
+    println!("a {mb} MiB transfer alone: {:.3} s", quiet.as_secs_f64());
     println!(
-        "{datagrams} flood datagrams sent, {} reached the endpoint ({} dropped by cause: {:?})",
-        stats.packets_in,
-        stats.endpoint.total_dropped(),
-        stats.endpoint.drops
+        "during {syns} spoofed SYNs (sent in {:.2} s): {:.3} s, {:.2} times as long; {} SYN cookies sent, {} accepted",
+        syn_flood_took.as_secs_f64(),
+        syn_took.as_secs_f64(),
+        syn_took.as_secs_f64() / quiet.as_secs_f64(),
+        stats.endpoint.syn_cookies_sent,
+        stats.endpoint.syn_cookies_accepted,
     );
-    println!("resident: {before:.1} MB before the flood, {after:.1} MB after, peak {peak:.1} MB");
+    println!(
+        "during {garbage} garbage datagrams (sent in {:.2} s): {:.3} s, {:.2} times as long",
+        garbage_flood_took.as_secs_f64(),
+        garbage_took.as_secs_f64(),
+        garbage_took.as_secs_f64() / quiet.as_secs_f64(),
+    );
+    println!(
+        "resident: {before:.1} MB before, peak {syn_peak:.1} MB during the SYNs, {garbage_peak:.1} MB during the garbage, {after:.1} MB after"
+    );
+    println!(
+        "datagrams that reached the endpoint: {}; dropped by cause: {:?}",
+        stats.packets_in, stats.endpoint.drops
+    );
     println!(
         "peer addresses held at the end: {} (bound {PEERS_BOUND}: {})",
         stats.peers_held,

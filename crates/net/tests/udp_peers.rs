@@ -9,7 +9,8 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{PORT, content, flood, seed};
+use common::flood::{self, Flood};
+use common::{PORT, content, seed};
 use scps_net::{Net, NetOptions, NetStats, PacketPath, UdpPath};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -94,7 +95,7 @@ async fn a_flood_that_opens_nothing_is_not_remembered() {
     let seed = seed();
     let (receiving, receiver_udp, addr) = receiver();
     let server = serve_digests(&receiving, addr, 1);
-    tokio::task::spawn_blocking(move || flood::send(seed, receiver_udp, FLOOD, PORT))
+    tokio::task::spawn_blocking(move || flood::send(Flood::Garbage, seed, receiver_udp, FLOOD, PORT))
         .await
         .unwrap();
     // A real sender afterwards is served as usual.
@@ -119,6 +120,42 @@ async fn a_flood_that_opens_nothing_is_not_remembered() {
     assert!(
         stats.peers_held <= 256 + 1,
         "peer addresses held after {FLOOD} datagrams: {}",
+        stats.peers_held
+    );
+}
+
+/// Issue 12 defect 1: 130 spoofed SYNs filled the backlog of 128 and every
+/// real sender then got no answer for two minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_gets_through_a_syn_flood() {
+    const SYNS: usize = 10_000;
+    let seed = seed();
+    let (receiving, receiver_udp, addr) = receiver();
+    let server = serve_digests(&receiving, addr, 1);
+    tokio::task::spawn_blocking(move || flood::send(Flood::Syns, seed, receiver_udp, SYNS, PORT))
+        .await
+        .unwrap();
+    let data = content(seed ^ 1, 1 << 20);
+    let sending = sender(receiver_udp);
+    let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let digest = send_for_digest(&sending, local, addr, &data).await;
+    assert_eq!(
+        digest,
+        Sha256::digest(&data).to_vec(),
+        "the real sender's content"
+    );
+    server.await.unwrap();
+    sending.close(Duration::from_secs(5)).await.unwrap();
+    let stats = receiving.close(Duration::from_secs(1)).await.unwrap();
+    let endpoint = &stats.endpoint;
+    assert!(endpoint.syn_cookies_sent > 0, "the backlog filled: {stats:?}");
+    assert_eq!(
+        endpoint.syn_cookies_accepted, 1,
+        "the real sender came in by a cookie: {stats:?}"
+    );
+    assert!(
+        stats.peers_held <= 128 + 256 + 1,
+        "what the flood left: {} peer addresses",
         stats.peers_held
     );
 }

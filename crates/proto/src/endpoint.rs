@@ -29,6 +29,13 @@
 //!   connection or listener answered with a reset from the address it was
 //!   sent to (RFC 9293 3.10.7.1, see [`Endpoint::handle_packet`]).
 //!
+//! # SYN floods
+//!
+//! A listener holds at most [`EndpointConfig::backlog`] connections the
+//! application has not accepted, handshaking ones included. Beyond that a
+//! SYN is answered with a SYN cookie (`syn_cookies.rs`) and nothing is
+//! kept: the ACK that completes the handshake rebuilds the connection.
+//!
 //! A SYN goes to the most specific listener that takes it: an ordinary
 //! listener on its exact address and port; then, for an address of our
 //! own, an ordinary listener on the unspecified address and its port
@@ -55,6 +62,7 @@ use crate::wire::{
 
 mod compression_ids;
 mod node;
+mod syn_cookies;
 mod transparent;
 
 use compression_ids::IdScope;
@@ -76,6 +84,9 @@ pub struct EndpointConfig {
     /// Connections a listener holds that the application has not
     /// accepted yet, handshaking ones included.
     pub backlog: usize,
+    /// Beyond the backlog, answer SYNs with SYN cookies (RFC 4987 3.6)
+    /// rather than drop them.
+    pub syn_cookies: bool,
     pub max_connections: usize,
     /// Key for initial sequence numbers and timestamp offsets (RFC 6528);
     /// a driver on a real network should pick it at random.
@@ -91,6 +102,7 @@ impl Default for EndpointConfig {
         EndpointConfig {
             connection: Config::default(),
             backlog: 128,
+            syn_cookies: true,
             max_connections: 65536,
             secret: 0x5c95_7a11_d00d_f00d,
             transparent: Vec::new(),
@@ -143,6 +155,10 @@ pub struct EndpointStats {
     pub packets_sent: u64,
     /// Resets sent for segments that belonged to no connection.
     pub resets_sent: u64,
+    /// SYNs answered with a SYN cookie (the backlog was full), and
+    /// connections made from a valid cookie.
+    pub syn_cookies_sent: u64,
+    pub syn_cookies_accepted: u64,
     /// Packets dropped, by cause: wire errors by their label (for
     /// compressed segments too, e.g. `compressed_field_unknown` when a
     /// field cannot be reconstructed), and `not_tcp` (neither protocol 6
@@ -217,6 +233,10 @@ pub struct Endpoint {
     stats: EndpointStats,
     /// Header compression ids, ours and our peers'.
     compression_ids: compression_ids::CompressionIds,
+    /// When a SYN cookie last went out: cookies are only accepted for a
+    /// while after one did, so that ACKs guessing at them are not tried
+    /// when there was no flood.
+    cookie_sent_at: Option<Instant>,
 }
 
 const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
@@ -244,6 +264,7 @@ impl Endpoint {
             events: VecDeque::new(),
             stats: EndpointStats::default(),
             compression_ids: Default::default(),
+            cookie_sent_at: None,
         })
     }
 
@@ -711,6 +732,9 @@ impl Endpoint {
             return self.drop_packet("no_connection");
         }
         if seg.flags.ack() {
+            if !seg.flags.syn() && self.accept_cookie(now, listener, tuple, seg) {
+                return;
+            }
             self.reply_reset(tuple, seg.ack, None);
             return self.drop_packet("no_connection");
         }
@@ -721,6 +745,10 @@ impl Endpoint {
             return;
         };
         if state.pending >= self.config.backlog {
+            if self.config.syn_cookies {
+                let config = state.config.clone();
+                return self.send_cookie(now, config, tuple, seg);
+            }
             return self.drop_packet("backlog_full");
         }
         if self.live >= self.config.max_connections {
@@ -735,6 +763,101 @@ impl Endpoint {
             state.pending += 1;
         }
         self.after_event(handle, true);
+    }
+
+    /// Answers a SYN with a SYN-ACK whose sequence number (and timestamp)
+    /// carry what the connection will need, keeping nothing.
+    fn send_cookie(&mut self, now: Instant, config: Arc<Config>, tuple: FourTuple, seg: &TcpRepr<'_>) {
+        let peer_mss = seg
+            .options
+            .mss
+            .unwrap_or(if tuple.remote.is_ipv4() { 536 } else { 1220 });
+        let (cookie, mss) = syn_cookies::make(self.config.secret, &tuple, seg.seq, peer_mss, now);
+        let timestamps = config.timestamps && seg.options.timestamps.is_some();
+        let mut options = seg.options;
+        options.mss = Some(mss);
+        options.scps_capabilities = None;
+        if !timestamps {
+            // Nowhere to keep them: offered neither.
+            options.window_scale = None;
+            options.sack_permitted = false;
+        }
+        let syn = TcpRepr {
+            options,
+            payload: &[],
+            ..*seg
+        };
+        let mut params = self.params(now, tuple, config, false);
+        params.iss = cookie;
+        if timestamps {
+            let bits = syn_cookies::options_bits(options.window_scale, options.sack_permitted);
+            params.ts_offset = syn_cookies::offset_carrying(params.ts_offset, now, bits);
+        }
+        let mut packet = Vec::new();
+        match Connection::accept(params, &syn).poll_transmit_packet(now, &mut packet) {
+            Some(Ok(())) => {
+                self.stray_output.push_back(packet);
+                self.stats.syn_cookies_sent += 1;
+                self.cookie_sent_at = Some(now);
+            }
+            Some(Err(err)) => self.drop_packet(err.label()),
+            None => self.drop_packet("backlog_full"),
+        }
+    }
+
+    /// The ACK completing a handshake we answered with a cookie: if the
+    /// cookie is ours, for these addresses and recent, the connection is
+    /// rebuilt from it and takes the ACK. Returns whether it was.
+    fn accept_cookie(
+        &mut self,
+        now: Instant,
+        listener: ListenerKey,
+        tuple: FourTuple,
+        seg: &TcpRepr<'_>,
+    ) -> bool {
+        let recent = self
+            .cookie_sent_at
+            .is_some_and(|at| now.saturating_since(at) <= 2 * syn_cookies::PERIOD);
+        if !self.config.syn_cookies || !recent || self.live >= self.config.max_connections {
+            return false;
+        }
+        let (cookie, peer_isn) = (seg.ack.wrapping_sub(1), seg.seq.wrapping_sub(1));
+        let Some(mss) = syn_cookies::check(self.config.secret, &tuple, peer_isn, cookie, now) else {
+            return false;
+        };
+        let Some(config) = self.listeners.get(&listener).map(|l| l.config.clone()) else {
+            return false;
+        };
+        let timestamps = seg.options.timestamps.filter(|_| config.timestamps);
+        let (window_scale, sack_permitted) = timestamps
+            .map(|ts| syn_cookies::decode_options_bits(ts.tsecr))
+            .unwrap_or((None, false));
+        let syn = TcpRepr {
+            seq: peer_isn,
+            ack: 0,
+            flags: TcpFlags::SYN,
+            options: TcpOptions {
+                mss: Some(mss),
+                window_scale,
+                sack_permitted,
+                timestamps: timestamps.map(|ts| crate::wire::Timestamps { tsecr: 0, ..ts }),
+                ..TcpOptions::default()
+            },
+            payload: &[],
+            ..*seg
+        };
+        let mut params = self.params(now, tuple, config, false);
+        params.iss = cookie;
+        let sent_at = timestamps.map(|ts| syn_cookies::sent_at(now, params.ts_offset, ts.tsecr));
+        let mut conn = Connection::accept(params, &syn);
+        conn.syn_ack_already_sent(sent_at);
+        let handle = self.insert(conn, Some(listener));
+        if let Some(state) = self.listeners.get_mut(&listener) {
+            state.pending += 1;
+        }
+        self.stats.syn_cookies_accepted += 1;
+        let _ = self.with_connection(handle, |c| c.handle_tcp_segment(now, seg));
+        true
     }
 
     /// RFC 9293 3.10.7.1, CLOSED: a reset unless the segment is one.

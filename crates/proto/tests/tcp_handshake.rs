@@ -235,11 +235,12 @@ fn reset_in_syn_received_returns_to_listen() {
 }
 
 #[test]
-fn backlog_limits_connections_waiting_for_accept() {
+fn without_syn_cookies_the_backlog_limits_connections_waiting_for_accept() {
     let mut h = Harness::new(Config::default());
     h.ep = scps_proto::Endpoint::new(
         scps_proto::EndpointConfig {
             backlog: 2,
+            syn_cookies: false,
             ..Default::default()
         },
         [OURS.ip()],

@@ -343,6 +343,7 @@ fn the_backlog_and_the_connection_limit_hold_for_transparent_connections() {
     h.ep = Endpoint::new(
         EndpointConfig {
             backlog: 2,
+            syn_cookies: false,
             max_connections: 3,
             ..endpoint_config(Config::default(), &[SERVERS, CLIENTS])
         },

@@ -9,7 +9,7 @@ use scps_config::units::parse_duration;
 
 use scps_config::stack::ToolKeepalive;
 
-use super::stack::{EngineArgs, StackOptions, keepalive_every};
+use super::stack::{DEFAULT_BACKLOG, EngineArgs, StackOptions, keepalive_every};
 
 #[derive(Debug, Args)]
 pub struct CommonArgs {
@@ -86,6 +86,7 @@ impl CommonArgs {
                 },
             },
             connect_timeout,
+            backlog: DEFAULT_BACKLOG,
         }
     }
 

@@ -48,7 +48,14 @@ pub struct StackOptions {
     pub pcap: Option<PathBuf>,
     pub engine: EngineArgs,
     pub connect_timeout: Duration,
+    /// Connections a listener holds that are not yet served, handshaking
+    /// ones included: beyond it our stack answers SYNs with SYN cookies,
+    /// as the kernel does.
+    pub backlog: u16,
 }
+
+/// The listeners' backlog unless `scps recv --backlog` says.
+pub const DEFAULT_BACKLOG: u16 = 128;
 
 /// What configures the engine of our stack: the scenarios' schema
 /// (`--config`, `--stack`, `--set`) and the tool's keepalive.
@@ -120,6 +127,7 @@ pub enum Stack {
         connect_timeout: Duration,
         keepalive: Keepalive,
         congestion: Option<String>,
+        backlog: u16,
     },
 }
 
@@ -194,6 +202,7 @@ impl Stack {
                     connect_timeout: options.connect_timeout,
                     keepalive: options.engine.keepalive(),
                     congestion: congestion.clone().filter(|name| !name.is_empty()),
+                    backlog: options.backlog,
                 });
             }
             Transport::Udp { bind, peer } => {
@@ -233,6 +242,7 @@ impl Stack {
             ..NetOptions::default()
         };
         net_options.endpoint.connection = engine.config;
+        net_options.endpoint.backlog = usize::from(options.backlog);
         Ok(Stack::Ours {
             net: Net::start(path, net_options)?,
             udp,
@@ -269,6 +279,7 @@ impl Stack {
                 connect_timeout,
                 keepalive,
                 congestion,
+                ..
             } => {
                 let socket = if to.is_ipv4() {
                     tokio::net::TcpSocket::new_v4()
@@ -310,6 +321,7 @@ impl Stack {
             Stack::Kernel {
                 keepalive,
                 congestion,
+                backlog,
                 ..
             } => {
                 // IPv6 unspecified also takes IPv4 (as mapped addresses)
@@ -336,7 +348,7 @@ impl Stack {
                     .bind(&addr.into())
                     .with_context(|| format!("cannot listen on TCP port {port}"))?;
                 socket
-                    .listen(16)
+                    .listen(i32::from(*backlog))
                     .with_context(|| format!("cannot listen on TCP port {port}"))?;
                 socket.set_nonblocking(true)?;
                 Ok(Acceptor::Kernel {

@@ -63,6 +63,9 @@ pub(crate) struct Handshake {
     pub(crate) passive: bool,
     /// When our SYN or SYN-ACK last went out.
     pub(crate) syn_sent_at: Instant,
+    /// The handshake gives no RTT sample: our SYN-ACK was a SYN cookie
+    /// and its time is not known.
+    pub(crate) unsampled: bool,
 }
 
 impl Connection {
@@ -133,6 +136,7 @@ impl Connection {
                 retransmissions: 0,
                 passive: state == State::SynReceived,
                 syn_sent_at: params.now,
+                unsampled: false,
             },
             keepalive_probes: 0,
             persist_probes: 0,
@@ -179,6 +183,18 @@ impl Connection {
         let mut conn = Connection::with_state(params, State::SynReceived);
         conn.take_peer_syn(now, syn);
         conn
+    }
+
+    /// A passive open whose SYN-ACK went out as a SYN cookie (at
+    /// `sent_at`, if the peer's echoed timestamp says): the connection
+    /// waits for the ACK that completes the handshake, with nothing to
+    /// send before it.
+    pub(crate) fn syn_ack_already_sent(&mut self, sent_at: Option<Instant>) {
+        self.handshake.syn_due = false;
+        self.handshake.unsampled = sent_at.is_none();
+        self.handshake.syn_sent_at = sent_at.unwrap_or(self.handshake.syn_sent_at);
+        self.snd.nxt = 1;
+        self.ack.last_sent = 1;
     }
 
     /// Records the peer's SYN: its initial sequence number, and the options
@@ -362,7 +378,7 @@ impl Connection {
         self.timers.stop(Timer::Retransmit);
         if self.handshake.retransmissions > 0 {
             self.rtt.after_syn_timeout();
-        } else {
+        } else if !self.handshake.unsampled {
             // The handshake is a round trip like any other (RFC 6298 allows
             // the sample; Linux takes it). The receiver of a transfer has
             // no other until it sends data, and needs one to time SNACKs.
