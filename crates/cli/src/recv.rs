@@ -140,6 +140,7 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
         json: args.common.json,
         hello_timeout: args.hello_timeout,
         idle_timeout: args.idle_timeout,
+        endpoint: stack.watch(),
     };
     let serving = std::sync::Arc::new(serving);
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(usize::from(args.max_connections)));
@@ -201,6 +202,8 @@ struct Serving {
     json: bool,
     hello_timeout: Duration,
     idle_timeout: Duration,
+    /// Our endpoint's counters, for each report's drops.
+    endpoint: Option<scps_net::EndpointWatch>,
 }
 
 /// Serves one connection to its end and prints its report; on `stop`
@@ -245,6 +248,14 @@ async fn connection(
                 report.set_bytes_before_failure(read.load(std::sync::atomic::Ordering::Relaxed));
             }
             report.set_cpu();
+            report.endpoint_drops = serving.endpoint.as_ref().map(|endpoint| {
+                endpoint
+                    .stats()
+                    .drops
+                    .into_iter()
+                    .map(|(cause, n)| (cause.to_owned(), n))
+                    .collect()
+            });
             report.print(serving.json);
             Ok(report.failed())
         }

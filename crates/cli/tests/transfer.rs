@@ -695,6 +695,25 @@ fn a_silent_client_neither_blocks_others_nor_holds_its_connection() {
     );
 }
 
+/// Issue 12 defect 8: what the receiving endpoint dropped is in its
+/// report, by cause.
+#[test]
+fn the_receivers_report_counts_what_its_endpoint_dropped() {
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
+    let (udp, to) = (receiver.udp(), receiver.address());
+    let junk = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for datagram in [&b"\x15 not IP"[..], b"\x15 nor this", b"\x45"] {
+        junk.send_to(datagram, &udp).unwrap();
+    }
+    let (status, stdout, stderr) = run_send(&["--udp", &udp, &to, "--bytes", "1MB", "--json"]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    let drops = &json(&stdout)["endpoint_drops"];
+    assert_eq!(drops["bad_ip_version"], 2, "{stdout}");
+    assert_eq!(drops["truncated"], 1, "{stdout}");
+}
+
 /// Issue 12 defect 3: both senders carry the inner source 127.0.0.1, and
 /// the receiver used to send one's packets to the other, which reset them.
 #[test]

@@ -62,6 +62,19 @@ pub struct NetStats {
     pub peers_held: usize,
 }
 
+/// Reads an endpoint's counters (packets, drops by cause, SYN cookies)
+/// from any task; see [`Net::watch`].
+#[derive(Debug, Clone)]
+pub struct EndpointWatch {
+    shared: Arc<Shared>,
+}
+
+impl EndpointWatch {
+    pub fn stats(&self) -> EndpointStats {
+        self.shared.lock().endpoint.stats().clone()
+    }
+}
+
 /// An endpoint of the engine running on a real packet path.
 #[derive(Debug)]
 pub struct Net {
@@ -102,6 +115,13 @@ impl Net {
 
     pub fn endpoint_stats(&self) -> EndpointStats {
         self.shared.lock().endpoint.stats().clone()
+    }
+
+    /// A handle that reads the endpoint's counters from any task.
+    pub fn watch(&self) -> EndpointWatch {
+        EndpointWatch {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Accepts connections to `local` (unspecified address: any of ours).

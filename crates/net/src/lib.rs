@@ -30,7 +30,7 @@ mod stream;
 pub mod tcp_info;
 mod transparent;
 
-pub use driver::{Net, NetOptions, NetStats};
+pub use driver::{EndpointWatch, Net, NetOptions, NetStats};
 pub use error::NetError;
 pub use path::{PacketPath, TunPath, UdpPath};
 pub use stream::{AbortHandle, Listener, Stream};

@@ -78,6 +78,11 @@ pub struct Report {
     pub peer_report: Option<Box<Report>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Packets our receiving endpoint has dropped since it started, by
+    /// cause (malformed, not TCP, for no connection, ...), as this
+    /// connection ended; absent for the sender and for kernel TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_drops: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 impl Report {
@@ -186,6 +191,10 @@ impl Report {
         if let Some(peer) = &self.peer_report {
             lines.push("  the receiver reported:".into());
             lines.extend(peer.human().lines().map(|l| format!("    {l}")));
+        }
+        if let Some(drops) = self.endpoint_drops.as_ref().filter(|d| !d.is_empty()) {
+            let causes: Vec<String> = drops.iter().map(|(cause, n)| format!("{cause} {n}")).collect();
+            lines.push(format!("  dropped by the endpoint so far: {}", causes.join(", ")));
         }
         if let Some(error) = &self.error {
             lines.push(format!("  error: {error}"));

@@ -272,6 +272,15 @@ impl Stack {
         }
     }
 
+    /// Reads our endpoint's counters from any task (none for the kernel,
+    /// whose counters are the host's).
+    pub fn watch(&self) -> Option<scps_net::EndpointWatch> {
+        match self {
+            Stack::Ours { net, .. } => Some(net.watch()),
+            Stack::Kernel { .. } => None,
+        }
+    }
+
     pub async fn connect(&self, to: SocketAddr) -> anyhow::Result<Conn> {
         match self {
             Stack::Ours { net, .. } => Ok(Conn::Scps(net.connect(to).await?)),
