@@ -230,6 +230,9 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
             if let Err(err) = result {
                 report.error = Some(format!("{err:#}"));
                 report.set_bytes_before_failure(acks.acked(&abort));
+                if report.duration_s == 0.0 {
+                    (report.duration_s, report.goodput_bps) = bulk::timing(report.bytes, start);
+                }
             }
             report.set_cpu();
             report.print(args.common.json);

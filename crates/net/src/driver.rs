@@ -296,6 +296,7 @@ impl Driver {
     async fn run(&mut self, stop: &Notify) -> Result<(), NetError> {
         loop {
             let (sent, wake_at) = self.flush().await?;
+            self.report_unreachable();
             self.shared.progress.notify_waiters();
             if sent == BATCH {
                 // More output may be waiting: take it before sleeping, but
@@ -323,8 +324,22 @@ impl Driver {
         }
     }
 
+    /// Hands the peers the path found unreachable (on receiving or on
+    /// sending) to the engine.
+    fn report_unreachable(&mut self) {
+        let unreachable = self.path.take_unreachable();
+        if unreachable.is_empty() {
+            return;
+        }
+        let mut state = self.shared.lock();
+        for peer in unreachable {
+            state.endpoint.report_unreachable(peer);
+        }
+    }
+
     /// Hands the packets received to the engine.
     fn receive(&mut self) {
+        self.report_unreachable();
         if self.received.is_empty() {
             return;
         }

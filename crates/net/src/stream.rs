@@ -195,6 +195,7 @@ pub(crate) fn to_io_error(err: StreamError) -> io::Error {
             ConnectionError::HandshakeTimedOut { .. }
             | ConnectionError::TimedOut { .. }
             | ConnectionError::KeepaliveTimedOut { .. } => io::ErrorKind::TimedOut,
+            ConnectionError::Unreachable { .. } => io::ErrorKind::HostUnreachable,
             #[allow(unreachable_patterns)]
             _ => io::ErrorKind::Other,
         },

@@ -290,3 +290,87 @@ async fn records_arrive_with_their_boundaries() {
     client_net.close(Duration::from_secs(5)).await.unwrap();
     server_net.close(Duration::from_secs(5)).await.unwrap();
 }
+
+/// A UDP port nothing listens on (bound, then closed).
+fn closed_port() -> SocketAddr {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+fn quick_timers() -> NetOptions {
+    let mut options = NetOptions::default();
+    options.endpoint.connection.rto_initial = Duration::from_millis(200);
+    options.endpoint.connection.rto_min = Duration::from_millis(200);
+    options
+}
+
+fn assert_unreachable(err: &NetError) {
+    match err {
+        NetError::Connection { source, .. } => assert!(
+            matches!(source, scps_proto::ConnectionError::Unreachable { .. }),
+            "{err}"
+        ),
+        other => panic!("expected an unreachable peer, got {other:?}"),
+    }
+}
+
+/// Issue 12 defect 5: ICMP port-unreachables answer every SYN; the
+/// connect gives up after three of them instead of every SYN
+/// retransmission the engine allows.
+#[tokio::test]
+async fn a_connect_to_a_closed_udp_port_fails_as_unreachable() {
+    let closed = closed_port();
+    let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(closed)).unwrap();
+    let net = Net::start(PacketPath::Udp(path), quick_timers()).unwrap();
+    let started = std::time::Instant::now();
+    let err = net.connect(SocketAddr::new(closed.ip(), PORT)).await.unwrap_err();
+    assert_unreachable(&err);
+    assert!(err.to_string().contains("unreachable"), "{err}");
+    // 200, 400 and 800 ms of SYN timeouts, not the 20 s connect limit.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    net.close(Duration::from_secs(1)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_vanishes_is_found_unreachable() {
+    let server_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
+    let server_udp = server_path.local_addr().unwrap();
+    let client_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(server_udp)).unwrap();
+    let server_net = Net::start(PacketPath::Udp(server_path), NetOptions::default()).unwrap();
+    let client_net = Net::start(PacketPath::Udp(client_path), quick_timers()).unwrap();
+    let server_addr = SocketAddr::new(server_udp.ip(), PORT);
+    let listener = server_net.listen(server_addr).unwrap();
+    let mut client = client_net.connect(server_addr).await.unwrap();
+    let mut server = listener.accept().await.unwrap();
+    client.write_all(b"hello").await.unwrap();
+    let mut hello = [0u8; 5];
+    server.read_exact(&mut hello).await.unwrap();
+    // The receiver's process is gone: its socket closes with its driver.
+    drop((server, listener, server_net));
+    let started = std::time::Instant::now();
+    let written = async {
+        loop {
+            client.write_all(&[0u8; 4096]).await?;
+        }
+        #[allow(unreachable_code)]
+        std::io::Result::Ok(())
+    };
+    let err = tokio::time::timeout(Duration::from_secs(20), written)
+        .await
+        .expect("the writer learns within 20 s")
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::HostUnreachable, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(client);
+    client_net.close(Duration::from_secs(1)).await.unwrap();
+}

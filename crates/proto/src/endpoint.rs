@@ -1080,6 +1080,13 @@ impl Endpoint {
         self.by_tuple.contains_key(tuple)
     }
 
+    /// The network reports `peer` (every peer for `None`) unreachable:
+    /// a soft error for each connection to it (see
+    /// [`Connection::report_unreachable`]).
+    pub fn report_unreachable(&mut self, peer: Option<IpAddr>) {
+        self.for_connections_to(peer, Connection::report_unreachable);
+    }
+
     /// Connections currently held, handshaking and closing ones included.
     pub fn connection_count(&self) -> usize {
         self.live

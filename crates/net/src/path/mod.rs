@@ -83,6 +83,16 @@ impl PacketPath {
         }
     }
 
+    /// The peers reported unreachable since the last call (inner
+    /// addresses; `None` for every peer). A routed path has none: ICMP
+    /// errors reach the endpoint as packets.
+    pub(crate) fn take_unreachable(&mut self) -> Vec<Option<IpAddr>> {
+        match self {
+            PacketPath::Udp(path) => path.take_unreachable(),
+            PacketPath::Tun(_) => Vec::new(),
+        }
+    }
+
     /// Peers the path holds addresses of (UDP without a fixed peer).
     pub(crate) fn peers_held(&self) -> usize {
         match self {

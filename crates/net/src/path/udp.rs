@@ -36,6 +36,10 @@ pub struct UdpPath {
     peers: UdpPeers,
     local_addrs: Vec<IpAddr>,
     unroutable: u64,
+    /// Outer addresses reported unreachable (ICMP, through the socket's
+    /// error queue) since the driver last asked; `None` for a report that
+    /// names no address.
+    unreachable: Vec<Option<IpAddr>>,
     /// Packets of one GSO send, back to back.
     gso_buf: Vec<u8>,
 }
@@ -67,6 +71,10 @@ impl UdpPath {
         // unless we may exceed it (CAP_NET_ADMIN).
         let _ = state.set_recv_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER_BYTES);
         let _ = state.set_send_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER_BYTES);
+        // ICMP errors about our datagrams, queued for `take_errors`: a
+        // peer that is gone says so (best effort: without it, the
+        // engine's timers find out).
+        let _ = state.enable_transport_errors(UdpSockRef::from(&socket));
         let _ = nix::sys::socket::setsockopt(
             &socket,
             nix::sys::socket::sockopt::RcvBufForce,
@@ -96,6 +104,7 @@ impl UdpPath {
             peers: UdpPeers::default(),
             local_addrs,
             unroutable: 0,
+            unreachable: Vec::new(),
             gso_buf: Vec::with_capacity(SLOT_BYTES),
         })
     }
@@ -115,21 +124,61 @@ impl UdpPath {
         self.unroutable
     }
 
+    /// Waits until packets arrive (or a peer is reported unreachable).
     pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
         loop {
+            // Queued errors (ICMP) are readiness of their own.
             self.socket
-                .readable()
+                .ready(Interest::READABLE | Interest::ERROR)
                 .await
                 .map_err(NetError::io("UDP receive failed"))?;
             self.try_recv(batch)?;
-            if !batch.is_empty() {
+            if !batch.is_empty() || !self.unreachable.is_empty() {
                 return Ok(());
             }
         }
     }
 
+    /// Takes the socket's queued errors (before receiving or sending, as
+    /// a pending one would otherwise fail that call), and clears the
+    /// socket's error readiness once the queue is empty.
+    fn take_errors(&mut self) {
+        let (socket, state, unreachable) = (&self.socket, &self.state, &mut self.unreachable);
+        let _ = socket.try_io(Interest::ERROR, || {
+            while let Some(error) = state.recv_transport_error(UdpSockRef::from(socket))? {
+                if matches!(error.payload, quinn_udp::TransportErrorPayload::Unreachable) {
+                    unreachable.push(error.addr.map(|addr| addr.ip()));
+                }
+            }
+            Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+        });
+    }
+
+    /// The peers reported unreachable since the last call, as the inner
+    /// addresses of the connections to them (`None`: every connection,
+    /// on a path with one fixed peer).
+    pub(crate) fn take_unreachable(&mut self) -> Vec<Option<IpAddr>> {
+        let reports = std::mem::take(&mut self.unreachable);
+        if reports.is_empty() {
+            return Vec::new();
+        }
+        if self.peer.is_some() {
+            return vec![None];
+        }
+        let mut remotes: Vec<Option<IpAddr>> = reports
+            .into_iter()
+            .flatten()
+            .flat_map(|outer| self.peers.remotes_at(outer))
+            .map(Some)
+            .collect();
+        remotes.sort();
+        remotes.dedup();
+        remotes
+    }
+
     pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
         batch.clear();
+        self.take_errors();
         let mut meta = [RecvMeta::default(); SLOTS];
         let count = {
             let mut slices: Vec<IoSliceMut<'_>> =
@@ -141,8 +190,12 @@ impl UdpPath {
                 Ok(count) => count,
                 Err(err) if would_block(&err) => return Ok(()),
                 // An ICMP error for an earlier datagram: a loss the
-                // engine recovers from, as on a routed path.
-                Err(err) if is_transient(&err) => return Ok(()),
+                // engine recovers from, as on a routed path; the error
+                // queue says which peer.
+                Err(err) if is_transient(&err) => {
+                    self.take_errors();
+                    return Ok(());
+                }
                 Err(err) => return Err(NetError::io("UDP receive failed")(err)),
             }
         };
@@ -190,6 +243,8 @@ impl UdpPath {
     /// a run's packets but the last have the size of the first (the
     /// kernel's rule for segmentation offload).
     pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
+        // A pending error would fail (and lose) the first send.
+        self.take_errors();
         let max_segments = self.state.max_gso_segments().max(1);
         let mut i = 0;
         while i < packets.len() {
@@ -229,8 +284,9 @@ impl UdpPath {
             match sent {
                 Ok(()) => {}
                 // ICMP errors from an earlier datagram surface on a later
-                // send; the engine's timers deal with the loss.
-                Err(err) if is_transient(&err) => {}
+                // send; the engine's timers deal with the loss, the error
+                // queue says which peer.
+                Err(err) if is_transient(&err) => self.take_errors(),
                 Err(err) => return Err(NetError::io(format!("UDP send to {to} failed"))(err)),
             }
             i = end;

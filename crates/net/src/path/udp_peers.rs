@@ -90,6 +90,20 @@ impl UdpPeers {
         }
     }
 
+    /// The inner addresses of the connections whose peer is at the outer
+    /// address `ip`.
+    pub(crate) fn remotes_at(&self, ip: IpAddr) -> Vec<IpAddr> {
+        let mut remotes: Vec<IpAddr> = self
+            .connections
+            .iter()
+            .filter(|(_, outer)| outer.ip() == ip)
+            .map(|(tuple, _)| tuple.remote.ip())
+            .collect();
+        remotes.sort();
+        remotes.dedup();
+        remotes
+    }
+
     /// Peers held: connections and strays.
     pub(crate) fn len(&self) -> usize {
         self.connections.len() + self.strays.len()

@@ -149,6 +149,7 @@ impl Connection {
         }
         self.consecutive_timeouts = 0;
         self.stalled_since = None;
+        self.soft_errors.progress();
         self.recovery.dup_acks = 0;
         if let Some((window, ssthresh)) = self.window_before_timeouts.take()
             && self.losses_are_corruption(now)

@@ -139,6 +139,7 @@ impl Connection {
                 unsampled: false,
             },
             keepalive_probes: 0,
+            soft_errors: Default::default(),
             persist_probes: 0,
             persist_unanswered: 0,
             consecutive_timeouts: 0,

@@ -25,6 +25,7 @@ mod recv_buffer;
 mod ring;
 mod send_buffer;
 mod snack;
+mod soft_errors;
 mod stats;
 mod timeouts;
 mod timers;
@@ -109,6 +110,10 @@ pub enum ConnectionError {
     TimedOut { retransmissions: u32, waited: Duration },
     #[error("connection timed out: {probes} keepalive probes unanswered")]
     KeepaliveTimedOut { probes: u32 },
+    #[error(
+        "the peer is unreachable: {timeouts} retransmissions in a row drew destination-unreachable errors"
+    )]
+    Unreachable { timeouts: u32 },
     #[error("connection aborted locally")]
     Aborted,
 }
@@ -288,6 +293,8 @@ pub struct Connection {
     handshake: handshake::Handshake,
     /// Unanswered keepalive probes.
     keepalive_probes: u32,
+    /// Destination-unreachable reports (soft errors) about the peer.
+    soft_errors: soft_errors::SoftErrors,
     /// Zero-window probes sent since the window closed (the backoff).
     persist_probes: u32,
     /// Probes sent since the peer last acknowledged anything: a peer that

@@ -23,6 +23,10 @@ impl Connection {
 
     /// RFC 6298 5.4-5.6 and RFC 5681 3.1 (equation 4, the loss window).
     fn on_retransmission_timeout(&mut self, now: Instant) {
+        if let Some(timeouts) = self.soft_errors.on_timeout() {
+            self.close_with(now, Some(ConnectionError::Unreachable { timeouts }));
+            return;
+        }
         match self.state {
             State::SynSent | State::SynReceived => {
                 let retransmissions = self.handshake.retransmissions;

@@ -1,0 +1,79 @@
+//! Soft errors (RFC 1122 4.2.3.9, RFC 5461): a destination-unreachable
+//! report about the peer does not end a connection by itself (the route
+//! may come back), but a peer that keeps failing is given up sooner than
+//! its retransmissions alone would: once every retransmission timeout of
+//! several in a row was answered by such a report, the connection ends
+//! with [`ConnectionError::Unreachable`](super::ConnectionError::Unreachable)
+//! (issue 12 defect 5: a sender whose receiver was killed retransmitted
+//! for 11 minutes into ICMP port-unreachables).
+
+use super::Connection;
+
+/// Retransmission timeouts in a row, each after an unreachable report,
+/// that end the connection.
+pub(crate) const GIVE_UP_AFTER: u32 = 3;
+
+#[derive(Debug, Default)]
+pub(crate) struct SoftErrors {
+    /// A report arrived since the last retransmission timeout.
+    reported: bool,
+    /// Timeouts in a row that followed a report.
+    failing: u32,
+}
+
+impl SoftErrors {
+    /// At a retransmission timeout: the timeouts in a row that followed a
+    /// report, if they are enough to give up.
+    pub(crate) fn on_timeout(&mut self) -> Option<u32> {
+        self.failing = if self.reported { self.failing + 1 } else { 0 };
+        self.reported = false;
+        (self.failing >= GIVE_UP_AFTER).then_some(self.failing)
+    }
+
+    /// The peer acknowledged something: it is reachable after all.
+    pub(crate) fn progress(&mut self) {
+        self.failing = 0;
+        self.reported = false;
+    }
+}
+
+impl Connection {
+    /// The network reports the peer unreachable (an ICMP
+    /// destination-unreachable, or what a path learns of one).
+    pub fn report_unreachable(&mut self) {
+        self.soft_errors.reported = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeouts_until_given_up(reported_before: impl Fn(u32) -> bool) -> Option<u32> {
+        let mut errors = SoftErrors::default();
+        (1..=20).find(|&timeout| {
+            errors.reported = reported_before(timeout);
+            errors.on_timeout().is_some()
+        })
+    }
+
+    #[test]
+    fn a_peer_that_keeps_failing_is_given_up_at_the_third_timeout() {
+        assert_eq!(timeouts_until_given_up(|_| true), Some(GIVE_UP_AFTER));
+        // One timeout without a report starts the count again.
+        assert_eq!(timeouts_until_given_up(|t| t != 2), Some(2 + GIVE_UP_AFTER));
+        assert_eq!(timeouts_until_given_up(|t| t % 2 == 0), None);
+    }
+
+    #[test]
+    fn progress_forgets_the_reports() {
+        let mut errors = SoftErrors::default();
+        for _ in 0..GIVE_UP_AFTER - 1 {
+            errors.reported = true;
+            assert_eq!(errors.on_timeout(), None);
+        }
+        errors.progress();
+        errors.reported = true;
+        assert_eq!(errors.on_timeout(), None, "counted afresh");
+    }
+}
