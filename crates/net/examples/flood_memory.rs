@@ -4,10 +4,15 @@
 //! spoofed SYNs and one of garbage datagrams; the time a real transfer
 //! takes during each, against the same transfer without; and the peer
 //! addresses the receiver holds at the end against the bound it is judged
-//! by (its backlog of half-open connections, the latest 256 packets that
-//! opened nothing, and the real connections).
+//! by (its backlog of half-open connections, the sources of the latest
+//! 1024 packets it answered that opened nothing, and the real
+//! connections).
 //!
 //!     cargo run --release -p scps-net --example flood_memory [SYNS] [GARBAGE]
+//!
+//! With `UDP_ADDRESS syns|garbage COUNT` it only floods the receiver at
+//! that UDP address (whose listener is on port 5001), for
+//! scripts/bench-flood.sh to measure `scps recv` itself.
 
 #[path = "../tests/common/flood.rs"]
 mod flood;
@@ -23,9 +28,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PORT: u16 = 5001;
 const TRANSFER: usize = 50 << 20;
+const CHUNK: usize = 64 << 10;
 const TRANSFERS: usize = 3;
 /// The backlog of half-open connections, the strays, the real connections.
-const PEERS_BOUND: usize = 128 + 256 + TRANSFERS;
+const PEERS_BOUND: usize = 128 + 2 * scps_proto::MAX_ANSWERS_WAITING + TRANSFERS;
 
 /// A line of /proc/self/status, in MB.
 fn status_mb(field: &str) -> f64 {
@@ -44,7 +50,12 @@ async fn transfer(receiver_udp: SocketAddr, to: SocketAddr) -> Duration {
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(receiver_udp)).unwrap();
     let sender = Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap();
     let mut stream = sender.connect(to).await.unwrap();
-    stream.write_all(&vec![7u8; TRANSFER]).await.unwrap();
+    // Written and read in chunks, so that the process's memory is the
+    // endpoints' and not the transfer's.
+    let chunk = [7u8; CHUNK];
+    for _ in 0..TRANSFER / CHUNK {
+        stream.write_all(&chunk).await.unwrap();
+    }
     stream.shutdown().await.unwrap();
     let mut echo = [0u8; 8];
     stream.read_exact(&mut echo).await.unwrap();
@@ -90,11 +101,23 @@ async fn transfer_during(
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let mut args = std::env::args()
-        .skip(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [at, kind, count] = &args[..] {
+        // Only the flood, at another process's receiver (scripts/bench-flood.sh).
+        let kind = match kind.as_str() {
+            "syns" => Flood::Syns,
+            "garbage" => Flood::Garbage,
+            other => panic!("a flood is syns or garbage, not {other}"),
+        };
+        let at: SocketAddr = at.parse().expect("UDP_ADDRESS");
+        flood::send(kind, 1, at, count.parse().expect("COUNT"), PORT);
+        return;
+    }
+    let mut counts = args
+        .iter()
         .map(|n| n.parse::<usize>().expect("counts of datagrams"));
-    let syns = args.next().unwrap_or(100_000);
-    let garbage = args.next().unwrap_or(1_000_000);
+    let syns = counts.next().unwrap_or(100_000);
+    let garbage = counts.next().unwrap_or(1_000_000);
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
     let receiver_udp = path.local_addr().unwrap();
     let receiver = Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap();
@@ -103,12 +126,14 @@ async fn main() {
     let server = tokio::spawn(async move {
         for _ in 0..TRANSFERS {
             let mut stream = listener.accept().await.unwrap();
-            let mut received = Vec::new();
-            stream.read_to_end(&mut received).await.unwrap();
-            stream
-                .write_all(&(received.len() as u64).to_be_bytes())
-                .await
-                .unwrap();
+            let (mut received, mut chunk) = (0u64, [0u8; CHUNK]);
+            loop {
+                match stream.read(&mut chunk).await.unwrap() {
+                    0 => break,
+                    n => received += n as u64,
+                }
+            }
+            stream.write_all(&received.to_be_bytes()).await.unwrap();
             stream.shutdown().await.unwrap();
         }
     });

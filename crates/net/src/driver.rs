@@ -353,11 +353,13 @@ impl Driver {
                 self.capture = None;
             }
             self.counters.packets_in += 1;
+            let answers = state.endpoint.answers_waiting();
             state.endpoint.handle_packet(now, packet);
             if let Some(source) = source {
                 let endpoint = &state.endpoint;
+                let answered = endpoint.answers_waiting() > answers;
                 self.path
-                    .heard(packet, source, |tuple| endpoint.has_connection(tuple));
+                    .heard(packet, source, |tuple| endpoint.has_connection(tuple), answered);
             }
         }
         state.dispatch_events();

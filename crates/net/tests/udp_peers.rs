@@ -12,6 +12,7 @@ use std::time::Duration;
 use common::flood::{self, Flood};
 use common::{PORT, content, seed};
 use scps_net::{Net, NetOptions, NetStats, PacketPath, UdpPath};
+use scps_proto::MAX_ANSWERS_WAITING;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -118,7 +119,7 @@ async fn a_flood_that_opens_nothing_is_not_remembered() {
     );
     // Before the fix, one address per inner source: about FLOOD of them.
     assert!(
-        stats.peers_held <= 256 + 1,
+        stats.peers_held <= 2 * MAX_ANSWERS_WAITING + 1,
         "peer addresses held after {FLOOD} datagrams: {}",
         stats.peers_held
     );
@@ -154,7 +155,7 @@ async fn a_sender_gets_through_a_syn_flood() {
         "the real sender came in by a cookie: {stats:?}"
     );
     assert!(
-        stats.peers_held <= 128 + 256 + 1,
+        stats.peers_held <= 128 + 2 * MAX_ANSWERS_WAITING + 1,
         "what the flood left: {} peer addresses",
         stats.peers_held
     );

@@ -159,6 +159,9 @@ pub struct EndpointStats {
     /// connections made from a valid cookie.
     pub syn_cookies_sent: u64,
     pub syn_cookies_accepted: u64,
+    /// Resets and SYN cookies not sent because [`MAX_ANSWERS_WAITING`]
+    /// answers were already waiting (a flood).
+    pub answers_not_sent: u64,
     /// Packets dropped, by cause: wire errors by their label (for
     /// compressed segments too, e.g. `compressed_field_unknown` when a
     /// field cannot be reconstructed), and `not_tcp` (neither protocol 6
@@ -226,7 +229,8 @@ pub struct Endpoint {
     ready: VecDeque<ConnectionHandle>,
     /// Wake-ups, possibly stale (checked against the slot on use).
     timeouts: BinaryHeap<Reverse<(Instant, ConnectionHandle)>>,
-    /// Resets for segments that belonged to nothing, already built.
+    /// Answers to segments that belonged to no connection (resets, SYN
+    /// cookies), already built; at most [`MAX_ANSWERS_WAITING`].
     stray_output: VecDeque<Vec<u8>>,
     events: VecDeque<(ConnectionHandle, Event)>,
     next_port: u16,
@@ -240,6 +244,12 @@ pub struct Endpoint {
 }
 
 const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
+
+/// Answers to segments that belonged to no connection waiting to be sent:
+/// beyond this a flood's answers are not built (and counted), so the queue
+/// cannot grow with the flood when the driver sends slower than it
+/// receives.
+pub const MAX_ANSWERS_WAITING: usize = 512;
 
 impl Endpoint {
     pub fn new(
@@ -768,6 +778,9 @@ impl Endpoint {
     /// Answers a SYN with a SYN-ACK whose sequence number (and timestamp)
     /// carry what the connection will need, keeping nothing.
     fn send_cookie(&mut self, now: Instant, config: Arc<Config>, tuple: FourTuple, seg: &TcpRepr<'_>) {
+        if self.answers_full() {
+            return;
+        }
         let peer_mss = seg
             .options
             .mss
@@ -874,7 +887,27 @@ impl Endpoint {
         }
     }
 
+    /// Whether the queue of answers is full; if so the answer about to be
+    /// built is counted as not sent.
+    fn answers_full(&mut self) -> bool {
+        let full = self.stray_output.len() >= MAX_ANSWERS_WAITING;
+        if full {
+            self.stats.answers_not_sent += 1;
+        }
+        full
+    }
+
+    /// Answers queued for segments that belonged to no connection (a
+    /// driver that routes answers by where each segment came from watches
+    /// this grow as it hands segments in).
+    pub fn answers_waiting(&self) -> usize {
+        self.stray_output.len()
+    }
+
     fn reply_reset(&mut self, tuple: FourTuple, seq: u32, ack: Option<u32>) {
+        if self.answers_full() {
+            return;
+        }
         let mut flags = TcpFlags::RST;
         if ack.is_some() {
             flags.insert(TcpFlags::ACK);

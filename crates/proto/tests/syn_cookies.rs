@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use harness::*;
 use scps_proto::wire::TcpFlags;
-use scps_proto::{Config, Endpoint, EndpointConfig, Event, State};
+use scps_proto::{Config, Endpoint, EndpointConfig, Event, MAX_ANSWERS_WAITING, State};
 
 const BACKLOG: usize = 4;
 
@@ -127,13 +127,21 @@ fn a_flood_of_syns_keeps_nothing_beyond_the_backlog() {
             (i & 0xffff) as u16,
         );
         h.send_from(spoofed, OURS, &Seg::new(TcpFlags::SYN, i));
-        if i % 1000 == 0 {
+        if i % 500 == 0 {
             h.output_addressed();
         }
     }
     h.output_addressed();
     assert_eq!(h.ep.connection_count(), BACKLOG);
     assert_eq!(h.ep.stats().syn_cookies_sent, 100_000);
+    // A driver that does not keep up: the answers waiting stay bounded,
+    // the rest are counted.
+    for i in 0..2000u32 {
+        let spoofed = SocketAddr::new("198.51.100.200".parse().unwrap(), 1000 + i as u16);
+        h.send_from(spoofed, OURS, &Seg::new(TcpFlags::SYN, i));
+    }
+    assert_eq!(h.ep.answers_waiting(), MAX_ANSWERS_WAITING);
+    assert_eq!(h.ep.stats().answers_not_sent, (2000 - MAX_ANSWERS_WAITING) as u64);
 }
 
 #[test]

@@ -61,16 +61,18 @@ impl PacketPath {
 
     /// The endpoint has handled `packet`, which came from `source` (on
     /// paths whose packets have one): `is_connection` says which
-    /// connections the endpoint now holds, so that the path learns where
-    /// to answer them.
+    /// connections the endpoint now holds, and `answered` whether it
+    /// queued an answer to a packet of none, so that the path learns
+    /// where to send them.
     pub(crate) fn heard(
         &mut self,
         packet: &[u8],
         source: SocketAddr,
         is_connection: impl Fn(&FourTuple) -> bool,
+        answered: bool,
     ) {
         match self {
-            PacketPath::Udp(path) => path.heard(packet, source, is_connection),
+            PacketPath::Udp(path) => path.heard(packet, source, is_connection, answered),
             PacketPath::Tun(_) => {}
         }
     }

@@ -213,15 +213,16 @@ impl UdpPath {
     }
 
     /// The endpoint has handled `packet`, which came from `source`: learn
-    /// where its connection's peer is, if it has one.
+    /// where its connection's peer is, or where its answer goes.
     pub(crate) fn heard(
         &mut self,
         packet: &[u8],
         source: SocketAddr,
         is_connection: impl Fn(&FourTuple) -> bool,
+        answered: bool,
     ) {
         if self.peer.is_none() {
-            self.peers.learn(packet, source, is_connection);
+            self.peers.learn(packet, source, is_connection, answered);
         }
     }
 

@@ -10,10 +10,12 @@
 //! table never holds more than the endpoint's connections (issue 12,
 //! defects 2 and 3).
 //!
-//! A packet that opened nothing may still need an answer (a reset to a
-//! SYN for a closed port, so the sender hears "refused" at once): the
-//! sources of the latest such packets are kept, a fixed number of them,
-//! the oldest forgotten first.
+//! A packet that opened nothing may still be answered (a reset to a SYN
+//! for a closed port, so the sender hears "refused" at once; a SYN cookie):
+//! the sources of the latest packets the endpoint answered are kept, a
+//! fixed number of them, the oldest forgotten first. The endpoint queues
+//! at most `scps_proto::MAX_ANSWERS_WAITING` answers, fewer than this
+//! keeps, so every answer waiting has its address.
 //!
 //! Packets without ports (compressed headers, IP protocol 105) go to the
 //! outer address their inner destination was last heard from on a
@@ -25,8 +27,9 @@ use std::net::{IpAddr, SocketAddr};
 use scps_proto::FourTuple;
 use scps_proto::wire::{IPPROTO_TCP, IpRepr};
 
-/// Sources of packets that opened nothing, kept to answer them.
-pub(crate) const STRAYS: usize = 256;
+/// Sources of packets that opened nothing but were answered, kept to
+/// send the answers: more than the endpoint's answers waiting.
+pub(crate) const STRAYS: usize = 2 * scps_proto::MAX_ANSWERS_WAITING;
 
 #[derive(Debug, Default)]
 pub(crate) struct UdpPeers {
@@ -43,12 +46,14 @@ pub(crate) struct UdpPeers {
 impl UdpPeers {
     /// Records that `packet`, which the endpoint has just handled, came
     /// from `from`; `is_connection` says whether the endpoint now has a
-    /// connection with those addresses.
+    /// connection with those addresses, `answered` whether it queued an
+    /// answer to a packet that belongs to none.
     pub(crate) fn learn(
         &mut self,
         packet: &[u8],
         from: SocketAddr,
         is_connection: impl Fn(&FourTuple) -> bool,
+        answered: bool,
     ) {
         let Some(tuple) = tcp_tuple(packet, Direction::In) else {
             return;
@@ -56,7 +61,7 @@ impl UdpPeers {
         if is_connection(&tuple) {
             self.connections.insert(tuple, from);
             self.by_address.insert(tuple.remote.ip(), from);
-        } else {
+        } else if answered {
             if self.strays.len() == STRAYS {
                 self.strays.pop_front();
             }
@@ -169,8 +174,8 @@ mod tests {
         let mut peers = UdpPeers::default();
         let a_in = tcp_packet("127.0.0.1:40000", "127.0.0.1:5001");
         let b_in = tcp_packet("127.0.0.1:40001", "127.0.0.1:5001");
-        peers.learn(&a_in, outer(1000), |_| true);
-        peers.learn(&b_in, outer(2000), |_| true);
+        peers.learn(&a_in, outer(1000), |_| true, false);
+        peers.learn(&b_in, outer(2000), |_| true, false);
         let a_out = tcp_packet("127.0.0.1:5001", "127.0.0.1:40000");
         let b_out = tcp_packet("127.0.0.1:5001", "127.0.0.1:40001");
         assert_eq!(peers.destination(&a_out), Some(outer(1000)));
@@ -178,11 +183,11 @@ mod tests {
     }
 
     #[test]
-    fn packets_that_open_nothing_are_answered_but_not_kept() {
+    fn answered_packets_that_open_nothing_are_answered_but_not_kept() {
         let mut peers = UdpPeers::default();
         for port in 0..10 * STRAYS as u16 {
             let packet = tcp_packet(&format!("10.0.0.1:{}", 1024 + port), "127.0.0.1:5001");
-            peers.learn(&packet, outer(port), |_| false);
+            peers.learn(&packet, outer(port), |_| false, true);
         }
         assert_eq!(peers.len(), STRAYS, "strays are bounded");
         // The latest can still be answered (a reset), the first cannot.
@@ -194,12 +199,20 @@ mod tests {
     }
 
     #[test]
+    fn packets_neither_of_a_connection_nor_answered_are_not_kept() {
+        let mut peers = UdpPeers::default();
+        let packet = tcp_packet("10.0.0.1:1024", "127.0.0.1:5001");
+        peers.learn(&packet, outer(1), |_| false, false);
+        assert_eq!(peers.len(), 0);
+    }
+
+    #[test]
     fn peers_are_forgotten_with_their_connections() {
         let mut peers = UdpPeers::default();
         let a = tcp_packet("10.0.0.1:40000", "127.0.0.1:5001");
         let b = tcp_packet("10.0.0.2:40000", "127.0.0.1:5001");
-        peers.learn(&a, outer(1), |_| true);
-        peers.learn(&b, outer(2), |_| true);
+        peers.learn(&a, outer(1), |_| true, false);
+        peers.learn(&b, outer(2), |_| true, false);
         let gone: SocketAddr = "10.0.0.1:40000".parse().unwrap();
         peers.forget(|tuple| tuple.remote != gone);
         assert_eq!(peers.len(), 1);
@@ -217,8 +230,8 @@ mod tests {
     fn what_is_not_tcp_teaches_nothing() {
         let mut peers = UdpPeers::default();
         let udp = packet(17, "10.0.0.1:40000", "127.0.0.1:5001");
-        peers.learn(&udp, outer(1), |_| true);
-        peers.learn(b"not a packet", outer(2), |_| true);
+        peers.learn(&udp, outer(1), |_| true, true);
+        peers.learn(b"not a packet", outer(2), |_| true, true);
         assert_eq!(peers.len(), 0);
     }
 }

@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use scps_proto::wire::checksum::Checksum;
 use scps_proto::wire::{TcpFlags, TcpRepr, build_tcp_packet};
 
 /// What a flood sends, each datagram from a different random inner source
@@ -52,7 +53,13 @@ pub fn send(flood: Flood, seed: u64, to: SocketAddr, count: usize, listening: u1
         if flood == Flood::Garbage {
             match i % 4 {
                 // Not TCP: the protocol byte says UDP.
-                0 => packet[9] = 17,
+                0 => {
+                    packet[9] = 17;
+                    packet[10..12].fill(0);
+                    let mut sum = Checksum::new();
+                    sum.add_bytes(&packet[..20]);
+                    packet[10..12].copy_from_slice(&sum.finish().to_be_bytes());
+                }
                 // A TCP checksum that does not match.
                 1 => packet[36] ^= 0xff,
                 _ => {}
