@@ -340,10 +340,12 @@ impl Driver {
     /// Hands the packets received to the engine.
     fn receive(&mut self) {
         self.report_unreachable();
-        if self.received.is_empty() {
+        let damaged = self.path.take_damaged();
+        if self.received.is_empty() && damaged == 0 {
             return;
         }
         let mut state = self.shared.lock();
+        state.endpoint.count_dropped_by_path("frame_check", damaged);
         let now = self.shared.clock.now();
         for (packet, source) in self.received.packets() {
             if let Some(capture) = &mut self.capture

@@ -8,7 +8,8 @@
 //!   routes packets to and from it, so its peers can be any host, kernel TCP
 //!   included (needs `CAP_NET_ADMIN`, or a user namespace);
 //! - [`UdpPath`], *UDP-encapsulated*: each IP packet rides in one UDP
-//!   datagram to the peer; no privileges needed.
+//!   datagram to the peer, with a CRC-32C after it ([`frame_check`]); no
+//!   privileges needed.
 //!
 //! The driver sleeps until a packet arrives, the application acts, or the
 //! engine's next wake-up (`Endpoint::poll_timeout`) comes: it never polls.
@@ -24,6 +25,7 @@
 mod clock;
 mod driver;
 mod error;
+pub mod frame_check;
 mod path;
 mod shared;
 mod stream;

@@ -168,7 +168,9 @@ pub struct EndpointStats {
     /// nor 105), `not_local`, `no_such_interface` (handed in as a [`scps_node::Node`]
     /// on an interface other than [`INTERFACE`]), `backlog_full`, `too_many_connections`,
     /// `no_connection`, `no_compressed_connection` (a protocol-105 packet
-    /// whose source address and connection id match no connection).
+    /// whose source address and connection id match no connection), and
+    /// what a driver's path dropped before the endpoint saw it
+    /// ([`Endpoint::count_dropped_by_path`]: `frame_check` on the UDP path).
     pub drops: BTreeMap<&'static str, u64>,
 }
 
@@ -1104,6 +1106,15 @@ impl Endpoint {
             .collect();
         for handle in handles {
             let _ = self.with_connection(handle, &mut action);
+        }
+    }
+
+    /// Counts `count` packets a driver's path dropped before they reached
+    /// the endpoint (a failed frame check, say) under `cause`, with the
+    /// endpoint's own drops.
+    pub fn count_dropped_by_path(&mut self, cause: &'static str, count: u64) {
+        if count > 0 {
+            *self.stats.drops.entry(cause).or_default() += count;
         }
     }
 

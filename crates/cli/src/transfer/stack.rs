@@ -169,9 +169,11 @@ fn udp_inner_limit(peer: Option<SocketAddr>, overhead: u16) -> u16 {
     route_mtu - overhead
 }
 
-/// Bytes of the outer IP and UDP headers around an encapsulated packet.
+/// Bytes around an encapsulated packet: the outer IP and UDP headers and
+/// the frame check's trailer.
 fn udp_overhead(outer: SocketAddr) -> u16 {
-    if outer.is_ipv4() { 20 + 8 } else { 40 + 8 }
+    let headers = if outer.is_ipv4() { 20 + 8 } else { 40 + 8 };
+    headers + scps_net::frame_check::TRAILER_BYTES as u16
 }
 
 impl Stack {

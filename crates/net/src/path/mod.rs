@@ -95,6 +95,15 @@ impl PacketPath {
         }
     }
 
+    /// Packets the path dropped, damaged, since the last call (the UDP
+    /// path's frame check).
+    pub(crate) fn take_damaged(&mut self) -> u64 {
+        match self {
+            PacketPath::Udp(path) => path.take_damaged(),
+            PacketPath::Tun(_) => 0,
+        }
+    }
+
     /// Peers the path holds addresses of (UDP without a fixed peer).
     pub(crate) fn peers_held(&self) -> usize {
         match self {

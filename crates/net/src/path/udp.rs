@@ -24,6 +24,7 @@ use super::batch::{RecvBatch, SLOT_BYTES, SLOTS};
 use super::udp_peers::UdpPeers;
 use super::would_block;
 use crate::error::NetError;
+use crate::frame_check::{self, Checked, TRAILER_BYTES};
 
 /// Socket buffers large enough for a burst of a fast connection's window.
 const SOCKET_BUFFER_BYTES: usize = 8 << 20;
@@ -36,6 +37,8 @@ pub struct UdpPath {
     peers: UdpPeers,
     local_addrs: Vec<IpAddr>,
     unroutable: u64,
+    /// Datagrams whose frame check failed, since the driver last asked.
+    damaged: u64,
     /// Outer addresses reported unreachable (ICMP, through the socket's
     /// error queue) since the driver last asked; `None` for a report that
     /// names no address.
@@ -104,6 +107,7 @@ impl UdpPath {
             peers: UdpPeers::default(),
             local_addrs,
             unroutable: 0,
+            damaged: 0,
             unreachable: Vec::new(),
             gso_buf: Vec::with_capacity(SLOT_BYTES),
         })
@@ -122,6 +126,11 @@ impl UdpPath {
 
     pub(crate) fn unroutable(&self) -> u64 {
         self.unroutable
+    }
+
+    /// Datagrams dropped for a failed frame check since the last call.
+    pub(crate) fn take_damaged(&mut self) -> u64 {
+        std::mem::take(&mut self.damaged)
     }
 
     /// Waits until packets arrive (or a peer is reported unreachable).
@@ -205,7 +214,13 @@ impl UdpPath {
             let mut start = 0;
             while start < meta.len {
                 let end = (start + stride).min(meta.len);
-                batch.push_from(base + start..base + end, meta.addr);
+                let datagram = base + start..base + end;
+                match frame_check::check(&batch.buf[datagram.clone()]) {
+                    Checked::Intact(packet) | Checked::Unchecked(packet) => {
+                        batch.push_from(datagram.start..datagram.start + packet.len(), meta.addr);
+                    }
+                    Checked::Damaged => self.damaged += 1,
+                }
                 start = end;
             }
         }
@@ -255,25 +270,26 @@ impl UdpPath {
                 continue;
             };
             let size = packets[i].len();
+            let segment = size + TRAILER_BYTES;
             let mut end = i + 1;
             while end < packets.len()
                 && end - i < max_segments
                 && packets[end - 1].len() == size
                 && packets[end].len() <= size
-                && (end - i + 1) * size <= SLOT_BYTES
+                && (end - i + 1) * segment <= SLOT_BYTES
                 && self.destination(&packets[end]) == Some(to)
             {
                 end += 1;
             }
             self.gso_buf.clear();
             for packet in &packets[i..end] {
-                self.gso_buf.extend_from_slice(packet);
+                frame_check::append(packet, &mut self.gso_buf);
             }
             let transmit = Transmit {
                 destination: to,
                 ecn: None,
                 contents: &self.gso_buf,
-                segment_size: (end - i > 1).then_some(size),
+                segment_size: (end - i > 1).then_some(segment),
                 src_ip: None,
             };
             let (socket, state) = (&self.socket, &self.state);
