@@ -73,7 +73,11 @@ pub struct RecvArgs {
 impl RecvArgs {
     fn transport(&self) -> Transport {
         if let Some(bind) = self.udp {
-            Transport::Udp { bind, peer: None }
+            Transport::Udp {
+                bind,
+                peer: None,
+                encapsulation: self.common.encapsulation.unwrap_or_default(),
+            }
         } else if let Some(name) = &self.common.tun {
             Transport::Tun {
                 name: name.clone(),
@@ -90,6 +94,9 @@ impl RecvArgs {
 pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
     if args.udp.is_none() && args.common.tun.is_none() && !args.common.kernel() {
         bail!("choose a path: --udp ADDR:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
+    }
+    if args.common.encapsulation.is_some() && args.udp.is_none() {
+        bail!("--encapsulation wraps the UDP path's packets: it needs --udp ADDR:PORT");
     }
     if let Some(output) = &args.output {
         files::check_output(output)?;

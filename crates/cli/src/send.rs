@@ -19,7 +19,7 @@ use crate::transfer::files;
 use crate::transfer::hello::{Flow, Hello, read_line, write_hello};
 use crate::transfer::progress::AckWatch;
 use crate::transfer::report::Report;
-use crate::transfer::stack::{Stack, Transport};
+use crate::transfer::stack::{Encapsulation, RI_UDP_PORT, Stack, Transport};
 use crate::transfer::{Outcome, interrupts, messages};
 
 #[derive(Debug, Args)]
@@ -107,10 +107,21 @@ enum Workload {
 impl SendArgs {
     fn transport(&self) -> Transport {
         if let Some(peer) = self.udp {
-            let any = if peer.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+            let encapsulation = self.common.encapsulation.unwrap_or_default();
+            // The RI's encapsulation uses its port both ways.
+            let port = match encapsulation {
+                Encapsulation::Ri => RI_UDP_PORT,
+                Encapsulation::Scps => 0,
+            };
+            let any = if peer.is_ipv4() {
+                SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), port)
+            } else {
+                SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), port)
+            };
             Transport::Udp {
-                bind: self.udp_bind.unwrap_or_else(|| any.parse().expect("literal")),
+                bind: self.udp_bind.unwrap_or(any),
                 peer: Some(peer),
+                encapsulation,
             }
         } else if let Some(name) = &self.common.tun {
             Transport::Tun {
@@ -176,6 +187,9 @@ pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
         // clap's `requires` does not hold here, the path being one of a
         // group: said plainly rather than ignored.
         bail!("--udp-bind binds the UDP path: it needs --udp PEER:PORT");
+    }
+    if args.common.encapsulation.is_some() && args.udp.is_none() {
+        bail!("--encapsulation wraps the UDP path's packets: it needs --udp PEER:PORT");
     }
     let workload = args.workload()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

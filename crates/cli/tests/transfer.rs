@@ -695,6 +695,72 @@ fn a_silent_client_neither_blocks_others_nor_holds_its_connection() {
     );
 }
 
+/// Issue 11 point 8: the SCPS RI's UDP encapsulation, both ends ours.
+#[test]
+fn the_ri_encapsulation_carries_a_bulk_transfer() {
+    let capture = std::env::temp_dir().join(format!("scps-ri-{}.pcap", std::process::id()));
+    let (sent, received) = udp_transfer(
+        &["--encapsulation", "ri"],
+        &[
+            "--encapsulation",
+            "ri",
+            "--udp-bind",
+            "127.0.0.1:0",
+            "--bytes",
+            "2MB",
+            "--pcap",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(sent["verified"], true, "{sent}");
+    assert_eq!(received["bytes"], 2_000_000);
+    // Every packet on IP protocol 106.
+    let all = common::tshark(&capture, &["-T", "fields", "-e", "ip.proto"]);
+    std::fs::remove_file(&capture).ok();
+    let protocols: Vec<&str> = all.lines().collect();
+    assert!(protocols.len() > 100, "{} packets", protocols.len());
+    assert!(protocols.iter().all(|p| *p == "106"), "{protocols:?}");
+}
+
+/// A peer that speaks only the RI's encapsulation gets an answer in it:
+/// one IPv4 packet alone in the datagram, SCPS-TP on protocol 106, its
+/// checksum over a pseudo-header holding 106.
+#[test]
+fn a_receiver_answers_the_ri_encapsulation_in_kind() {
+    use scps_proto::wire::{IPPROTO_SCPS_TP, IpRepr, TcpFlags, TcpRepr, build_segment_packet};
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--encapsulation", "ri", "--once"]);
+    let ri = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    ri.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let syn = TcpRepr {
+        src_port: 40000,
+        dst_port: receiver.port(),
+        seq: 1000,
+        ack: 0,
+        flags: TcpFlags::SYN,
+        window: 65535,
+        urgent: 0,
+        options: Default::default(),
+        payload: &[],
+    };
+    let (ours, theirs) = ("127.0.0.1".parse().unwrap(), "127.0.0.1".parse().unwrap());
+    let mut packet = Vec::new();
+    build_segment_packet(theirs, ours, IPPROTO_SCPS_TP, 64, &syn, &mut packet).unwrap();
+    ri.send_to(&packet, receiver.udp()).unwrap();
+    let mut datagram = [0u8; 2048];
+    let (len, _) = ri.recv_from(&mut datagram).expect("an answer");
+    let (ip, segment) = IpRepr::parse(&datagram[..len]).unwrap();
+    assert_eq!(ip.protocol(), IPPROTO_SCPS_TP);
+    assert_eq!(
+        ip.header_len() + ip.payload_len(),
+        len,
+        "nothing after the IP packet"
+    );
+    let answer = TcpRepr::parse_as(segment, ip.src(), ip.dst(), IPPROTO_SCPS_TP, true)
+        .expect("a checksum over protocol 106");
+    assert_eq!(answer.flags, TcpFlags::SYN | TcpFlags::ACK);
+    assert_eq!(answer.ack, 1001);
+}
+
 /// Issue 12 defect 8: what the receiving endpoint dropped is in its
 /// report, by cause.
 #[test]

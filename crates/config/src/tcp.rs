@@ -52,6 +52,9 @@ pub struct TcpSpec {
     pub limited_transmit: Option<bool>,
     pub slow_start_after_idle: Option<bool>,
     pub hop_limit: Option<u8>,
+    /// IP protocol of uncompressed segments: 6, or 106 as the SCPS RI's
+    /// standalone builds send them.
+    pub ip_protocol: Option<u8>,
     // SCPS-TP (whether the capabilities are offered is the protocol
     // label's choice).
     pub snack: Option<bool>,
@@ -183,6 +186,7 @@ impl TcpSpec {
         config.limited_transmit = self.limited_transmit.unwrap_or(config.limited_transmit);
         config.slow_start_after_idle = self.slow_start_after_idle.unwrap_or(config.slow_start_after_idle);
         config.hop_limit = self.hop_limit.unwrap_or(config.hop_limit);
+        config.ip_protocol = self.ip_protocol.unwrap_or(config.ip_protocol);
         config.snack = self.snack.unwrap_or(config.snack);
         config.snack_delay = time(self.snack_delay, config.snack_delay);
         config.header_compression = self.header_compression.unwrap_or(config.header_compression);

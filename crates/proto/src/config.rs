@@ -166,6 +166,11 @@ pub struct Config {
     pub slow_start_after_idle: bool,
     /// TTL or hop limit of the packets we send.
     pub hop_limit: u8,
+    /// IP protocol number of uncompressed segments: 6 (TCP: the standard,
+    /// and the RI's gateway) or 106 (the SCPS RI's standalone builds;
+    /// spec/scps-tp.md "IP protocol numbers"). Connections accepted take
+    /// the protocol of the SYN.
+    pub ip_protocol: u8,
 
     // SCPS-TP (CCSDS 714.0; shared/spec/scps-tp.md).
     /// Offer the SCPS capabilities option (kind 20) in our SYN. Without it
@@ -224,6 +229,7 @@ impl Default for Config {
             limited_transmit: true,
             slow_start_after_idle: true,
             hop_limit: 64,
+            ip_protocol: crate::wire::IPPROTO_TCP,
             scps: false,
             snack: true,
             snack_delay: Duration::ZERO,
@@ -397,6 +403,12 @@ impl Config {
             "at least 1",
         )?;
         check(self.hop_limit >= 1, "hop_limit", self.hop_limit, "at least 1")?;
+        check(
+            [crate::wire::IPPROTO_TCP, crate::wire::IPPROTO_SCPS_TP].contains(&self.ip_protocol),
+            "ip_protocol",
+            self.ip_protocol,
+            "6 (TCP) or 106 (the SCPS RI's standalone builds)",
+        )?;
         check(
             self.congestion != CongestionAlgorithm::Rate || self.rate_bps.is_some(),
             "rate",

@@ -56,8 +56,8 @@ use crate::connection::{
 };
 use crate::time::Instant;
 use crate::wire::{
-    IPPROTO_SCPS_COMPRESSED, IPPROTO_TCP, IpRepr, TcpFlags, TcpOptions, TcpRepr, WireError, build_tcp_packet,
-    peek_conn_id,
+    IPPROTO_SCPS_COMPRESSED, IPPROTO_SCPS_TP, IPPROTO_TCP, IpRepr, TcpFlags, TcpOptions, TcpRepr, WireError,
+    build_segment_packet, peek_conn_id,
 };
 
 mod compression_ids;
@@ -87,6 +87,12 @@ pub struct EndpointConfig {
     /// Beyond the backlog, answer SYNs with SYN cookies (RFC 4987 3.6)
     /// rather than drop them.
     pub syn_cookies: bool,
+    /// Take segments on IP protocol 106 as SCPS-TP, as the SCPS RI's
+    /// standalone builds send them (spec/scps-tp.md "IP protocol
+    /// numbers"), and answer each connection on the protocol it was
+    /// opened on. Off by default: 106 is then dropped as `not_tcp`.
+    /// Connections whose configuration says `ip_protocol = 106` turn it on.
+    pub accept_protocol_106: bool,
     pub max_connections: usize,
     /// Key for initial sequence numbers and timestamp offsets (RFC 6528);
     /// a driver on a real network should pick it at random.
@@ -103,6 +109,7 @@ impl Default for EndpointConfig {
             connection: Config::default(),
             backlog: 128,
             syn_cookies: true,
+            accept_protocol_106: false,
             max_connections: 65536,
             secret: 0x5c95_7a11_d00d_f00d,
             transparent: Vec::new(),
@@ -634,10 +641,21 @@ impl Endpoint {
         if ip.protocol() == IPPROTO_SCPS_COMPRESSED {
             return self.handle_compressed(now, ip.src(), ip.dst(), payload);
         }
-        if ip.protocol() != IPPROTO_TCP {
+        let protocol = ip.protocol();
+        if protocol != IPPROTO_TCP && !(protocol == IPPROTO_SCPS_TP && self.accepts_protocol_106()) {
             return self.drop_packet("not_tcp");
         }
-        let tcp = match TcpRepr::parse(payload, ip.src(), ip.dst(), true) {
+        let parsed = TcpRepr::parse_as(payload, ip.src(), ip.dst(), protocol, true).or_else(|err| {
+            // Accept either number in a 106 segment's pseudo-header
+            // (spec/scps-tp.md "IP protocol numbers": accept both forms).
+            match err {
+                WireError::BadChecksum { .. } if protocol == IPPROTO_SCPS_TP => {
+                    TcpRepr::parse(payload, ip.src(), ip.dst(), true).map_err(|_| err)
+                }
+                _ => Err(err),
+            }
+        });
+        let tcp = match parsed {
             Ok(tcp) => tcp,
             Err(err) => {
                 if matches!(err, WireError::BadChecksum { .. }) && self.acts_as(ip.dst()) {
@@ -668,9 +686,28 @@ impl Endpoint {
             return;
         }
         match self.find_listener(tuple.local, own) {
-            Some(listener) => self.segment_to_listener(now, listener, tuple, &tcp),
-            None => self.segment_to_nothing(tuple, &tcp),
+            Some(listener) => self.segment_to_listener(now, listener, tuple, &tcp, protocol),
+            None => self.segment_to_nothing(tuple, &tcp, protocol),
         }
+    }
+
+    /// Whether segments on IP protocol 106 are taken as SCPS-TP: when the
+    /// configuration says so, or when connections are opened on it.
+    fn accepts_protocol_106(&self) -> bool {
+        self.config.accept_protocol_106 || self.default_config.ip_protocol == IPPROTO_SCPS_TP
+    }
+
+    /// A listener's connection configuration for a SYN that came on
+    /// `protocol`: the connection answers on the protocol it was opened on.
+    fn listener_config(&self, listener: ListenerKey, protocol: u8) -> Option<Arc<Config>> {
+        let config = self.listeners.get(&listener)?.config.clone();
+        if config.ip_protocol == protocol {
+            return Some(config);
+        }
+        Some(Arc::new(Config {
+            ip_protocol: protocol,
+            ..(*config).clone()
+        }))
     }
 
     /// The listener that takes a SYN to `local` (`own`: an address of
@@ -739,26 +776,29 @@ impl Endpoint {
         listener: ListenerKey,
         tuple: FourTuple,
         seg: &TcpRepr<'_>,
+        protocol: u8,
     ) {
         if seg.flags.rst() {
             return self.drop_packet("no_connection");
         }
         if seg.flags.ack() {
-            if !seg.flags.syn() && self.accept_cookie(now, listener, tuple, seg) {
+            if !seg.flags.syn() && self.accept_cookie(now, listener, tuple, seg, protocol) {
                 return;
             }
-            self.reply_reset(tuple, seg.ack, None);
+            self.reply_reset(tuple, seg.ack, None, protocol);
             return self.drop_packet("no_connection");
         }
         if !seg.flags.syn() {
             return self.drop_packet("no_connection");
         }
-        let Some(state) = self.listeners.get(&listener) else {
+        let (Some(state), Some(config)) = (
+            self.listeners.get(&listener),
+            self.listener_config(listener, protocol),
+        ) else {
             return;
         };
         if state.pending >= self.config.backlog {
             if self.config.syn_cookies {
-                let config = state.config.clone();
                 return self.send_cookie(now, config, tuple, seg);
             }
             return self.drop_packet("backlog_full");
@@ -766,7 +806,6 @@ impl Endpoint {
         if self.live >= self.config.max_connections {
             return self.drop_packet("too_many_connections");
         }
-        let config = state.config.clone();
         let offers_compression = seg.options.scps_capabilities.is_some_and(|caps| caps.compression);
         let params = self.params(now, tuple, config, offers_compression);
         let handle = self.insert(Connection::accept(params, seg), Some(listener));
@@ -829,6 +868,7 @@ impl Endpoint {
         listener: ListenerKey,
         tuple: FourTuple,
         seg: &TcpRepr<'_>,
+        protocol: u8,
     ) -> bool {
         let recent = self
             .cookie_sent_at
@@ -840,7 +880,7 @@ impl Endpoint {
         let Some(mss) = syn_cookies::check(self.config.secret, &tuple, peer_isn, cookie, now) else {
             return false;
         };
-        let Some(config) = self.listeners.get(&listener).map(|l| l.config.clone()) else {
+        let Some(config) = self.listener_config(listener, protocol) else {
             return false;
         };
         let timestamps = seg.options.timestamps.filter(|_| config.timestamps);
@@ -876,16 +916,16 @@ impl Endpoint {
     }
 
     /// RFC 9293 3.10.7.1, CLOSED: a reset unless the segment is one.
-    fn segment_to_nothing(&mut self, tuple: FourTuple, seg: &TcpRepr<'_>) {
+    fn segment_to_nothing(&mut self, tuple: FourTuple, seg: &TcpRepr<'_>, protocol: u8) {
         self.drop_packet("no_connection");
         if seg.flags.rst() {
             return;
         }
         if seg.flags.ack() {
-            self.reply_reset(tuple, seg.ack, None);
+            self.reply_reset(tuple, seg.ack, None, protocol);
         } else {
             let len = seg.sequence_len() as u32;
-            self.reply_reset(tuple, 0, Some(seg.seq.wrapping_add(len)));
+            self.reply_reset(tuple, 0, Some(seg.seq.wrapping_add(len)), protocol);
         }
     }
 
@@ -906,7 +946,8 @@ impl Endpoint {
         self.stray_output.len()
     }
 
-    fn reply_reset(&mut self, tuple: FourTuple, seq: u32, ack: Option<u32>) {
+    /// A reset in answer to a segment that came on `protocol`, on the same.
+    fn reply_reset(&mut self, tuple: FourTuple, seq: u32, ack: Option<u32>, protocol: u8) {
         if self.answers_full() {
             return;
         }
@@ -927,9 +968,10 @@ impl Endpoint {
         };
         let mut packet = Vec::new();
         let hop_limit = self.default_config.hop_limit;
-        if build_tcp_packet(
+        if build_segment_packet(
             tuple.local.ip(),
             tuple.remote.ip(),
+            protocol,
             hop_limit,
             &reset,
             &mut packet,

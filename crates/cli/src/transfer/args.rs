@@ -9,7 +9,7 @@ use scps_config::units::parse_duration;
 
 use scps_config::stack::ToolKeepalive;
 
-use super::stack::{DEFAULT_BACKLOG, EngineArgs, StackOptions, keepalive_every};
+use super::stack::{DEFAULT_BACKLOG, Encapsulation, EngineArgs, StackOptions, keepalive_every};
 
 #[derive(Debug, Args)]
 pub struct CommonArgs {
@@ -35,6 +35,12 @@ pub struct CommonArgs {
         default_missing_value = ""
     )]
     pub tcp: Option<String>,
+    /// With --udp: how packets are wrapped: `scps` (ours: the IP packet and
+    /// a CRC-32C of it) or `ri` (the SCPS RI's: an IPv4 packet carrying
+    /// SCPS-TP as IP protocol 106, alone in the datagram; a sender binds
+    /// UDP port 7168 unless --udp-bind says otherwise).
+    #[arg(long, value_name = "KIND")]
+    pub encapsulation: Option<Encapsulation>,
     /// Write every packet of our stack to this pcap file (link type RAW).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,

@@ -23,6 +23,7 @@ pub enum Transport {
     Udp {
         bind: SocketAddr,
         peer: Option<SocketAddr>,
+        encapsulation: Encapsulation,
     },
     /// Our stack on TUN device `name`, answering to `addrs` (each routed to
     /// the device with its prefix).
@@ -31,6 +32,20 @@ pub enum Transport {
     /// default if none).
     Tcp { congestion: Option<String> },
 }
+
+/// How the UDP path wraps our packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Encapsulation {
+    /// Ours: the IP packet and a CRC-32C of it.
+    #[default]
+    Scps,
+    /// The SCPS RI's: an IPv4 packet carrying SCPS-TP as IP protocol 106,
+    /// alone in the datagram, UDP port 7168 both ways (spec/scps-tp.md).
+    Ri,
+}
+
+/// The UDP port of the SCPS RI's encapsulation, both ways.
+pub const RI_UDP_PORT: u16 = 7168;
 
 impl Transport {
     /// The label of results: which stack, over which path.
@@ -169,11 +184,14 @@ fn udp_inner_limit(peer: Option<SocketAddr>, overhead: u16) -> u16 {
     route_mtu - overhead
 }
 
-/// Bytes around an encapsulated packet: the outer IP and UDP headers and
-/// the frame check's trailer.
-fn udp_overhead(outer: SocketAddr) -> u16 {
+/// Bytes around an encapsulated packet: the outer IP and UDP headers, and
+/// in ours the frame check's trailer.
+fn udp_overhead(outer: SocketAddr, encapsulation: Encapsulation) -> u16 {
     let headers = if outer.is_ipv4() { 20 + 8 } else { 40 + 8 };
-    headers + scps_net::frame_check::TRAILER_BYTES as u16
+    match encapsulation {
+        Encapsulation::Scps => headers + scps_net::frame_check::TRAILER_BYTES as u16,
+        Encapsulation::Ri => headers,
+    }
 }
 
 impl Stack {
@@ -207,8 +225,16 @@ impl Stack {
                     backlog: options.backlog,
                 });
             }
-            Transport::Udp { bind, peer } => {
-                let overhead = udp_overhead(peer.unwrap_or(*bind));
+            Transport::Udp {
+                bind,
+                peer,
+                encapsulation,
+            } => {
+                let ri = *encapsulation == Encapsulation::Ri;
+                if ri && (!bind.is_ipv4() || peer.is_some_and(|p| !p.is_ipv4())) {
+                    bail!("--encapsulation ri carries IPv4 only: the RI's inner header is IPv4");
+                }
+                let overhead = udp_overhead(peer.unwrap_or(*bind), *encapsulation);
                 let limit = udp_inner_limit(*peer, overhead);
                 let mut engine = options.engine.resolve(direction, limit.min(1500 - overhead))?;
                 if engine.config.mtu > limit {
@@ -223,7 +249,13 @@ impl Stack {
                 // headers: a pacer that did not charge them would overrun
                 // a route rate by their share.
                 engine.config.rate_framing_bytes += u32::from(overhead);
-                let path = UdpPath::bind(*bind, *peer)?;
+                let mut path = UdpPath::bind(*bind, *peer)?;
+                if ri {
+                    // SCPS-TP on protocol 106 and no trailer, as the RI
+                    // sends and expects.
+                    path = path.without_frame_check();
+                    engine.config.ip_protocol = scps_proto::wire::IPPROTO_SCPS_TP;
+                }
                 udp = Some(path.local_addr()?);
                 (PacketPath::Udp(path), engine)
             }

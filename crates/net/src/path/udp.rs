@@ -39,6 +39,8 @@ pub struct UdpPath {
     unroutable: u64,
     /// Datagrams whose frame check failed, since the driver last asked.
     damaged: u64,
+    /// Whether packets sent carry the frame check's trailer.
+    frame_check: bool,
     /// Outer addresses reported unreachable (ICMP, through the socket's
     /// error queue) since the driver last asked; `None` for a report that
     /// names no address.
@@ -108,9 +110,18 @@ impl UdpPath {
             local_addrs,
             unroutable: 0,
             damaged: 0,
+            frame_check: true,
             unreachable: Vec::new(),
             gso_buf: Vec::with_capacity(SLOT_BYTES),
         })
+    }
+
+    /// Sends packets without the frame check's trailer, as the SCPS RI's
+    /// UDP encapsulation does (datagrams received are checked either way:
+    /// one without a trailer is taken as it is).
+    pub fn without_frame_check(mut self) -> UdpPath {
+        self.frame_check = false;
+        self
     }
 
     /// The bound socket address (with the port the kernel chose).
@@ -270,7 +281,8 @@ impl UdpPath {
                 continue;
             };
             let size = packets[i].len();
-            let segment = size + TRAILER_BYTES;
+            let trailer = if self.frame_check { TRAILER_BYTES } else { 0 };
+            let segment = size + trailer;
             let mut end = i + 1;
             while end < packets.len()
                 && end - i < max_segments
@@ -283,7 +295,11 @@ impl UdpPath {
             }
             self.gso_buf.clear();
             for packet in &packets[i..end] {
-                frame_check::append(packet, &mut self.gso_buf);
+                if self.frame_check {
+                    frame_check::append(packet, &mut self.gso_buf);
+                } else {
+                    self.gso_buf.extend_from_slice(packet);
+                }
             }
             let transmit = Transmit {
                 destination: to,

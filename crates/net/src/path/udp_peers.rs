@@ -25,7 +25,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
 use scps_proto::FourTuple;
-use scps_proto::wire::{IPPROTO_TCP, IpRepr};
+use scps_proto::wire::{IPPROTO_SCPS_TP, IPPROTO_TCP, IpRepr};
 
 /// Sources of packets that opened nothing but were answered, kept to
 /// send the answers: more than the endpoint's answers waiting.
@@ -124,10 +124,11 @@ enum Direction {
 }
 
 /// The TCP connection a plain (uncompressed) TCP packet belongs to, as
-/// the endpoint sees it; `None` for anything else.
+/// the endpoint sees it (SCPS-TP on protocol 106 too); `None` for
+/// anything else.
 fn tcp_tuple(packet: &[u8], direction: Direction) -> Option<FourTuple> {
     let (ip, payload) = IpRepr::parse(packet).ok()?;
-    if ip.protocol() != IPPROTO_TCP {
+    if ip.protocol() != IPPROTO_TCP && ip.protocol() != IPPROTO_SCPS_TP {
         return None;
     }
     let ports = payload.get(..4)?;

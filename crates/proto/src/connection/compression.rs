@@ -18,7 +18,7 @@ use super::Connection;
 use crate::time::Instant;
 use crate::wire::{
     CompressedRepr, Compressor, Decompressor, TcpFlags, TcpOptions, TcpRepr, WindowAck, WireError,
-    build_compressed_packet, build_tcp_packet,
+    build_compressed_packet, build_segment_packet,
 };
 
 /// What a compressed segment for a connection without compression is.
@@ -224,7 +224,7 @@ impl Connection {
     /// payload, which a TCP header would carry over the path's MTU.
     pub fn poll_transmit_packet(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Result<(), WireError>> {
         let (src, dst) = (self.tuple.local.ip(), self.tuple.remote.ip());
-        let hop_limit = self.config.hop_limit;
+        let (hop_limit, protocol) = (self.config.hop_limit, self.config.ip_protocol);
         let in_force = self.compression.in_force();
         let segment_limit = self.compressed_segment_limit();
         let seg = self.poll_transmit(now)?;
@@ -245,7 +245,7 @@ impl Connection {
             self.scratch = scratch;
             built
         } else {
-            build_tcp_packet(src, dst, hop_limit, &seg, buf)
+            build_segment_packet(src, dst, protocol, hop_limit, &seg, buf)
         };
         if built.is_ok()
             && paced

@@ -21,7 +21,7 @@ pub use error::{Layer, WireError};
 pub use ip::IpRepr;
 pub use ipv4::Ipv4Repr;
 pub use ipv6::Ipv6Repr;
-pub use packet::{build_tcp_packet, parse_tcp_packet};
+pub use packet::{build_segment_packet, build_tcp_packet, parse_tcp_packet};
 pub use tcp::{TcpFlags, TcpRepr};
 pub use tcp_options::{
     MAX_OPTIONS_LEN, OptionList, SackBlock, ScpsCapabilities, Snack, TcpOptions, Timestamps,
@@ -31,3 +31,7 @@ pub use tcp_options::{
 pub const IPPROTO_TCP: u8 = 6;
 /// IP protocol number of SCPS-TP segments with compressed headers (IANA "SCPS").
 pub const IPPROTO_SCPS_COMPRESSED: u8 = 105;
+/// SCPS-TP segments, uncompressed, as the RI's standalone builds send them
+/// (spec/scps-tp.md "IP protocol numbers"): accepted by configuration,
+/// never sent by default.
+pub const IPPROTO_SCPS_TP: u8 = 106;

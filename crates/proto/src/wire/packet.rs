@@ -17,18 +17,32 @@ pub fn build_tcp_packet(
     tcp: &TcpRepr<'_>,
     buf: &mut Vec<u8>,
 ) -> Result<(), WireError> {
+    build_segment_packet(src, dst, IPPROTO_TCP, hop_limit, tcp, buf)
+}
+
+/// [`build_tcp_packet`] with the segment carried as IP protocol `protocol`
+/// (6, or 106 for the SCPS RI's standalone builds: the IP header and the
+/// checksum's pseudo-header both hold it).
+pub fn build_segment_packet(
+    src: IpAddr,
+    dst: IpAddr,
+    protocol: u8,
+    hop_limit: u8,
+    tcp: &TcpRepr<'_>,
+    buf: &mut Vec<u8>,
+) -> Result<(), WireError> {
     buf.clear();
     let options_len = tcp.options.encoded_len();
     if options_len > MAX_OPTIONS_LEN {
         return Err(WireError::OptionsTooLong(options_len));
     }
     let tcp_len = tcp.segment_len();
-    let ip = IpRepr::new(src, dst, IPPROTO_TCP, tcp_len, hop_limit)?;
+    let ip = IpRepr::new(src, dst, protocol, tcp_len, hop_limit)?;
     let header_len = ip.header_len();
     buf.resize(header_len + tcp_len, 0);
     let result = ip.emit(buf).and_then(|_| {
         let segment = buf.get_mut(header_len..).unwrap_or_default();
-        tcp.emit(segment, src, dst)
+        tcp.emit_as(segment, src, dst, protocol)
     });
     if let Err(err) = result {
         buf.clear();

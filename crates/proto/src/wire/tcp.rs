@@ -146,6 +146,19 @@ impl<'a> TcpRepr<'a> {
         dst: IpAddr,
         verify_checksum: bool,
     ) -> Result<TcpRepr<'a>, WireError> {
+        Self::parse_as(segment, src, dst, IPPROTO_TCP, verify_checksum)
+    }
+
+    /// [`TcpRepr::parse`] for a segment carried as IP protocol `protocol`,
+    /// whose number the checksum's pseudo-header holds (106 for the SCPS
+    /// RI's standalone builds, spec/scps-tp.md "IP protocol numbers").
+    pub fn parse_as(
+        segment: &'a [u8],
+        src: IpAddr,
+        dst: IpAddr,
+        protocol: u8,
+        verify_checksum: bool,
+    ) -> Result<TcpRepr<'a>, WireError> {
         if src.is_ipv4() != dst.is_ipv4() {
             return Err(WireError::AddressFamilyMismatch);
         }
@@ -158,7 +171,7 @@ impl<'a> TcpRepr<'a> {
         };
         if verify_checksum {
             let len = u32::try_from(segment.len()).map_err(|_| WireError::PayloadTooLong(segment.len()))?;
-            let mut sum = Checksum::pseudo_header(src, dst, IPPROTO_TCP, len)?;
+            let mut sum = Checksum::pseudo_header(src, dst, protocol, len)?;
             sum.add_bytes(segment);
             // Summed over everything including the checksum field, a right
             // segment folds to 0xFFFF, i.e. finishes as 0 (RFC 1071).
@@ -223,6 +236,18 @@ impl<'a> TcpRepr<'a> {
     /// the pseudo-header (16 bits for IPv4, 32 for IPv6). Bytes of `buf`
     /// beyond the segment are untouched.
     pub fn emit(&self, buf: &mut [u8], src: IpAddr, dst: IpAddr) -> Result<usize, WireError> {
+        self.emit_as(buf, src, dst, IPPROTO_TCP)
+    }
+
+    /// [`TcpRepr::emit`] for a segment carried as IP protocol `protocol`
+    /// (the number in the checksum's pseudo-header).
+    pub fn emit_as(
+        &self,
+        buf: &mut [u8],
+        src: IpAddr,
+        dst: IpAddr,
+        protocol: u8,
+    ) -> Result<usize, WireError> {
         let options_len = self.options.encoded_len();
         if options_len > MAX_OPTIONS_LEN {
             return Err(WireError::OptionsTooLong(options_len));
@@ -231,7 +256,7 @@ impl<'a> TcpRepr<'a> {
         let total = header_len.saturating_add(self.payload.len());
         let len32 = u32::try_from(total).map_err(|_| WireError::PayloadTooLong(total))?;
         // Checks the families (and the IPv4 length) before writing anything.
-        let mut sum = Checksum::pseudo_header(src, dst, IPPROTO_TCP, len32)?;
+        let mut sum = Checksum::pseudo_header(src, dst, protocol, len32)?;
         let available = buf.len();
         let out = buf.get_mut(..total).ok_or(WireError::BufferTooSmall {
             needed: total,

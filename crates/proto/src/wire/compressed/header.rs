@@ -8,7 +8,8 @@ use std::net::IpAddr;
 use crate::wire::checksum::Checksum;
 use crate::wire::tcp_options::KIND_NOP;
 use crate::wire::{
-    IPPROTO_SCPS_COMPRESSED, IPPROTO_TCP, IpRepr, Layer, MAX_OPTIONS_LEN, TcpFlags, TcpOptions, WireError,
+    IPPROTO_SCPS_COMPRESSED, IPPROTO_SCPS_TP, IPPROTO_TCP, IpRepr, Layer, MAX_OPTIONS_LEN, TcpFlags,
+    TcpOptions, WireError,
 };
 
 // Control byte 1.
@@ -406,7 +407,8 @@ pub(super) fn check_compressible(flags: TcpFlags) -> Result<(), WireError> {
 }
 
 /// Checks `checksum`, found at offset `field_at` of `segment`, over the
-/// pseudo-header with protocol 6, or 105 (spec: "accept 105 too").
+/// pseudo-header with the uncompressed protocol's number, 6 (or 106 from
+/// the RI's standalone builds), or 105 (spec: "accept 105 too").
 fn verify_checksum_of(
     segment: &[u8],
     field_at: usize,
@@ -415,7 +417,7 @@ fn verify_checksum_of(
     dst: IpAddr,
 ) -> Result<(), WireError> {
     let len = u32::try_from(segment.len()).map_err(|_| WireError::PayloadTooLong(segment.len()))?;
-    for protocol in [IPPROTO_TCP, IPPROTO_SCPS_COMPRESSED] {
+    for protocol in [IPPROTO_TCP, IPPROTO_SCPS_COMPRESSED, IPPROTO_SCPS_TP] {
         let mut sum = Checksum::pseudo_header(src, dst, protocol, len)?;
         sum.add_bytes(segment);
         if field_at % 2 == 1 {
