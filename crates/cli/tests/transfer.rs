@@ -620,7 +620,7 @@ fn files_sizes_and_packet_sizes_are_checked_before_connecting() {
         (&["--bytes", "0"], "--bytes 0: nothing to send"),
         (
             &["--bytes", "1MB", "--set", "link.mtu=65535"],
-            "link.mtu = 65535: the UDP path to 127.0.0.1 carries packets of at most 65507 bytes",
+            "link.mtu = 65535: the UDP path to 127.0.0.1 carries packets of at most 65503 bytes",
         ),
     ];
     // A peer that never answers: a check made after connecting would wait
@@ -768,16 +768,23 @@ fn the_receivers_report_counts_what_its_endpoint_dropped() {
     let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once", "--json"]);
     let (udp, to) = (receiver.udp(), receiver.address());
     let junk = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    // Not IP packets: the UDP path's frame check drops them.
     for datagram in [&b"\x15 not IP"[..], b"\x15 nor this", b"\x45"] {
         junk.send_to(datagram, &udp).unwrap();
     }
+    // An IP packet that is not TCP, without a trailer: the endpoint drops it.
+    let (local, remote) = ("127.0.0.1".parse().unwrap(), "127.0.0.1".parse().unwrap());
+    let ip = scps_proto::wire::IpRepr::new(remote, local, 17, 8, 64).unwrap();
+    let mut udp_in_ip = vec![0u8; ip.header_len() + 8];
+    ip.emit(&mut udp_in_ip).unwrap();
+    junk.send_to(&udp_in_ip, &udp).unwrap();
     let (status, stdout, stderr) = run_send(&["--udp", &udp, &to, "--bytes", "1MB", "--json"]);
     assert!(status.success(), "send: {stdout}{stderr}");
     let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
     assert!(status.success(), "recv: {stdout}{stderr}");
     let drops = &json(&stdout)["endpoint_drops"];
-    assert_eq!(drops["bad_ip_version"], 2, "{stdout}");
-    assert_eq!(drops["truncated"], 1, "{stdout}");
+    assert_eq!(drops["frame_check"], 3, "{stdout}");
+    assert_eq!(drops["not_tcp"], 1, "{stdout}");
 }
 
 /// Issue 12 defect 3: both senders carry the inner source 127.0.0.1, and

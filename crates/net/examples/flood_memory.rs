@@ -14,6 +14,9 @@
 //! that UDP address (whose listener is on port 5001), for
 //! scripts/bench-flood.sh to measure `scps recv` itself.
 
+#[path = "../tests/common/resident.rs"]
+mod resident;
+
 #[path = "../tests/common/flood.rs"]
 mod flood;
 
@@ -32,17 +35,6 @@ const CHUNK: usize = 64 << 10;
 const TRANSFERS: usize = 3;
 /// The backlog of half-open connections, the strays, the real connections.
 const PEERS_BOUND: usize = 128 + 2 * scps_proto::MAX_ANSWERS_WAITING + TRANSFERS;
-
-/// A line of /proc/self/status, in MB.
-fn status_mb(field: &str) -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"));
-    let kb: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kb / 1000.0
-}
 
 /// One real transfer through the receiver, checked; returns its time.
 async fn transfer(receiver_udp: SocketAddr, to: SocketAddr) -> Duration {
@@ -83,7 +75,7 @@ async fn transfer_during(
     let peak = std::thread::spawn(move || {
         let mut peak: f64 = 0.0;
         while sampling.load(Ordering::Relaxed) {
-            peak = peak.max(status_mb("VmRSS:"));
+            peak = peak.max(resident::status_mb("VmRSS:"));
             std::thread::sleep(Duration::from_millis(20));
         }
         peak
@@ -139,12 +131,12 @@ async fn main() {
     });
     // The first transfer allocates what any transfer needs.
     let quiet = transfer(receiver_udp, to).await;
-    let before = status_mb("VmRSS:");
+    let before = resident::status_mb("VmRSS:");
     let (syn_took, syn_flood_took, syn_peak) = transfer_during(Flood::Syns, syns, receiver_udp, to).await;
     let (garbage_took, garbage_flood_took, garbage_peak) =
         transfer_during(Flood::Garbage, garbage, receiver_udp, to).await;
     server.await.unwrap();
-    let after = status_mb("VmRSS:");
+    let after = resident::status_mb("VmRSS:");
     let stats = receiver.close(Duration::from_secs(1)).await.unwrap();
     let mb = TRANSFER >> 20;
     println!("a {mb} MiB transfer alone: {:.3} s", quiet.as_secs_f64());

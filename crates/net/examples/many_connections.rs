@@ -8,6 +8,9 @@
 //!
 //!     cargo run --release -p scps-net --example many_connections [COUNT]
 
+#[path = "../tests/common/resident.rs"]
+mod resident;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -16,17 +19,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PORT: u16 = 5001;
 const HELLO: usize = 1024;
-
-/// A line of /proc/self/status, in MB.
-fn status_mb(field: &str) -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"));
-    let kb: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kb / 1000.0
-}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -44,7 +36,7 @@ async fn main() {
     let listener = receiver.listen(to).unwrap();
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(receiver_udp)).unwrap();
     let sender = Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap();
-    let before = status_mb("VmRSS:");
+    let before = resident::status_mb("VmRSS:");
     let started = Instant::now();
     let accepting = tokio::spawn(async move {
         let mut served = Vec::with_capacity(count);
@@ -64,7 +56,7 @@ async fn main() {
     }
     let served = accepting.await.unwrap();
     let took = started.elapsed();
-    let with = status_mb("VmRSS:");
+    let with = resident::status_mb("VmRSS:");
     println!(
         "{count} connections opened, 1 KiB written on each and read, in {:.2} s ({:.0} per second)",
         took.as_secs_f64(),

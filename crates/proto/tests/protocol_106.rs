@@ -59,17 +59,7 @@ fn output_on(h: &mut Harness) -> Vec<(u8, Seg)> {
         let (ip, payload) = IpRepr::parse(&buf).unwrap();
         let tcp = TcpRepr::parse_as(payload, ip.src(), ip.dst(), ip.protocol(), true)
             .expect("the checksum covers the protocol the segment went on");
-        out.push((
-            ip.protocol(),
-            Seg {
-                seq: tcp.seq,
-                ack: tcp.ack,
-                flags: tcp.flags,
-                window: tcp.window,
-                options: tcp.options,
-                payload: tcp.payload.to_vec(),
-            },
-        ));
+        out.push((ip.protocol(), Seg::from(&tcp)));
     }
     out
 }

@@ -240,7 +240,7 @@ impl Stack {
                 if engine.config.mtu > limit {
                     bail!(
                         "link.mtu = {}: the UDP path{} carries packets of at most {limit} bytes inside its {overhead} \
-                         bytes of outer headers",
+                         bytes of encapsulation",
                         engine.config.mtu,
                         peer.map(|p| format!(" to {}", p.ip())).unwrap_or_default()
                     );

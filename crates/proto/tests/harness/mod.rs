@@ -35,6 +35,19 @@ pub struct Seg {
     pub payload: Vec<u8>,
 }
 
+impl From<&TcpRepr<'_>> for Seg {
+    fn from(tcp: &TcpRepr<'_>) -> Seg {
+        Seg {
+            seq: tcp.seq,
+            ack: tcp.ack,
+            flags: tcp.flags,
+            window: tcp.window,
+            options: tcp.options,
+            payload: tcp.payload.to_vec(),
+        }
+    }
+}
+
 impl Seg {
     pub fn new(flags: TcpFlags, seq: u32) -> Seg {
         Seg {
@@ -187,14 +200,7 @@ impl Harness {
             out.push((
                 SocketAddr::new(ip.src(), tcp.src_port),
                 SocketAddr::new(ip.dst(), tcp.dst_port),
-                Seg {
-                    seq: tcp.seq,
-                    ack: tcp.ack,
-                    flags: tcp.flags,
-                    window: tcp.window,
-                    options: tcp.options,
-                    payload: tcp.payload.to_vec(),
-                },
+                Seg::from(&tcp),
             ));
         }
         out
