@@ -28,17 +28,7 @@ fn endpoint(accept_protocol_106: bool, connection: Config) -> Harness {
 /// Sends `seg` from THEIRS to OURS on IP protocol `protocol`, its
 /// checksum's pseudo-header holding `checksum_protocol`.
 fn send_on(h: &mut Harness, protocol: u8, checksum_protocol: u8, seg: &Seg) {
-    let repr = TcpRepr {
-        src_port: THEIRS.port(),
-        dst_port: OURS.port(),
-        seq: seg.seq,
-        ack: seg.ack,
-        flags: seg.flags,
-        window: seg.window,
-        urgent: 0,
-        options: seg.options,
-        payload: &seg.payload,
-    };
+    let repr = seg.repr(THEIRS.port(), OURS.port());
     let mut packet = Vec::new();
     build_segment_packet(THEIRS.ip(), OURS.ip(), checksum_protocol, 64, &repr, &mut packet).unwrap();
     // The IP header's protocol, and its checksum again.

@@ -49,6 +49,21 @@ impl From<&TcpRepr<'_>> for Seg {
 }
 
 impl Seg {
+    /// The segment between these ports, as the wire module takes it.
+    pub fn repr(&self, src_port: u16, dst_port: u16) -> TcpRepr<'_> {
+        TcpRepr {
+            src_port,
+            dst_port,
+            seq: self.seq,
+            ack: self.ack,
+            flags: self.flags,
+            window: self.window,
+            urgent: 0,
+            options: self.options,
+            payload: &self.payload,
+        }
+    }
+
     pub fn new(flags: TcpFlags, seq: u32) -> Seg {
         Seg {
             seq,
@@ -161,17 +176,7 @@ impl Harness {
     }
 
     pub fn send_from(&mut self, from: SocketAddr, to: SocketAddr, seg: &Seg) {
-        let repr = TcpRepr {
-            src_port: from.port(),
-            dst_port: to.port(),
-            seq: seg.seq,
-            ack: seg.ack,
-            flags: seg.flags,
-            window: seg.window,
-            urgent: 0,
-            options: seg.options,
-            payload: &seg.payload,
-        };
+        let repr = seg.repr(from.port(), to.port());
         let mut packet = Vec::new();
         build_tcp_packet(from.ip(), to.ip(), 64, &repr, &mut packet).expect("test segment fits");
         self.ep.handle_packet(self.now, &packet);
