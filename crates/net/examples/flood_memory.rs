@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use flood::Flood;
-use scps_net::{Net, NetOptions, PacketPath, UdpPath};
+use scps_net::{Net, NetOptions, UdpPath};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PORT: u16 = 5001;
@@ -40,7 +40,7 @@ const PEERS_BOUND: usize = 128 + 2 * scps_proto::MAX_ANSWERS_WAITING + TRANSFERS
 async fn transfer(receiver_udp: SocketAddr, to: SocketAddr) -> Duration {
     let started = Instant::now();
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(receiver_udp)).unwrap();
-    let sender = Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap();
+    let sender = Net::start(path, NetOptions::default()).unwrap();
     let mut stream = sender.connect(to).await.unwrap();
     // Written and read in chunks, so that the process's memory is the
     // endpoints' and not the transfer's.
@@ -112,7 +112,7 @@ async fn main() {
     let garbage = counts.next().unwrap_or(1_000_000);
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
     let receiver_udp = path.local_addr().unwrap();
-    let receiver = Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap();
+    let receiver = Net::start(path, NetOptions::default()).unwrap();
     let to = SocketAddr::new(receiver_udp.ip(), PORT);
     let listener = receiver.listen(to).unwrap();
     let server = tokio::spawn(async move {

@@ -14,7 +14,7 @@ mod resident;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use scps_net::{Net, NetOptions, PacketPath, UdpPath};
+use scps_net::{Net, NetOptions, UdpPath};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PORT: u16 = 5001;
@@ -31,11 +31,11 @@ async fn main() {
     let mut options = NetOptions::default();
     // Every connection waits to be accepted at once.
     options.endpoint.backlog = count;
-    let receiver = Net::start(PacketPath::Udp(path), options).unwrap();
+    let receiver = Net::start(path, options).unwrap();
     let to = SocketAddr::new(receiver_udp.ip(), PORT);
     let listener = receiver.listen(to).unwrap();
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(receiver_udp)).unwrap();
-    let sender = Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap();
+    let sender = Net::start(path, NetOptions::default()).unwrap();
     let before = resident::status_mb("VmRSS:");
     let started = Instant::now();
     let accepting = tokio::spawn(async move {

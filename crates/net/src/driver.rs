@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
 use crate::error::NetError;
-use crate::path::{PacketPath, RecvBatch};
+use crate::path::{Captured, PacketPath, RecvBatch};
 use crate::shared::Shared;
 use crate::stream::{Listener, Stream};
 
@@ -86,7 +86,7 @@ pub struct Net {
 
 impl Net {
     /// Starts the driver on the current tokio runtime.
-    pub fn start(path: PacketPath, mut options: NetOptions) -> Result<Net, NetError> {
+    pub fn start(path: impl PacketPath, mut options: NetOptions) -> Result<Net, NetError> {
         if options.endpoint.secret == EndpointConfig::default().secret {
             // RFC 6528: initial sequence numbers must not be predictable
             // off-path; on a real network the key is random.
@@ -94,9 +94,18 @@ impl Net {
         }
         let endpoint = Endpoint::new(options.endpoint, path.local_addrs())?;
         let capture = options.capture.as_deref().map(Capture::create).transpose()?;
-        let shared = Arc::new(Shared::new(endpoint, Clock::start()));
+        let clock = Clock::start();
+        let shared = Arc::new(Shared::new(endpoint, clock));
         let stop = Arc::new(Notify::new());
-        let driver = tokio::spawn(run(shared.clone(), path, capture, stop.clone()));
+        // Captured or not, one driver: the capture is a layer of the path.
+        let driver = match capture {
+            Some(capture) => tokio::spawn(run(
+                shared.clone(),
+                Captured::new(path, capture, clock),
+                stop.clone(),
+            )),
+            None => tokio::spawn(run(shared.clone(), path, stop.clone())),
+        };
         Ok(Net {
             shared,
             stop,
@@ -232,18 +241,11 @@ fn random_secret() -> u64 {
 }
 
 /// The driver task. Returns the counters when stopped, or the path's error.
-async fn run(
-    shared: Arc<Shared>,
-    path: PacketPath,
-    capture: Option<Capture>,
-    stop: Arc<Notify>,
-) -> Result<NetStats, NetError> {
+async fn run<P: PacketPath>(shared: Arc<Shared>, path: P, stop: Arc<Notify>) -> Result<NetStats, NetError> {
     let mut driver = Driver {
         shared: shared.clone(),
         path,
-        capture,
         counters: NetStats::default(),
-        capture_error: None,
         out: (0..BATCH).map(|_| Vec::with_capacity(2048)).collect(),
         received: RecvBatch::new(),
         forget_at: scps_proto::time::Instant::ZERO,
@@ -255,12 +257,9 @@ async fn run(
     };
     shared.lock().stop(reason);
     shared.progress.notify_waiters();
-    let capture = driver.capture.take().map(Capture::finish).transpose();
+    let finished = driver.path.finish();
     result?;
-    if let Some(err) = driver.capture_error.take() {
-        return Err(err.into());
-    }
-    capture?;
+    finished?;
     let mut stats = driver.counters;
     stats.endpoint = shared.lock().endpoint.stats().clone();
     stats.unroutable = driver.path.unroutable();
@@ -276,13 +275,9 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-struct Driver {
+struct Driver<P> {
     shared: Arc<Shared>,
-    path: PacketPath,
-    capture: Option<Capture>,
-    /// The first capture error: capturing stops, the connections go on,
-    /// and [`Net::close`] reports it.
-    capture_error: Option<scps_pcap::CaptureError>,
+    path: P,
     counters: NetStats,
     /// Packets taken from the engine, sent after the lock is released.
     out: Vec<Vec<u8>>,
@@ -292,7 +287,7 @@ struct Driver {
     forget_at: scps_proto::time::Instant,
 }
 
-impl Driver {
+impl<P: PacketPath> Driver<P> {
     async fn run(&mut self, stop: &Notify) -> Result<(), NetError> {
         loop {
             let (sent, wake_at) = self.flush().await?;
@@ -348,12 +343,6 @@ impl Driver {
         state.endpoint.count_dropped_by_path("frame_check", damaged);
         let now = self.shared.clock.now();
         for (packet, source) in self.received.packets() {
-            if let Some(capture) = &mut self.capture
-                && let Err(err) = capture.record(self.shared.clock.wall(now), packet)
-            {
-                self.capture_error.get_or_insert(err);
-                self.capture = None;
-            }
             self.counters.packets_in += 1;
             let answers = state.endpoint.answers_waiting();
             state.endpoint.handle_packet(now, packet);
@@ -386,16 +375,6 @@ impl Driver {
             state.dispatch_events();
             (count, state.endpoint.poll_timeout())
         };
-        if let Some(capture) = &mut self.capture {
-            let wall = self.shared.clock.wall(now);
-            if let Some(err) = self.out[..count]
-                .iter()
-                .find_map(|p| capture.record(wall, p).err())
-            {
-                self.capture_error.get_or_insert(err);
-                self.capture = None;
-            }
-        }
         self.path.send(&self.out[..count]).await?;
         self.counters.packets_out += count as u64;
         Ok((count, wake_at))

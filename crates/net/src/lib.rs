@@ -34,6 +34,6 @@ mod transparent;
 
 pub use driver::{EndpointWatch, Net, NetOptions, NetStats};
 pub use error::NetError;
-pub use path::{PacketPath, TunPath, UdpPath};
+pub use path::{PacketPath, RecvBatch, TunPath, UdpPath};
 pub use stream::{AbortHandle, Listener, Stream};
 pub use transparent::TransparentListener;

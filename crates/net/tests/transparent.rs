@@ -23,7 +23,7 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use common::*;
-use scps_net::{Net, NetOptions, PacketPath, UdpPath};
+use scps_net::{Net, NetOptions, UdpPath};
 use scps_proto::IpPrefix;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -207,7 +207,7 @@ fn connect_from_an_address_that_is_not_ours() {
 #[tokio::test]
 async fn prefixes_outside_the_transparent_ones_are_refused() {
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
-    let net = Net::start(PacketPath::Udp(path), transparent_options()).unwrap();
+    let net = Net::start(path, transparent_options()).unwrap();
     let outside: IpPrefix = "10.30.0.0/16".parse().unwrap();
     let err = net
         .listen_transparent(&[outside], Some(80))

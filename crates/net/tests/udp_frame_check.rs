@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::{PORT, content, seed};
 use scps_net::frame_check::TRAILER_BYTES;
-use scps_net::{Net, NetOptions, PacketPath, UdpPath};
+use scps_net::{Net, NetOptions, UdpPath};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -82,8 +82,8 @@ async fn transfer(trailers: Trailers, len: usize) -> (bool, u64) {
     let stop = Arc::new(AtomicBool::new(false));
     let relay = relay(server_udp, trailers, 20, stop.clone());
     let client_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(relay)).unwrap();
-    let server_net = Net::start(PacketPath::Udp(server_path), NetOptions::default()).unwrap();
-    let client_net = Net::start(PacketPath::Udp(client_path), NetOptions::default()).unwrap();
+    let server_net = Net::start(server_path, NetOptions::default()).unwrap();
+    let client_net = Net::start(client_path, NetOptions::default()).unwrap();
     let server_addr = SocketAddr::new(server_udp.ip(), PORT);
     let listener = server_net.listen(server_addr).unwrap();
     let reader = tokio::spawn(async move {

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{PORT, assert_capture_clean, content, seed, syn_options};
-use scps_net::{Net, NetError, NetOptions, PacketPath, UdpPath};
+use scps_net::{Net, NetError, NetOptions, UdpPath};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -25,9 +25,9 @@ fn pair(ip: &str, capture: Option<PathBuf>) -> (Net, Net, SocketAddr) {
     let client_path = UdpPath::bind(format!("{ip}:0").parse().unwrap(), Some(server_udp)).unwrap();
     let mut options = NetOptions::default();
     options.endpoint.connection.scps = true;
-    let server = Net::start(PacketPath::Udp(server_path), options.clone()).unwrap();
+    let server = Net::start(server_path, options.clone()).unwrap();
     let options = NetOptions { capture, ..options };
-    let client = Net::start(PacketPath::Udp(client_path), options).unwrap();
+    let client = Net::start(client_path, options).unwrap();
     (server, client, SocketAddr::new(server_udp.ip(), PORT))
 }
 
@@ -120,7 +120,7 @@ async fn a_silent_peer_gives_a_timeout_error() {
         connect_timeout: Duration::from_millis(1500),
         ..NetOptions::default()
     };
-    let net = Net::start(PacketPath::Udp(path), options).unwrap();
+    let net = Net::start(path, options).unwrap();
     let started = std::time::Instant::now();
     let err = net.connect(SocketAddr::new(peer.ip(), 5001)).await.unwrap_err();
     assert!(matches!(err, NetError::ConnectTimedOut { .. }), "{err:?}");
@@ -186,8 +186,8 @@ async fn nodelay_sends_what_nagle_held_at_once() {
     let mut client_options = NetOptions::default();
     client_options.endpoint.connection.rto_initial = Duration::from_secs(10);
     client_options.endpoint.connection.rto_min = Duration::from_secs(10);
-    let server_net = Net::start(PacketPath::Udp(server_path), server_options).unwrap();
-    let client_net = Net::start(PacketPath::Udp(client_path), client_options).unwrap();
+    let server_net = Net::start(server_path, server_options).unwrap();
+    let client_net = Net::start(client_path, client_options).unwrap();
     let server_addr = SocketAddr::new(server_udp.ip(), PORT);
     let listener = server_net.listen(server_addr).unwrap();
     let mut client = client_net.connect(server_addr).await.unwrap();
@@ -323,7 +323,7 @@ fn assert_unreachable(err: &NetError) {
 async fn a_connect_to_a_closed_udp_port_fails_as_unreachable() {
     let closed = closed_port();
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(closed)).unwrap();
-    let net = Net::start(PacketPath::Udp(path), quick_timers()).unwrap();
+    let net = Net::start(path, quick_timers()).unwrap();
     let started = std::time::Instant::now();
     let err = net.connect(SocketAddr::new(closed.ip(), PORT)).await.unwrap_err();
     assert_unreachable(&err);
@@ -342,8 +342,8 @@ async fn a_receiver_that_vanishes_is_found_unreachable() {
     let server_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
     let server_udp = server_path.local_addr().unwrap();
     let client_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(server_udp)).unwrap();
-    let server_net = Net::start(PacketPath::Udp(server_path), NetOptions::default()).unwrap();
-    let client_net = Net::start(PacketPath::Udp(client_path), quick_timers()).unwrap();
+    let server_net = Net::start(server_path, NetOptions::default()).unwrap();
+    let client_net = Net::start(client_path, quick_timers()).unwrap();
     let server_addr = SocketAddr::new(server_udp.ip(), PORT);
     let listener = server_net.listen(server_addr).unwrap();
     let mut client = client_net.connect(server_addr).await.unwrap();

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::flood::{self, Flood};
 use common::{PORT, content, seed};
-use scps_net::{Net, NetOptions, NetStats, PacketPath, UdpPath};
+use scps_net::{Net, NetOptions, NetStats, UdpPath};
 use scps_proto::MAX_ANSWERS_WAITING;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,13 +21,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 fn receiver() -> (Net, SocketAddr, SocketAddr) {
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
     let udp = path.local_addr().unwrap();
-    let net = Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap();
+    let net = Net::start(path, NetOptions::default()).unwrap();
     (net, udp, SocketAddr::new(udp.ip(), PORT))
 }
 
 fn sender(receiver_udp: SocketAddr) -> Net {
     let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(receiver_udp)).unwrap();
-    Net::start(PacketPath::Udp(path), NetOptions::default()).unwrap()
+    Net::start(path, NetOptions::default()).unwrap()
 }
 
 /// Serves `count` connections: each is read to its end and its SHA-256

@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use scps_config::Direction;
 use scps_config::stack::{RealStack, StackSettings, ToolKeepalive};
 use scps_config::sweep::parse_assignment;
-use scps_net::{Listener, Net, NetOptions, PacketPath, TunPath, UdpPath};
+use scps_net::{Listener, Net, NetOptions, TunPath, UdpPath};
 use scps_proto::config::Keepalive;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -67,6 +67,20 @@ pub struct StackOptions {
     /// ones included: beyond it our stack answers SYNs with SYN cookies,
     /// as the kernel does.
     pub backlog: u16,
+}
+
+impl StackOptions {
+    /// How our stack's driver runs `engine`.
+    fn net_options(&self, engine: &RealStack) -> NetOptions {
+        let mut options = NetOptions {
+            capture: self.pcap.clone(),
+            connect_timeout: self.connect_timeout,
+            ..NetOptions::default()
+        };
+        options.endpoint.connection = engine.config.clone();
+        options.endpoint.backlog = usize::from(self.backlog);
+        options
+    }
 }
 
 /// The listeners' backlog unless `scps recv --backlog` says.
@@ -204,7 +218,7 @@ impl Stack {
         direction: Direction,
     ) -> anyhow::Result<Stack> {
         let mut udp = None;
-        let (path, engine) = match transport {
+        let (net, engine) = match transport {
             Transport::Tcp { congestion } => {
                 if options.pcap.is_some() {
                     bail!("--pcap captures our stack's packets; for kernel TCP use tcpdump");
@@ -257,28 +271,19 @@ impl Stack {
                     engine.config.ip_protocol = scps_proto::wire::IPPROTO_SCPS_TP;
                 }
                 udp = Some(path.local_addr()?);
-                (PacketPath::Udp(path), engine)
+                (Net::start(path, options.net_options(&engine))?, engine)
             }
             Transport::Tun { name, addrs } => {
                 if addrs.is_empty() {
                     bail!("--tun needs at least one --addr ADDRESS/PREFIX for our stack");
                 }
                 let engine = options.engine.resolve(direction, 1500)?;
-                (
-                    PacketPath::Tun(TunPath::create(name, addrs, engine.config.mtu)?),
-                    engine,
-                )
+                let path = TunPath::create(name, addrs, engine.config.mtu)?;
+                (Net::start(path, options.net_options(&engine))?, engine)
             }
         };
-        let mut net_options = NetOptions {
-            capture: options.pcap.clone(),
-            connect_timeout: options.connect_timeout,
-            ..NetOptions::default()
-        };
-        net_options.endpoint.connection = engine.config;
-        net_options.endpoint.backlog = usize::from(options.backlog);
         Ok(Stack::Ours {
-            net: Net::start(path, net_options)?,
+            net,
             udp,
             label: engine.protocol.label(),
         })

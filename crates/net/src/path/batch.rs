@@ -8,8 +8,11 @@ use std::ops::Range;
 pub(crate) const SLOT_BYTES: usize = 65_536;
 pub(crate) const SLOTS: usize = 8;
 
+/// Packets received, one after another in one buffer, with where each
+/// came from: what a [`PacketPath`](super::PacketPath) fills for the
+/// driver (the paths of this crate write into its buffer directly).
 #[derive(Debug)]
-pub(crate) struct RecvBatch {
+pub struct RecvBatch {
     /// `SLOTS` receive slots of `SLOT_BYTES` each.
     pub(crate) buf: Vec<u8>,
     /// Where each packet lies in `buf`.

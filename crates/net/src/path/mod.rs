@@ -3,6 +3,7 @@
 //! call (UDP GSO and GRO).
 
 mod batch;
+mod captured;
 mod tun;
 mod udp;
 mod udp_peers;
@@ -10,7 +11,8 @@ mod udp_peers;
 pub use tun::TunPath;
 pub use udp::UdpPath;
 
-pub(crate) use batch::RecvBatch;
+pub use batch::RecvBatch;
+pub(crate) use captured::Captured;
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -18,107 +20,73 @@ use scps_proto::FourTuple;
 
 use crate::error::NetError;
 
-/// A packet path: whole IP packets in and out.
-#[derive(Debug)]
-pub enum PacketPath {
-    Udp(UdpPath),
-    Tun(TunPath),
-}
-
-impl PacketPath {
+/// A packet path: whole IP packets in and out, in batches. [`TunPath`] and
+/// [`UdpPath`] are the ones this crate has; a driver ([`crate::Net`])
+/// runs the engine over any of them, and layers (the capture of
+/// `--pcap`, `captured.rs`) wrap one path as another.
+///
+/// The hooks after `send` let a path keep what it needs to deliver the
+/// engine's packets (the UDP path's peer addresses) and tell the driver
+/// what it learned on the way (peers unreachable, packets dropped as
+/// damaged); a path that needs none keeps the defaults.
+pub trait PacketPath: Send + 'static {
     /// The addresses the endpoint answers to on this path.
-    pub fn local_addrs(&self) -> Vec<IpAddr> {
-        match self {
-            PacketPath::Udp(path) => path.local_addrs().to_vec(),
-            PacketPath::Tun(path) => path.local_addrs().to_vec(),
-        }
-    }
+    fn local_addrs(&self) -> Vec<IpAddr>;
 
-    /// Waits for packets and puts those that have arrived in `batch`.
-    pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
-        match self {
-            PacketPath::Udp(path) => path.recv(batch).await,
-            PacketPath::Tun(path) => path.recv(batch).await,
-        }
-    }
+    /// Waits for packets and puts those that have arrived in `batch` (or
+    /// returns with none when the path has news for the driver).
+    fn recv(&mut self, batch: &mut RecvBatch) -> impl Future<Output = Result<(), NetError>> + Send;
 
     /// Puts the packets that have already arrived in `batch` (perhaps
     /// none), without waiting.
-    pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
-        match self {
-            PacketPath::Udp(path) => path.try_recv(batch),
-            PacketPath::Tun(path) => path.try_recv(batch),
-        }
-    }
+    fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError>;
 
     /// Sends the packets, in order, waiting while the path has no room.
-    pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
-        match self {
-            PacketPath::Udp(path) => path.send(packets).await,
-            PacketPath::Tun(path) => path.send(packets).await,
-        }
-    }
+    fn send(&mut self, packets: &[Vec<u8>]) -> impl Future<Output = Result<(), NetError>> + Send;
 
     /// The endpoint has handled `packet`, which came from `source` (on
     /// paths whose packets have one): `is_connection` says which
     /// connections the endpoint now holds, and `answered` whether it
     /// queued an answer to a packet of none, so that the path learns
     /// where to send them.
-    pub(crate) fn heard(
+    fn heard(
         &mut self,
-        packet: &[u8],
-        source: SocketAddr,
-        is_connection: impl Fn(&FourTuple) -> bool,
-        answered: bool,
+        _packet: &[u8],
+        _source: SocketAddr,
+        _is_connection: impl Fn(&FourTuple) -> bool,
+        _answered: bool,
     ) {
-        match self {
-            PacketPath::Udp(path) => path.heard(packet, source, is_connection, answered),
-            PacketPath::Tun(_) => {}
-        }
     }
 
     /// Forgets what the path learned for connections that are gone.
-    pub(crate) fn forget_closed(&mut self, is_connection: impl Fn(&FourTuple) -> bool) {
-        match self {
-            PacketPath::Udp(path) => path.forget_closed(is_connection),
-            PacketPath::Tun(_) => {}
-        }
-    }
+    fn forget_closed(&mut self, _is_connection: impl Fn(&FourTuple) -> bool) {}
 
     /// The peers reported unreachable since the last call (inner
     /// addresses; `None` for every peer). A routed path has none: ICMP
     /// errors reach the endpoint as packets.
-    pub(crate) fn take_unreachable(&mut self) -> Vec<Option<IpAddr>> {
-        match self {
-            PacketPath::Udp(path) => path.take_unreachable(),
-            PacketPath::Tun(_) => Vec::new(),
-        }
+    fn take_unreachable(&mut self) -> Vec<Option<IpAddr>> {
+        Vec::new()
     }
 
-    /// Packets the path dropped, damaged, since the last call (the UDP
-    /// path's frame check).
-    pub(crate) fn take_damaged(&mut self) -> u64 {
-        match self {
-            PacketPath::Udp(path) => path.take_damaged(),
-            PacketPath::Tun(_) => 0,
-        }
+    /// Packets the path dropped, damaged, since the last call.
+    fn take_damaged(&mut self) -> u64 {
+        0
     }
 
-    /// Peers the path holds addresses of (UDP without a fixed peer).
-    pub(crate) fn peers_held(&self) -> usize {
-        match self {
-            PacketPath::Udp(path) => path.peers_held(),
-            PacketPath::Tun(_) => 0,
-        }
+    /// Peers the path holds addresses of.
+    fn peers_held(&self) -> usize {
+        0
     }
 
-    /// Packets the path could not deliver (no known peer for the
-    /// destination), counted rather than sent anywhere.
-    pub(crate) fn unroutable(&self) -> u64 {
-        match self {
-            PacketPath::Udp(path) => path.unroutable(),
-            PacketPath::Tun(_) => 0,
-        }
+    /// Packets the path had nowhere to send, counted rather than sent.
+    fn unroutable(&self) -> u64 {
+        0
+    }
+
+    /// The driver has stopped: what the path must still do (a capture
+    /// writes itself out), and the first error it kept.
+    fn finish(&mut self) -> Result<(), NetError> {
+        Ok(())
     }
 }
 

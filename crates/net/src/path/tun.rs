@@ -21,7 +21,7 @@ use std::process::Command;
 use tun_rs::{AsyncDevice, DeviceBuilder, GROTable, IDEAL_BATCH_SIZE, VIRTIO_NET_HDR_LEN};
 
 use super::batch::{RecvBatch, SLOT_BYTES};
-use super::would_block;
+use super::{PacketPath, would_block};
 use crate::error::NetError;
 
 /// Room tun-rs asks of a buffer it coalesces into: the largest IP packet,
@@ -106,23 +106,6 @@ impl TunPath {
         &self.local_addrs
     }
 
-    /// Waits for a read, then takes it and any others already there.
-    pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
-        batch.clear();
-        let count = self
-            .device
-            .recv_multiple(&mut self.raw, &mut self.split, &mut self.sizes, 0)
-            .await
-            .map_err(NetError::io("TUN read failed"))?;
-        self.append(batch, count);
-        self.take_more(batch)
-    }
-
-    pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
-        batch.clear();
-        self.take_more(batch)
-    }
-
     fn append(&self, batch: &mut RecvBatch, count: usize) {
         for (packet, &size) in self.split.iter().zip(&self.sizes).take(count) {
             // Room for a whole read is checked before each read.
@@ -144,36 +127,6 @@ impl TunPath {
             }
         }
         Ok(())
-    }
-
-    pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
-        if packets.is_empty() {
-            return Ok(());
-        }
-        // tun-rs coalesces a run of one flow's segments into the buffer of
-        // the first (into one TSO write), and only if that buffer already
-        // has room for a whole coalesced packet: without the room every
-        // segment would be a write, a trip through the kernel and a read at
-        // the far end of its own.
-        self.outgoing
-            .resize_with(packets.len(), || Vec::with_capacity(COALESCED_BUFFER_BYTES));
-        for (out, packet) in self.outgoing.iter_mut().zip(packets) {
-            out.clear();
-            out.resize(VIRTIO_NET_HDR_LEN, 0);
-            out.extend_from_slice(packet);
-        }
-        // A packet the kernel cannot route is accepted and dropped by the
-        // kernel (a loss the engine deals with); an error here means the
-        // device itself is unusable.
-        self.device
-            .send_multiple(
-                &mut self.gro,
-                &mut self.outgoing[..packets.len()],
-                VIRTIO_NET_HDR_LEN,
-            )
-            .await
-            .map(|_| ())
-            .map_err(NetError::io(format!("TUN write to {} failed", self.name)))
     }
 }
 
@@ -213,6 +166,59 @@ pub(crate) fn run_ip(args: &[&str]) -> Result<(), NetError> {
             command,
             message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
         })
+    }
+}
+
+impl PacketPath for TunPath {
+    fn local_addrs(&self) -> Vec<IpAddr> {
+        TunPath::local_addrs(self).to_vec()
+    }
+
+    /// Waits for a read, then takes it and any others already there.
+    async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        let count = self
+            .device
+            .recv_multiple(&mut self.raw, &mut self.split, &mut self.sizes, 0)
+            .await
+            .map_err(NetError::io("TUN read failed"))?;
+        self.append(batch, count);
+        self.take_more(batch)
+    }
+
+    fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        self.take_more(batch)
+    }
+
+    async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
+        if packets.is_empty() {
+            return Ok(());
+        }
+        // tun-rs coalesces a run of one flow's segments into the buffer of
+        // the first (into one TSO write), and only if that buffer already
+        // has room for a whole coalesced packet: without the room every
+        // segment would be a write, a trip through the kernel and a read at
+        // the far end of its own.
+        self.outgoing
+            .resize_with(packets.len(), || Vec::with_capacity(COALESCED_BUFFER_BYTES));
+        for (out, packet) in self.outgoing.iter_mut().zip(packets) {
+            out.clear();
+            out.resize(VIRTIO_NET_HDR_LEN, 0);
+            out.extend_from_slice(packet);
+        }
+        // A packet the kernel cannot route is accepted and dropped by the
+        // kernel (a loss the engine deals with); an error here means the
+        // device itself is unusable.
+        self.device
+            .send_multiple(
+                &mut self.gro,
+                &mut self.outgoing[..packets.len()],
+                VIRTIO_NET_HDR_LEN,
+            )
+            .await
+            .map(|_| ())
+            .map_err(NetError::io(format!("TUN write to {} failed", self.name)))
     }
 }
 

@@ -22,7 +22,7 @@ use tokio::net::UdpSocket;
 
 use super::batch::{RecvBatch, SLOT_BYTES, SLOTS};
 use super::udp_peers::UdpPeers;
-use super::would_block;
+use super::{PacketPath, would_block};
 use crate::error::NetError;
 use crate::frame_check::{self, Checked, TRAILER_BYTES};
 
@@ -135,30 +135,6 @@ impl UdpPath {
         &self.local_addrs
     }
 
-    pub(crate) fn unroutable(&self) -> u64 {
-        self.unroutable
-    }
-
-    /// Datagrams dropped for a failed frame check since the last call.
-    pub(crate) fn take_damaged(&mut self) -> u64 {
-        std::mem::take(&mut self.damaged)
-    }
-
-    /// Waits until packets arrive (or a peer is reported unreachable).
-    pub(crate) async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
-        loop {
-            // Queued errors (ICMP) are readiness of their own.
-            self.socket
-                .ready(Interest::READABLE | Interest::ERROR)
-                .await
-                .map_err(NetError::io("UDP receive failed"))?;
-            self.try_recv(batch)?;
-            if !batch.is_empty() || !self.unreachable.is_empty() {
-                return Ok(());
-            }
-        }
-    }
-
     /// Takes the socket's queued errors (before receiving or sending, as
     /// a pending one would otherwise fail that call), and clears the
     /// socket's error readiness once the queue is empty.
@@ -174,29 +150,71 @@ impl UdpPath {
         });
     }
 
-    /// The peers reported unreachable since the last call, as the inner
-    /// addresses of the connections to them (`None`: every connection,
-    /// on a path with one fixed peer).
-    pub(crate) fn take_unreachable(&mut self) -> Vec<Option<IpAddr>> {
-        let reports = std::mem::take(&mut self.unreachable);
-        if reports.is_empty() {
-            return Vec::new();
-        }
-        if self.peer.is_some() {
-            return vec![None];
-        }
-        let mut remotes: Vec<Option<IpAddr>> = reports
-            .into_iter()
-            .flatten()
-            .flat_map(|outer| self.peers.remotes_at(outer))
-            .map(Some)
-            .collect();
-        remotes.sort();
-        remotes.dedup();
-        remotes
+    fn destination(&self, packet: &[u8]) -> Option<SocketAddr> {
+        self.peer.or_else(|| self.peers.destination(packet))
+    }
+}
+
+fn is_transient(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        err.kind(),
+        ConnectionRefused | HostUnreachable | NetworkUnreachable | NetworkDown
+    )
+}
+
+/// The source address the kernel would use to reach `peer`.
+fn route_source(bind: SocketAddr, peer: SocketAddr) -> Result<IpAddr, NetError> {
+    let probe = std::net::UdpSocket::bind(SocketAddr::new(bind.ip(), 0))
+        .map_err(NetError::io("cannot open a socket to find the route"))?;
+    probe
+        .connect(peer)
+        .map_err(NetError::io(format!("no route to {peer}")))?;
+    probe
+        .local_addr()
+        .map(|a| a.ip())
+        .map_err(NetError::io(format!("no route to {peer}")))
+}
+
+/// Every address of the host's interfaces of one IP version.
+fn interface_addrs(ipv4: bool) -> Result<Vec<IpAddr>, NetError> {
+    let addrs = nix::ifaddrs::getifaddrs().map_err(|e| NetError::Io {
+        context: "cannot list the interfaces' addresses".into(),
+        source: e.into(),
+    })?;
+    Ok(addrs
+        .filter_map(|ifaddr| {
+            let addr = ifaddr.address?;
+            if ipv4 {
+                addr.as_sockaddr_in().map(|a| IpAddr::V4(a.ip()))
+            } else {
+                addr.as_sockaddr_in6().map(|a| IpAddr::V6(a.ip()))
+            }
+        })
+        .collect())
+}
+
+impl PacketPath for UdpPath {
+    fn local_addrs(&self) -> Vec<IpAddr> {
+        UdpPath::local_addrs(self).to_vec()
     }
 
-    pub(crate) fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+    /// Waits until packets arrive (or a peer is reported unreachable).
+    async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        loop {
+            // Queued errors (ICMP) are readiness of their own.
+            self.socket
+                .ready(Interest::READABLE | Interest::ERROR)
+                .await
+                .map_err(NetError::io("UDP receive failed"))?;
+            self.try_recv(batch)?;
+            if !batch.is_empty() || !self.unreachable.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
         batch.clear();
         self.take_errors();
         let mut meta = [RecvMeta::default(); SLOTS];
@@ -238,38 +256,10 @@ impl UdpPath {
         Ok(())
     }
 
-    /// The endpoint has handled `packet`, which came from `source`: learn
-    /// where its connection's peer is, or where its answer goes.
-    pub(crate) fn heard(
-        &mut self,
-        packet: &[u8],
-        source: SocketAddr,
-        is_connection: impl Fn(&FourTuple) -> bool,
-        answered: bool,
-    ) {
-        if self.peer.is_none() {
-            self.peers.learn(packet, source, is_connection, answered);
-        }
-    }
-
-    /// Forgets the peers of connections that are gone.
-    pub(crate) fn forget_closed(&mut self, is_connection: impl Fn(&FourTuple) -> bool) {
-        self.peers.forget(is_connection);
-    }
-
-    /// Peers held for answering (connections and recent strays).
-    pub(crate) fn peers_held(&self) -> usize {
-        self.peers.len()
-    }
-
-    fn destination(&self, packet: &[u8]) -> Option<SocketAddr> {
-        self.peer.or_else(|| self.peers.destination(packet))
-    }
-
     /// Sends runs of packets to one destination as single GSO sends: all of
     /// a run's packets but the last have the size of the first (the
     /// kernel's rule for segmentation offload).
-    pub(crate) async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
+    async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
         // A pending error would fail (and lose) the first send.
         self.take_errors();
         let max_segments = self.state.max_gso_segments().max(1);
@@ -326,43 +316,59 @@ impl UdpPath {
         }
         Ok(())
     }
-}
 
-fn is_transient(err: &std::io::Error) -> bool {
-    use std::io::ErrorKind::*;
-    matches!(
-        err.kind(),
-        ConnectionRefused | HostUnreachable | NetworkUnreachable | NetworkDown
-    )
-}
+    /// The endpoint has handled `packet`, which came from `source`: learn
+    /// where its connection's peer is, or where its answer goes.
+    fn heard(
+        &mut self,
+        packet: &[u8],
+        source: SocketAddr,
+        is_connection: impl Fn(&FourTuple) -> bool,
+        answered: bool,
+    ) {
+        if self.peer.is_none() {
+            self.peers.learn(packet, source, is_connection, answered);
+        }
+    }
 
-/// The source address the kernel would use to reach `peer`.
-fn route_source(bind: SocketAddr, peer: SocketAddr) -> Result<IpAddr, NetError> {
-    let probe = std::net::UdpSocket::bind(SocketAddr::new(bind.ip(), 0))
-        .map_err(NetError::io("cannot open a socket to find the route"))?;
-    probe
-        .connect(peer)
-        .map_err(NetError::io(format!("no route to {peer}")))?;
-    probe
-        .local_addr()
-        .map(|a| a.ip())
-        .map_err(NetError::io(format!("no route to {peer}")))
-}
+    /// Forgets the peers of connections that are gone.
+    fn forget_closed(&mut self, is_connection: impl Fn(&FourTuple) -> bool) {
+        self.peers.forget(is_connection);
+    }
 
-/// Every address of the host's interfaces of one IP version.
-fn interface_addrs(ipv4: bool) -> Result<Vec<IpAddr>, NetError> {
-    let addrs = nix::ifaddrs::getifaddrs().map_err(|e| NetError::Io {
-        context: "cannot list the interfaces' addresses".into(),
-        source: e.into(),
-    })?;
-    Ok(addrs
-        .filter_map(|ifaddr| {
-            let addr = ifaddr.address?;
-            if ipv4 {
-                addr.as_sockaddr_in().map(|a| IpAddr::V4(a.ip()))
-            } else {
-                addr.as_sockaddr_in6().map(|a| IpAddr::V6(a.ip()))
-            }
-        })
-        .collect())
+    /// The peers reported unreachable since the last call, as the inner
+    /// addresses of the connections to them (`None`: every connection,
+    /// on a path with one fixed peer).
+    fn take_unreachable(&mut self) -> Vec<Option<IpAddr>> {
+        let reports = std::mem::take(&mut self.unreachable);
+        if reports.is_empty() {
+            return Vec::new();
+        }
+        if self.peer.is_some() {
+            return vec![None];
+        }
+        let mut remotes: Vec<Option<IpAddr>> = reports
+            .into_iter()
+            .flatten()
+            .flat_map(|outer| self.peers.remotes_at(outer))
+            .map(Some)
+            .collect();
+        remotes.sort();
+        remotes.dedup();
+        remotes
+    }
+
+    /// Datagrams dropped for a failed frame check since the last call.
+    fn take_damaged(&mut self) -> u64 {
+        std::mem::take(&mut self.damaged)
+    }
+
+    /// Peers held for answering (connections and recent strays).
+    fn peers_held(&self) -> usize {
+        self.peers.len()
+    }
+
+    fn unroutable(&self) -> u64 {
+        self.unroutable
+    }
 }

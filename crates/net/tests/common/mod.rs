@@ -13,7 +13,7 @@ use std::time::Duration;
 use netns::{Namespace, veth};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use scps_net::{Net, NetOptions, PacketPath, TunPath};
+use scps_net::{Net, NetOptions, TunPath};
 pub use scps_testbed::tshark::Syn;
 
 pub fn seed() -> u64 {
@@ -141,7 +141,7 @@ where
             .unwrap();
         runtime.block_on(async move {
             let path = TunPath::create(TUN_NAME, &prefixes, 1500).unwrap();
-            let net = Arc::new(Net::start(PacketPath::Tun(path), options).unwrap());
+            let net = Arc::new(Net::start(path, options).unwrap());
             let result = app(net.clone()).await;
             let net = Arc::into_inner(net).expect("the app let the endpoint go");
             let stats = net.close(Duration::from_secs(5)).await.unwrap();
