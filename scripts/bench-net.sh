@@ -9,7 +9,9 @@
 #
 # Defaults: 2GB 30s udp,tun,tcp,messages (PARTS: any of those, comma
 # separated). The load average is printed before each part: other work on
-# the machine moves the figures.
+# the machine moves the figures. With SCPS_BENCH_PCAP=DIR our senders
+# capture every packet to DIR/PART.pcap (capture on); SCPS_BIN=PATH runs
+# another build of scps (an older one, to compare) instead of this tree's.
 #
 # Topology (removed on exit, also on failure or Ctrl-C):
 #
@@ -21,10 +23,16 @@ window=${2:-30s}
 parts=${3:-udp,tun,tcp,messages}
 part() { [[ ",$parts," == *",$1,"* ]]; }
 load() { echo "   (load average: $(cut -d' ' -f1-3 /proc/loadavg))"; }
-cargo build --release -q -p scps
-target=${CARGO_TARGET_DIR:-target}
-case $target in /*) ;; *) target=$PWD/$target ;; esac
-scps=$target/release/scps
+if [ -n "${SCPS_BIN:-}" ]; then
+  scps=$SCPS_BIN
+else
+  cargo build --release -q -p scps
+  target=${CARGO_TARGET_DIR:-target}
+  case $target in /*) ;; *) target=$PWD/$target ;; esac
+  scps=$target/release/scps
+fi
+# The sender's capture of part $1, if asked for.
+pcap() { [ -n "${SCPS_BENCH_PCAP:-}" ] && echo "--pcap $SCPS_BENCH_PCAP/$1.pcap"; true; }
 
 a=scpsbench-a
 b=scpsbench-b
@@ -80,7 +88,7 @@ if part udp; then
   echo "== bulk $bytes, one connection of ours, UDP encapsulation on loopback"
   load
   start_recv "" --udp 127.0.0.1:7168
-  "$scps" send 127.0.0.1:5001 --udp 127.0.0.1:7168 --bytes "$bytes" | grep -E '^send|^  (retransmitted|cpu)'
+  "$scps" send 127.0.0.1:5001 --udp 127.0.0.1:7168 --bytes "$bytes" $(pcap udp) | grep -E '^send|^  (retransmitted|cpu)'
   finish_recv
 fi
 
@@ -88,7 +96,7 @@ if part tun; then
   echo "== bulk $bytes, one connection of ours, TUN pair between namespaces"
   load
   start_recv "$a" --tun scps0 --addr 10.89.1.1/24
-  ip netns exec "$b" "$scps" send 10.89.1.1:5001 --tun scps0 --addr 10.89.2.1/24 --bytes "$bytes" |
+  ip netns exec "$b" "$scps" send 10.89.1.1:5001 --tun scps0 --addr 10.89.2.1/24 --bytes "$bytes" $(pcap tun) |
     grep -E '^send|^  (retransmitted|cpu)'
   finish_recv
 fi
