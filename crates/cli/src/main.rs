@@ -1,6 +1,7 @@
 //! `scps`: the one binary of the project.
 
 mod emulate;
+mod logging;
 mod recv;
 mod send;
 mod sim;
@@ -14,6 +15,11 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How the libraries' events (connections, drops by cause, ...) are
+    /// written to standard error: `text` or `json`, one object per line.
+    /// Which events: RUST_LOG (default `warn`; e.g. RUST_LOG=scps_net=debug).
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "text")]
+    log_format: logging::LogFormat,
 }
 
 #[derive(Debug, Subcommand)]
@@ -44,6 +50,7 @@ fn writes_to_a_closed_pipe(error: &anyhow::Error) -> bool {
 /// command could not run at all (bad input, unwritable files).
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.log_format);
     // Only `sim` writes nothing but its output: elsewhere a closed pipe
     // may be a socket, which is worth reporting.
     let output_only = matches!(cli.command, Command::Sim(_));

@@ -787,6 +787,47 @@ fn the_receivers_report_counts_what_its_endpoint_dropped() {
     assert_eq!(drops["not_tcp"], 1, "{stdout}");
 }
 
+/// Issue 11 point 6: with RUST_LOG and --log-format json, the libraries'
+/// events reach standard error as JSON lines: a connection's opening in
+/// its span (its addresses), drops by cause.
+#[test]
+fn the_libraries_events_are_logged_as_json_when_asked() {
+    let mut command = scps();
+    command.env("RUST_LOG", "scps_net=debug").args([
+        "recv",
+        "--udp",
+        "127.0.0.1:0",
+        "--once",
+        "--log-format",
+        "json",
+    ]);
+    let receiver = Receiver::spawn(&mut command, "scps recv said");
+    let (udp, to) = (receiver.udp(), receiver.address());
+    let junk = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    junk.send_to(b"\x15 not IP", &udp).unwrap();
+    let (status, stdout, stderr) = run_send(&["--udp", &udp, &to, "--bytes", "1MB"]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let (status, _, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stderr}");
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(json)
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["fields"]["cause"] == "frame_check" && e["fields"]["dropped"] == 1),
+        "{stderr}"
+    );
+    assert!(
+        events.iter().any(|e| e["fields"]["message"] == "connected"
+            && e["span"]["name"] == "connection"
+            && e["span"]["local"] == to.as_str()),
+        "{stderr}"
+    );
+}
+
 /// Issue 12 defect 3: both senders carry the inner source 127.0.0.1, and
 /// the receiver used to send one's packets to the other, which reset them.
 #[test]

@@ -246,7 +246,12 @@ impl Replay {
                             recorder.record(now, &change);
                         }
                     }
-                    Err(e) => eprintln!("scps emulate: {} line {line} not applied: {e}", timeline.origin),
+                    Err(e) => tracing::warn!(
+                        timeline = %timeline.origin,
+                        line,
+                        error = %e,
+                        "timeline entry not applied"
+                    ),
                 }
             }
         });

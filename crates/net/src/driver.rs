@@ -249,6 +249,7 @@ async fn run<P: PacketPath>(shared: Arc<Shared>, path: P, stop: Arc<Notify>) -> 
         out: (0..BATCH).map(|_| Vec::with_capacity(2048)).collect(),
         received: RecvBatch::new(),
         forget_at: scps_proto::time::Instant::ZERO,
+        drops_logged: Default::default(),
     };
     let result = driver.run(&stop).await;
     let reason = match &result {
@@ -285,6 +286,8 @@ struct Driver<P> {
     /// When the path next forgets what it learned for connections that
     /// are gone.
     forget_at: scps_proto::time::Instant,
+    /// The endpoint's drops by cause as last logged.
+    drops_logged: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl<P: PacketPath> Driver<P> {
@@ -328,6 +331,10 @@ impl<P: PacketPath> Driver<P> {
         }
         let mut state = self.shared.lock();
         for peer in unreachable {
+            match peer {
+                Some(peer) => tracing::debug!(%peer, "reported unreachable"),
+                None => tracing::debug!("the path's peer reported unreachable"),
+            }
             state.endpoint.report_unreachable(peer);
         }
     }
@@ -354,6 +361,7 @@ impl<P: PacketPath> Driver<P> {
             }
         }
         state.dispatch_events();
+        log_new_drops(&mut self.drops_logged, state.endpoint.stats());
     }
 
     /// Runs due timers, sends up to a batch of the engine's packets, and
@@ -378,5 +386,22 @@ impl<P: PacketPath> Driver<P> {
         self.path.send(&self.out[..count]).await?;
         self.counters.packets_out += count as u64;
         Ok((count, wake_at))
+    }
+}
+
+/// Logs the endpoint's drops since they were `logged`, by cause (a flood of
+/// bad packets is a line per cause and batch, at `debug`).
+fn log_new_drops(
+    logged: &mut std::collections::BTreeMap<&'static str, u64>,
+    stats: &scps_proto::EndpointStats,
+) {
+    if stats.total_dropped() == logged.values().sum::<u64>() {
+        return;
+    }
+    for (&cause, &count) in &stats.drops {
+        let before = logged.insert(cause, count).unwrap_or(0);
+        if count > before {
+            tracing::debug!(cause, dropped = count - before, total = count, "packets dropped");
+        }
     }
 }

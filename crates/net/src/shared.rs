@@ -33,6 +33,8 @@ struct Waiters {
 pub(crate) struct State {
     pub(crate) endpoint: Endpoint,
     waiters: HashMap<ConnectionHandle, Waiters>,
+    /// Each connection's span in the log, from its first event to its end.
+    spans: HashMap<ConnectionHandle, tracing::Span>,
     accept_waiters: Vec<Waker>,
     /// Connections the application let go, which may still be closing.
     closing: Vec<ConnectionHandle>,
@@ -46,6 +48,7 @@ impl Shared {
             state: Mutex::new(State {
                 endpoint,
                 waiters: HashMap::new(),
+                spans: HashMap::new(),
                 accept_waiters: Vec::new(),
                 closing: Vec::new(),
                 stopped: None,
@@ -67,6 +70,7 @@ impl State {
     /// Wakes the tasks concerned by the endpoint's pending events.
     pub(crate) fn dispatch_events(&mut self) {
         while let Some((handle, event)) = self.endpoint.poll_event() {
+            self.log_event(handle, &event);
             if let Some(waiters) = self.waiters.get_mut(&handle) {
                 let wake_read = matches!(event, Event::Readable | Event::Closed(_) | Event::Connected);
                 let wake_write = matches!(event, Event::Writable | Event::Closed(_) | Event::Connected);
@@ -87,6 +91,32 @@ impl State {
 
     pub(crate) fn track(&mut self, handle: ConnectionHandle) {
         self.waiters.entry(handle).or_default();
+    }
+
+    /// Logs what happened to a connection in a span with its addresses,
+    /// kept from its first event to its end.
+    fn log_event(&mut self, handle: ConnectionHandle, event: &Event) {
+        let endpoint = &self.endpoint;
+        let span = self
+            .spans
+            .entry(handle)
+            .or_insert_with(|| match endpoint.connection(handle) {
+                Some(c) => {
+                    let t = c.tuple();
+                    tracing::info_span!("connection", local = %t.local, remote = %t.remote)
+                }
+                None => tracing::Span::none(),
+            });
+        span.in_scope(|| match event {
+            Event::Connected => tracing::debug!("connected"),
+            Event::Closed(None) => tracing::debug!("closed"),
+            // At `info`: a transfer's report says it too.
+            Event::Closed(Some(error)) => tracing::info!(%error, "closed with an error"),
+            _ => {}
+        });
+        if matches!(event, Event::Closed(_)) {
+            self.spans.remove(&handle);
+        }
     }
 
     pub(crate) fn wait_read(&mut self, handle: ConnectionHandle, waker: &Waker) {
@@ -124,6 +154,7 @@ impl State {
 
     /// The driver stopped: every waiting task learns it.
     pub(crate) fn stop(&mut self, reason: String) {
+        tracing::debug!(%reason, "driver stopped");
         self.stopped = Some(reason);
         for waiters in self.waiters.values_mut() {
             for waker in [waiters.read.take(), waiters.write.take()].into_iter().flatten() {
