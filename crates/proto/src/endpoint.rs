@@ -56,8 +56,8 @@ use crate::connection::{
 };
 use crate::time::Instant;
 use crate::wire::{
-    IPPROTO_SCPS_COMPRESSED, IPPROTO_SCPS_TP, IPPROTO_TCP, IpRepr, TcpFlags, TcpOptions, TcpRepr, WireError,
-    build_segment_packet, peek_conn_id,
+    IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_SCPS_COMPRESSED, IPPROTO_SCPS_TP, IPPROTO_TCP, IpRepr, TcpFlags,
+    TcpOptions, TcpRepr, WireError, build_segment_packet, peek_conn_id,
 };
 
 mod compression_ids;
@@ -166,6 +166,9 @@ pub struct EndpointStats {
     /// connections made from a valid cookie.
     pub syn_cookies_sent: u64,
     pub syn_cookies_accepted: u64,
+    /// Destination-unreachable reports (ICMP, ICMPv6) about one of our
+    /// connections, taken as soft errors.
+    pub unreachable_reports: u64,
     /// Resets and SYN cookies not sent because [`MAX_ANSWERS_WAITING`]
     /// answers were already waiting (a flood).
     pub answers_not_sent: u64,
@@ -642,6 +645,9 @@ impl Endpoint {
             return self.handle_compressed(now, ip.src(), ip.dst(), payload);
         }
         let protocol = ip.protocol();
+        if protocol == IPPROTO_ICMP || protocol == IPPROTO_ICMPV6 {
+            return self.handle_icmp(&ip, payload);
+        }
         if protocol != IPPROTO_TCP && !(protocol == IPPROTO_SCPS_TP && self.accepts_protocol_106()) {
             return self.drop_packet("not_tcp");
         }
@@ -688,6 +694,28 @@ impl Endpoint {
         match self.find_listener(tuple.local, own) {
             Some(listener) => self.segment_to_listener(now, listener, tuple, &tcp, protocol),
             None => self.segment_to_nothing(tuple, &tcp, protocol),
+        }
+    }
+
+    /// An ICMP or ICMPv6 message: a destination-unreachable report about
+    /// one of our connections is a soft error for it (RFC 1122 4.2.3.9);
+    /// anything else is not ours to read.
+    fn handle_icmp(&mut self, ip: &IpRepr, message: &[u8]) {
+        let report = match crate::wire::icmp::parse_unreachable(ip, message) {
+            Ok(Some(report)) => report,
+            Ok(None) => return self.drop_packet("not_tcp"),
+            Err(err) => return self.drop_packet(err.label()),
+        };
+        let tuple = FourTuple {
+            local: report.src,
+            remote: report.dst,
+        };
+        match self.by_tuple.get(&tuple) {
+            Some(&handle) if self.acts_as(ip.dst()) => {
+                self.stats.unreachable_reports += 1;
+                let _ = self.with_connection(handle, Connection::report_unreachable);
+            }
+            _ => self.drop_packet("no_connection"),
         }
     }
 

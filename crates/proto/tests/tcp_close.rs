@@ -384,3 +384,86 @@ fn the_user_timeout_ends_window_probing_of_a_silent_peer() {
         c.h.now - stalled
     );
 }
+
+/// A destination-unreachable report quoting the connection's segment, as a
+/// router sends it (ICMP type 3, `code`), from 10.0.0.254.
+fn unreachable_report(quoting: &Seg, code: u8) -> Vec<u8> {
+    use scps_proto::wire::checksum::Checksum;
+    use scps_proto::wire::{IPPROTO_ICMP, IpRepr, build_tcp_packet};
+    let mut quoted = Vec::new();
+    build_tcp_packet(
+        OURS.ip(),
+        THEIRS.ip(),
+        64,
+        &quoting.repr(OURS.port(), THEIRS.port()),
+        &mut quoted,
+    )
+    .unwrap();
+    let mut message = vec![3, code, 0, 0, 0, 0, 0, 0];
+    message.extend_from_slice(&quoted[..28]);
+    let mut sum = Checksum::new();
+    sum.add_bytes(&message);
+    message[2..4].copy_from_slice(&sum.finish().to_be_bytes());
+    let router = "10.0.0.254".parse().unwrap();
+    let ip = IpRepr::new(router, OURS.ip(), IPPROTO_ICMP, message.len(), 64).unwrap();
+    let mut packet = vec![0u8; ip.header_len()];
+    ip.emit(&mut packet).unwrap();
+    packet.extend_from_slice(&message);
+    packet
+}
+
+#[test]
+fn destination_unreachable_reports_that_keep_coming_end_the_connection() {
+    let mut c = Established::new(Config {
+        rto_initial: Duration::from_secs(1),
+        ..config()
+    });
+    c.write(b"0123456789");
+    let mut sent = c.one();
+    let started = c.h.now;
+    // Every copy draws a port-unreachable from the peer's host.
+    while c.h.ep.state(c.conn) != Some(State::Closed) {
+        let report = unreachable_report(&sent, 3);
+        c.h.ep.handle_packet(c.h.now, &report);
+        c.h.advance_to_timeout();
+        if let Some(again) = c.output().pop() {
+            sent = again;
+        }
+        assert!(c.h.now - started < Duration::from_secs(60), "still trying");
+    }
+    let closed = c.h.events().into_iter().find_map(|(_, e)| match e {
+        Event::Closed(Some(error)) => Some(error),
+        _ => None,
+    });
+    assert_eq!(closed, Some(ConnectionError::Unreachable { timeouts: 3 }));
+    assert_eq!(c.h.ep.stats().unreachable_reports, 3);
+    // 1 + 2 + 4 s of timeouts, not fifteen of them.
+    assert_eq!(c.h.now - started, Duration::from_secs(7));
+}
+
+#[test]
+fn a_report_about_no_connection_or_another_message_is_dropped() {
+    let mut c = Established::new(config());
+    let stranger = Seg::new(TcpFlags::SYN, 5);
+    let mut report = unreachable_report(&stranger, 1);
+    // Quoting a port we have no connection on.
+    report[20 + 8 + 20] ^= 0xff;
+    let mut fixed = report.clone();
+    fixed[22..24].fill(0);
+    let mut sum = scps_proto::wire::checksum::Checksum::new();
+    sum.add_bytes(&fixed[20..]);
+    fixed[22..24].copy_from_slice(&sum.finish().to_be_bytes());
+    c.h.ep.handle_packet(c.h.now, &fixed);
+    assert_eq!(c.h.ep.stats().dropped("no_connection"), 1);
+    // An echo request.
+    let mut echo = unreachable_report(&stranger, 0);
+    echo[20] = 8;
+    echo[22..24].fill(0);
+    let mut sum = scps_proto::wire::checksum::Checksum::new();
+    sum.add_bytes(&echo[20..]);
+    echo[22..24].copy_from_slice(&sum.finish().to_be_bytes());
+    c.h.ep.handle_packet(c.h.now, &echo);
+    assert_eq!(c.h.ep.stats().dropped("not_tcp"), 1);
+    assert_eq!(c.h.ep.stats().unreachable_reports, 0);
+    assert_eq!(c.h.ep.state(c.conn), Some(State::Established));
+}

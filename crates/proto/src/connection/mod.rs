@@ -111,7 +111,7 @@ pub enum ConnectionError {
     #[error("connection timed out: {probes} keepalive probes unanswered")]
     KeepaliveTimedOut { probes: u32 },
     #[error(
-        "the peer is unreachable: {timeouts} retransmissions in a row drew destination-unreachable errors"
+        "the peer is unreachable: {timeouts} retransmissions without an acknowledgment drew destination-unreachable errors"
     )]
     Unreachable { timeouts: u32 },
     #[error("connection aborted locally")]

@@ -1,31 +1,34 @@
 //! Soft errors (RFC 1122 4.2.3.9, RFC 5461): a destination-unreachable
 //! report about the peer does not end a connection by itself (the route
 //! may come back), but a peer that keeps failing is given up sooner than
-//! its retransmissions alone would: once every retransmission timeout of
-//! several in a row was answered by such a report, the connection ends
-//! with [`ConnectionError::Unreachable`](super::ConnectionError::Unreachable)
+//! its retransmissions alone would: once several retransmission timeouts
+//! since the peer last acknowledged anything each followed such a report,
+//! the connection ends with
+//! [`ConnectionError::Unreachable`](super::ConnectionError::Unreachable)
 //! (issue 12 defect 5: a sender whose receiver was killed retransmitted
 //! for 11 minutes into ICMP port-unreachables).
 
 use super::Connection;
 
-/// Retransmission timeouts in a row, each after an unreachable report,
-/// that end the connection.
+/// Retransmission timeouts without progress, each after an unreachable
+/// report, that end the connection. Not necessarily in a row: routers
+/// rate-limit their ICMP (Linux sends a host about one a second), so
+/// some retransmissions draw none.
 pub(crate) const GIVE_UP_AFTER: u32 = 3;
 
 #[derive(Debug, Default)]
 pub(crate) struct SoftErrors {
     /// A report arrived since the last retransmission timeout.
     reported: bool,
-    /// Timeouts in a row that followed a report.
+    /// Timeouts since the last progress that followed a report.
     failing: u32,
 }
 
 impl SoftErrors {
-    /// At a retransmission timeout: the timeouts in a row that followed a
-    /// report, if they are enough to give up.
+    /// At a retransmission timeout: the timeouts since the last progress
+    /// that followed a report, if they are enough to give up.
     pub(crate) fn on_timeout(&mut self) -> Option<u32> {
-        self.failing = if self.reported { self.failing + 1 } else { 0 };
+        self.failing += u32::from(self.reported);
         self.reported = false;
         (self.failing >= GIVE_UP_AFTER).then_some(self.failing)
     }
@@ -58,11 +61,12 @@ mod tests {
     }
 
     #[test]
-    fn a_peer_that_keeps_failing_is_given_up_at_the_third_timeout() {
+    fn a_peer_that_keeps_failing_is_given_up_at_its_third_report() {
         assert_eq!(timeouts_until_given_up(|_| true), Some(GIVE_UP_AFTER));
-        // One timeout without a report starts the count again.
-        assert_eq!(timeouts_until_given_up(|t| t != 2), Some(2 + GIVE_UP_AFTER));
-        assert_eq!(timeouts_until_given_up(|t| t % 2 == 0), None);
+        // Timeouts without a report (a rate-limited router) do not count.
+        assert_eq!(timeouts_until_given_up(|t| t != 2), Some(GIVE_UP_AFTER + 1));
+        assert_eq!(timeouts_until_given_up(|t| t % 2 == 0), Some(2 * GIVE_UP_AFTER));
+        assert_eq!(timeouts_until_given_up(|_| false), None);
     }
 
     #[test]

@@ -9,6 +9,8 @@ pub enum Layer {
     TcpOptions,
     /// The SCPS-TP compressed header (IP protocol 105).
     Compressed,
+    /// ICMP or ICMPv6 (a destination-unreachable report).
+    Icmp,
 }
 
 impl fmt::Display for Layer {
@@ -19,6 +21,7 @@ impl fmt::Display for Layer {
             Layer::Tcp => "TCP",
             Layer::TcpOptions => "TCP options",
             Layer::Compressed => "SCPS compressed header",
+            Layer::Icmp => "ICMP",
         })
     }
 }

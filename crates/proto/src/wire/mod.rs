@@ -7,6 +7,7 @@
 pub mod checksum;
 pub mod compressed;
 mod error;
+pub mod icmp;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
@@ -35,3 +36,6 @@ pub const IPPROTO_SCPS_COMPRESSED: u8 = 105;
 /// (spec/scps-tp.md "IP protocol numbers"): accepted by configuration,
 /// never sent by default.
 pub const IPPROTO_SCPS_TP: u8 = 106;
+/// IP protocol numbers of ICMP and ICMPv6.
+pub const IPPROTO_ICMP: u8 = 1;
+pub const IPPROTO_ICMPV6: u8 = 58;
