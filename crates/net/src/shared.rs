@@ -112,7 +112,10 @@ impl State {
             Event::Closed(None) => tracing::debug!("closed"),
             // At `info`: a transfer's report says it too.
             Event::Closed(Some(error)) => tracing::info!(%error, "closed with an error"),
-            _ => {}
+            Event::Timeout { consecutive } => tracing::debug!(consecutive, "retransmission timeout"),
+            Event::OutageStarted { signalled } => tracing::info!(signalled, "link outage"),
+            Event::OutageEnded => tracing::info!("link back"),
+            Event::Readable | Event::Writable => {}
         });
         if matches!(event, Event::Closed(_)) {
             self.spans.remove(&handle);

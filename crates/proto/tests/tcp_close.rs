@@ -467,3 +467,33 @@ fn a_report_about_no_connection_or_another_message_is_dropped() {
     assert_eq!(c.h.ep.stats().unreachable_reports, 0);
     assert_eq!(c.h.ep.state(c.conn), Some(State::Established));
 }
+
+#[test]
+fn timeouts_and_outages_are_events_for_the_logs() {
+    let mut c = Established::new(Config {
+        rto_initial: Duration::from_secs(1),
+        outage: scps_proto::config::OutagePolicy {
+            after_timeouts: Some(2),
+            probe_interval: Duration::from_secs(1),
+        },
+        ..config()
+    });
+    c.write(b"0123456789");
+    let first = c.one();
+    for _ in 0..2 {
+        c.h.advance_to_timeout();
+        c.output();
+    }
+    let events = c.h.events();
+    for event in [
+        Event::Timeout { consecutive: 1 },
+        Event::Timeout { consecutive: 2 },
+        Event::OutageStarted { signalled: false },
+    ] {
+        assert!(events.contains(&(c.conn, event)), "{event:?} in {events:?}");
+    }
+    // The peer answers: the link is back.
+    let ack = c.peer_segment(first.seq.wrapping_add(10));
+    c.h.send(&ack);
+    assert!(c.h.events().contains(&(c.conn, Event::OutageEnded)));
+}

@@ -143,6 +143,17 @@ pub enum Event {
     Writable,
     /// The connection is over: cleanly (`None`) or with an error.
     Closed(Option<ConnectionError>),
+    /// The retransmission timer expired on data: the `consecutive`th time
+    /// on the same data (for logs: nothing waits on it).
+    Timeout {
+        consecutive: u32,
+    },
+    /// A link outage began (signalled by the link layer, or deemed after
+    /// timeouts) or ended (spec/scps-tp.md "Link outages"; for logs).
+    OutageStarted {
+        signalled: bool,
+    },
+    OutageEnded,
 }
 
 /// Options both sides agreed on in the SYN exchange.

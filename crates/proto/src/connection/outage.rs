@@ -53,6 +53,7 @@ impl Connection {
             signalled,
         });
         self.stats.outages += 1;
+        self.events.push_back(super::Event::OutageStarted { signalled });
         self.force_retransmit = false;
         self.snack_owed = 0;
         if self.timers.is_armed(Timer::Retransmit) || !self.board.is_empty() {
@@ -82,6 +83,7 @@ impl Connection {
         if self.outage.take().is_none() {
             return;
         }
+        self.events.push_back(super::Event::OutageEnded);
         if let Some((window, ssthresh)) = self.window_before_timeouts.take() {
             self.cc.restore(window, ssthresh);
         }

@@ -76,6 +76,9 @@ impl Connection {
                 }
                 self.consecutive_timeouts += 1;
                 self.stats.timeouts += 1;
+                self.events.push_back(super::Event::Timeout {
+                    consecutive: self.consecutive_timeouts,
+                });
                 let flight = self.snd.nxt - self.snd.una;
                 let repeated = self.consecutive_timeouts > 1;
                 self.cc.on_timeout(now, flight, self.negotiated.smss, repeated);
