@@ -12,15 +12,16 @@ use scps_sim::result::MessageFigures;
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use crate::transfer::args::{CommonArgs, parse_time};
-use crate::transfer::bulk;
 use crate::transfer::conn::Conn;
-use crate::transfer::files;
-use crate::transfer::hello::{Hello, read_hello};
-use crate::transfer::idle::IdleRead;
 use crate::transfer::progress::Counted;
-use crate::transfer::report::Report;
 use crate::transfer::stack::{DEFAULT_BACKLOG, Stack, StackOptions, Transport};
-use crate::transfer::{Outcome, interrupts, messages};
+use crate::transfer::{Outcome, interrupts};
+use scps_workload::bulk;
+use scps_workload::files;
+use scps_workload::hello::{Hello, read_hello};
+use scps_workload::idle::IdleRead;
+use scps_workload::messages;
+use scps_workload::report::Report;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -222,14 +223,7 @@ async fn connection(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<bool> {
     let abort = conn.abort_handle()?;
-    let mut report = Report {
-        role: "recv".into(),
-        protocol: serving.protocol.into(),
-        stack,
-        peer: conn.peer(),
-        ..Report::default()
-    };
-    report.start_cpu_clock();
+    let mut report = Report::start("recv", serving.protocol, stack, conn.peer());
     // The data read, for the report of a transfer that fails.
     let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     // Held outside the select, so that on Ctrl-C the reset goes first
@@ -295,7 +289,7 @@ async fn serve_raw(
     reading: Reading,
 ) -> anyhow::Result<()> {
     report.workload = "raw".into();
-    report.data_bytes = Some(u64::MAX);
+    report.expect_data(u64::MAX, 0);
     let start = Instant::now();
     let (bytes, sha256) = bulk::read_to_end(&mut reading.wrap(&mut conn), output).await?;
     let (secs, bps) = bulk::timing(bytes, start);
@@ -303,7 +297,7 @@ async fn serve_raw(
     report.duration_s = secs;
     report.goodput_bps = bps;
     report.sha256 = Some(sha256);
-    report.record_connection(&conn);
+    report.record_connection(conn.figures());
     conn.shutdown().await.context("closing the connection")?;
     Ok(())
 }
@@ -340,7 +334,7 @@ async fn serve(
     match hello {
         Hello::Bulk { bytes } => {
             report.workload = "bulk".into();
-            report.data_bytes = Some(bytes);
+            report.expect_data(bytes, 0);
             let received = bulk::read_data(&mut reader, bytes, output).await?;
             let (secs, bps) = bulk::timing(received.bytes, start);
             report.bytes = received.bytes;
@@ -380,7 +374,7 @@ async fn serve(
         }
     }
     let conn = reader.into_inner().into_inner().into_inner().unsplit(writer);
-    report.record_connection(conn.get_ref());
+    report.record_connection(conn.get_ref().figures());
     let (reader, mut writer) = tokio::io::split(conn);
     report.set_cpu();
     let mut line = serde_json::to_vec(&*report)?;

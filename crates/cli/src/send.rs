@@ -13,14 +13,15 @@ use scps_sim::result::MessageFigures;
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use crate::transfer::args::{CommonArgs, parse_time};
-use crate::transfer::bulk::{self, Source};
 use crate::transfer::conn::Conn;
-use crate::transfer::files;
-use crate::transfer::hello::{Flow, Hello, read_line, write_hello};
 use crate::transfer::progress::AckWatch;
-use crate::transfer::report::Report;
 use crate::transfer::stack::{Encapsulation, RI_UDP_PORT, Stack, Transport};
-use crate::transfer::{Outcome, interrupts, messages};
+use crate::transfer::{Outcome, interrupts};
+use scps_workload::bulk::{self, Source};
+use scps_workload::files;
+use scps_workload::hello::{Flow, Hello, read_line, write_hello};
+use scps_workload::messages;
+use scps_workload::report::Report;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -224,14 +225,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
             return Err(err);
         }
     };
-    let mut report = Report {
-        role: "send".into(),
-        protocol: transport.label().into(),
-        stack: stack.label_of(&conn),
-        peer: conn.peer(),
-        ..Report::default()
-    };
-    report.start_cpu_clock();
+    let mut report = Report::start("send", transport.label(), stack.label_of(&conn), conn.peer());
     let abort = conn.abort_handle()?;
     let acks = AckWatch::start(conn.abort_handle()?);
     // Held outside the select, so that on Ctrl-C the reset goes first: the
@@ -273,7 +267,7 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
         Workload::Raw(source) => {
             report.workload = "raw".into();
             let (len, file) = bulk::open(source).await?;
-            report.data_bytes = Some(len);
+            report.expect_data(len, 0);
             let digest = bulk::write_source(&mut writer, source, len, file).await?;
             writer.shutdown().await.context("closing the connection")?;
             // Delivered once the receiver closes after our FIN; whatever
@@ -286,14 +280,14 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             report.duration_s = secs;
             report.goodput_bps = bps;
             report.sha256 = Some(bulk::hex(&digest));
-            report.record_connection(&reader.into_inner().unsplit(writer));
+            report.record_connection(reader.into_inner().unsplit(writer).figures());
             return Ok(());
         }
         Workload::Bulk(source) => {
             report.workload = "bulk".into();
             let (len, file) = bulk::open(source).await?;
-            report.data_bytes = Some(len);
-            report.data_offset = write_hello(&mut writer, &Hello::Bulk { bytes: len }).await?;
+            let hello = write_hello(&mut writer, &Hello::Bulk { bytes: len }).await?;
+            report.expect_data(len, hello);
             let sha = bulk::write_data(&mut writer, source, len, file).await?;
             let peer = read_report(&mut reader).await?;
             let (secs, bps) = bulk::timing(peer.bytes, start);
@@ -354,7 +348,7 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
     // still open the kernel still has its counters (a kernel socket in
     // TIME-WAIT, the lot of the side that closes first, has none).
     let mut conn = reader.into_inner().unsplit(writer);
-    report.record_connection(&conn);
+    report.record_connection(conn.figures());
     conn.shutdown().await.context("closing the connection")?;
     Ok(())
 }

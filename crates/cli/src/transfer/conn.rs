@@ -9,19 +9,12 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use scps_net::tcp_info::{TcpInfoError, tcp_info};
+use scps_workload::report::{ConnectionFigures, Repairs};
 
 #[derive(Debug)]
 pub enum Conn {
     Scps(scps_net::Stream),
     Tcp(TcpStream),
-}
-
-/// The loss repairs of one connection of our stack.
-#[derive(Debug, Clone, Copy)]
-pub struct Repairs {
-    pub retransmitted_bytes: u64,
-    pub timeouts: u64,
-    pub fast_recoveries: u64,
 }
 
 /// Resets a connection from outside the task that uses it (Ctrl-C), or
@@ -59,6 +52,16 @@ impl Abort {
 }
 
 impl Conn {
+    /// What the connection did, for its report.
+    pub fn figures(&self) -> ConnectionFigures {
+        ConnectionFigures {
+            repairs: self.repairs(),
+            retransmitted_bytes: self.retransmitted_bytes(),
+            scps: self.scps(),
+            header_compression: self.header_compression(),
+        }
+    }
+
     pub fn abort_handle(&self) -> io::Result<Abort> {
         Ok(match self {
             Conn::Scps(stream) => Abort::Scps(stream.abort_handle()),

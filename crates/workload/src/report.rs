@@ -10,7 +10,24 @@ use std::time::Duration;
 use scps_sim::result::{FlowFigures, MessageFigures, percentile};
 use serde::{Deserialize, Serialize};
 
-use super::conn::{Conn, Repairs};
+/// The loss repairs of one connection of our stack.
+#[derive(Debug, Clone, Copy)]
+pub struct Repairs {
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+}
+
+/// What a connection did, as its stack tells it: our stack knows all of
+/// it, the kernel's TCP only its retransmitted bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnectionFigures {
+    pub repairs: Option<Repairs>,
+    pub retransmitted_bytes: Option<u64>,
+    /// Whether SCPS-TP, and header compression, were negotiated.
+    pub scps: Option<bool>,
+    pub header_compression: Option<bool>,
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -64,15 +81,15 @@ pub struct Report {
     /// serves one connection after another, and each report counts its
     /// own.
     #[serde(skip)]
-    pub(crate) cpu_at_start: (f64, f64),
+    cpu_at_start: (f64, f64),
     /// For a bulk or raw transfer, the bytes of data it carries (`u64::MAX`
     /// for a raw receiver, which reads to the end), so that a failed
     /// one's report says how far it got; `None` for message streams.
     #[serde(skip)]
-    pub(crate) data_bytes: Option<u64>,
+    data_bytes: Option<u64>,
     /// Bytes on the stream before the data (the sender's hello).
     #[serde(skip)]
-    pub(crate) data_offset: u64,
+    data_offset: u64,
     /// The receiving end's report, as it sent it back (sender only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_report: Option<Box<Report>>,
@@ -86,13 +103,27 @@ pub struct Report {
 }
 
 impl Report {
+    /// The report of one end (`role`: `send` or `recv`) of a connection
+    /// over `protocol` run by `stack` with `peer`, its CPU clock started.
+    pub fn start(role: &str, protocol: &str, stack: String, peer: String) -> Report {
+        let mut report = Report {
+            role: role.into(),
+            protocol: protocol.into(),
+            stack,
+            peer,
+            ..Report::default()
+        };
+        report.start_cpu_clock();
+        report
+    }
+
     /// Fills in what the connection did: its repairs and what it
     /// negotiated.
-    pub fn record_connection(&mut self, conn: &Conn) {
-        self.set_repairs(conn.repairs());
-        self.retransmitted_bytes = conn.retransmitted_bytes();
-        self.scps = conn.scps();
-        self.header_compression = conn.header_compression();
+    pub fn record_connection(&mut self, figures: ConnectionFigures) {
+        self.set_repairs(figures.repairs);
+        self.retransmitted_bytes = figures.retransmitted_bytes;
+        self.scps = figures.scps;
+        self.header_compression = figures.header_compression;
     }
 
     /// Fills in how the connection repaired losses (nothing for kernel TCP).
@@ -100,6 +131,14 @@ impl Report {
         self.retransmitted_bytes = repairs.map(|r| r.retransmitted_bytes);
         self.timeouts = repairs.map(|r| r.timeouts);
         self.fast_recoveries = repairs.map(|r| r.fast_recoveries);
+    }
+
+    /// The transfer carries `bytes` of data (`u64::MAX` for a raw
+    /// receiver, which reads to the end) after `offset` bytes of its own
+    /// on the stream (the sender's hello): for a failed one's report.
+    pub fn expect_data(&mut self, bytes: u64, offset: u64) {
+        self.data_bytes = Some(bytes);
+        self.data_offset = offset;
     }
 
     /// A failed bulk or raw transfer: `through`, the bytes of the stream
@@ -120,7 +159,7 @@ impl Report {
     }
 
     /// Starts counting this connection's CPU time.
-    pub fn start_cpu_clock(&mut self) {
+    fn start_cpu_clock(&mut self) {
         self.cpu_at_start = process_cpu_time();
     }
 
