@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
+use std::io::Write;
+
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use nix::sys::signal::{SigSet, Signal};
@@ -135,8 +137,11 @@ fn run(path: &std::path::Path) -> anyhow::Result<()> {
             signal.map_or("a signal", Signal::as_str)
         );
     }
-    println!("{}", serde_json::to_string(&stats)?);
-    Ok(())
+    match writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(&stats)?) {
+        // The reader of the final figures has gone: nothing to tell it.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written.context("cannot write the emulator's figures"),
+    }
 }
 
 fn control(ctl: CtlArgs) -> anyhow::Result<()> {
@@ -182,28 +187,33 @@ fn control(ctl: CtlArgs) -> anyhow::Result<()> {
         CtlRequest::Metrics => Request::Query(Query::Metrics),
     };
     let response = scps_emulator::request(&ctl.socket, &request)?;
-    print_response(response, json)
-}
-
-fn print_response(response: Response, json: bool) -> anyhow::Result<()> {
     if let Some(error) = response.error {
         bail!("the emulator refused: {error}");
     }
+    match print_response(response, json, &mut std::io::stdout().lock()) {
+        // `scps emulate ctl stats | head`: the reader has what it wanted.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        result => result.context("cannot write the emulator's answer"),
+    }
+}
+
+fn print_response(response: Response, json: bool, out: &mut impl Write) -> std::io::Result<()> {
     if let Some(metrics) = response.metrics {
-        print!("{metrics}");
+        write!(out, "{metrics}")?;
     }
     if let Some(stats) = response.stats {
         if json {
-            println!("{}", serde_json::to_string(&stats)?);
+            writeln!(out, "{}", serde_json::to_string(&stats)?)?;
         } else {
-            print_table(&stats);
+            print_table(&stats, out)?;
         }
     }
     Ok(())
 }
 
-fn print_table(stats: &Stats) {
-    println!(
+fn print_table(stats: &Stats, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
         "{:>3} {:<8} {:<4} {:>10} {:>12} {:>10} {:>12} {:>8} {:>8} {:>8} {:>11} {:>11}",
         "ch",
         "dir",
@@ -217,9 +227,10 @@ fn print_table(stats: &Stats) {
         "outage",
         "queue mean",
         "queue max"
-    );
+    )?;
     for c in &stats.channels {
-        println!(
+        writeln!(
+            out,
             "{:>3} {:<8} {:<4} {:>10} {:>12} {:>10} {:>12} {:>8} {:>8} {:>8} {:>9.3}ms {:>9.3}ms",
             c.channel,
             c.direction,
@@ -233,7 +244,7 @@ fn print_table(stats: &Stats) {
             c.dropped_outage,
             c.queue_delay_mean_s * 1e3,
             c.queue_delay_max_s * 1e3,
-        );
+        )?;
     }
-    println!("uptime {:.3} s", stats.uptime_s);
+    writeln!(out, "uptime {:.3} s", stats.uptime_s)
 }

@@ -15,7 +15,7 @@ use crate::transfer::args::{CommonArgs, parse_time};
 use crate::transfer::conn::Conn;
 use crate::transfer::progress::Counted;
 use crate::transfer::stack::{DEFAULT_BACKLOG, Stack, StackOptions, Transport};
-use crate::transfer::{Outcome, interrupts};
+use crate::transfer::{Outcome, interrupts, print_report};
 use scps_workload::bulk;
 use scps_workload::files;
 use scps_workload::hello::{Hello, read_hello};
@@ -257,7 +257,7 @@ async fn connection(
                     .map(|(cause, n)| (cause.to_owned(), n))
                     .collect()
             });
-            report.print(serving.json);
+            print_report(&report, serving.json);
             Ok(report.failed())
         }
         _ = stop.wait_for(|stop| *stop) => {

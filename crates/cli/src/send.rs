@@ -16,7 +16,7 @@ use crate::transfer::args::{CommonArgs, parse_time};
 use crate::transfer::conn::Conn;
 use crate::transfer::progress::AckWatch;
 use crate::transfer::stack::{Encapsulation, RI_UDP_PORT, Stack, Transport};
-use crate::transfer::{Outcome, interrupts};
+use crate::transfer::{Outcome, interrupts, print_report};
 use scps_workload::bulk::{self, Source};
 use scps_workload::files;
 use scps_workload::hello::{Flow, Hello, read_line, write_hello};
@@ -243,7 +243,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
                 }
             }
             report.set_cpu();
-            report.print(args.common.json);
+            print_report(&report, args.common.json);
             if report.failed() { Outcome::Failed } else { Outcome::Complete }
         }
         _ = interrupt.recv() => {

@@ -176,6 +176,22 @@ fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
     assert!(!datagram_crosses(testbed));
     assert!(ctl(socket, &["outage", "end"]).status.success());
     assert!(datagram_crosses(testbed));
+    // Into a pipe nobody reads (`... stats | head` once head has gone):
+    // a quiet success, not a panic.
+    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    drop(read_end);
+    let closed = Command::new(SCPS)
+        .args(["emulate", "ctl", "--socket"])
+        .arg(socket)
+        .arg("stats")
+        .stdout(std::process::Stdio::from(write_end))
+        .output()
+        .unwrap();
+    assert!(
+        closed.status.success() && closed.stderr.is_empty(),
+        "{}",
+        text(&closed.stderr)
+    );
     let metrics = ctl(socket, &["metrics"]);
     let metrics = text(&metrics.stdout);
     assert!(

@@ -761,6 +761,26 @@ fn a_receiver_answers_the_ri_encapsulation_in_kind() {
     assert_eq!(answer.ack, 1001);
 }
 
+/// `scps send ... | head -n 1`: the rest of the report goes nowhere, and
+/// the sender still exits as its transfer did, without a panic.
+#[test]
+fn a_reader_that_has_gone_is_not_an_error() {
+    let receiver = Receiver::start(&["--udp", "127.0.0.1:0", "--once"]);
+    let (udp, to) = (receiver.udp(), receiver.address());
+    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    drop(read_end);
+    let sent = scps()
+        .args(["send", "--udp", &udp, &to, "--bytes", "1MB"])
+        .stdout(Stdio::from(write_end))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&sent.stderr);
+    assert!(sent.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let (status, stdout, _) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "{stdout}");
+}
+
 /// Issue 12 defect 8: what the receiving endpoint dropped is in its
 /// report, by cause.
 #[test]

@@ -114,6 +114,7 @@ impl Node {
                 .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
                 .collect::<Vec<_>>()
                 .join(" ");
+            tracing::debug!(node = %node, %command, "running");
             let output = Command::new(&program)
                 .args(&args)
                 .output()
@@ -147,6 +148,7 @@ impl Node {
         output: Output,
     ) -> Result<Process, Error> {
         let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+        tracing::debug!(node = %self.name, program, "starting");
         let program = OsString::from(program);
         let process = self
             .namespace
@@ -199,6 +201,7 @@ impl Testbed {
         }
         let testbed = Testbed { topology, nodes };
         testbed.wire()?;
+        tracing::debug!(nodes = ?testbed.topology.nodes, "testbed built");
         Ok(testbed)
     }
 

@@ -170,12 +170,14 @@ impl Report {
         self.cpu_system_s = system - self.cpu_at_start.1;
     }
 
-    pub fn print(&self, json: bool) {
+    /// The report for people (a few lines) or, with `json`, one JSON
+    /// object on one line.
+    pub fn render(&self, json: bool) -> String {
         if json {
-            println!("{}", serde_json::to_string(self).unwrap_or_default());
-            return;
+            serde_json::to_string(self).unwrap_or_default()
+        } else {
+            self.human()
         }
-        println!("{}", self.human());
     }
 
     fn human(&self) -> String {

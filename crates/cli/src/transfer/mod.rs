@@ -20,6 +20,18 @@ pub fn interrupts() -> anyhow::Result<tokio::signal::unix::Signal> {
         .context("cannot listen for Ctrl-C (SIGINT)")
 }
 
+/// Writes a report to standard output. A reader that has gone (`scps send
+/// | head -n 1`) is no error; any other failure to write is said.
+pub fn print_report(report: &scps_workload::report::Report, json: bool) {
+    use std::io::Write;
+    let written = writeln!(std::io::stdout().lock(), "{}", report.render(json));
+    if let Err(error) = written
+        && error.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("scps: cannot write the report: {error}");
+    }
+}
+
 /// Exit status of `scps send` and `scps recv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
