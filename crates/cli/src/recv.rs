@@ -346,6 +346,15 @@ async fn serve(
                 report.error = Some("the data does not match the sender's SHA-256; nothing was kept".into());
             }
         }
+        Hello::Fetch { bytes, seed } => {
+            report.workload = "fetch".into();
+            let source = bulk::Source::Generated { bytes, seed };
+            report.sha256 = Some(bulk::write_data(&mut writer, &source, bytes, None).await?);
+            let (secs, bps) = bulk::timing(bytes, start);
+            report.bytes = bytes;
+            report.duration_s = secs;
+            report.goodput_bps = bps;
+        }
         Hello::Messages {
             forward,
             reverse,

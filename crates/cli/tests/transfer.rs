@@ -358,6 +358,27 @@ fn messages_leave_when_written_unless_nagle_is_asked_for() {
     }
 }
 
+/// Issue 11 point 5: a file fetch, the receiver sending and the sender
+/// checking, over our stack and over the kernel's TCP.
+#[test]
+fn a_fetch_brings_the_receivers_bytes_checked() {
+    let (sent, received) = udp_transfer(&[], &["--fetch", "3MB", "--seed", "7"]);
+    assert_eq!(sent["workload"], "fetch", "{sent}");
+    assert_eq!(sent["bytes"], 3_000_000, "{sent}");
+    assert_eq!(sent["verified"], true, "{sent}");
+    assert_eq!(received["workload"], "fetch", "{received}");
+    assert_eq!(received["sha256"], sent["sha256"], "one digest at both ends");
+    let receiver = Receiver::start(&["--tcp", "--port", "0", "--once", "--json"]);
+    let (status, stdout, stderr) = run_send(&["--tcp", &receiver.address(), "--fetch", "1MB", "--json"]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    assert_eq!(json(&stdout)["verified"], true, "{stdout}");
+    let (status, _, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stderr}");
+    let (status, _, stderr) = run_send(&["--tcp", "127.0.0.1:9", "--fetch", "0"]);
+    assert_eq!(status.code(), Some(2));
+    assert!(stderr.contains("--fetch 0"), "{stderr}");
+}
+
 #[test]
 fn kernel_tcp_carries_a_file_that_arrives_complete() {
     let dir = TempDir::new("tcp-file");

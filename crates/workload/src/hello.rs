@@ -25,6 +25,10 @@ pub struct Flow {
 pub enum Hello {
     /// `bytes` follow, then their SHA-256 (32 bytes).
     Bulk { bytes: u64 },
+    /// A file fetch (one request of the Xiphos paper's complex network):
+    /// the receiver sends `bytes` of the pattern keyed by `seed`, then
+    /// their SHA-256, and the sender checks them.
+    Fetch { bytes: u64, seed: u64 },
     /// Messages of `forward` for `duration_s`; with `reverse`, the receiver
     /// sends such messages back at the same time. `seed` keys the random
     /// bytes of the forward flow (the reverse flow's key is `seed + 1`, wrapping).
@@ -60,10 +64,18 @@ impl Flow {
     }
 }
 
+/// The largest fetch a receiver serves: the tools' size limit.
+pub const MAX_FETCH_BYTES: u64 = 1_000_000_000_000_000;
+
 impl Hello {
     /// Refuses workloads no sender of ours asks for: a peer's hello is
     /// network input.
     pub fn check(&self) -> Result<(), String> {
+        if let Hello::Fetch { bytes, .. } = self
+            && !(1..=MAX_FETCH_BYTES).contains(bytes)
+        {
+            return Err(format!("fetch of {bytes} bytes: expected 1 byte to 1e15 bytes"));
+        }
         if let Hello::Messages {
             forward,
             reverse,
