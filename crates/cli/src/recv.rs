@@ -321,7 +321,7 @@ async fn serve(
             )
         })??;
     let start = Instant::now();
-    if let Hello::Messages { nagle, .. } = hello {
+    if let Some(nagle) = hello.nagle() {
         // The sender's choice holds for both directions.
         conn.get_ref().set_nodelay(!nagle)?;
     }
@@ -345,6 +345,17 @@ async fn serve(
             if !received.verified {
                 report.error = Some("the data does not match the sender's SHA-256; nothing was kept".into());
             }
+        }
+        Hello::Echo { .. } => {
+            report.workload = "echo".into();
+            // Back as it comes, to the sender's close.
+            let echoed = tokio::io::copy(&mut reader, &mut writer)
+                .await
+                .context("echoing failed")?;
+            let (secs, bps) = bulk::timing(echoed, start);
+            report.bytes = echoed;
+            report.duration_s = secs;
+            report.goodput_bps = bps;
         }
         Hello::Fetch { bytes, seed } => {
             report.workload = "fetch".into();

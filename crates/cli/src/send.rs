@@ -62,14 +62,18 @@ pub struct SendArgs {
     /// Message stream (the Iridium paper's test application).
     #[arg(long, group = "workload", requires_all = ["size", "rate", "duration"])]
     messages: bool,
+    /// Interactive echo: messages (--size, --rate, --duration) that the
+    /// receiver sends back as they arrive; the latency is the round trip.
+    #[arg(long, group = "workload", requires_all = ["size", "rate", "duration"], conflicts_with = "raw")]
+    echo: bool,
     /// Bytes per message, header (12 bytes) included.
-    #[arg(long, value_name = "SIZE", requires = "messages")]
+    #[arg(long, value_name = "SIZE")]
     size: Option<Bytes>,
     /// Offered rate, e.g. 2048bps.
-    #[arg(long, value_name = "RATE", requires = "messages")]
+    #[arg(long, value_name = "RATE")]
     rate: Option<Rate>,
     /// The test window, e.g. 60s.
-    #[arg(long, value_name = "DURATION", value_parser = parse_time, requires = "messages")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_time)]
     duration: Option<Duration>,
     /// The receiver sends messages back at the same time.
     #[arg(long, requires = "messages")]
@@ -110,6 +114,8 @@ enum Workload {
     Messages(Hello),
     /// The receiver sends `bytes` back.
     Fetch(Hello),
+    /// The receiver echoes the messages.
+    Echo(Hello),
 }
 
 impl SendArgs {
@@ -153,6 +159,25 @@ impl SendArgs {
                 bytes: bytes.0,
                 seed: self.seed,
             }));
+        }
+        if !self.messages
+            && !self.echo
+            && (self.size.is_some() || self.rate.is_some() || self.duration.is_some())
+        {
+            bail!("--size, --rate and --duration describe messages: give --messages or --echo with them");
+        }
+        if self.echo {
+            let (Some(size), Some(rate), Some(duration)) = (self.size, self.rate, self.duration) else {
+                bail!("--echo needs --size, --rate and --duration");
+            };
+            let hello = Hello::Echo {
+                flow: flow(size, rate, "--size/--rate:")?,
+                duration_s: duration.as_secs_f64(),
+                seed: self.seed,
+                nagle: self.nagle,
+            };
+            hello.check().map_err(anyhow::Error::msg)?;
+            return Ok(Workload::Echo(hello));
         }
         if let Some(bytes) = self.fetch {
             let hello = Hello::Fetch {
@@ -275,7 +300,9 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
 }
 
 async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: Instant) -> anyhow::Result<()> {
-    if let Workload::Messages(Hello::Messages { nagle, .. }) = workload {
+    if let Workload::Messages(hello) | Workload::Echo(hello) = workload
+        && let Some(nagle) = hello.nagle()
+    {
         conn.set_nodelay(!nagle)?;
     }
     let (reader, mut writer) = tokio::io::split(conn);
@@ -313,6 +340,41 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             report.goodput_bps = bps;
             report.verified = Some(peer.verified == Some(true) && peer.sha256.as_deref() == Some(&sha));
             report.sha256 = Some(sha);
+            report.peer_report = Some(Box::new(peer));
+        }
+        Workload::Echo(hello) => {
+            report.workload = "echo".into();
+            let Hello::Echo {
+                flow,
+                duration_s,
+                seed,
+                ..
+            } = *hello
+            else {
+                bail!("not an echo");
+            };
+            let window = Duration::from_secs_f64(duration_s);
+            write_hello(&mut writer, hello).await?;
+            let sending = async {
+                messages::send(&mut writer, flow, Pattern::new(seed), window).await?;
+                writer.write_all(&messages::END_MARKER).await?;
+                // The receiver echoes until this end closes its side.
+                writer.shutdown().await.context("closing the connection")?;
+                anyhow::Ok(())
+            };
+            let receiving = async {
+                let echoed = messages::receive(&mut reader, flow, Pattern::new(seed), window).await?;
+                let peer = read_report(&mut reader).await?;
+                anyhow::Ok((echoed, peer))
+            };
+            let ((), (echoed, peer)) = tokio::try_join!(sending, receiving)?;
+            report.bytes = (echoed.actual_bps * duration_s / 8.0).round() as u64;
+            report.duration_s = duration_s;
+            report.goodput_bps = echoed.actual_bps;
+            report.messages = Some(MessageFigures {
+                forward: echoed,
+                reverse: None,
+            });
             report.peer_report = Some(Box::new(peer));
         }
         Workload::Fetch(hello) => {

@@ -358,6 +358,26 @@ fn messages_leave_when_written_unless_nagle_is_asked_for() {
     }
 }
 
+/// Issue 11 point 5: interactive echo; every message comes back intact
+/// (checked against its pattern) and its latency is the round trip.
+#[test]
+fn echo_brings_every_message_back() {
+    let (sent, received) = udp_transfer(
+        &[],
+        &["--echo", "--size", "64", "--rate", "16384bps", "--duration", "1s"],
+    );
+    assert_eq!(sent["workload"], "echo", "{sent}");
+    // 16384 bit/s of 64-byte messages: 32 a second.
+    assert_eq!(sent["messages"], 32, "{sent}");
+    let p50 = sent["latency_p50_s"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 < 0.1, "round trip on loopback: {sent}");
+    assert_eq!(received["workload"], "echo", "{received}");
+    assert_eq!(received["bytes"], 32 * 64 + 12, "the messages and the end marker");
+    let (status, _, stderr) = run_send(&["--tcp", "127.0.0.1:9", "--size", "64"]);
+    assert_eq!(status.code(), Some(2));
+    assert!(stderr.contains("give --messages or --echo"), "{stderr}");
+}
+
 /// Issue 11 point 5: a file fetch, the receiver sending and the sender
 /// checking, over our stack and over the kernel's TCP.
 #[test]

@@ -25,6 +25,16 @@ pub struct Flow {
 pub enum Hello {
     /// `bytes` follow, then their SHA-256 (32 bytes).
     Bulk { bytes: u64 },
+    /// Interactive echo: messages of `flow` for `duration_s`, which the
+    /// receiver sends back as they arrive; their latency is the round
+    /// trip. `seed` and `nagle` as for [`Hello::Messages`].
+    Echo {
+        flow: Flow,
+        duration_s: f64,
+        seed: u64,
+        #[serde(default)]
+        nagle: bool,
+    },
     /// A file fetch (one request of the Xiphos paper's complex network):
     /// the receiver sends `bytes` of the pattern keyed by `seed`, then
     /// their SHA-256, and the sender checks them.
@@ -64,6 +74,17 @@ impl Flow {
     }
 }
 
+impl Hello {
+    /// For the message workloads, whether Nagle's algorithm stays on at
+    /// both ends (the sender's choice holds for both directions).
+    pub fn nagle(&self) -> Option<bool> {
+        match self {
+            Hello::Messages { nagle, .. } | Hello::Echo { nagle, .. } => Some(*nagle),
+            Hello::Bulk { .. } | Hello::Fetch { .. } => None,
+        }
+    }
+}
+
 /// The largest fetch a receiver serves: the tools' size limit.
 pub const MAX_FETCH_BYTES: u64 = 1_000_000_000_000_000;
 
@@ -76,22 +97,29 @@ impl Hello {
         {
             return Err(format!("fetch of {bytes} bytes: expected 1 byte to 1e15 bytes"));
         }
-        if let Hello::Messages {
-            forward,
-            reverse,
-            duration_s,
-            ..
-        } = self
-        {
-            forward.check("forward")?;
-            if let Some(reverse) = reverse {
-                reverse.check("reverse")?;
-            }
-            if !(duration_s.is_finite() && *duration_s > 0.0 && *duration_s < 1e9) {
-                return Err(format!(
-                    "test window {duration_s} s: expected above 0 and below 1e9 s"
-                ));
-            }
+        let (flows, duration_s) = match self {
+            Hello::Messages {
+                forward,
+                reverse,
+                duration_s,
+                ..
+            } => (
+                [
+                    Some(("forward", forward)),
+                    reverse.as_ref().map(|r| ("reverse", r)),
+                ],
+                *duration_s,
+            ),
+            Hello::Echo { flow, duration_s, .. } => ([Some(("echo", flow)), None], *duration_s),
+            Hello::Bulk { .. } | Hello::Fetch { .. } => return Ok(()),
+        };
+        for (what, flow) in flows.into_iter().flatten() {
+            flow.check(what)?;
+        }
+        if !(duration_s.is_finite() && duration_s > 0.0 && duration_s < 1e9) {
+            return Err(format!(
+                "test window {duration_s} s: expected above 0 and below 1e9 s"
+            ));
         }
         Ok(())
     }
