@@ -178,7 +178,11 @@ pub struct EndpointStats {
     /// nor 105), `not_local`, `no_such_interface` (handed in as a [`scps_node::Node`]
     /// on an interface other than [`INTERFACE`]), `backlog_full`, `too_many_connections`,
     /// `no_connection`, `no_compressed_connection` (a protocol-105 packet
-    /// whose source address and connection id match no connection), and
+    /// whose source address and connection id match no connection),
+    /// `icmp_out_of_window` (a destination-unreachable report quoting a
+    /// sequence number not in flight, RFC 5927), `accept_queue_full` (the
+    /// ACK of a valid SYN cookie while the listener already holds its
+    /// backlog of connections the application has not accepted), and
     /// what a driver's path dropped before the endpoint saw it
     /// ([`Endpoint::count_dropped_by_path`]: `frame_check` on the UDP path).
     pub drops: BTreeMap<&'static str, u64>,
@@ -192,6 +196,18 @@ impl EndpointStats {
     pub fn total_dropped(&self) -> u64 {
         self.drops.values().sum()
     }
+}
+
+/// What became of the ACK that may complete a SYN cookie's handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CookieAck {
+    /// The connection is rebuilt and took the ACK.
+    Accepted,
+    /// The cookie is good but the listener holds too many connections
+    /// waiting to be accepted: the ACK is dropped, the client tries again.
+    QueueFull,
+    /// No cookie of ours: answered like any stray ACK.
+    NotOurs,
 }
 
 /// What a listener listens on.
@@ -710,12 +726,12 @@ impl Endpoint {
             local: report.src,
             remote: report.dst,
         };
-        match self.by_tuple.get(&tuple) {
-            Some(&handle) if self.acts_as(ip.dst()) => {
-                self.stats.unreachable_reports += 1;
-                let _ = self.with_connection(handle, Connection::report_unreachable);
-            }
-            _ => self.drop_packet("no_connection"),
+        let Some(&handle) = self.by_tuple.get(&tuple).filter(|_| self.acts_as(ip.dst())) else {
+            return self.drop_packet("no_connection");
+        };
+        match self.with_connection(handle, |c| c.report_unreachable_quoting(report.seq)) {
+            Ok(true) => self.stats.unreachable_reports += 1,
+            _ => self.drop_packet("icmp_out_of_window"),
         }
     }
 
@@ -810,8 +826,14 @@ impl Endpoint {
             return self.drop_packet("no_connection");
         }
         if seg.flags.ack() {
-            if !seg.flags.syn() && self.accept_cookie(now, listener, tuple, seg, protocol) {
-                return;
+            if !seg.flags.syn() {
+                match self.accept_cookie(now, listener, tuple, seg, protocol) {
+                    CookieAck::Accepted => return,
+                    // The client retransmits its ACK (or data) and gets
+                    // in once the application accepts.
+                    CookieAck::QueueFull => return self.drop_packet("accept_queue_full"),
+                    CookieAck::NotOurs => {}
+                }
             }
             self.reply_reset(tuple, seg.ack, None, protocol);
             return self.drop_packet("no_connection");
@@ -897,20 +919,26 @@ impl Endpoint {
         tuple: FourTuple,
         seg: &TcpRepr<'_>,
         protocol: u8,
-    ) -> bool {
+    ) -> CookieAck {
         let recent = self
             .cookie_sent_at
             .is_some_and(|at| now.saturating_since(at) <= 2 * syn_cookies::PERIOD);
-        if !self.config.syn_cookies || !recent || self.live >= self.config.max_connections {
-            return false;
+        if !self.config.syn_cookies || !recent {
+            return CookieAck::NotOurs;
         }
         let (cookie, peer_isn) = (seg.ack.wrapping_sub(1), seg.seq.wrapping_sub(1));
         let Some(mss) = syn_cookies::check(self.config.secret, &tuple, peer_isn, cookie, now) else {
-            return false;
+            return CookieAck::NotOurs;
         };
         let Some(config) = self.listener_config(listener, protocol) else {
-            return false;
+            return CookieAck::NotOurs;
         };
+        // Real clients completing handshakes (cookies cannot be forged
+        // from spoofed addresses) must not pile up unaccepted either.
+        let waiting = self.listeners.get(&listener).map_or(0, |l| l.ready.len());
+        if waiting >= self.config.backlog || self.live >= self.config.max_connections {
+            return CookieAck::QueueFull;
+        }
         let timestamps = seg.options.timestamps.filter(|_| config.timestamps);
         let (window_scale, sack_permitted) = timestamps
             .map(|ts| syn_cookies::decode_options_bits(ts.tsecr))
@@ -940,7 +968,7 @@ impl Endpoint {
         }
         self.stats.syn_cookies_accepted += 1;
         let _ = self.with_connection(handle, |c| c.handle_tcp_segment(now, seg));
-        true
+        CookieAck::Accepted
     }
 
     /// RFC 9293 3.10.7.1, CLOSED: a reset unless the segment is one.

@@ -187,3 +187,30 @@ fn cookies_are_not_accepted_when_none_was_sent() {
     flooded.send(&Seg::ack(PEER_ISS + 1, syn_ack.seq.wrapping_add(1)));
     assert!(flooded.ep.accept(OURS).is_some());
 }
+
+#[test]
+fn cookie_connections_waiting_for_accept_are_bounded_too() {
+    let mut h = flooded();
+    // BACKLOG real clients complete their handshakes by cookie and are
+    // not accepted; one more is held off (dropped, not reset), and gets in
+    // once the application accepts one.
+    let mut acks = Vec::new();
+    for i in 0..=BACKLOG as u16 {
+        let client = SocketAddr::new(THEIRS.ip(), 3000 + i);
+        h.send_from(client, OURS, &Seg::new(TcpFlags::SYN, PEER_ISS));
+        let (_, _, syn_ack) = h.output_addressed().pop().unwrap();
+        let ack = Seg::ack(PEER_ISS + 1, syn_ack.seq.wrapping_add(1));
+        h.send_from(client, OURS, &ack);
+        acks.push((client, ack));
+    }
+    assert_eq!(h.ep.stats().syn_cookies_accepted, BACKLOG as u64);
+    assert_eq!(h.ep.stats().dropped("accept_queue_full"), 1);
+    assert!(
+        h.output_addressed().iter().all(|(_, _, s)| !s.has(TcpFlags::RST)),
+        "no reset"
+    );
+    assert!(h.ep.accept(OURS).is_some());
+    let (client, ack) = acks.pop().unwrap();
+    h.send_from(client, OURS, &ack);
+    assert_eq!(h.ep.stats().syn_cookies_accepted, BACKLOG as u64 + 1);
+}

@@ -497,3 +497,16 @@ fn timeouts_and_outages_are_events_for_the_logs() {
     c.h.send(&ack);
     assert!(c.h.events().contains(&(c.conn, Event::OutageEnded)));
 }
+
+#[test]
+fn a_report_quoting_a_sequence_number_not_in_flight_is_not_believed() {
+    let mut c = Established::new(config());
+    c.write(b"0123456789");
+    let mut sent = c.one();
+    // A forger who knows the addresses but not the sequence space.
+    sent.seq = sent.seq.wrapping_add(1_000_000);
+    let report = unreachable_report(&sent, 3);
+    c.h.ep.handle_packet(c.h.now, &report);
+    assert_eq!(c.h.ep.stats().dropped("icmp_out_of_window"), 1);
+    assert_eq!(c.h.ep.stats().unreachable_reports, 0);
+}

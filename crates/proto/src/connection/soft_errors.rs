@@ -41,10 +41,25 @@ impl SoftErrors {
 }
 
 impl Connection {
-    /// The network reports the peer unreachable (an ICMP
-    /// destination-unreachable, or what a path learns of one).
+    /// The network reports the peer unreachable (what a path learns of an
+    /// ICMP destination-unreachable, without the segment it quoted).
     pub fn report_unreachable(&mut self) {
         self.soft_errors.reported = true;
+    }
+
+    /// A destination-unreachable report quoting our segment with sequence
+    /// number `seq`: taken only if that names data in flight, from the
+    /// oldest unacknowledged byte to the next to send (RFC 5927 4.1), so
+    /// that a forged report must guess the sequence space as well as the
+    /// addresses. Returns whether it was taken.
+    pub fn report_unreachable_quoting(&mut self, seq: u32) -> bool {
+        let una = crate::seq::to_wire(self.snd.iss, self.snd.una);
+        let nxt = crate::seq::to_wire(self.snd.iss, self.snd.nxt);
+        let in_flight = seq.wrapping_sub(una) <= nxt.wrapping_sub(una);
+        if in_flight {
+            self.report_unreachable();
+        }
+        in_flight
     }
 }
 

@@ -24,6 +24,9 @@ const ICMP_HEADER: usize = 8;
 pub struct Unreachable {
     pub src: SocketAddr,
     pub dst: SocketAddr,
+    /// The quoted segment's sequence number: a report is believed only
+    /// if it names data in flight (RFC 5927 4.1).
+    pub seq: u32,
     /// The ICMP code (what was unreachable: network, host, port, ...).
     pub code: u8,
 }
@@ -92,12 +95,15 @@ pub fn parse_unreachable(ip: &IpRepr, message: &[u8]) -> Result<Option<Unreachab
     if protocol != IPPROTO_TCP && protocol != IPPROTO_SCPS_TP {
         return Ok(None);
     }
-    let ports = quoted
-        .get(header_len..header_len + 4)
-        .ok_or(truncated(ICMP_HEADER + header_len + 4))?;
+    // Ports and sequence number: the first 8 bytes of the segment, all
+    // that RFC 792 promises a report quotes.
+    let tcp = quoted
+        .get(header_len..header_len + 8)
+        .ok_or(truncated(ICMP_HEADER + header_len + 8))?;
     Ok(Some(Unreachable {
-        src: SocketAddr::new(src, u16::from_be_bytes([ports[0], ports[1]])),
-        dst: SocketAddr::new(dst, u16::from_be_bytes([ports[2], ports[3]])),
+        src: SocketAddr::new(src, u16::from_be_bytes([tcp[0], tcp[1]])),
+        dst: SocketAddr::new(dst, u16::from_be_bytes([tcp[2], tcp[3]])),
+        seq: u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]),
         code,
     }))
 }
