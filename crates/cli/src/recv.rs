@@ -292,10 +292,7 @@ async fn serve_raw(
     report.expect_data(u64::MAX, 0);
     let start = Instant::now();
     let (bytes, sha256) = bulk::read_to_end(&mut reading.wrap(&mut conn), output).await?;
-    let (secs, bps) = bulk::timing(bytes, start);
-    report.bytes = bytes;
-    report.duration_s = secs;
-    report.goodput_bps = bps;
+    report.set_moved(bytes, start);
     report.sha256 = Some(sha256);
     report.record_connection(conn.figures());
     conn.shutdown().await.context("closing the connection")?;
@@ -336,10 +333,7 @@ async fn serve(
             report.workload = "bulk".into();
             report.expect_data(bytes, 0);
             let received = bulk::read_data(&mut reader, bytes, output).await?;
-            let (secs, bps) = bulk::timing(received.bytes, start);
-            report.bytes = received.bytes;
-            report.duration_s = secs;
-            report.goodput_bps = bps;
+            report.set_moved(received.bytes, start);
             report.sha256 = Some(received.sha256);
             report.verified = Some(received.verified);
             if !received.verified {
@@ -352,19 +346,13 @@ async fn serve(
             let echoed = tokio::io::copy(&mut reader, &mut writer)
                 .await
                 .context("echoing failed")?;
-            let (secs, bps) = bulk::timing(echoed, start);
-            report.bytes = echoed;
-            report.duration_s = secs;
-            report.goodput_bps = bps;
+            report.set_moved(echoed, start);
         }
         Hello::Fetch { bytes, seed } => {
             report.workload = "fetch".into();
             let source = bulk::Source::Generated { bytes, seed };
             report.sha256 = Some(bulk::write_data(&mut writer, &source, bytes, None).await?);
-            let (secs, bps) = bulk::timing(bytes, start);
-            report.bytes = bytes;
-            report.duration_s = secs;
-            report.goodput_bps = bps;
+            report.set_moved(bytes, start);
         }
         Hello::Messages {
             forward,

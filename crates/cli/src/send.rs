@@ -281,7 +281,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
                 report.error = Some(format!("{err:#}"));
                 report.set_bytes_before_failure(acks.acked(&abort));
                 if report.duration_s == 0.0 {
-                    (report.duration_s, report.goodput_bps) = bulk::timing(report.bytes, start);
+                    report.set_moved(report.bytes, start);
                 }
             }
             report.set_cpu();
@@ -319,10 +319,7 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             tokio::io::copy(&mut reader, &mut tokio::io::sink())
                 .await
                 .context("waiting for the receiver to close")?;
-            let (secs, bps) = bulk::timing(len, start);
-            report.bytes = len;
-            report.duration_s = secs;
-            report.goodput_bps = bps;
+            report.set_moved(len, start);
             report.sha256 = Some(bulk::hex(&digest));
             report.record_connection(reader.into_inner().unsplit(writer).figures());
             return Ok(());
@@ -334,10 +331,7 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             report.expect_data(len, hello);
             let sha = bulk::write_data(&mut writer, source, len, file).await?;
             let peer = read_report(&mut reader).await?;
-            let (secs, bps) = bulk::timing(peer.bytes, start);
-            report.bytes = peer.bytes;
-            report.duration_s = secs;
-            report.goodput_bps = bps;
+            report.set_moved(peer.bytes, start);
             report.verified = Some(peer.verified == Some(true) && peer.sha256.as_deref() == Some(&sha));
             report.sha256 = Some(sha);
             report.peer_report = Some(Box::new(peer));
@@ -386,10 +380,7 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             report.expect_data(bytes, 0);
             let received = bulk::read_data(&mut reader, bytes, None).await?;
             let peer = read_report(&mut reader).await?;
-            let (secs, bps) = bulk::timing(received.bytes, start);
-            report.bytes = received.bytes;
-            report.duration_s = secs;
-            report.goodput_bps = bps;
+            report.set_moved(received.bytes, start);
             report.verified = Some(received.verified && peer.sha256.as_deref() == Some(&received.sha256));
             report.sha256 = Some(received.sha256);
             report.peer_report = Some(Box::new(peer));

@@ -133,6 +133,12 @@ impl Report {
         self.fast_recoveries = repairs.map(|r| r.fast_recoveries);
     }
 
+    /// `bytes` moved since `start`: the bytes, the time and the goodput.
+    pub fn set_moved(&mut self, bytes: u64, start: std::time::Instant) {
+        (self.duration_s, self.goodput_bps) = crate::bulk::timing(bytes, start);
+        self.bytes = bytes;
+    }
+
     /// The transfer carries `bytes` of data (`u64::MAX` for a raw
     /// receiver, which reads to the end) after `offset` bytes of its own
     /// on the stream (the sender's hello): for a failed one's report.
