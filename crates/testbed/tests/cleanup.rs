@@ -18,6 +18,16 @@ use scps_testbed::{EMU, Output, Testbed, Topology};
 
 const MODE: &str = "SCPS_TESTBED_HOLDER";
 
+/// The cases run one at a time. A namespace's id is its inode number,
+/// which the kernel hands out again once the namespace is gone: a sibling
+/// case creating namespaces while another checks that its own are gone
+/// could be given one of those numbers, and look like a leak.
+fn one_case_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static CASES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A failed case leaves nothing running: the poison means nothing.
+    CASES.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// How the holder ends.
 fn hold(mode: &str) -> Result<(), scps_testbed::Error> {
     if mode == "unprivileged" {
@@ -199,6 +209,7 @@ fn assert_nothing_left(made: &Made, case: &str) {
 
 #[test]
 fn nothing_left_after_an_error() {
+    let _one = one_case_at_a_time();
     let (mut child, made) = start_holder("error");
     assert!(running(made.sleeper));
     go(&mut child);
@@ -208,6 +219,7 @@ fn nothing_left_after_an_error() {
 
 #[test]
 fn nothing_left_after_a_panic() {
+    let _one = one_case_at_a_time();
     let (mut child, made) = start_holder("panic");
     go(&mut child);
     assert!(!child.wait().unwrap().success());
@@ -216,6 +228,7 @@ fn nothing_left_after_a_panic() {
 
 #[test]
 fn nothing_left_after_ctrl_c_or_kill() {
+    let _one = one_case_at_a_time();
     for signal in [Signal::SIGINT, Signal::SIGKILL] {
         let (mut child, made) = start_holder("wait");
         assert!(running(made.sleeper));
@@ -228,6 +241,7 @@ fn nothing_left_after_ctrl_c_or_kill() {
 
 #[test]
 fn works_without_root_inside_a_user_namespace() {
+    let _one = one_case_at_a_time();
     // As user `nobody`, in a user namespace of its own (as `scps` runs
     // when not started as root).
     let output = Command::new("setpriv")
