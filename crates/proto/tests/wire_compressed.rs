@@ -1211,3 +1211,31 @@ fn loss_runs_exercise_omission() {
     assert!(outcome.delivered > 250);
     assert!(outcome.with_omissions > outcome.delivered / 3, "{outcome:?}");
 }
+
+/// A connection opened on IP protocol 106 (the RI's standalone builds)
+/// checksums its compressed segments over a pseudo-header holding 106, the
+/// uncompressed protocol's number; one on TCP over 6. Both are accepted.
+#[test]
+fn the_checksum_covers_the_uncompressed_protocols_number() {
+    let segment = with_fields(
+        Some(WindowAck {
+            window: 0x2000,
+            ack: 77,
+        }),
+        Some(5),
+        Some(6),
+    );
+    for protocol in [6u8, 106] {
+        let mut packet = Vec::new();
+        scps_proto::wire::build_compressed_packet_as(SRC, DST, protocol, 64, &segment, &mut packet).unwrap();
+        let compressed = &packet[20..];
+        let mut all = pseudo_header_v4(protocol, compressed.len());
+        all.extend_from_slice(compressed);
+        assert_eq!(
+            internet_checksum(&all),
+            0,
+            "protocol {protocol} in the pseudo-header"
+        );
+        assert!(CompressedRepr::parse(compressed, SRC, DST, true).is_ok());
+    }
+}

@@ -18,7 +18,7 @@ use super::Connection;
 use crate::time::Instant;
 use crate::wire::{
     CompressedRepr, Compressor, Decompressor, TcpFlags, TcpOptions, TcpRepr, WindowAck, WireError,
-    build_compressed_packet, build_segment_packet,
+    build_compressed_packet_as, build_segment_packet,
 };
 
 /// What a compressed segment for a connection without compression is.
@@ -241,7 +241,7 @@ impl Connection {
                 ..header
             };
             let max_header_len = segment_limit.saturating_sub(payload_len);
-            let built = self.compress_into(&seg, max_header_len, (src, dst, hop_limit), buf);
+            let built = self.compress_into(&seg, max_header_len, (src, dst, protocol, hop_limit), buf);
             self.scratch = scratch;
             built
         } else {
@@ -272,7 +272,7 @@ impl Connection {
         &mut self,
         seg: &TcpRepr<'_>,
         max_header_len: usize,
-        (src, dst, hop_limit): (IpAddr, IpAddr, u8),
+        (src, dst, protocol, hop_limit): (IpAddr, IpAddr, u8, u8),
         buf: &mut Vec<u8>,
     ) -> Result<(), WireError> {
         let Some(contexts) = self.compression.contexts.as_mut() else {
@@ -285,7 +285,7 @@ impl Connection {
         let compressed = contexts
             .compressor
             .compress_within(seg, retransmission, max_header_len)?;
-        build_compressed_packet(src, dst, hop_limit, &compressed.repr, buf)?;
+        build_compressed_packet_as(src, dst, protocol, hop_limit, &compressed.repr, buf)?;
         self.compression.counters.segments_sent += 1;
         if compressed.window_ack_withheld {
             // The connection counted the acknowledgment as sent with this

@@ -16,7 +16,8 @@ pub mod tcp;
 pub mod tcp_options;
 
 pub use compressed::{
-    Compressed, CompressedRepr, Compressor, Decompressor, WindowAck, build_compressed_packet, peek_conn_id,
+    Compressed, CompressedRepr, Compressor, Decompressor, WindowAck, build_compressed_packet,
+    build_compressed_packet_as, peek_conn_id,
 };
 pub use error::{Layer, WireError};
 pub use ip::IpRepr;

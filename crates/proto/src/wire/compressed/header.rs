@@ -235,7 +235,7 @@ impl<'a> CompressedRepr<'a> {
     /// pseudo-header. Bytes of `buf` beyond the segment are untouched.
     pub fn emit(&self, buf: &mut [u8], src: IpAddr, dst: IpAddr) -> Result<usize, WireError> {
         let layout = self.layout()?;
-        self.write(&layout, buf, src, dst)
+        self.write(&layout, buf, src, dst, IPPROTO_TCP)
     }
 
     fn layout(&self) -> Result<Layout, WireError> {
@@ -301,11 +301,21 @@ impl<'a> CompressedRepr<'a> {
         })
     }
 
-    fn write(&self, layout: &Layout, buf: &mut [u8], src: IpAddr, dst: IpAddr) -> Result<usize, WireError> {
+    /// Writes the segment with its checksum over a pseudo-header holding
+    /// `tp_protocol`, the uncompressed protocol's number (6, or 106 for a
+    /// connection opened on it).
+    fn write(
+        &self,
+        layout: &Layout,
+        buf: &mut [u8],
+        src: IpAddr,
+        dst: IpAddr,
+        tp_protocol: u8,
+    ) -> Result<usize, WireError> {
         let total = layout.header_len.saturating_add(self.payload.len());
         let len32 = u32::try_from(total).map_err(|_| WireError::PayloadTooLong(total))?;
         // Checks the families (and the IPv4 length) before writing anything.
-        let mut sum = Checksum::pseudo_header(src, dst, IPPROTO_TCP, len32)?;
+        let mut sum = Checksum::pseudo_header(src, dst, tp_protocol, len32)?;
         let available = buf.len();
         let out = buf.get_mut(..total).ok_or(WireError::BufferTooSmall {
             needed: total,
@@ -377,6 +387,21 @@ pub fn build_compressed_packet(
     segment: &CompressedRepr<'_>,
     buf: &mut Vec<u8>,
 ) -> Result<(), WireError> {
+    build_compressed_packet_as(src, dst, IPPROTO_TCP, hop_limit, segment, buf)
+}
+
+/// [`build_compressed_packet`] for a connection whose uncompressed
+/// segments travel as `tp_protocol` (106 from the RI's standalone builds):
+/// the number the checksum's pseudo-header holds ("the uncompressed TP
+/// protocol number", spec/scps-tp.md).
+pub fn build_compressed_packet_as(
+    src: IpAddr,
+    dst: IpAddr,
+    tp_protocol: u8,
+    hop_limit: u8,
+    segment: &CompressedRepr<'_>,
+    buf: &mut Vec<u8>,
+) -> Result<(), WireError> {
     buf.clear();
     let layout = segment.layout()?;
     let segment_len = layout.header_len.saturating_add(segment.payload.len());
@@ -385,7 +410,7 @@ pub fn build_compressed_packet(
     buf.resize(ip_len + segment_len, 0);
     let result = ip.emit(buf).and_then(|_| {
         let out = buf.get_mut(ip_len..).unwrap_or_default();
-        segment.write(&layout, out, src, dst)
+        segment.write(&layout, out, src, dst, tp_protocol)
     });
     if let Err(err) = result {
         buf.clear();

@@ -19,4 +19,7 @@ mod context;
 mod header;
 
 pub use context::{Compressed, Compressor, Decompressor, WINDOW_ACK_REFRESH_SEGMENTS};
-pub use header::{COMPRESSIBLE_FLAGS, CompressedRepr, WindowAck, build_compressed_packet, peek_conn_id};
+pub use header::{
+    COMPRESSIBLE_FLAGS, CompressedRepr, WindowAck, build_compressed_packet, build_compressed_packet_as,
+    peek_conn_id,
+};
