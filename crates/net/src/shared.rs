@@ -96,6 +96,10 @@ impl State {
     /// Logs what happened to a connection in a span with its addresses,
     /// kept from its first event to its end.
     fn log_event(&mut self, handle: ConnectionHandle, event: &Event) {
+        if matches!(event, Event::Readable | Event::Writable) {
+            // The data path's events, many a second: nothing to log.
+            return;
+        }
         let endpoint = &self.endpoint;
         let span = self
             .spans

@@ -39,8 +39,15 @@ pub(crate) struct UdpPeers {
     /// By inner peer address, for packets without ports: derived from
     /// `connections`.
     by_address: HashMap<IpAddr, SocketAddr>,
-    /// Latest packets that belonged to no connection, newest last.
-    strays: VecDeque<(FourTuple, SocketAddr)>,
+    /// Where to answer the latest answered packets that belonged to no
+    /// connection, each with the number of the packet that taught it.
+    strays: HashMap<FourTuple, (SocketAddr, u64)>,
+    /// Those packets' addresses and numbers, oldest first, to forget the
+    /// oldest (an entry a later packet of the same addresses replaced is
+    /// left alone).
+    stray_order: VecDeque<(FourTuple, u64)>,
+    /// Numbers the stray packets.
+    strays_heard: u64,
 }
 
 impl UdpPeers {
@@ -55,34 +62,50 @@ impl UdpPeers {
         is_connection: impl Fn(&FourTuple) -> bool,
         answered: bool,
     ) {
-        let Some(tuple) = tcp_tuple(packet, Direction::In) else {
+        let Some(tuple) = IpRepr::parse(packet)
+            .ok()
+            .and_then(|(ip, payload)| tcp_tuple(&ip, payload, Direction::In))
+        else {
             return;
         };
+        if self.connections.get(&tuple) == Some(&from) {
+            // The usual case, a packet of a connection already known: the
+            // table is right as it is.
+            return;
+        }
         if is_connection(&tuple) {
             self.connections.insert(tuple, from);
             self.by_address.insert(tuple.remote.ip(), from);
         } else if answered {
-            if self.strays.len() == STRAYS {
-                self.strays.pop_front();
-            }
-            self.strays.push_back((tuple, from));
+            self.remember_stray(tuple, from);
         }
+    }
+
+    fn remember_stray(&mut self, tuple: FourTuple, from: SocketAddr) {
+        if self.stray_order.len() == STRAYS
+            && let Some((oldest, heard)) = self.stray_order.pop_front()
+            && self
+                .strays
+                .get(&oldest)
+                .is_some_and(|&(_, latest)| latest == heard)
+        {
+            self.strays.remove(&oldest);
+        }
+        self.strays_heard += 1;
+        self.strays.insert(tuple, (from, self.strays_heard));
+        self.stray_order.push_back((tuple, self.strays_heard));
     }
 
     /// Where `packet`, leaving the endpoint, must go, if known.
     pub(crate) fn destination(&self, packet: &[u8]) -> Option<SocketAddr> {
-        match tcp_tuple(packet, Direction::Out) {
-            Some(tuple) => self.connections.get(&tuple).copied().or_else(|| {
-                self.strays
-                    .iter()
-                    .rev()
-                    .find(|(stray, _)| *stray == tuple)
-                    .map(|&(_, from)| from)
-            }),
-            None => {
-                let (ip, _) = IpRepr::parse(packet).ok()?;
-                self.by_address.get(&ip.dst()).copied()
-            }
+        let (ip, payload) = IpRepr::parse(packet).ok()?;
+        match tcp_tuple(&ip, payload, Direction::Out) {
+            Some(tuple) => self
+                .connections
+                .get(&tuple)
+                .or_else(|| self.strays.get(&tuple).map(|(from, _)| from))
+                .copied(),
+            None => self.by_address.get(&ip.dst()).copied(),
         }
     }
 
@@ -96,17 +119,12 @@ impl UdpPeers {
     }
 
     /// The inner addresses of the connections whose peer is at the outer
-    /// address `ip`.
-    pub(crate) fn remotes_at(&self, ip: IpAddr) -> Vec<IpAddr> {
-        let mut remotes: Vec<IpAddr> = self
-            .connections
+    /// address `ip` (one per connection: the same address may repeat).
+    pub(crate) fn remotes_at(&self, ip: IpAddr) -> impl Iterator<Item = IpAddr> + '_ {
+        self.connections
             .iter()
-            .filter(|(_, outer)| outer.ip() == ip)
+            .filter(move |(_, outer)| outer.ip() == ip)
             .map(|(tuple, _)| tuple.remote.ip())
-            .collect();
-        remotes.sort();
-        remotes.dedup();
-        remotes
     }
 
     /// Peers held: connections and strays.
@@ -126,8 +144,7 @@ enum Direction {
 /// The TCP connection a plain (uncompressed) TCP packet belongs to, as
 /// the endpoint sees it (SCPS-TP on protocol 106 too); `None` for
 /// anything else.
-fn tcp_tuple(packet: &[u8], direction: Direction) -> Option<FourTuple> {
-    let (ip, payload) = IpRepr::parse(packet).ok()?;
+fn tcp_tuple(ip: &IpRepr, payload: &[u8], direction: Direction) -> Option<FourTuple> {
     if ip.protocol() != IPPROTO_TCP && ip.protocol() != IPPROTO_SCPS_TP {
         return None;
     }
