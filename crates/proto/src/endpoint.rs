@@ -52,7 +52,7 @@ use scps_node::IpPrefix;
 
 use crate::config::{Config, ConfigError};
 use crate::connection::{
-    Connection, ConnectionParams, ConnectionStats, Event, FourTuple, State, StreamError,
+    Connection, ConnectionParams, ConnectionStats, Event, FourTuple, State, StreamError, default_mss,
 };
 use crate::time::Instant;
 use crate::wire::{
@@ -872,10 +872,7 @@ impl Endpoint {
         if self.answers_full() {
             return;
         }
-        let peer_mss = seg
-            .options
-            .mss
-            .unwrap_or(if tuple.remote.is_ipv4() { 536 } else { 1220 });
+        let peer_mss = seg.options.mss.unwrap_or_else(|| default_mss(tuple.remote));
         let (cookie, mss) = syn_cookies::make(self.config.secret, &tuple, seg.seq, peer_mss, now);
         let timestamps = config.timestamps && seg.options.timestamps.is_some();
         let mut options = seg.options;

@@ -23,7 +23,7 @@ use crate::wire::{ScpsCapabilities, TcpOptions, TcpRepr, Timestamps as TsOption}
 pub(crate) const TIMESTAMPS_OVERHEAD: u64 = 12;
 
 /// RFC 9293 3.7.1 / RFC 8200 8.3: MSS assumed when the peer sends none.
-fn default_mss(remote: SocketAddr) -> u16 {
+pub(crate) fn default_mss(remote: SocketAddr) -> u16 {
     if remote.is_ipv4() { 536 } else { 1220 }
 }
 

@@ -44,6 +44,15 @@ use crate::recovery::scoreboard::Scoreboard;
 use crate::time::Instant;
 
 pub use handshake::ConnectionParams;
+pub(crate) use handshake::default_mss;
+
+/// The RFC 7323 timestamp clock at `now`: milliseconds plus a
+/// per-connection `offset` (1 ms ticks, within RFC 7323 5.4's 1 ms to 1 s).
+/// SYN cookies read it too, to carry bits in our timestamp.
+pub(crate) fn timestamp_clock(now: Instant, offset: u32) -> u32 {
+    // Wrapping is the timestamp clock's nature.
+    ((now.as_nanos() / 1_000_000) as u32).wrapping_add(offset)
+}
 pub use stats::ConnectionStats;
 
 use pacer::Pacer;
@@ -640,11 +649,8 @@ impl Connection {
         self.timers.set(Timer::TimeWait, now + self.config.time_wait);
     }
 
-    /// The RFC 7323 timestamp clock: milliseconds plus a per-connection
-    /// offset (1 ms ticks, within RFC 7323 5.4's 1 ms to 1 s).
     fn ts_now(&self, now: Instant) -> u32 {
-        // Wrapping is the timestamp clock's nature.
-        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.ts.offset)
+        timestamp_clock(now, self.ts.offset)
     }
 
     fn signal_readable(&mut self) {

@@ -50,7 +50,12 @@ impl Connection {
                     return;
                 };
                 let stalled_since = *self.stalled_since.get_or_insert(front.sent_at);
-                if self.user_timeout_passed(now, stalled_since) {
+                // The user timeout holds in an outage too; the count of
+                // retransmissions does not (outage probes never give up).
+                let outage = self.outage.is_some();
+                if self.user_timeout_passed(now, stalled_since)
+                    || (!outage && self.consecutive_timeouts >= self.config.max_retransmissions)
+                {
                     let error = ConnectionError::TimedOut {
                         retransmissions: self.consecutive_timeouts,
                         waited: now.saturating_since(stalled_since),
@@ -58,17 +63,9 @@ impl Connection {
                     self.close_with(now, Some(error));
                     return;
                 }
-                if self.outage.is_some() {
+                if outage {
                     self.send_outage_probe(now);
                     self.cap_at_user_timeout(Timer::Retransmit);
-                    return;
-                }
-                if self.consecutive_timeouts >= self.config.max_retransmissions {
-                    let error = ConnectionError::TimedOut {
-                        retransmissions: self.consecutive_timeouts,
-                        waited: now.saturating_since(stalled_since),
-                    };
-                    self.close_with(now, Some(error));
                     return;
                 }
                 if self.consecutive_timeouts == 0 {

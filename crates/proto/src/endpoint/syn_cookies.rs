@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use crate::connection::FourTuple;
+use crate::connection::{FourTuple, timestamp_clock};
 use crate::time::Instant;
 
 /// How long a cookie's counter value lasts.
@@ -79,12 +79,12 @@ pub(super) fn decode_options_bits(tsecr: u32) -> (Option<u8>, bool) {
     (window_scale, tsecr >> 4 & 1 == 1)
 }
 
-/// A timestamp offset that makes our timestamp clock (milliseconds plus
-/// `offset`) read, at `now`, a value whose low bits are `bits` and which
+/// A timestamp offset that makes our timestamp clock
+/// ([`timestamp_clock`]) read, at `now`, a value whose low bits are `bits` and which
 /// is no later than the clock itself, so later timestamps do not run
 /// backwards (RFC 7323 5.4).
 pub(super) fn offset_carrying(offset: u32, now: Instant, bits: u32) -> u32 {
-    let clock = ((now.as_nanos() / 1_000_000) as u32).wrapping_add(offset);
+    let clock = timestamp_clock(now, offset);
     let mut carrying = clock & !TS_BITS | bits;
     if carrying > clock {
         carrying = carrying.wrapping_sub(TS_BITS + 1);
@@ -94,7 +94,7 @@ pub(super) fn offset_carrying(offset: u32, now: Instant, bits: u32) -> u32 {
 
 /// When our cookie SYN-ACK left, from the timestamp the peer echoed.
 pub(super) fn sent_at(now: Instant, ts_offset: u32, tsecr: u32) -> Instant {
-    let clock = ((now.as_nanos() / 1_000_000) as u32).wrapping_add(ts_offset);
+    let clock = timestamp_clock(now, ts_offset);
     let ago = clock.wrapping_sub(tsecr);
     Instant::from_nanos(now.as_nanos().saturating_sub(u64::from(ago) * 1_000_000))
 }
@@ -165,7 +165,7 @@ mod tests {
             let bits = options_bits(scale, sack);
             let now = at(12_345);
             let offset = offset_carrying(0xdead_beef, now, bits);
-            let clock = |offset: u32| ((now.as_nanos() / 1_000_000) as u32).wrapping_add(offset);
+            let clock = |offset: u32| timestamp_clock(now, offset);
             assert_eq!(clock(offset) & TS_BITS, bits);
             let behind = clock(0xdead_beef).wrapping_sub(clock(offset));
             assert!(behind <= TS_BITS, "at most 31 ms behind: {behind}");

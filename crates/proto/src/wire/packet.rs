@@ -36,14 +36,26 @@ pub fn build_segment_packet(
     if options_len > MAX_OPTIONS_LEN {
         return Err(WireError::OptionsTooLong(options_len));
     }
-    let tcp_len = tcp.segment_len();
-    let ip = IpRepr::new(src, dst, protocol, tcp_len, hop_limit)?;
-    let header_len = ip.header_len();
-    buf.resize(header_len + tcp_len, 0);
-    let result = ip.emit(buf).and_then(|_| {
-        let segment = buf.get_mut(header_len..).unwrap_or_default();
+    let ip = IpRepr::new(src, dst, protocol, tcp.segment_len(), hop_limit)?;
+    build_ip_packet(&ip, tcp.segment_len(), buf, |segment| {
         tcp.emit_as(segment, src, dst, protocol)
-    });
+    })
+}
+
+/// Writes `ip`'s header and, after it, `segment_len` bytes that `write`
+/// fills into `buf`, replacing its contents; on error `buf` is left empty.
+pub(crate) fn build_ip_packet(
+    ip: &IpRepr,
+    segment_len: usize,
+    buf: &mut Vec<u8>,
+    write: impl FnOnce(&mut [u8]) -> Result<usize, WireError>,
+) -> Result<(), WireError> {
+    let header_len = ip.header_len();
+    buf.clear();
+    buf.resize(header_len + segment_len, 0);
+    let result = ip
+        .emit(buf)
+        .and_then(|_| write(buf.get_mut(header_len..).unwrap_or_default()));
     if let Err(err) = result {
         buf.clear();
         return Err(err);

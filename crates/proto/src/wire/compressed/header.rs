@@ -406,17 +406,9 @@ pub fn build_compressed_packet_as(
     let layout = segment.layout()?;
     let segment_len = layout.header_len.saturating_add(segment.payload.len());
     let ip = IpRepr::new(src, dst, IPPROTO_SCPS_COMPRESSED, segment_len, hop_limit)?;
-    let ip_len = ip.header_len();
-    buf.resize(ip_len + segment_len, 0);
-    let result = ip.emit(buf).and_then(|_| {
-        let out = buf.get_mut(ip_len..).unwrap_or_default();
+    crate::wire::packet::build_ip_packet(&ip, segment_len, buf, |out| {
         segment.write(&layout, out, src, dst, tp_protocol)
-    });
-    if let Err(err) = result {
-        buf.clear();
-        return Err(err);
-    }
-    Ok(())
+    })
 }
 
 /// Refuses flags a compressed header has no bit for.
