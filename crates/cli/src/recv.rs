@@ -229,15 +229,15 @@ async fn connection(
     // Held outside the select, so that on Ctrl-C the reset goes first
     // (dropped first, the connection would close on its own terms).
     let output = serving.output.as_deref();
+    let reading = Reading {
+        idle_timeout: serving.idle_timeout,
+        read: read.clone(),
+    };
     let mut served = if serving.raw {
-        let reading = Reading {
-            idle_timeout: serving.idle_timeout,
-            read: read.clone(),
-        };
         Box::pin(serve_raw(conn, &mut report, output, reading))
             as std::pin::Pin<Box<dyn Future<Output = _> + Send>>
     } else {
-        Box::pin(serve(conn, &mut report, output, &serving, read.clone()))
+        Box::pin(serve(conn, &mut report, output, &serving, reading))
     };
     tokio::select! {
         result = &mut served => {
@@ -306,7 +306,7 @@ async fn serve(
     report: &mut Report,
     output: Option<&std::path::Path>,
     serving: &Serving,
-    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    reading: Reading,
 ) -> anyhow::Result<()> {
     let mut conn = BufReader::new(conn);
     let hello = tokio::time::timeout(serving.hello_timeout, read_hello(&mut conn))
@@ -323,10 +323,6 @@ async fn serve(
         conn.get_ref().set_nodelay(!nagle)?;
     }
     let (reader, mut writer) = tokio::io::split(conn);
-    let reading = Reading {
-        idle_timeout: serving.idle_timeout,
-        read,
-    };
     let mut reader = BufReader::new(reading.wrap(reader));
     match hello {
         Hello::Bulk { bytes } => {

@@ -111,11 +111,8 @@ enum Workload {
     Bulk(Source),
     /// Plain bytes to any listener: no hello, no digest, no report back.
     Raw(Source),
-    Messages(Hello),
-    /// The receiver sends `bytes` back.
-    Fetch(Hello),
-    /// The receiver echoes the messages.
-    Echo(Hello),
+    /// A workload its hello names whole: message streams, echo, fetch.
+    Named(Hello),
 }
 
 impl SendArgs {
@@ -177,7 +174,7 @@ impl SendArgs {
                 nagle: self.nagle,
             };
             hello.check().map_err(anyhow::Error::msg)?;
-            return Ok(Workload::Echo(hello));
+            return Ok(Workload::Named(hello));
         }
         if let Some(bytes) = self.fetch {
             let hello = Hello::Fetch {
@@ -187,7 +184,7 @@ impl SendArgs {
             hello
                 .check()
                 .map_err(|e| anyhow::anyhow!("--fetch {bytes}: {e}"))?;
-            return Ok(Workload::Fetch(hello));
+            return Ok(Workload::Named(hello));
         }
         if let Some(file) = &self.file {
             files::check_source(file)?;
@@ -216,7 +213,7 @@ impl SendArgs {
                 nagle: self.nagle,
             };
             hello.check().map_err(anyhow::Error::msg)?;
-            return Ok(Workload::Messages(hello));
+            return Ok(Workload::Named(hello));
         }
         bail!("nothing to send: give --bytes SIZE, --file FILE, --fetch SIZE or --messages")
     }
@@ -300,7 +297,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
 }
 
 async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: Instant) -> anyhow::Result<()> {
-    if let Workload::Messages(hello) | Workload::Echo(hello) = workload
+    if let Workload::Named(hello) = workload
         && let Some(nagle) = hello.nagle()
     {
         conn.set_nodelay(!nagle)?;
@@ -336,17 +333,16 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             report.sha256 = Some(sha);
             report.peer_report = Some(Box::new(peer));
         }
-        Workload::Echo(hello) => {
-            report.workload = "echo".into();
-            let Hello::Echo {
+        Workload::Named(
+            hello @ Hello::Echo {
                 flow,
                 duration_s,
                 seed,
                 ..
-            } = *hello
-            else {
-                bail!("not an echo");
-            };
+            },
+        ) => {
+            report.workload = "echo".into();
+            let (flow, duration_s, seed) = (*flow, *duration_s, *seed);
             let window = Duration::from_secs_f64(duration_s);
             write_hello(&mut writer, hello).await?;
             let sending = async {
@@ -371,11 +367,11 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             });
             report.peer_report = Some(Box::new(peer));
         }
-        Workload::Fetch(hello) => {
+        // Bulk transfers name their length once their source is open.
+        Workload::Named(Hello::Bulk { .. }) => bail!("a bulk transfer is sent from its source"),
+        Workload::Named(hello @ Hello::Fetch { bytes, .. }) => {
             report.workload = "fetch".into();
-            let Hello::Fetch { bytes, .. } = *hello else {
-                bail!("not a fetch");
-            };
+            let bytes = *bytes;
             write_hello(&mut writer, hello).await?;
             report.expect_data(bytes, 0);
             let received = bulk::read_data(&mut reader, bytes, None).await?;
@@ -385,18 +381,17 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             report.sha256 = Some(received.sha256);
             report.peer_report = Some(Box::new(peer));
         }
-        Workload::Messages(hello) => {
-            report.workload = "messages".into();
-            let Hello::Messages {
+        Workload::Named(
+            hello @ Hello::Messages {
                 forward,
                 reverse,
                 duration_s,
                 seed,
                 ..
-            } = *hello
-            else {
-                bail!("not a message workload");
-            };
+            },
+        ) => {
+            report.workload = "messages".into();
+            let (forward, reverse, duration_s, seed) = (*forward, *reverse, *duration_s, *seed);
             let window = Duration::from_secs_f64(duration_s);
             write_hello(&mut writer, hello).await?;
             let sending = async {
