@@ -35,8 +35,9 @@ impl Clock {
                 .min(self.epoch.elapsed() + Duration::from_secs(86_400))
     }
 
-    /// Wall-clock time of `at`, since the Unix epoch (for captures).
-    pub(crate) fn wall(&self, at: Instant) -> Duration {
-        self.wall_at_epoch + at.as_duration()
+    /// The wall-clock time at which the clock started, since the Unix
+    /// epoch (for captures, stamped from it).
+    pub(crate) fn wall_at_start(&self) -> Duration {
+        self.wall_at_epoch
     }
 }

@@ -28,8 +28,18 @@ pub enum NetError {
     },
     #[error(transparent)]
     Capture(#[from] scps_pcap::CaptureError),
+    /// A tap (the capture of `--pcap`) failed; the connections went on.
+    #[error("{0}")]
+    Tap(scps_node::TapError),
     #[error("the packet path failed: {0}")]
     PathFailed(String),
+    #[error("the node has {interfaces} interfaces but {paths} paths were given: one path per interface")]
+    InterfacesMismatch { interfaces: usize, paths: usize },
+    #[error("no {interface} on the node: it has {interfaces} interfaces")]
+    NoSuchInterface {
+        interface: scps_node::InterfaceId,
+        interfaces: usize,
+    },
     #[error("the driver has stopped")]
     DriverStopped,
 }

@@ -1,20 +1,31 @@
-//! What the driver and the application's handles share: the endpoint, and
-//! the wakers of tasks waiting on its connections. One lock guards both, so
-//! a task that finds nothing to do registers its waker before the driver
-//! can process the packet that would have woken it.
+//! What the driver and a node's users share: the node under one lock
+//! ([`Shared`]), and for an endpoint ([`State`]) the wakers of tasks
+//! waiting on its connections. One lock guards both, so a task that finds
+//! nothing to do registers its waker before the driver can process the
+//! packet that would have woken it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
+use std::time::Duration;
 
-use scps_proto::{ConnectionHandle, Endpoint, Event, State as ConnState};
+use scps_node::InterfaceId;
+use scps_proto::time::Instant;
+use scps_proto::{ConnectionHandle, Endpoint, EndpointStats, Event, State as ConnState};
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
+use crate::driver::Guest;
+use crate::path::{BoxedPath, PacketPath};
+
+/// How often the path forgets the peers of closed connections: what it
+/// holds meanwhile is bounded by the connections of one interval.
+const FORGET_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
-pub(crate) struct Shared {
-    state: Mutex<State>,
+pub(crate) struct Shared<G = State> {
+    state: Mutex<G>,
     pub(crate) clock: Clock,
     /// The application acted: the driver has output or timers to look at.
     pub(crate) wake_driver: Notify,
@@ -40,26 +51,24 @@ pub(crate) struct State {
     closing: Vec<ConnectionHandle>,
     /// Why the driver stopped, once it has.
     pub(crate) stopped: Option<String>,
+    /// When the path next forgets what it learned for connections that
+    /// are gone.
+    forget_at: Instant,
+    /// The endpoint's drops by cause as last logged.
+    drops_logged: BTreeMap<&'static str, u64>,
 }
 
-impl Shared {
-    pub(crate) fn new(endpoint: Endpoint, clock: Clock) -> Shared {
+impl<G> Shared<G> {
+    pub(crate) fn new(guest: G, clock: Clock) -> Shared<G> {
         Shared {
-            state: Mutex::new(State {
-                endpoint,
-                waiters: HashMap::new(),
-                spans: HashMap::new(),
-                accept_waiters: Vec::new(),
-                closing: Vec::new(),
-                stopped: None,
-            }),
+            state: Mutex::new(guest),
             clock,
             wake_driver: Notify::new(),
             progress: Notify::new(),
         }
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, G> {
         // A panic while holding the lock leaves the endpoint as consistent
         // as the engine's own calls leave it; carry on rather than cascade.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -67,6 +76,19 @@ impl Shared {
 }
 
 impl State {
+    pub(crate) fn new(endpoint: Endpoint) -> State {
+        State {
+            endpoint,
+            waiters: HashMap::new(),
+            spans: HashMap::new(),
+            accept_waiters: Vec::new(),
+            closing: Vec::new(),
+            stopped: None,
+            forget_at: Instant::ZERO,
+            drops_logged: BTreeMap::new(),
+        }
+    }
+
     /// Wakes the tasks concerned by the endpoint's pending events.
     pub(crate) fn dispatch_events(&mut self) {
         while let Some((handle, event)) = self.endpoint.poll_event() {
@@ -160,7 +182,7 @@ impl State {
     }
 
     /// The driver stopped: every waiting task learns it.
-    pub(crate) fn stop(&mut self, reason: String) {
+    fn stop(&mut self, reason: String) {
         tracing::debug!(%reason, "driver stopped");
         self.stopped = Some(reason);
         for waiters in self.waiters.values_mut() {
@@ -170,6 +192,80 @@ impl State {
         }
         for waker in self.accept_waiters.drain(..) {
             waker.wake();
+        }
+    }
+}
+
+/// The endpoint as the driver's guest: its UDP peers are learned per
+/// connection, its events wake the streams.
+impl Guest for State {
+    fn handle_packet(
+        &mut self,
+        now: Instant,
+        _interface: InterfaceId,
+        packet: &[u8],
+        source: Option<SocketAddr>,
+        path: &mut BoxedPath,
+    ) {
+        let answers = self.endpoint.answers_waiting();
+        self.endpoint.handle_packet(now, packet);
+        if let Some(source) = source {
+            let endpoint = &self.endpoint;
+            let answered = endpoint.answers_waiting() > answers;
+            path.heard(packet, source, |tuple| endpoint.has_connection(tuple), answered);
+        }
+    }
+
+    fn path_news(&mut self, _interface: InterfaceId, unreachable: Vec<Option<IpAddr>>, damaged: u64) {
+        for peer in unreachable {
+            match peer {
+                Some(peer) => tracing::debug!(%peer, "reported unreachable"),
+                None => tracing::debug!("the path's peer reported unreachable"),
+            }
+            self.endpoint.report_unreachable(peer);
+        }
+        self.endpoint.count_dropped_by_path("frame_check", damaged);
+    }
+
+    fn handle_timeout(&mut self, now: Instant, paths: &mut [BoxedPath]) {
+        self.endpoint.handle_timeout(now);
+        if now >= self.forget_at {
+            let endpoint = &self.endpoint;
+            for path in paths {
+                path.forget_closed(|tuple| endpoint.has_connection(tuple));
+            }
+            self.forget_at = now + FORGET_INTERVAL;
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<InterfaceId> {
+        self.endpoint.poll_transmit(now, buf).then_some(InterfaceId(0))
+    }
+
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        self.endpoint.poll_timeout()
+    }
+
+    fn end_of_round(&mut self) {
+        self.dispatch_events();
+        log_new_drops(&mut self.drops_logged, self.endpoint.stats());
+    }
+
+    fn stopped(&mut self, reason: String) {
+        self.stop(reason);
+    }
+}
+
+/// Logs the endpoint's drops since they were `logged`, by cause (a flood of
+/// bad packets is a line per cause and batch, at `debug`).
+fn log_new_drops(logged: &mut BTreeMap<&'static str, u64>, stats: &EndpointStats) {
+    if stats.total_dropped() == logged.values().sum::<u64>() {
+        return;
+    }
+    for (&cause, &count) in &stats.drops {
+        let before = logged.insert(cause, count).unwrap_or(0);
+        if count > before {
+            tracing::debug!(cause, dropped = count - before, total = count, "packets dropped");
         }
     }
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use scps_proto::{IpPrefix, TransparentListenerId};
 
-use crate::driver::Net;
 use crate::error::NetError;
+use crate::net::Net;
 use crate::shared::Shared;
 use crate::stream::{Stream, accept_next};
 

@@ -12,15 +12,18 @@
 //! and the Saratoga engine are nodes too.
 //!
 //! This crate is the vocabulary those pieces share and depends on nothing
-//! of ours: [`time::Instant`], [`InterfaceId`], [`IpPrefix`].
+//! of ours: [`time::Instant`], [`InterfaceId`], [`IpPrefix`], and the
+//! [`Tap`] that watches an interface.
 
 mod ip_header;
 mod prefix;
 pub mod router;
+pub mod tap;
 pub mod time;
 
 pub use prefix::{IpPrefix, PrefixError};
 pub use router::{Route, Router, RouterError, RouterStats};
+pub use tap::{Crossing, Tap, TapError};
 pub use time::Instant;
 
 /// One of a node's interfaces, numbered from 0 in the order the node

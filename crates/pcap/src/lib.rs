@@ -2,6 +2,9 @@
 //! begin at the IP header) and nanosecond timestamps, so tshark and
 //! Wireshark read them. The simulator stamps packets with virtual time,
 //! the real drivers with the wall clock; this crate only writes.
+//!
+//! [`PcapTap`] is the capture as a tap (`scps_node::Tap`): the simulator
+//! and the real drivers put the same one at an interface.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -10,6 +13,7 @@ use std::time::Duration;
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, TsResolution};
+use scps_node::{Crossing, Instant, Tap, TapError};
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write capture {path}: {message}")]
@@ -96,5 +100,51 @@ mod tests {
             error.to_string(),
             "cannot write capture /dev/full: No space left on device (os error 28)"
         );
+    }
+}
+
+/// A capture of both ways at one interface, as a tap.
+#[derive(Debug)]
+pub struct PcapTap {
+    /// `None` once writing failed: the rest is not recorded.
+    capture: Option<Capture>,
+    error: Option<CaptureError>,
+    /// Added to the driver's instants: zero in the simulator (virtual time
+    /// since the start of the run), the wall-clock time at which a real
+    /// driver's clock started (so its captures line up with others).
+    epoch: Duration,
+}
+
+impl PcapTap {
+    pub fn create(path: &Path) -> Result<PcapTap, CaptureError> {
+        Ok(PcapTap {
+            capture: Some(Capture::create(path)?),
+            error: None,
+            epoch: Duration::ZERO,
+        })
+    }
+
+    /// Stamps packets `epoch` later than the driver's instants.
+    pub fn with_epoch(mut self, epoch: Duration) -> PcapTap {
+        self.epoch = epoch;
+        self
+    }
+}
+
+impl Tap for PcapTap {
+    fn packet(&mut self, now: Instant, _crossing: Crossing, packet: &[u8]) {
+        if let Some(capture) = &mut self.capture
+            && let Err(error) = capture.record(self.epoch + now.as_duration(), packet)
+        {
+            self.error = Some(error);
+            self.capture = None;
+        }
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), TapError> {
+        if let Some(error) = self.error {
+            return Err(error.into());
+        }
+        self.capture.map_or(Ok(()), Capture::finish).map_err(Into::into)
     }
 }

@@ -18,8 +18,8 @@ use scps_node::Router;
 use scps_proto::{Endpoint, EndpointConfig};
 
 use crate::run::{SimError, derive_seed};
-use crate::tap::PcapTap;
 use crate::world::{LinkId, NodeId, NodeInterface, World};
+use scps_pcap::PcapTap;
 
 /// The server's port for the first client; client `i` talks to port
 /// `SERVER_PORT + i`, so each server application knows its client.

@@ -13,7 +13,6 @@ pub mod record;
 pub mod result;
 pub mod run;
 mod tally;
-pub mod tap;
 pub mod world;
 
 pub use build::SERVER_PORT;

@@ -15,8 +15,8 @@ use crate::payload::Pattern;
 use crate::record::{RouterFigures, RunRecord};
 use crate::result::{ConnectionTotals, DirectionFigures, LinkFigures, RunResult};
 use crate::tally::{BulkTally, FetchTally, MessageTally, summarize, unfinished};
-use crate::tap::TapError;
 use crate::world::{App, NodeId, WorldError};
+use scps_node::TapError;
 use scps_pcap::CaptureError;
 
 #[derive(Debug, Clone, Default)]

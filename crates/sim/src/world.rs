@@ -18,7 +18,7 @@ use scps_proto::Endpoint;
 use scps_proto::time::Instant;
 
 use crate::host::Host;
-use crate::tap::{Crossing, Tap, TapError};
+use scps_node::{Crossing, Tap, TapError};
 
 pub type NodeId = usize;
 pub type LinkId = usize;

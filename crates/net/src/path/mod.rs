@@ -3,7 +3,8 @@
 //! call (UDP GSO and GRO).
 
 mod batch;
-mod captured;
+mod boxed;
+mod tapped;
 mod tun;
 mod udp;
 mod udp_peers;
@@ -12,7 +13,8 @@ pub use tun::TunPath;
 pub use udp::UdpPath;
 
 pub use batch::RecvBatch;
-pub(crate) use captured::Captured;
+pub use boxed::{BoxedPath, DynPath};
+pub(crate) use tapped::Tapped;
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -22,8 +24,8 @@ use crate::error::NetError;
 
 /// A packet path: whole IP packets in and out, in batches. [`TunPath`] and
 /// [`UdpPath`] are the ones this crate has; a driver ([`crate::Net`])
-/// runs the engine over any of them, and layers (the capture of
-/// `--pcap`, `captured.rs`) wrap one path as another.
+/// runs the engine over any of them, and layers (a tap such as the
+/// capture of `--pcap`, `tapped.rs`) wrap one path as another.
 ///
 /// The hooks after `send` let a path keep what it needs to deliver the
 /// engine's packets (the UDP path's peer addresses) and tell the driver

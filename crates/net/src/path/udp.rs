@@ -124,6 +124,15 @@ impl UdpPath {
         self
     }
 
+    /// Gives the packets inside the datagrams addresses of their own:
+    /// the endpoint answers to `addrs` whatever the socket is bound to (a
+    /// host behind a router of ours, or a gateway that keeps the
+    /// applications' addresses across an encapsulated link).
+    pub fn with_inner_addrs(mut self, addrs: Vec<IpAddr>) -> UdpPath {
+        self.local_addrs = addrs;
+        self
+    }
+
     /// The bound socket address (with the port the kernel chose).
     pub fn local_addr(&self) -> Result<SocketAddr, NetError> {
         self.socket
