@@ -74,7 +74,11 @@ async fn direct(bytes: u64) -> f64 {
     let server_path = udp("127.0.0.1:0", None, "10.2.0.2");
     let server_udp = server_path.local_addr().unwrap();
     let server = Net::start(server_path, NetOptions::default()).unwrap();
-    let client = Net::start(udp("127.0.0.1:0", Some(server_udp), "10.1.0.2"), NetOptions::default()).unwrap();
+    let client = Net::start(
+        udp("127.0.0.1:0", Some(server_udp), "10.1.0.2"),
+        NetOptions::default(),
+    )
+    .unwrap();
     let rate = transfer(&client, &server, to(), bytes).await;
     client.close(Duration::from_secs(5)).await.unwrap();
     server.close(Duration::from_secs(5)).await.unwrap();
@@ -95,7 +99,11 @@ async fn routed(bytes: u64) -> (f64, u64) {
     let paths: Vec<BoxedPath> = vec![Box::new(link_a), Box::new(link_b)];
     let host = NodeHost::start(router, paths, HostOptions::default()).unwrap();
     let server = Net::start(server_path, NetOptions::default()).unwrap();
-    let client = Net::start(udp("127.0.0.1:0", Some(router_udp), "10.1.0.2"), NetOptions::default()).unwrap();
+    let client = Net::start(
+        udp("127.0.0.1:0", Some(router_udp), "10.1.0.2"),
+        NetOptions::default(),
+    )
+    .unwrap();
     let rate = transfer(&client, &server, to(), bytes).await;
     client.close(Duration::from_secs(5)).await.unwrap();
     server.close(Duration::from_secs(5)).await.unwrap();
@@ -111,7 +119,9 @@ fn to() -> SocketAddr {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let mut args = std::env::args().skip(1);
-    let megabytes: u64 = args.next().map_or(1000, |n| n.parse().expect("MEGABYTES is a number"));
+    let megabytes: u64 = args
+        .next()
+        .map_or(1000, |n| n.parse().expect("MEGABYTES is a number"));
     let rounds: usize = args.next().map_or(3, |n| n.parse().expect("ROUNDS is a number"));
     let bytes = megabytes * 1_000_000;
     println!("one connection, {megabytes} MB over UDP on loopback, every byte checked");
