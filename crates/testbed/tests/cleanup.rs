@@ -100,7 +100,13 @@ struct Made {
 }
 
 fn start_holder(mode: &str) -> (Child, Made) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    // Through `env --default-signal=INT`, which execs the holder (same
+    // process) with Ctrl-C's default action: a test run started in the
+    // background by a shell inherits SIGINT ignored, and a holder that
+    // ignored it would outlive the Ctrl-C case.
+    let mut child = Command::new("env")
+        .arg("--default-signal=INT")
+        .arg(std::env::current_exe().unwrap())
         .args(["--exact", "holder", "--nocapture", "--test-threads=1"])
         .env(MODE, mode)
         .stdin(Stdio::piped())
