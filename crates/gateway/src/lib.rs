@@ -3,10 +3,19 @@
 //! so that applications never know they are there.
 //!
 //! This crate is the gateway as a library; `scps gateway` only parses its
-//! arguments and wires it up. Built so far: the sans-IO [`relay`] between
-//! the two halves of a split connection, the piece the real gateway and
-//! the simulator's gateway nodes share.
+//! arguments and wires it up. Built so far:
+//!
+//! - [`relay`]: the sans-IO relay between the two halves of a split
+//!   connection, the piece the real gateway and the simulator's gateway
+//!   nodes share, and [`pump`], which runs one on tokio between a kernel
+//!   socket and a stream of ours;
+//! - [`request`] and [`explicit`]: the explicit modes' link connections
+//!   (no root): the request naming the destination, the client gateway's
+//!   half and the far gateway's.
 
+pub mod explicit;
+pub mod pump;
 pub mod relay;
+pub mod request;
 
 pub use relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Side};

@@ -1,0 +1,274 @@
+//! The tokio side of one relay: it moves bytes and events between two
+//! connections and the sans-IO [`Relay`], and does what the relay asks
+//! (half-close, reset). All decisions are the relay's; this file only
+//! reads what the relay has room for, writes what it has waiting, and
+//! sleeps until a connection or the relay's timer has news. One task per
+//! split connection, no copies beyond the relay's buffer.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use scps_node::Instant;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::relay::{Action, OpenFailure, Outcome, Relay, Side};
+
+/// Bytes read from a connection at a time.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A byte stream the pump can also abort with a reset: kernel TCP
+/// (`tokio::net::TcpStream`) and our own (`scps_net::Stream`).
+pub trait Connection: AsyncRead + AsyncWrite + Unpin + Send {
+    /// Aborts the connection: the peer gets a reset, not an end of stream.
+    fn reset(self);
+}
+
+impl Connection for tokio::net::TcpStream {
+    fn reset(self) {
+        // A zero linger makes close send a reset and discard what is
+        // unsent (RFC 9293 3.10.5's ABORT for a kernel socket).
+        let _ = socket2::SockRef::from(&self).set_linger(Some(std::time::Duration::ZERO));
+    }
+}
+
+impl Connection for scps_net::Stream {
+    fn reset(self) {
+        self.abort();
+    }
+}
+
+/// The relay's clock: instants since the pump started.
+#[derive(Debug, Clone, Copy)]
+struct Clock(tokio::time::Instant);
+
+impl Clock {
+    fn now(self) -> Instant {
+        Instant::from_duration(self.0.elapsed())
+    }
+
+    fn deadline(self, at: Instant) -> tokio::time::Instant {
+        self.0 + at.as_duration()
+    }
+}
+
+/// One of the two connections, through its life.
+enum End<C, F> {
+    /// Being opened by this future.
+    Opening(Pin<Box<F>>),
+    Open {
+        connection: C,
+        /// A shutdown asked for and not yet done.
+        shutting_down: bool,
+    },
+    /// Reset, failed to open, or shut down and done with.
+    Gone,
+}
+
+/// Runs `relay` between `open`, the connection already established on
+/// `open_side`, and the other one, which `opening` establishes (or fails
+/// to); returns how the relay ended once both connections are done with.
+pub async fn pump<A, B, F>(mut relay: Relay, open_side: Side, open: A, opening: F) -> Outcome
+where
+    A: Connection,
+    B: Connection,
+    F: Future<Output = Result<B, OpenFailure>> + Send,
+{
+    let clock = Clock(tokio::time::Instant::now());
+    let mut first: End<A, F> = End::Open {
+        connection: open,
+        shutting_down: false,
+    };
+    let mut second: End<B, F> = End::Opening(Box::pin(opening));
+    let mut buf = vec![0u8; READ_CHUNK];
+    let sleep = tokio::time::sleep(std::time::Duration::from_secs(86_400));
+    tokio::pin!(sleep);
+    std::future::poll_fn(|cx| {
+        loop {
+            let now = clock.now();
+            relay.handle_timeout(now);
+            let mut progress = open_second(&mut second, &mut relay, now, cx);
+            progress |= move_bytes(&mut first, open_side, &mut relay, &mut buf, now, cx);
+            progress |= move_bytes(&mut second, open_side.other(), &mut relay, &mut buf, now, cx);
+            while let Some(action) = relay.poll_action() {
+                progress = true;
+                let (side, shutdown) = match action {
+                    Action::Shutdown(side) => (side, true),
+                    Action::Reset(side) => (side, false),
+                };
+                if side == open_side {
+                    act(&mut first, shutdown);
+                } else {
+                    act(&mut second, shutdown);
+                }
+            }
+            progress |= finish_shutdown(&mut first, cx);
+            progress |= finish_shutdown(&mut second, cx);
+            if let Some(outcome) = relay.outcome()
+                && !is_shutting_down(&first)
+                && !is_shutting_down(&second)
+            {
+                return Poll::Ready(outcome);
+            }
+            if progress {
+                continue;
+            }
+            if let Some(at) = relay.poll_timeout() {
+                sleep.as_mut().reset(clock.deadline(at));
+                if sleep.as_mut().poll(cx).is_ready() {
+                    continue;
+                }
+            }
+            return Poll::Pending;
+        }
+    })
+    .await
+}
+
+/// Polls the opening of the second connection; true if it ended.
+fn open_second<B: Connection, F: Future<Output = Result<B, OpenFailure>>>(
+    end: &mut End<B, F>,
+    relay: &mut Relay,
+    now: Instant,
+    cx: &mut Context<'_>,
+) -> bool {
+    let End::Opening(opening) = end else {
+        return false;
+    };
+    match opening.as_mut().poll(cx) {
+        Poll::Pending => false,
+        Poll::Ready(Ok(connection)) => {
+            *end = End::Open {
+                connection,
+                shutting_down: false,
+            };
+            relay.opened(now);
+            true
+        }
+        Poll::Ready(Err(failure)) => {
+            *end = End::Gone;
+            relay.open_failed(failure);
+            true
+        }
+    }
+}
+
+/// Writes what the relay has for `side`, then reads what it has room for;
+/// true if anything moved or ended.
+fn move_bytes<C: Connection, F>(
+    end: &mut End<C, F>,
+    side: Side,
+    relay: &mut Relay,
+    buf: &mut [u8],
+    now: Instant,
+    cx: &mut Context<'_>,
+) -> bool {
+    let End::Open { connection, .. } = end else {
+        return false;
+    };
+    let mut progress = false;
+    loop {
+        let waiting = relay.to_write(side);
+        if waiting.is_empty() {
+            break;
+        }
+        match Pin::new(&mut *connection).poll_write(cx, waiting) {
+            Poll::Ready(Ok(0)) => {
+                relay.failed(side);
+                return true;
+            }
+            Poll::Ready(Ok(written)) => {
+                relay.wrote(now, side, written);
+                progress = true;
+            }
+            Poll::Ready(Err(err)) => {
+                tracing::debug!(%side, %err, "write failed");
+                relay.failed(side);
+                return true;
+            }
+            Poll::Pending => break,
+        }
+    }
+    loop {
+        let room = relay.read_room(side).min(buf.len());
+        if room == 0 {
+            break;
+        }
+        let mut read = ReadBuf::new(&mut buf[..room]);
+        match Pin::new(&mut *connection).poll_read(cx, &mut read) {
+            Poll::Ready(Ok(())) if read.filled().is_empty() => {
+                relay.ended(side);
+                return true;
+            }
+            Poll::Ready(Ok(())) => {
+                relay.received(now, side, read.filled());
+                progress = true;
+            }
+            Poll::Ready(Err(err)) => {
+                tracing::debug!(%side, %err, "read failed");
+                relay.failed(side);
+                return true;
+            }
+            Poll::Pending => break,
+        }
+    }
+    progress
+}
+
+/// Does what the relay asked to a connection: a shutdown (completed by
+/// [`finish_shutdown`]) or a reset.
+fn act<C: Connection, F>(end: &mut End<C, F>, shutdown: bool) {
+    match (std::mem::replace(end, End::Gone), shutdown) {
+        (End::Open { connection, .. }, true) => {
+            *end = End::Open {
+                connection,
+                shutting_down: true,
+            }
+        }
+        (End::Open { connection, .. }, false) => connection.reset(),
+        // A reset of a connection still opening cancels the opening (the
+        // future is dropped); nothing else is left to do.
+        (_, _) => {}
+    }
+}
+
+/// Drives a shutdown asked for to its end; true when it finished.
+fn finish_shutdown<C: Connection, F>(end: &mut End<C, F>, cx: &mut Context<'_>) -> bool {
+    let End::Open {
+        connection,
+        shutting_down: shutting_down @ true,
+    } = end
+    else {
+        return false;
+    };
+    match Pin::new(&mut *connection).poll_shutdown(cx) {
+        Poll::Pending => false,
+        Poll::Ready(result) => {
+            if let Err(err) = result {
+                tracing::debug!(%err, "shutdown failed");
+            }
+            *shutting_down = false;
+            true
+        }
+    }
+}
+
+fn is_shutting_down<C, F>(end: &End<C, F>) -> bool {
+    matches!(
+        end,
+        End::Open {
+            shutting_down: true,
+            ..
+        }
+    )
+}
+
+/// What an I/O error on opening says about the far end.
+pub fn open_failure(err: &io::Error) -> OpenFailure {
+    match err.kind() {
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset => OpenFailure::Refused,
+        io::ErrorKind::TimedOut => OpenFailure::TimedOut,
+        _ => OpenFailure::Unreachable,
+    }
+}
