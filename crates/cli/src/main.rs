@@ -1,6 +1,7 @@
 //! `scps`: the one binary of the project.
 
 mod emulate;
+mod gateway;
 mod logging;
 mod recv;
 mod send;
@@ -35,6 +36,9 @@ enum Command {
     /// Emulate a link live between two interfaces (the channel models of
     /// `sim`, applied to real packets), or control a running emulator.
     Emulate(emulate::EmulateArgs),
+    /// Run a gateway: carry TCP connections across the link as SCPS-TP
+    /// (so far the explicit port forward, over UDP encapsulation).
+    Gateway(gateway::GatewayArgs),
 }
 
 fn writes_to_a_closed_pipe(error: &anyhow::Error) -> bool {
@@ -59,6 +63,7 @@ fn main() -> std::process::ExitCode {
         Command::Send(args) => return transfer::exit(send::main(args)),
         Command::Recv(args) => return transfer::exit(recv::main(args)),
         Command::Emulate(args) => emulate::main(args).map(|()| sim::Completion::All),
+        Command::Gateway(args) => gateway::main(args).map(|()| sim::Completion::All),
     };
     match outcome {
         Ok(sim::Completion::All) => std::process::ExitCode::SUCCESS,

@@ -11,9 +11,13 @@
 //!   socket and a stream of ours;
 //! - [`request`] and [`explicit`]: the explicit modes' link connections
 //!   (no root): the request naming the destination, the client gateway's
-//!   half and the far gateway's.
+//!   half and the far gateway's;
+//! - [`config`] and [`gateway`]: `scps gateway --config FILE` in the
+//!   explicit port-forward mode.
 
+pub mod config;
 pub mod explicit;
+pub mod gateway;
 pub mod pump;
 pub mod relay;
 pub mod request;

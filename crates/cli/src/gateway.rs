@@ -1,0 +1,53 @@
+//! `scps gateway --config FILE`: the gateway library (`scps-gateway`) with
+//! its configuration read from a file, running until Ctrl-C or SIGTERM.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use anyhow::Context;
+use scps_gateway::config::GatewayConfig;
+
+#[derive(Debug, clap::Args)]
+pub struct GatewayArgs {
+    /// The gateway's configuration (docs/gateway.md "Configuration").
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Check the configuration and exit.
+    #[arg(long)]
+    check: bool,
+}
+
+pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.config)
+        .with_context(|| format!("cannot read --config {}", args.config.display()))?;
+    let config = GatewayConfig::parse(&text, &args.config.display().to_string())?;
+    if args.check {
+        println!("{}: the configuration is valid", args.config.display());
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(async {
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot watch for SIGTERM")?;
+        let shutdown = async {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        };
+        let counters = scps_gateway::gateway::run(config, shutdown).await?;
+        eprintln!(
+            "scps gateway: stopped; connections closed {}, reset {}, refused at the far end {}, idle {}, \
+             link connections turned down {}",
+            counters.closed.load(Ordering::Relaxed),
+            counters.reset.load(Ordering::Relaxed),
+            counters.refused.load(Ordering::Relaxed),
+            counters.idle.load(Ordering::Relaxed),
+            counters.turned_down.load(Ordering::Relaxed),
+        );
+        Ok(())
+    })
+}

@@ -1,0 +1,420 @@
+//! The gateway's configuration file (`scps gateway --config FILE`,
+//! documented in docs/gateway.md "Configuration"). Everything is checked
+//! before anything starts: an unknown key, a malformed address, prefix or
+//! port range, a value out of range, or a gateway with nothing to do is an
+//! error naming the key, the value and what is allowed.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use scps_config::stack::{RealStack, StackSettings, ToolKeepalive};
+use scps_config::units::{Bytes, Time};
+use scps_config::{Direction, Error};
+use scps_node::IpPrefix;
+use scps_proto::config::Keepalive;
+use serde::Deserialize;
+
+use crate::explicit::{AllowRule, Allowed};
+use crate::relay::RelayConfig;
+use crate::request::{Destination, host_name};
+
+/// The link port a far gateway takes link connections on, unless
+/// `link.port` says.
+pub const DEFAULT_LINK_PORT: u16 = 7200;
+
+/// Bytes waiting at most in each direction of a relay, unless
+/// `relay.buffer` says: 8 Mbit/s for 1 s.
+const DEFAULT_BUFFER: u64 = 1 << 20;
+const BUFFER_RANGE: (u64, u64) = (4096, 1 << 30);
+const DEFAULT_IDLE: Duration = Duration::from_secs(2 * 3600);
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The link connections' keepalive unless `[engine.tcp]` says: a far
+/// gateway that is gone is found after 20 minutes of silence, long enough
+/// for a link's outages of a few minutes (the Iridium paper's dropped
+/// calls) not to end the connections that cross it.
+const LINK_KEEPALIVE: Keepalive = Keepalive {
+    idle: Duration::from_secs(600),
+    interval: Duration::from_secs(60),
+    probes: 10,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GatewaySpec {
+    link: LinkSpec,
+    engine: Option<toml::Table>,
+    #[serde(default)]
+    relay: RelaySpec,
+    #[serde(default)]
+    forward: Vec<ForwardSpec>,
+    #[serde(default)]
+    allow: Vec<AllowSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkSpec {
+    udp: String,
+    peer: Option<String>,
+    port: Option<u16>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RelaySpec {
+    buffer: Option<Bytes>,
+    idle_timeout: Option<Time>,
+    connect_timeout: Option<Time>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForwardSpec {
+    listen: String,
+    to: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AllowSpec {
+    prefix: String,
+    ports: Option<String>,
+}
+
+/// A port forward: LAN connections to `listen` are carried to `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    pub listen: SocketAddr,
+    pub to: Destination,
+}
+
+/// A checked configuration.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The UDP socket the link rides in.
+    pub udp: SocketAddr,
+    /// The far gateway's UDP socket (needed to forward).
+    pub peer: Option<SocketAddr>,
+    pub link_port: u16,
+    pub engine: RealStack,
+    pub relay: RelayConfig,
+    /// How long the far gateway waits for a destination to answer.
+    pub connect_timeout: Duration,
+    pub forwards: Vec<Forward>,
+    /// What this gateway, as the far one, lets link connections reach.
+    pub allowed: Allowed,
+}
+
+impl GatewayConfig {
+    /// Reads `text`, the file `origin`.
+    pub fn parse(text: &str, origin: &str) -> Result<GatewayConfig, Error> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Syntax {
+            origin: origin.to_owned(),
+            message: e.message().to_owned(),
+        })?;
+        let spec: GatewaySpec = scps_config::deserialize(table).map_err(|e| e.in_file(origin))?;
+        checked(spec, origin).map_err(|e| e.in_file(origin))
+    }
+
+    /// Where a client gateway reaches the far one's link connections.
+    pub fn far_link(&self) -> Option<SocketAddr> {
+        self.peer.map(|peer| SocketAddr::new(peer.ip(), self.link_port))
+    }
+}
+
+fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
+    let udp = socket_addr("link.udp", &spec.link.udp)?;
+    let peer = spec
+        .link
+        .peer
+        .as_deref()
+        .map(|peer| socket_addr("link.peer", peer))
+        .transpose()?;
+    let link_port = match spec.link.port {
+        Some(0) => return Err(Error::invalid("link.port", 0, "a port from 1 to 65535")),
+        Some(port) => port,
+        None => DEFAULT_LINK_PORT,
+    };
+    let forwards = spec
+        .forward
+        .iter()
+        .enumerate()
+        .map(|(i, forward)| {
+            Ok(Forward {
+                listen: socket_addr(&format!("forward[{i}].listen"), &forward.listen)?,
+                to: destination(&format!("forward[{i}].to"), &forward.to)?,
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let mut listening = BTreeSet::new();
+    for (i, forward) in forwards.iter().enumerate() {
+        if !listening.insert(forward.listen) {
+            return Err(Error::invalid(
+                format!("forward[{i}].listen"),
+                forward.listen,
+                "an address no other forward listens on",
+            ));
+        }
+    }
+    if !forwards.is_empty() && peer.is_none() {
+        return Err(Error::invalid(
+            "link.peer",
+            "(none)",
+            "the far gateway's UDP address, which a forward needs",
+        ));
+    }
+    let rules = spec
+        .allow
+        .iter()
+        .enumerate()
+        .map(|(i, allow)| allow_rule(i, allow))
+        .collect::<Result<Vec<_>, Error>>()?;
+    if forwards.is_empty() && rules.is_empty() {
+        return Err(Error::invalid(
+            "forward, allow",
+            "(none)",
+            "at least one [[forward]] (to carry connections to the far gateway) or one [[allow]] \
+             (to take them from a client gateway)",
+        ));
+    }
+    let buffer = spec.relay.buffer.map_or(DEFAULT_BUFFER, |b| b.0);
+    if !(BUFFER_RANGE.0..=BUFFER_RANGE.1).contains(&buffer) {
+        return Err(Error::invalid("relay.buffer", buffer, "from 4096 bytes to 1 GiB"));
+    }
+    let idle_timeout = match spec.relay.idle_timeout {
+        Some(Time(d)) if d.is_zero() => None,
+        Some(Time(d)) => Some(d),
+        None => Some(DEFAULT_IDLE),
+    };
+    let connect_timeout = spec
+        .relay
+        .connect_timeout
+        .map_or(DEFAULT_CONNECT_TIMEOUT, |t| t.0);
+    if connect_timeout.is_zero() {
+        return Err(Error::invalid("relay.connect_timeout", "0s", "a time above zero"));
+    }
+    // The client gateway's data goes forward on the link, the far
+    // gateway's back.
+    let direction = if forwards.is_empty() {
+        Direction::Reverse
+    } else {
+        Direction::Forward
+    };
+    Ok(GatewayConfig {
+        udp,
+        peer,
+        link_port,
+        engine: engine(spec.engine, origin, direction)?,
+        relay: RelayConfig {
+            buffer: buffer as usize,
+            idle_timeout,
+        },
+        connect_timeout,
+        forwards,
+        allowed: Allowed { rules },
+    })
+}
+
+/// The link connections' engine: `[engine]` is a scenario document
+/// (`protocol`, `[engine.tcp]`, `[engine.link]`, ...) read as `scps send
+/// --config` reads one.
+fn engine(table: Option<toml::Table>, origin: &str, direction: Direction) -> Result<RealStack, Error> {
+    let text = table.map(|t| t.to_string()).unwrap_or_default();
+    let within = format!("{origin} [engine]");
+    let settings = StackSettings {
+        file: Some((&within, &text)),
+        label: None,
+        sets: &[],
+        keepalive: ToolKeepalive::Default(LINK_KEEPALIVE),
+    };
+    // The UDP path's packets: an Ethernet MTU less the outer IPv4 and UDP
+    // headers and the frame check.
+    settings.resolve(direction, 1500 - 28 - 4)
+}
+
+fn socket_addr(key: &str, text: &str) -> Result<SocketAddr, Error> {
+    text.parse().map_err(|_| {
+        Error::invalid(
+            key,
+            text,
+            "an address and port, such as 192.0.2.1:7100 or [2001:db8::1]:7100",
+        )
+    })
+}
+
+/// `ADDRESS:PORT`, or `NAME:PORT` resolved at the far side.
+fn destination(key: &str, text: &str) -> Result<Destination, Error> {
+    const ALLOWED: &str =
+        "an address and port (10.1.0.5:22, [2001:db8::5]:22) or a host name and port (files.example:22)";
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        if addr.port() == 0 {
+            return Err(Error::invalid(key, text, ALLOWED));
+        }
+        return Ok(Destination::Address(addr));
+    }
+    let (name, port) = text
+        .rsplit_once(':')
+        .ok_or_else(|| Error::invalid(key, text, ALLOWED))?;
+    let port: u16 = port.parse().map_err(|_| Error::invalid(key, text, ALLOWED))?;
+    if port == 0 || name.len() > 255 || name.parse::<IpAddr>().is_ok() {
+        return Err(Error::invalid(key, text, ALLOWED));
+    }
+    let name = host_name(name.as_bytes()).map_err(|_| Error::invalid(key, text, ALLOWED))?;
+    Ok(Destination::Name(name, port))
+}
+
+fn allow_rule(i: usize, allow: &AllowSpec) -> Result<AllowRule, Error> {
+    let prefix: IpPrefix = allow.prefix.parse().map_err(|e| {
+        Error::invalid(
+            format!("allow[{i}].prefix"),
+            &allow.prefix,
+            format!("an address prefix such as 10.1.0.0/16 or 2001:db8::/32 ({e})"),
+        )
+    })?;
+    let ports = match &allow.ports {
+        None => (1, 65535),
+        Some(text) => port_range(&format!("allow[{i}].ports"), text)?,
+    };
+    Ok(AllowRule { prefix, ports })
+}
+
+/// `PORT` or `FIRST-LAST`, within 1 to 65535.
+fn port_range(key: &str, text: &str) -> Result<(u16, u16), Error> {
+    let invalid = || {
+        Error::invalid(
+            key,
+            text,
+            "a port or a range FIRST-LAST, within 1 to 65535 (22, 8000-8999)",
+        )
+    };
+    let (first, last) = text.split_once('-').unwrap_or((text, text));
+    let first: u16 = first.trim().parse().map_err(|_| invalid())?;
+    let last: u16 = last.trim().parse().map_err(|_| invalid())?;
+    if first == 0 || first > last {
+        return Err(invalid());
+    }
+    Ok((first, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAR: &str = r#"
+        [link]
+        udp = "0.0.0.0:7100"
+        [[allow]]
+        prefix = "10.1.0.0/16"
+        ports = "22"
+    "#;
+
+    fn parse(text: &str) -> Result<GatewayConfig, String> {
+        GatewayConfig::parse(text, "gw.toml").map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_far_gateway_and_a_client_gateway_parse_with_their_defaults() {
+        let far = parse(FAR).unwrap();
+        assert_eq!(far.link_port, DEFAULT_LINK_PORT);
+        assert_eq!(far.allowed.rules[0].ports, (22, 22));
+        assert!(far.allowed.allows("10.1.2.3:22".parse().unwrap()));
+        assert!(!far.allowed.allows("10.1.2.3:23".parse().unwrap()));
+        assert!(!far.allowed.allows("10.2.0.1:22".parse().unwrap()));
+        assert_eq!(far.relay.buffer, DEFAULT_BUFFER as usize);
+        assert_eq!(far.relay.idle_timeout, Some(DEFAULT_IDLE));
+        let client = parse(
+            r#"
+            [link]
+            udp = "0.0.0.0:7100"
+            peer = "192.0.2.2:7100"
+            port = 7300
+            [engine]
+            protocol = "scps-rate"
+            [engine.link]
+            rate = "8Mbit"
+            [relay]
+            buffer = "4MB"
+            idle_timeout = "0s"
+            [[forward]]
+            listen = "127.0.0.1:2222"
+            to = "10.1.0.5:22"
+            [[forward]]
+            listen = "127.0.0.1:8080"
+            to = "files.example:80"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(client.far_link(), Some("192.0.2.2:7300".parse().unwrap()));
+        assert_eq!(client.engine.protocol, scps_config::Protocol::ScpsRate);
+        assert_eq!(client.relay.buffer, 4_000_000);
+        assert_eq!(client.relay.idle_timeout, None, "0s turns the idle timeout off");
+        assert_eq!(
+            client.forwards[1].to,
+            Destination::Name("files.example".into(), 80)
+        );
+    }
+
+    #[test]
+    fn bad_configurations_name_the_key_the_value_and_what_is_allowed() {
+        let cases = [
+            (
+                FAR.replace("udp = ", "udp_socket = "),
+                "unknown field `udp_socket`",
+            ),
+            (
+                FAR.replace("0.0.0.0:7100", "0.0.0.0"),
+                "link.udp = 0.0.0.0: an address and port",
+            ),
+            (
+                FAR.replace("10.1.0.0/16", "10.1.0.0/33"),
+                "allow[0].prefix = 10.1.0.0/33",
+            ),
+            (
+                FAR.replace("\"22\"", "\"30-20\""),
+                "allow[0].ports = 30-20: a port or a range",
+            ),
+            (FAR.replace("\"22\"", "\"0\""), "allow[0].ports = 0"),
+            (
+                FAR.replace(
+                    "[[allow]]\n        prefix = \"10.1.0.0/16\"\n        ports = \"22\"",
+                    "",
+                ),
+                "at least one [[forward]]",
+            ),
+            (
+                format!("{FAR}\n[[forward]]\nlisten = \"127.0.0.1:2222\"\nto = \"10.1.0.5:22\""),
+                "link.peer = (none): the far gateway's UDP address",
+            ),
+            (format!("{FAR}\n[link2]\n"), "unknown field `link2`"),
+            (
+                format!("{FAR}\n[relay]\nbuffer = \"10\""),
+                "relay.buffer = 10: from 4096 bytes",
+            ),
+            (format!("{FAR}\n[engine]\nprotocol = \"tcp-fast\""), "tcp-fast"),
+            (
+                format!("{FAR}\n[[forward]]\nlisten = \"127.0.0.1:1\"\nto = \"bad name:22\""),
+                "forward[0].to = bad name:22",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = parse(&text).unwrap_err();
+            assert!(err.contains(expected), "expected {expected:?} in: {err}");
+            assert!(err.starts_with("gw.toml"), "names the file: {err}");
+        }
+        let duplicate = r#"
+            [link]
+            udp = "0.0.0.0:7100"
+            peer = "192.0.2.2:7100"
+            [[forward]]
+            listen = "127.0.0.1:2222"
+            to = "10.1.0.5:22"
+            [[forward]]
+            listen = "127.0.0.1:2222"
+            to = "10.1.0.6:22"
+        "#;
+        let err = parse(duplicate).unwrap_err();
+        assert!(err.contains("forward[1].listen = 127.0.0.1:2222"), "{err}");
+    }
+}
