@@ -146,8 +146,8 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
 #[test]
 fn the_example_configurations_are_valid() {
     for example in [
-        "docs/examples/gateway-client.toml",
-        "docs/examples/gateway-far.toml",
+        "docs/examples/gateway/client.toml",
+        "docs/examples/gateway/far.toml",
     ] {
         let output = scps()
             .args(["gateway", "--check", "--config"])
