@@ -14,6 +14,7 @@ needs=(
   "unshare util-linux"         # user and network namespaces
   "setpriv util-linux"         # tests that give up root
   "ping iputils-ping"          # ICMP through the emulator
+  "nft nftables"               # the gateway's transparent mode (TPROXY)
 )
 missing=()
 for entry in "${needs[@]}"; do

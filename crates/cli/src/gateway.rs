@@ -15,6 +15,11 @@ pub struct GatewayArgs {
     /// Check the configuration and exit.
     #[arg(long)]
     check: bool,
+    /// Print the nftables rules, policy routes and settings the
+    /// transparent mode installs, and exit (for operators who manage
+    /// their own).
+    #[arg(long)]
+    print_rules: bool,
 }
 
 pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
@@ -23,6 +28,13 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
     let config = GatewayConfig::parse(&text, &args.config.display().to_string())?;
     if args.check {
         println!("{}: the configuration is valid", args.config.display());
+        return Ok(());
+    }
+    if args.print_rules {
+        match &config.transparent {
+            Some(plumbing) => print!("{}", plumbing.describe()),
+            None => anyhow::bail!("{}: no [transparent] section, so no rules", args.config.display()),
+        }
         return Ok(());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -39,7 +51,7 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
             }
         };
         let counters = scps_gateway::gateway::run(config, shutdown).await?;
-        eprintln!(
+        println!(
             "scps gateway: stopped; connections closed {}, reset {}, refused at the far end {}, idle {}, \
              link connections turned down {}",
             counters.closed.load(Ordering::Relaxed),

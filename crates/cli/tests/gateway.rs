@@ -49,6 +49,7 @@ fn start_gateway(dir: &Path, name: &str, config: &str) -> Child {
         .args(["gateway", "--config"])
         .arg(&file)
         .env("RUST_LOG", "scps_gateway=info")
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start scps gateway")
@@ -63,13 +64,15 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
-/// Stops a gateway with SIGTERM: its exit status and what it wrote.
+/// Stops a gateway with SIGTERM: its exit status and what it wrote (its
+/// summary on stdout, its log on stderr).
 fn stop(mut child: Child) -> (bool, String) {
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let status = child.wait().unwrap();
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    (status.success(), stderr)
+    let mut written = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut written).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut written).unwrap();
+    (status.success(), written)
 }
 
 #[test]
@@ -138,7 +141,10 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
     );
     assert!(far_ok, "the far gateway exits cleanly on SIGTERM:\n{far_log}");
     assert!(client_log.contains("forwarding"), "{client_log}");
-    assert!(client_log.contains("stopped; connections closed"), "{client_log}");
+    assert!(
+        client_log.contains("stopped; connections closed 1,"),
+        "{client_log}"
+    );
     assert!(far_log.contains("taking link connections"), "{far_log}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::explicit::{AllowRule, Allowed};
 use crate::relay::RelayConfig;
 use crate::request::{Destination, host_name};
+use crate::transparent::Plumbing;
 
 /// The link port a far gateway takes link connections on, unless
 /// `link.port` says.
@@ -29,6 +30,13 @@ const DEFAULT_BUFFER: u64 = 1 << 20;
 const BUFFER_RANGE: (u64, u64) = (4096, 1 << 30);
 const DEFAULT_IDLE: Duration = Duration::from_secs(2 * 3600);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The transparent mode's defaults: its TUN device, the interception
+/// listener's port, the firewall mark and the first routing table.
+const DEFAULT_TUN: &str = "scps-gw";
+const DEFAULT_INTERCEPT_PORT: u16 = 7301;
+const DEFAULT_MARK: u32 = 0x5c;
+const DEFAULT_TABLE: u32 = 153;
 
 /// The link connections' keepalive unless `[engine.tcp]` says: a far
 /// gateway that is gone is found after 20 minutes of silence, long enough
@@ -43,7 +51,8 @@ const LINK_KEEPALIVE: Keepalive = Keepalive {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GatewaySpec {
-    link: LinkSpec,
+    link: Option<LinkSpec>,
+    transparent: Option<TransparentSpec>,
     engine: Option<toml::Table>,
     #[serde(default)]
     relay: RelaySpec,
@@ -59,6 +68,19 @@ struct LinkSpec {
     udp: String,
     peer: Option<String>,
     port: Option<u16>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TransparentSpec {
+    lan: String,
+    link: String,
+    tun: Option<String>,
+    local: Vec<String>,
+    remote: Vec<String>,
+    port: Option<u16>,
+    mark: Option<u32>,
+    table: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -90,14 +112,24 @@ pub struct Forward {
     pub to: Destination,
 }
 
-/// A checked configuration.
-#[derive(Debug, Clone)]
-pub struct GatewayConfig {
+/// The explicit modes' link: SCPS-TP over UDP between the gateways.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplicitLink {
     /// The UDP socket the link rides in.
     pub udp: SocketAddr,
     /// The far gateway's UDP socket (needed to forward).
     pub peer: Option<SocketAddr>,
-    pub link_port: u16,
+    pub port: u16,
+}
+
+/// A checked configuration.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The explicit modes' link, if the gateway has forwards or allow
+    /// rules.
+    pub link: Option<ExplicitLink>,
+    /// The transparent mode's interfaces, prefixes and kernel plumbing.
+    pub transparent: Option<Plumbing>,
     pub engine: RealStack,
     pub relay: RelayConfig,
     /// How long the far gateway waits for a destination to answer.
@@ -120,23 +152,14 @@ impl GatewayConfig {
 
     /// Where a client gateway reaches the far one's link connections.
     pub fn far_link(&self) -> Option<SocketAddr> {
-        self.peer.map(|peer| SocketAddr::new(peer.ip(), self.link_port))
+        let link = self.link.as_ref()?;
+        link.peer.map(|peer| SocketAddr::new(peer.ip(), link.port))
     }
 }
 
 fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
-    let udp = socket_addr("link.udp", &spec.link.udp)?;
-    let peer = spec
-        .link
-        .peer
-        .as_deref()
-        .map(|peer| socket_addr("link.peer", peer))
-        .transpose()?;
-    let link_port = match spec.link.port {
-        Some(0) => return Err(Error::invalid("link.port", 0, "a port from 1 to 65535")),
-        Some(port) => port,
-        None => DEFAULT_LINK_PORT,
-    };
+    let link = spec.link.as_ref().map(explicit_link).transpose()?;
+    let transparent = spec.transparent.as_ref().map(transparent).transpose()?;
     let forwards = spec
         .forward
         .iter()
@@ -158,7 +181,15 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
             ));
         }
     }
-    if !forwards.is_empty() && peer.is_none() {
+    if (!forwards.is_empty() || !spec.allow.is_empty()) && link.is_none() {
+        return Err(Error::invalid(
+            "link",
+            "(none)",
+            "a [link] with the UDP socket the explicit modes' link connections ride in, which \
+             [[forward]] and [[allow]] need",
+        ));
+    }
+    if !forwards.is_empty() && link.as_ref().is_some_and(|l| l.peer.is_none()) {
         return Err(Error::invalid(
             "link.peer",
             "(none)",
@@ -171,12 +202,12 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         .enumerate()
         .map(|(i, allow)| allow_rule(i, allow))
         .collect::<Result<Vec<_>, Error>>()?;
-    if forwards.is_empty() && rules.is_empty() {
+    if forwards.is_empty() && rules.is_empty() && transparent.is_none() {
         return Err(Error::invalid(
-            "forward, allow",
+            "forward, allow, transparent",
             "(none)",
-            "at least one [[forward]] (to carry connections to the far gateway) or one [[allow]] \
-             (to take them from a client gateway)",
+            "at least one [[forward]] (to carry connections to the far gateway), one [[allow]] \
+             (to take them from a client gateway) or a [transparent] section",
         ));
     }
     let buffer = spec.relay.buffer.map_or(DEFAULT_BUFFER, |b| b.0);
@@ -203,9 +234,8 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         Direction::Forward
     };
     Ok(GatewayConfig {
-        udp,
-        peer,
-        link_port,
+        link,
+        transparent,
         engine: engine(spec.engine, origin, direction)?,
         relay: RelayConfig {
             buffer: buffer as usize,
@@ -232,6 +262,125 @@ fn engine(table: Option<toml::Table>, origin: &str, direction: Direction) -> Res
     // The UDP path's packets: an Ethernet MTU less the outer IPv4 and UDP
     // headers and the frame check.
     settings.resolve(direction, 1500 - 28 - 4)
+}
+
+fn explicit_link(spec: &LinkSpec) -> Result<ExplicitLink, Error> {
+    Ok(ExplicitLink {
+        udp: socket_addr("link.udp", &spec.udp)?,
+        peer: spec
+            .peer
+            .as_deref()
+            .map(|peer| socket_addr("link.peer", peer))
+            .transpose()?,
+        port: match spec.port {
+            Some(0) => return Err(Error::invalid("link.port", 0, "a port from 1 to 65535")),
+            Some(port) => port,
+            None => DEFAULT_LINK_PORT,
+        },
+    })
+}
+
+/// The transparent mode's section, checked: interface names the kernel
+/// takes, IPv4 prefixes, local and remote apart, tables clear of the
+/// kernel's own (252 to 255).
+fn transparent(spec: &TransparentSpec) -> Result<Plumbing, Error> {
+    let lan = interface("transparent.lan", &spec.lan)?;
+    let link = interface("transparent.link", &spec.link)?;
+    let tun = interface("transparent.tun", spec.tun.as_deref().unwrap_or(DEFAULT_TUN))?;
+    if lan == link {
+        return Err(Error::invalid(
+            "transparent.link",
+            &link,
+            "an interface other than transparent.lan",
+        ));
+    }
+    let local = prefixes("transparent.local", &spec.local)?;
+    let remote = prefixes("transparent.remote", &spec.remote)?;
+    for (i, r) in remote.iter().enumerate() {
+        if let Some(l) = local
+            .iter()
+            .find(|l| l.contains(r.network()) || r.contains(l.network()))
+        {
+            return Err(Error::invalid(
+                format!("transparent.remote[{i}]"),
+                r,
+                format!("a prefix apart from the local ones ({l} overlaps it)"),
+            ));
+        }
+    }
+    let port = match spec.port {
+        Some(0) => return Err(Error::invalid("transparent.port", 0, "a port from 1 to 65535")),
+        Some(port) => port,
+        None => DEFAULT_INTERCEPT_PORT,
+    };
+    let mark = spec.mark.unwrap_or(DEFAULT_MARK);
+    if mark == 0 {
+        return Err(Error::invalid("transparent.mark", 0, "a firewall mark above 0"));
+    }
+    let table = spec.table.unwrap_or(DEFAULT_TABLE);
+    if !(1..=250).contains(&table) {
+        return Err(Error::invalid(
+            "transparent.table",
+            table,
+            "a routing table from 1 to 250 (it and the next are used; 252 to 255 are the kernel's)",
+        ));
+    }
+    Ok(Plumbing {
+        lan,
+        link,
+        tun,
+        local,
+        remote,
+        port,
+        mark,
+        table,
+    })
+}
+
+/// An interface name the kernel accepts (at most 15 bytes, no spaces,
+/// quotes or slashes).
+fn interface(key: &str, name: &str) -> Result<String, Error> {
+    let ok = !name.is_empty()
+        && name.len() <= 15
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(name.to_owned())
+    } else {
+        Err(Error::invalid(
+            key,
+            name,
+            "an interface name: 1 to 15 letters, digits, '-', '_' or '.'",
+        ))
+    }
+}
+
+fn prefixes(key: &str, texts: &[String]) -> Result<Vec<IpPrefix>, Error> {
+    if texts.is_empty() {
+        return Err(Error::invalid(key, "[]", "at least one address prefix"));
+    }
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let prefix: IpPrefix = text.parse().map_err(|e| {
+                Error::invalid(
+                    format!("{key}[{i}]"),
+                    text,
+                    format!("an IPv4 prefix such as 10.1.0.0/16 ({e})"),
+                )
+            })?;
+            if !prefix.network().is_ipv4() {
+                return Err(Error::invalid(
+                    format!("{key}[{i}]"),
+                    text,
+                    "an IPv4 prefix: the transparent mode does not carry IPv6 yet",
+                ));
+            }
+            Ok(prefix)
+        })
+        .collect()
 }
 
 fn socket_addr(key: &str, text: &str) -> Result<SocketAddr, Error> {
@@ -317,7 +466,7 @@ mod tests {
     #[test]
     fn a_far_gateway_and_a_client_gateway_parse_with_their_defaults() {
         let far = parse(FAR).unwrap();
-        assert_eq!(far.link_port, DEFAULT_LINK_PORT);
+        assert_eq!(far.link.as_ref().unwrap().port, DEFAULT_LINK_PORT);
         assert_eq!(far.allowed.rules[0].ports, (22, 22));
         assert!(far.allowed.allows("10.1.2.3:22".parse().unwrap()));
         assert!(!far.allowed.allows("10.1.2.3:23".parse().unwrap()));
@@ -384,6 +533,10 @@ mod tests {
                 "at least one [[forward]]",
             ),
             (
+                FAR.replace("[link]\n        udp = \"0.0.0.0:7100\"", ""),
+                "link = (none): a [link]",
+            ),
+            (
                 format!("{FAR}\n[[forward]]\nlisten = \"127.0.0.1:2222\"\nto = \"10.1.0.5:22\""),
                 "link.peer = (none): the far gateway's UDP address",
             ),
@@ -416,5 +569,56 @@ mod tests {
         "#;
         let err = parse(duplicate).unwrap_err();
         assert!(err.contains("forward[1].listen = 127.0.0.1:2222"), "{err}");
+    }
+
+    const TRANSPARENT: &str = r#"
+        [transparent]
+        lan = "lan0"
+        link = "sat0"
+        local = ["10.99.1.0/24"]
+        remote = ["10.99.4.0/24", "10.98.0.0/16"]
+    "#;
+
+    #[test]
+    fn a_transparent_gateway_parses_with_its_defaults() {
+        let config = parse(TRANSPARENT).unwrap();
+        let plumbing = config.transparent.unwrap();
+        assert_eq!(plumbing.tun, DEFAULT_TUN);
+        assert_eq!((plumbing.port, plumbing.mark, plumbing.table), (7301, 0x5c, 153));
+        assert_eq!(plumbing.remote.len(), 2);
+        assert!(config.link.is_none(), "no explicit link needed");
+    }
+
+    #[test]
+    fn bad_transparent_sections_name_the_key() {
+        let cases = [
+            (
+                TRANSPARENT.replace("\"sat0\"", "\"lan0\""),
+                "transparent.link = lan0: an interface other than",
+            ),
+            (
+                TRANSPARENT.replace("\"sat0\"", "\"a very long name\""),
+                "transparent.link = a very long name",
+            ),
+            (
+                TRANSPARENT.replace("10.98.0.0/16", "10.99.0.0/16"),
+                "transparent.remote[1] = 10.99.0.0/16",
+            ),
+            (
+                TRANSPARENT.replace("10.98.0.0/16", "fd00::/8"),
+                "does not carry IPv6 yet",
+            ),
+            (
+                TRANSPARENT.replace("[\"10.99.1.0/24\"]", "[]"),
+                "transparent.local = []",
+            ),
+            (format!("{TRANSPARENT}table = 251\n"), "transparent.table = 251"),
+            (format!("{TRANSPARENT}mark = 0\n"), "transparent.mark = 0"),
+            (format!("{TRANSPARENT}tproxy = true\n"), "unknown field `tproxy`"),
+        ];
+        for (text, expected) in cases {
+            let err = parse(&text).unwrap_err();
+            assert!(err.contains(expected), "expected {expected:?} in: {err}");
+        }
     }
 }

@@ -16,13 +16,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use scps_net::{Net, NetError, Stream};
+use scps_net::{Net, Stream};
 use scps_node::IpPrefix;
-use scps_proto::ConnectionError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::pump::{open_failure, pump};
+use crate::pump::{net_open_failure, open_failure, pump};
 use crate::relay::{OpenFailure, Outcome, Relay, RelayConfig, Side};
 use crate::request::{Destination, MAX_REQUEST, RequestError, Status};
 
@@ -68,7 +67,7 @@ pub struct FarConfig {
 pub async fn open_link(net: &Net, far: SocketAddr, destination: &Destination) -> Result<Stream, OpenFailure> {
     let mut link = net.connect(far).await.map_err(|err| {
         tracing::info!(%far, %err, "the far gateway cannot be reached");
-        link_failure(&err)
+        net_open_failure(&err)
     })?;
     let answer = async {
         link.write_all(&destination.encode()).await?;
@@ -103,21 +102,6 @@ pub async fn open_link(net: &Net, far: SocketAddr, destination: &Destination) ->
             link.abort();
             Err(OpenFailure::Unreachable)
         }
-    }
-}
-
-/// What a failed link connection says about the far end.
-fn link_failure(err: &NetError) -> OpenFailure {
-    match err {
-        NetError::Connection {
-            source: ConnectionError::Refused,
-            ..
-        } => OpenFailure::Refused,
-        NetError::Connection {
-            source: ConnectionError::Unreachable { .. },
-            ..
-        } => OpenFailure::Unreachable,
-        _ => OpenFailure::TimedOut,
     }
 }
 

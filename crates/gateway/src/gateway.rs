@@ -1,7 +1,7 @@
-//! A running gateway in the explicit modes: its link endpoint (our stack
+//! A running gateway: in the explicit modes its link endpoint (our stack
 //! over UDP encapsulation), the far gateway's listener for link
 //! connections when it allows any destination, and a listener per port
-//! forward. Each split connection is one task running the relay; the
+//! forward; in the transparent mode, `transparent.rs`. Each split connection is one task running the relay; the
 //! gateway logs how each ended and counts them.
 
 use std::future::Future;
@@ -14,22 +14,27 @@ use scps_net::{Net, NetError, NetOptions, UdpPath};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use crate::config::{Forward, GatewayConfig};
+use crate::config::{ExplicitLink, Forward, GatewayConfig};
 use crate::explicit::{FarConfig, relay_to_far, serve_link};
-use crate::relay::Outcome;
+use crate::relay::{Outcome, RelayConfig};
+use crate::transparent::{self, Relaying, TransparentError};
 
 /// How long a stopping gateway lets its link connections finish closing.
 const LINGER: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    // The causes are part of each message (and not sources, which the
+    // command would print a second time).
     #[error("the link endpoint: {0}")]
-    Link(#[from] NetError),
-    #[error("cannot listen on {listen} for the forward to {to}: {source}")]
+    Link(NetError),
+    #[error("the transparent mode: {0}")]
+    Transparent(TransparentError),
+    #[error("cannot listen on {listen} for the forward to {to}: {error}")]
     Listen {
         listen: SocketAddr,
         to: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -46,7 +51,7 @@ pub struct Counters {
 }
 
 impl Counters {
-    fn count(&self, outcome: Outcome) {
+    pub(crate) fn count(&self, outcome: Outcome) {
         let counter = match outcome {
             Outcome::Closed => &self.closed,
             Outcome::Reset(_) => &self.reset,
@@ -58,77 +63,110 @@ impl Counters {
 }
 
 /// Runs the gateway of `config` until `shutdown` completes; what it
-/// counted. Listening sockets and the link endpoint are set up before
-/// anything is accepted: any failure there is returned at once.
+/// counted. Endpoints, listening sockets and the transparent mode's
+/// kernel plumbing are set up before anything is accepted: any failure
+/// there is returned at once, with what was installed removed.
 pub async fn run(
     config: GatewayConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Arc<Counters>, GatewayError> {
-    let path = UdpPath::bind(config.udp, config.peer)?;
-    let mut options = NetOptions::default();
-    options.endpoint.connection = config.engine.config.clone();
-    let net = Arc::new(Net::start(path, options)?);
     let counters = Arc::new(Counters::default());
     let mut tasks = JoinSet::new();
+    let mut endpoints = Vec::new();
+    if let Some(link) = &config.link {
+        endpoints.push(start_explicit(link, &config, &counters, &mut tasks).await?);
+    }
+    let mut installed = None;
+    if let Some(plumbing) = &config.transparent {
+        let relaying = Relaying {
+            relay: config.relay,
+            connect_timeout: config.connect_timeout,
+            counters: counters.clone(),
+        };
+        let (guard, net) = transparent::start(plumbing.clone(), &config.engine.config, relaying, &mut tasks)
+            .map_err(GatewayError::Transparent)?;
+        installed = Some(guard);
+        endpoints.push(net);
+    }
+    tracing::info!("ready");
+    shutdown.await;
+    tracing::info!("stopping");
+    // Interception off first: nothing new reaches a listener that is gone.
+    drop(installed);
+    tasks.shutdown().await;
+    for net in endpoints {
+        if let Ok(net) = Arc::try_unwrap(net) {
+            net.close(LINGER).await.map_err(GatewayError::Link)?;
+        }
+    }
+    Ok(counters)
+}
+
+/// The explicit modes: the link endpoint over UDP, the far gateway's
+/// listener if it allows any destination, a listener per forward.
+async fn start_explicit(
+    link: &ExplicitLink,
+    config: &GatewayConfig,
+    counters: &Arc<Counters>,
+    tasks: &mut JoinSet<()>,
+) -> Result<Arc<Net>, GatewayError> {
+    let path = UdpPath::bind(link.udp, link.peer).map_err(GatewayError::Link)?;
+    let mut options = NetOptions::default();
+    options.endpoint.connection = config.engine.config.clone();
+    let net = Arc::new(Net::start(path, options).map_err(GatewayError::Link)?);
     if !config.allowed.rules.is_empty() {
-        let local = SocketAddr::new(config.udp.ip(), config.link_port);
-        let listener = net.listen(local)?;
+        let local = SocketAddr::new(link.udp.ip(), link.port);
+        let listener = net.listen(local).map_err(GatewayError::Link)?;
         tracing::info!(%local, rules = config.allowed.rules.len(), "taking link connections");
         let far = Arc::new(FarConfig {
             allowed: config.allowed.clone(),
             connect_timeout: config.connect_timeout,
             relay: config.relay,
         });
-        let counters = counters.clone();
-        tasks.spawn(async move {
-            let mut relays = JoinSet::new();
-            while let Ok(link) = listener.accept().await {
-                let (far, counters) = (far.clone(), counters.clone());
-                let peer = link.peer_addr();
-                relays.spawn(async move {
-                    match serve_link(link, &far).await {
-                        Ok(outcome) => {
-                            tracing::info!(%peer, %outcome, "link connection ended");
-                            counters.count(outcome);
-                        }
-                        Err(err) => {
-                            tracing::info!(%peer, %err, "link connection turned down");
-                            counters.turned_down.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                });
-                while relays.try_join_next().is_some() {}
-            }
-        });
+        tasks.spawn(serve_far(listener, far, counters.clone()));
     }
     if let Some(far) = config.far_link() {
         for forward in &config.forwards {
-            let listener =
-                TcpListener::bind(forward.listen)
-                    .await
-                    .map_err(|source| GatewayError::Listen {
-                        listen: forward.listen,
-                        to: forward.to.to_string(),
-                        source,
-                    })?;
+            let listener = TcpListener::bind(forward.listen)
+                .await
+                .map_err(|error| GatewayError::Listen {
+                    listen: forward.listen,
+                    to: forward.to.to_string(),
+                    error,
+                })?;
             tracing::info!(listen = %forward.listen, to = %forward.to, "forwarding");
             tasks.spawn(serve_forward(
                 listener,
                 forward.clone(),
                 net.clone(),
                 far,
-                config.clone(),
+                config.relay,
                 counters.clone(),
             ));
         }
     }
-    shutdown.await;
-    tracing::info!("stopping");
-    tasks.shutdown().await;
-    if let Ok(net) = Arc::try_unwrap(net) {
-        net.close(LINGER).await?;
+    Ok(net)
+}
+
+async fn serve_far(listener: scps_net::Listener, far: Arc<FarConfig>, counters: Arc<Counters>) {
+    let mut relays = JoinSet::new();
+    while let Ok(link) = listener.accept().await {
+        let (far, counters) = (far.clone(), counters.clone());
+        let peer = link.peer_addr();
+        relays.spawn(async move {
+            match serve_link(link, &far).await {
+                Ok(outcome) => {
+                    tracing::info!(%peer, %outcome, "link connection ended");
+                    counters.count(outcome);
+                }
+                Err(err) => {
+                    tracing::info!(%peer, %err, "link connection turned down");
+                    counters.turned_down.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        while relays.try_join_next().is_some() {}
     }
-    Ok(counters)
 }
 
 async fn serve_forward(
@@ -136,7 +174,7 @@ async fn serve_forward(
     forward: Forward,
     net: Arc<Net>,
     far: SocketAddr,
-    config: GatewayConfig,
+    relay: RelayConfig,
     counters: Arc<Counters>,
 ) {
     let mut relays = JoinSet::new();
@@ -152,7 +190,6 @@ async fn serve_forward(
         };
         let _ = lan.set_nodelay(true);
         let (net, to, counters) = (net.clone(), forward.to.clone(), counters.clone());
-        let relay = config.relay;
         relays.spawn(async move {
             let outcome = relay_to_far(net, far, lan, to.clone(), relay).await;
             tracing::info!(%client, %to, %outcome, "connection ended");

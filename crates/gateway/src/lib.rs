@@ -12,8 +12,9 @@
 //! - [`request`] and [`explicit`]: the explicit modes' link connections
 //!   (no root): the request naming the destination, the client gateway's
 //!   half and the far gateway's;
-//! - [`config`] and [`gateway`]: `scps gateway --config FILE` in the
-//!   explicit port-forward mode.
+//! - [`transparent`]: the transparent mode's kernel plumbing (TPROXY,
+//!   policy routing into a TUN device) and its relays;
+//! - [`config`] and [`gateway`]: `scps gateway --config FILE`.
 
 pub mod config;
 pub mod explicit;
@@ -21,5 +22,6 @@ pub mod gateway;
 pub mod pump;
 pub mod relay;
 pub mod request;
+pub mod transparent;
 
 pub use relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Side};

@@ -272,3 +272,19 @@ pub fn open_failure(err: &io::Error) -> OpenFailure {
         _ => OpenFailure::Unreachable,
     }
 }
+
+/// What a link connection that did not open says about the far end.
+pub fn net_open_failure(err: &scps_net::NetError) -> OpenFailure {
+    use scps_proto::ConnectionError;
+    match err {
+        scps_net::NetError::Connection {
+            source: ConnectionError::Refused,
+            ..
+        } => OpenFailure::Refused,
+        scps_net::NetError::Connection {
+            source: ConnectionError::Unreachable { .. },
+            ..
+        } => OpenFailure::Unreachable,
+        _ => OpenFailure::TimedOut,
+    }
+}

@@ -1,0 +1,234 @@
+//! The transparent mode in the testbed's gateway topology:
+//!
+//! ```text
+//! client 10.99.1.2 ── lan0 [gwA] sat0 ── emu ── sat0 [gwB] lan0 ── server 10.99.4.2
+//! ```
+//!
+//! `scps gateway` runs in gwA and gwB with mirrored configurations; Linux
+//! TCP in the client connects to the server's own address and port with
+//! nothing configured: gwA intercepts it, carries it across as SCPS-TP
+//! keeping the client's address and port, gwB answers as the server and
+//! connects to it from the client's address. The server sees the client's
+//! address, the content is checked both ways, each gateway counted the
+//! connection, and SIGTERM leaves nothing installed behind. A gateway that
+//! cannot run the mode (forwarding off) says why and leaves nothing.
+//!
+//! As root (CI) it runs as it is; otherwise the testbed enters a user
+//! namespace of its own.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::TempDir;
+use nix::sys::signal::Signal;
+use scps_testbed::{Node, Output, Process, Testbed, Topology};
+use sha2::{Digest, Sha256};
+
+const SCPS: &str = env!("CARGO_BIN_EXE_scps");
+const SERVER: &str = "10.99.4.2:5001";
+
+fn config(dir: &TempDir, name: &str, local: &str, remote: &str) -> std::path::PathBuf {
+    let file = dir.path().join(name);
+    std::fs::write(
+        &file,
+        format!(
+            "[transparent]\nlan = \"lan0\"\nlink = \"sat0\"\nlocal = [\"{local}\"]\nremote = [\"{remote}\"]\n\
+             [engine]\nprotocol = \"scps-vj\"\n"
+        ),
+    )
+    .unwrap();
+    file
+}
+
+fn start(node: &Node, config: &Path) -> Process {
+    node.spawn(
+        SCPS,
+        &["gateway".as_ref(), "--config".as_ref(), config.as_os_str()],
+        Output::Piped,
+    )
+    .unwrap()
+}
+
+/// Whether the gateway's nftables table is in `node`'s namespace.
+fn intercepting(node: &Node) -> bool {
+    node.output("nft", &["list", "table", "ip", "scps_gateway_7301"])
+        .is_ok()
+}
+
+/// Waits until both gateways intercept (they install their rules last,
+/// once everything else runs).
+fn wait_ready(gateways: &[(&Node, &Process)]) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for (node, process) in gateways {
+        while !intercepting(node) {
+            if let Some(status) = process.try_wait().unwrap() {
+                panic!(
+                    "the gateway in {} exited ({status}): {}",
+                    node.name(),
+                    process.read_stdout().unwrap()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the gateway in {} never intercepted",
+                node.name()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Stops a gateway with SIGTERM; what it printed.
+fn stop(process: &Process) -> String {
+    process.signal(Signal::SIGTERM).unwrap();
+    let status = process.wait_timeout(Duration::from_secs(15)).unwrap();
+    let printed = process.read_stdout().unwrap();
+    assert!(status.is_some_and(|s| s.success()), "exit {status:?}: {printed}");
+    printed
+}
+
+/// Nothing of the transparent mode is left in `node`.
+fn assert_nothing_installed(node: &Node) {
+    assert!(
+        !intercepting(node),
+        "the nftables table is gone in {}",
+        node.name()
+    );
+    let rules = node.ip(&["-4", "rule"]).unwrap();
+    assert!(
+        !rules.contains("lookup 153") && !rules.contains("lookup 154"),
+        "{rules}"
+    );
+    assert!(
+        node.ip(&["link", "show", "scps-gw"]).is_err(),
+        "the TUN device is gone"
+    );
+    let early_demux = node
+        .output("cat", &["/proc/sys/net/ipv4/tcp_early_demux"])
+        .unwrap();
+    assert_eq!(
+        early_demux.trim(),
+        "1",
+        "TCP early demux is restored in {}",
+        node.name()
+    );
+}
+
+#[test]
+fn transparent_gateways_carry_kernel_tcp_keeping_the_client_address() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent");
+    let gw_a = testbed.node("gwA").unwrap();
+    let gw_b = testbed.node("gwB").unwrap();
+    let a = start(gw_a, &config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"));
+    let b = start(gw_b, &config(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24"));
+    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+
+    let listener = testbed
+        .node("server")
+        .unwrap()
+        .run(|| TcpListener::bind(SERVER))
+        .unwrap();
+    let download: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 253) as u8).collect();
+    let reply = download.clone();
+    let server = std::thread::spawn(move || {
+        let (mut stream, peer) = listener.accept().unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).unwrap();
+        stream.write_all(&Sha256::digest(&received)).unwrap();
+        stream.write_all(&reply).unwrap();
+        peer
+    });
+    let server_addr: SocketAddr = SERVER.parse().unwrap();
+    let mut stream = testbed
+        .node("client")
+        .unwrap()
+        .run(move || TcpStream::connect_timeout(&server_addr, Duration::from_secs(10)))
+        .expect("the client connects to the server's own address");
+    let client_addr = stream.local_addr().unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let upload: Vec<u8> = (0..4_000_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    stream.write_all(&upload).unwrap();
+    stream.shutdown(Shutdown::Write).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let peer = server.join().unwrap();
+
+    assert_eq!(
+        peer.ip(),
+        client_addr.ip(),
+        "the server sees the client's own address"
+    );
+    assert_eq!(answer.len(), 32 + download.len(), "bytes through the gateways");
+    assert_eq!(
+        &answer[..32],
+        &Sha256::digest(&upload)[..],
+        "the server read the upload whole"
+    );
+    assert_eq!(&answer[32..], &download[..], "the client read the download whole");
+
+    let said_a = stop(&a);
+    let said_b = stop(&b);
+    assert!(
+        said_a.contains("connections closed 1,"),
+        "gwA intercepted it: {said_a}"
+    );
+    assert!(
+        said_b.contains("connections closed 1,"),
+        "gwB took it over: {said_b}"
+    );
+    assert_nothing_installed(gw_a);
+    assert_nothing_installed(gw_b);
+}
+
+#[test]
+fn a_gateway_that_cannot_run_the_mode_says_why_and_leaves_nothing() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-refused");
+    let gw_a = testbed.node("gwA").unwrap();
+    gw_a.sysctl("net/ipv4/ip_forward", "0").unwrap();
+    let file = config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24");
+    let output = gw_a.run(move || {
+        std::process::Command::new(SCPS)
+            .args(["gateway", "--config"])
+            .arg(&file)
+            .output()
+            .unwrap()
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("net.ipv4.ip_forward is 0"), "{stderr}");
+    assert_nothing_installed(gw_a);
+}
+
+#[test]
+fn print_rules_shows_what_the_mode_installs() {
+    let dir = TempDir::new("gateway-print-rules");
+    let file = config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24");
+    let output = std::process::Command::new(SCPS)
+        .args(["gateway", "--print-rules", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(printed.contains("tproxy to :7301"), "{printed}");
+    assert!(
+        printed.contains(
+            "ip -4 rule add iif sat0 ipproto tcp from 10.99.4.0/24 to 10.99.1.0/24 lookup 154 priority 154"
+        ),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("ip -4 route add default dev scps-gw table 154"),
+        "{printed}"
+    );
+}

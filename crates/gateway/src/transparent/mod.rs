@@ -1,0 +1,158 @@
+//! The transparent mode (DESIGN.md "The gateway"): LAN connections are
+//! intercepted with TPROXY and carried across the link as SCPS-TP over
+//! the gateway's TUN device **with the applications' own addresses and
+//! ports**, so that the far side can be any standard SCPS gateway; link
+//! connections to the local prefixes are taken over (answered as the
+//! server they were sent to) and continued to the server with kernel TCP
+//! from the client's address.
+//!
+//! Each gateway of a pair runs the same mode with its own view: `local`
+//! the prefixes on its LAN side, `remote` those beyond the far gateway.
+
+mod plumbing;
+mod sockets;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use plumbing::{Installed, Plumbing, PlumbingError};
+use scps_net::{Net, NetError, NetOptions, TunPath};
+use tokio::task::JoinSet;
+
+use crate::gateway::Counters;
+use crate::pump::{net_open_failure, open_failure, pump};
+use crate::relay::{OpenFailure, Relay, RelayConfig, Side};
+
+/// The TUN device's MTU: an Ethernet link's.
+const TUN_MTU: u16 = 1500;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransparentError {
+    // The causes are part of each message (and not sources, which the
+    // command would print a second time).
+    #[error("cannot create the TUN device {tun}: {error}")]
+    Tun { tun: String, error: NetError },
+    #[error("the link endpoint on {tun}: {error}")]
+    Endpoint { tun: String, error: NetError },
+    #[error(
+        "IP_TRANSPARENT refused ({error}): the transparent mode needs CAP_NET_ADMIN (root, or a user namespace of its own)"
+    )]
+    NotPermitted { error: std::io::Error },
+    #[error("cannot open the interception listener on port {port}: {error}")]
+    Listener { port: u16, error: std::io::Error },
+    #[error(transparent)]
+    Plumbing(#[from] PlumbingError),
+}
+
+/// What a transparent gateway's relays share.
+#[derive(Debug, Clone)]
+pub struct Relaying {
+    pub relay: RelayConfig,
+    pub connect_timeout: Duration,
+    pub counters: Arc<Counters>,
+}
+
+/// Starts the transparent mode: the TUN device and its endpoint, the
+/// listeners, then the kernel's interception and steering (last, so that
+/// nothing is intercepted before it can be served). The accept loops run
+/// in `tasks`; the returned guard removes the plumbing when dropped, and
+/// the endpoint is for the caller to close.
+pub fn start(
+    plumbing: Plumbing,
+    engine: &scps_proto::Config,
+    relaying: Relaying,
+    tasks: &mut JoinSet<()>,
+) -> Result<(Installed, Arc<Net>), TransparentError> {
+    plumbing.check_settings()?;
+    sockets::check_transparent().map_err(|error| TransparentError::NotPermitted { error })?;
+    let tun = TunPath::create(&plumbing.tun, &[], TUN_MTU).map_err(|error| TransparentError::Tun {
+        tun: plumbing.tun.clone(),
+        error,
+    })?;
+    let mut options = NetOptions::default();
+    options.endpoint.connection = engine.clone();
+    options.endpoint.transparent = plumbing.local.clone();
+    let endpoint_error = |error| TransparentError::Endpoint {
+        tun: plumbing.tun.clone(),
+        error,
+    };
+    let net = Arc::new(Net::start(tun, options).map_err(endpoint_error)?);
+    let link_listener = net
+        .listen_transparent(&plumbing.local, None)
+        .map_err(endpoint_error)?;
+    let lan_listener =
+        sockets::intercepting_listener(plumbing.port).map_err(|error| TransparentError::Listener {
+            port: plumbing.port,
+            error,
+        })?;
+    let installed = plumbing.install()?;
+    tasks.spawn(intercept(lan_listener, net.clone(), relaying.clone()));
+    tasks.spawn(take_over(link_listener, relaying));
+    Ok((installed, net))
+}
+
+/// LAN connections to remote servers: each carried across the link from
+/// the client's own address and port.
+async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: Relaying) {
+    let mut relays = JoinSet::new();
+    loop {
+        let (lan, client) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                tracing::warn!(%err, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let server = match lan.local_addr() {
+            Ok(server) => server,
+            Err(err) => {
+                tracing::warn!(%client, %err, "the intercepted connection has no destination");
+                continue;
+            }
+        };
+        let _ = lan.set_nodelay(true);
+        let (net, relaying) = (net.clone(), relaying.clone());
+        relays.spawn(async move {
+            let relay = Relay::new(scps_node::Instant::ZERO, relaying.relay, Side::Lan);
+            let opening = async move {
+                net.connect_from(client, server).await.map_err(|err| {
+                    tracing::info!(%client, %server, %err, "the link connection did not open");
+                    net_open_failure(&err)
+                })
+            };
+            let outcome = pump(relay, Side::Lan, lan, opening).await;
+            tracing::info!(%client, %server, %outcome, "connection ended");
+            relaying.counters.count(outcome);
+        });
+        while relays.try_join_next().is_some() {}
+    }
+}
+
+/// Link connections to local servers: each answered as its server and
+/// continued with kernel TCP from the client's address.
+async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) {
+    let mut relays = JoinSet::new();
+    while let Ok(link) = listener.accept().await {
+        let (client, server) = (link.peer_addr(), link.local_addr());
+        let relaying = relaying.clone();
+        relays.spawn(async move {
+            let relay = Relay::new(scps_node::Instant::ZERO, relaying.relay, Side::Link);
+            let timeout = relaying.connect_timeout;
+            let opening = async move {
+                match tokio::time::timeout(timeout, sockets::connect_from(client.ip(), server)).await {
+                    Ok(Ok(lan)) => Ok(lan),
+                    Ok(Err(err)) => {
+                        tracing::info!(%client, %server, %err, "the server did not answer");
+                        Err(open_failure(&err))
+                    }
+                    Err(_) => Err(OpenFailure::TimedOut),
+                }
+            };
+            let outcome = pump(relay, Side::Link, link, opening).await;
+            tracing::info!(%client, %server, %outcome, "connection ended");
+            relaying.counters.count(outcome);
+        });
+        while relays.try_join_next().is_some() {}
+    }
+}
