@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Figures of docs/BENCHMARKS.md "The gateway across geo-8mbit": kernel TCP
+# applications (`scps send`/`scps recv --tcp=CONTROLLER`, a bulk transfer
+# checked by SHA-256) across geo-8mbit's link through `scps emulate`,
+# directly and through two transparent gateways whose link connections run
+# our stack with a protocol label and the scenario's settings. Needs root
+# (namespaces, TPROXY).
+#
+#   scripts/bench-gateway.sh [RTT] [BER] [RUN...]
+#
+# RUN is MODE:BYTES: `direct-CONTROLLER` (kernel TCP end to end, the
+# gateways plain routers) or `gw-LABEL` (kernel CUBIC on each LAN, our
+# stack with LABEL across the link). Defaults: 600ms 1e-5
+# direct-cubic:1MB direct-bbr:20MB gw-scps-rate:20MB gw-scps-vegas:20MB.
+# Each run prints the goodput the application saw, whether its data was
+# verified, and the ratio to the physical limit of SCENARIOS.md as `scps
+# sim` computes it for the point.
+#
+# Topology (removed on exit, also on failure or Ctrl-C):
+#
+#   [client 10.96.1.2]==[lan0 gwA sat0]==[a0 emulator b0]==[sat0 gwB lan0]==[server 10.96.4.2]
+#                       10.96.1.1  10.96.2.2  .2.1   .3.1  10.96.3.2  10.96.4.1
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rtt=${1:-600ms}
+ber=${2:-1e-5}
+shift $(($# < 2 ? $# : 2))
+runs=("$@")
+[ ${#runs[@]} -gt 0 ] || runs=(direct-cubic:1MB direct-bbr:20MB gw-scps-rate:20MB gw-scps-vegas:20MB)
+cargo build --release -q -p scps
+target=${CARGO_TARGET_DIR:-target}
+case $target in /*) ;; *) target=$PWD/$target ;; esac
+scps=$target/release/scps
+scenario=scenarios/geo-8mbit.toml
+
+c=scpsgw-client
+a=scpsgw-a
+e=scpsgw-emu
+b=scpsgw-b
+s=scpsgw-server
+nodes=("$c" "$a" "$e" "$b" "$s")
+work=$(mktemp -d)
+stop_gateways() {
+  for pid in ${gateway_pids:-}; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  gateway_pids=
+}
+cleanup() {
+  stop_gateways
+  [ -n "${emulator_pid:-}" ] && kill "$emulator_pid" 2>/dev/null && wait "$emulator_pid" 2>/dev/null
+  for ns in "${nodes[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+for ns in "${nodes[@]}"; do
+  ip netns del "$ns" 2>/dev/null || true
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+done
+ip link add eth0 netns "$c" type veth peer name lan0 netns "$a"
+ip link add sat0 netns "$a" type veth peer name a0 netns "$e"
+ip link add b0 netns "$e" type veth peer name sat0 netns "$b"
+ip link add lan0 netns "$b" type veth peer name eth0 netns "$s"
+ip -n "$c" addr add 10.96.1.2/24 dev eth0
+ip -n "$a" addr add 10.96.1.1/24 dev lan0
+ip -n "$a" addr add 10.96.2.2/24 dev sat0
+ip -n "$e" addr add 10.96.2.1/24 dev a0
+ip -n "$e" addr add 10.96.3.1/24 dev b0
+ip -n "$b" addr add 10.96.3.2/24 dev sat0
+ip -n "$b" addr add 10.96.4.1/24 dev lan0
+ip -n "$s" addr add 10.96.4.2/24 dev eth0
+for dev in "$c eth0" "$a lan0" "$a sat0" "$e a0" "$e b0" "$b sat0" "$b lan0" "$s eth0"; do
+  set -- $dev
+  ip -n "$1" link set "$2" up
+done
+ip -n "$c" route add default via 10.96.1.1
+ip -n "$a" route add default via 10.96.2.1
+ip -n "$e" route add 10.96.1.0/24 via 10.96.2.2
+ip -n "$e" route add 10.96.4.0/24 via 10.96.3.2
+ip -n "$b" route add default via 10.96.3.1
+ip -n "$s" route add default via 10.96.4.1
+for ns in "$a" "$b"; do ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1; done
+
+# The scenario's link at this point: the emulator's, and the gateways'
+# engine's (their route rate, buffers and timers).
+link_keys="rate = \"100Mbit\"
+buffer = \"1500KB\"
+rtt = \"$rtt\"
+ber = $ber
+shaper = { rate = \"8Mbit\", ceiling = \"10Mbit\", burst = \"128KiB\" }"
+cat >"$work/emulate.toml" <<EOF
+seed = 1
+[emulate]
+side_a = "a0"
+side_b = "b0"
+control = "$work/ctl.sock"
+[link]
+$link_keys
+EOF
+ip netns exec "$e" "$scps" emulate --config "$work/emulate.toml" >"$work/emulator.log" 2>&1 &
+emulator_pid=$!
+for _ in $(seq 100); do
+  [ -S "$work/ctl.sock" ] && break
+  sleep 0.05
+done
+
+# gateway NS LABEL LOCAL REMOTE: a transparent gateway whose link
+# connections run our stack with LABEL and the scenario's [tcp].
+gateway() {
+  cat >"$work/$1.toml" <<EOF
+[transparent]
+lan = "lan0"
+link = "sat0"
+local = ["$3"]
+remote = ["$4"]
+[relay]
+buffer = "4MB"
+[engine]
+protocol = "$2"
+[engine.link]
+$link_keys
+[engine.tcp]
+send_buffer = "4MiB"
+recv_buffer = "6MiB"
+EOF
+  ip netns exec "$1" "$scps" gateway --config "$work/$1.toml" >"$work/$1.log" 2>&1 &
+  gateway_pids="${gateway_pids:-} $!"
+  for _ in $(seq 200); do
+    ip netns exec "$1" nft list table ip scps_gateway_7301 >/dev/null 2>&1 && return
+    sleep 0.05
+  done
+  echo "the gateway in $1 did not start:" >&2
+  cat "$work/$1.log" >&2
+  exit 1
+}
+
+limit=$("$scps" sim "$scenario" --set protocol=scps-rate --set "link.rtt=$rtt" --set "link.ber=$ber" \
+  --set workload.bytes=1MB --json | grep -o '"limit_bps":[0-9.e+]*' | cut -d: -f2)
+echo "geo-8mbit through scps emulate: RTT $rtt, BER $ber; limit $(awk "BEGIN{printf \"%.3f\", $limit/1e6}") Mbit/s"
+echo "   (load average: $(cut -d' ' -f1-3 /proc/loadavg); Linux $(uname -r))"
+
+for run in "${runs[@]}"; do
+  mode=${run%%:*}
+  bytes=${run#*:}
+  case $mode in
+    direct-*) controller=${mode#direct-} ;;
+    gw-*)
+      controller=cubic
+      gateway "$a" "${mode#gw-}" 10.96.1.0/24 10.96.4.0/24
+      gateway "$b" "${mode#gw-}" 10.96.4.0/24 10.96.1.0/24
+      ;;
+    *) echo "unknown run $run" >&2; exit 2 ;;
+  esac
+  ip netns exec "$s" "$scps" recv --once --json --tcp="$controller" --port 5001 >"$work/recv.json" 2>"$work/recv.log" &
+  recv_pid=$!
+  for _ in $(seq 100); do
+    grep -q listening "$work/recv.log" && break
+    sleep 0.05
+  done
+  started=$(date +%s.%N)
+  ip netns exec "$c" "$scps" send --json --bytes "$bytes" 10.96.4.2:5001 --tcp="$controller" >"$work/send.json" || true
+  wait "$recv_pid" || true
+  stop_gateways
+  field() { grep -o "\"$1\":[^,}]*" "$work/send.json" | head -n 1 | cut -d: -f2 | tr -d '"'; }
+  goodput=$(field goodput_bps)
+  printf '%-16s %6s  goodput %7.3f Mbit/s  ratio %.3f  verified %s  (wall %.0f s)\n' \
+    "$mode" "$bytes" "$(awk "BEGIN{print $goodput/1e6}")" "$(awk "BEGIN{print $goodput/$limit}")" \
+    "$(field verified)" "$(awk "BEGIN{print $(date +%s.%N)-$started}")"
+  grep -q '"error"' "$work/send.json" && grep -o '"error":"[^"]*"' "$work/send.json"
+  [[ $mode == gw-* ]] && grep -h "stopped;" "$work/$a.log" "$work/$b.log" | sed 's/^/   /'
+done
+echo "emulator: $(ip netns exec "$e" "$scps" emulate ctl --socket "$work/ctl.sock" stats | head -n 3 | tr '\n' ' ')"
