@@ -185,6 +185,102 @@ fn transparent_gateways_carry_kernel_tcp_keeping_the_client_address() {
     assert_nothing_installed(gw_b);
 }
 
+/// The client's connection to `SERVER` through the gateways, `upload`
+/// written and half-closed: what it read back, or the kind of error.
+fn exchange(testbed: &Testbed, upload: &[u8]) -> Result<Vec<u8>, std::io::ErrorKind> {
+    let server_addr: SocketAddr = SERVER.parse().unwrap();
+    let mut stream = testbed
+        .node("client")
+        .unwrap()
+        .run(move || TcpStream::connect_timeout(&server_addr, Duration::from_secs(10)))
+        .map_err(|e| e.kind())?;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream.write_all(upload).map_err(|e| e.kind())?;
+    stream.shutdown(Shutdown::Write).map_err(|e| e.kind())?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).map_err(|e| e.kind())?;
+    Ok(answer)
+}
+
+/// A server that reads to the end and answers with the SHA-256 of it.
+fn digest_server(testbed: &Testbed) -> std::thread::JoinHandle<SocketAddr> {
+    let listener = testbed
+        .node("server")
+        .unwrap()
+        .run(|| TcpListener::bind(SERVER))
+        .unwrap();
+    std::thread::spawn(move || {
+        let (mut stream, peer) = listener.accept().unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).unwrap();
+        stream.write_all(&Sha256::digest(&received)).unwrap();
+        peer
+    })
+}
+
+#[test]
+fn a_refusal_at_the_server_reaches_the_client_as_a_reset() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-refusal");
+    let gw_a = testbed.node("gwA").unwrap();
+    let gw_b = testbed.node("gwB").unwrap();
+    let a = start(gw_a, &config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"));
+    let b = start(gw_b, &config(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24"));
+    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+    // Nothing listens on the server: gwA has accepted the client's
+    // connection, gwB's connection to the server is refused, and the
+    // client must read a reset, not an empty reply.
+    let server_addr: SocketAddr = SERVER.parse().unwrap();
+    let read = testbed.node("client").unwrap().run(move || {
+        let mut stream = TcpStream::connect_timeout(&server_addr, Duration::from_secs(10))?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        stream.read_to_end(&mut Vec::new())
+    });
+    assert_eq!(
+        read.map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::ConnectionReset)
+    );
+    // gwB took the link connection over before it knew the server's
+    // answer (as the reference gateway does): it meets the refusal, and
+    // resets the link connection, which gwA passes on as a reset.
+    let said_b = stop(&b);
+    assert!(
+        said_b.contains("refused at the far end 1,"),
+        "gwB met the refusal: {said_b}"
+    );
+    let said_a = stop(&a);
+    assert!(
+        said_a.contains("reset 1,"),
+        "gwA passed the link's reset on: {said_a}"
+    );
+}
+
+#[test]
+fn a_lone_gateway_facing_a_plain_tcp_host_still_connects() {
+    // Only gwA runs: its SCPS-TP connection reaches the server's Linux
+    // TCP, which ignores the SCPS capabilities option and answers as
+    // plain TCP; gwB is a plain router.
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-alone");
+    let gw_a = testbed.node("gwA").unwrap();
+    let a = start(gw_a, &config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"));
+    wait_ready(&[(gw_a, &a)]);
+    let server = digest_server(&testbed);
+    let upload: Vec<u8> = (0..1_000_000u32).map(|i| (i * 31 % 249) as u8).collect();
+    let answer = exchange(&testbed, &upload).expect("through gwA alone");
+    assert_eq!(
+        answer,
+        Sha256::digest(&upload).to_vec(),
+        "the server read the upload whole"
+    );
+    assert_eq!(
+        server.join().unwrap().ip().to_string(),
+        "10.99.1.2",
+        "the server sees the client"
+    );
+    assert!(stop(&a).contains("connections closed 1,"), "gwA carried it");
+}
+
 #[test]
 fn a_gateway_that_cannot_run_the_mode_says_why_and_leaves_nothing() {
     let testbed = Testbed::build(Topology::with_gateways()).unwrap();
