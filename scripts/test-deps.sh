@@ -15,6 +15,9 @@ needs=(
   "setpriv util-linux"         # tests that give up root
   "ping iputils-ping"          # ICMP through the emulator
   "nft nftables"               # the gateway's transparent mode (TPROXY)
+  "curl curl"                  # real applications through the gateways
+  "nginx nginx"
+  "iperf3 iperf3"
 )
 missing=()
 for entry in "${needs[@]}"; do

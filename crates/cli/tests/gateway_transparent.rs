@@ -20,103 +20,14 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::TempDir;
-use nix::sys::signal::Signal;
-use scps_testbed::{Node, Output, Process, Testbed, Topology};
+use common::gateways::{SCPS, assert_nothing_installed, config, start, stop, wait_ready};
+use scps_testbed::{Testbed, Topology};
 use sha2::{Digest, Sha256};
 
-const SCPS: &str = env!("CARGO_BIN_EXE_scps");
 const SERVER: &str = "10.99.4.2:5001";
-
-fn config(dir: &TempDir, name: &str, local: &str, remote: &str) -> std::path::PathBuf {
-    let file = dir.path().join(name);
-    std::fs::write(
-        &file,
-        format!(
-            "[transparent]\nlan = \"lan0\"\nlink = \"sat0\"\nlocal = [\"{local}\"]\nremote = [\"{remote}\"]\n\
-             [engine]\nprotocol = \"scps-vj\"\n"
-        ),
-    )
-    .unwrap();
-    file
-}
-
-fn start(node: &Node, config: &Path) -> Process {
-    node.spawn(
-        SCPS,
-        &["gateway".as_ref(), "--config".as_ref(), config.as_os_str()],
-        Output::Piped,
-    )
-    .unwrap()
-}
-
-/// Whether the gateway's nftables table is in `node`'s namespace.
-fn intercepting(node: &Node) -> bool {
-    node.output("nft", &["list", "table", "ip", "scps_gateway_7301"])
-        .is_ok()
-}
-
-/// Waits until both gateways intercept (they install their rules last,
-/// once everything else runs).
-fn wait_ready(gateways: &[(&Node, &Process)]) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    for (node, process) in gateways {
-        while !intercepting(node) {
-            if let Some(status) = process.try_wait().unwrap() {
-                panic!(
-                    "the gateway in {} exited ({status}): {}",
-                    node.name(),
-                    process.read_stdout().unwrap()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the gateway in {} never intercepted",
-                node.name()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-/// Stops a gateway with SIGTERM; what it printed.
-fn stop(process: &Process) -> String {
-    process.signal(Signal::SIGTERM).unwrap();
-    let status = process.wait_timeout(Duration::from_secs(15)).unwrap();
-    let printed = process.read_stdout().unwrap();
-    assert!(status.is_some_and(|s| s.success()), "exit {status:?}: {printed}");
-    printed
-}
-
-/// Nothing of the transparent mode is left in `node`.
-fn assert_nothing_installed(node: &Node) {
-    assert!(
-        !intercepting(node),
-        "the nftables table is gone in {}",
-        node.name()
-    );
-    let rules = node.ip(&["-4", "rule"]).unwrap();
-    assert!(
-        !rules.contains("lookup 153") && !rules.contains("lookup 154"),
-        "{rules}"
-    );
-    assert!(
-        node.ip(&["link", "show", "scps-gw"]).is_err(),
-        "the TUN device is gone"
-    );
-    let early_demux = node
-        .output("cat", &["/proc/sys/net/ipv4/tcp_early_demux"])
-        .unwrap();
-    assert_eq!(
-        early_demux.trim(),
-        "1",
-        "TCP early demux is restored in {}",
-        node.name()
-    );
-}
 
 #[test]
 fn transparent_gateways_carry_kernel_tcp_keeping_the_client_address() {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod gateways;
+
 use std::path::{Path, PathBuf};
 
 /// A temporary directory of this test process, removed when dropped (also
