@@ -2,7 +2,6 @@
 //! its configuration read from a file, running until Ctrl-C or SIGTERM.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use scps_gateway::config::GatewayConfig;
@@ -51,15 +50,7 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
             }
         };
         let counters = scps_gateway::gateway::run(config, shutdown).await?;
-        println!(
-            "scps gateway: stopped; connections closed {}, reset {}, refused at the far end {}, idle {}, \
-             link connections turned down {}",
-            counters.closed.load(Ordering::Relaxed),
-            counters.reset.load(Ordering::Relaxed),
-            counters.refused.load(Ordering::Relaxed),
-            counters.idle.load(Ordering::Relaxed),
-            counters.turned_down.load(Ordering::Relaxed),
-        );
+        println!("scps gateway: stopped; {}", counters.summary());
         Ok(())
     })
 }

@@ -28,6 +28,10 @@ pub const DEFAULT_LINK_PORT: u16 = 7200;
 /// `relay.buffer` says: 8 Mbit/s for 1 s.
 const DEFAULT_BUFFER: u64 = 1 << 20;
 const BUFFER_RANGE: (u64, u64) = (4096, 1 << 30);
+/// Split connections at once, and the memory of their buffers, unless
+/// `relay.max_connections` and `relay.memory` say.
+const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+const DEFAULT_MEMORY: u64 = 1 << 30;
 const DEFAULT_IDLE: Duration = Duration::from_secs(2 * 3600);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -87,6 +91,8 @@ struct TransparentSpec {
 #[serde(deny_unknown_fields)]
 struct RelaySpec {
     buffer: Option<Bytes>,
+    max_connections: Option<usize>,
+    memory: Option<Bytes>,
     idle_timeout: Option<Time>,
     connect_timeout: Option<Time>,
 }
@@ -132,6 +138,9 @@ pub struct GatewayConfig {
     pub transparent: Option<Plumbing>,
     pub engine: RealStack,
     pub relay: RelayConfig,
+    /// Split connections held at once: `relay.max_connections`, or fewer
+    /// if `relay.memory` cannot hold that many connections' two buffers.
+    pub max_connections: usize,
     /// How long the far gateway waits for a destination to answer.
     pub connect_timeout: Duration,
     pub forwards: Vec<Forward>,
@@ -214,6 +223,23 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     if !(BUFFER_RANGE.0..=BUFFER_RANGE.1).contains(&buffer) {
         return Err(Error::invalid("relay.buffer", buffer, "from 4096 bytes to 1 GiB"));
     }
+    let max_connections = spec.relay.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+    if max_connections == 0 {
+        return Err(Error::invalid("relay.max_connections", 0, "at least 1"));
+    }
+    let memory = spec.relay.memory.map_or(DEFAULT_MEMORY, |m| m.0);
+    let fits = memory / (2 * buffer);
+    if fits == 0 {
+        return Err(Error::invalid(
+            "relay.memory",
+            memory,
+            format!(
+                "at least two relay buffers ({} bytes) for one connection",
+                2 * buffer
+            ),
+        ));
+    }
+    let max_connections = max_connections.min(usize::try_from(fits).unwrap_or(usize::MAX));
     let idle_timeout = match spec.relay.idle_timeout {
         Some(Time(d)) if d.is_zero() => None,
         Some(Time(d)) => Some(d),
@@ -241,6 +267,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
             buffer: buffer as usize,
             idle_timeout,
         },
+        max_connections,
         connect_timeout,
         forwards,
         allowed: Allowed { rules },
@@ -473,6 +500,10 @@ mod tests {
         assert!(!far.allowed.allows("10.2.0.1:22".parse().unwrap()));
         assert_eq!(far.relay.buffer, DEFAULT_BUFFER as usize);
         assert_eq!(far.relay.idle_timeout, Some(DEFAULT_IDLE));
+        assert_eq!(
+            far.max_connections, 512,
+            "1 GiB holds 512 connections of two 1 MiB buffers"
+        );
         let client = parse(
             r#"
             [link]
@@ -544,6 +575,14 @@ mod tests {
             (
                 format!("{FAR}\n[relay]\nbuffer = \"10\""),
                 "relay.buffer = 10: from 4096 bytes",
+            ),
+            (
+                format!("{FAR}\n[relay]\nmemory = \"1MB\""),
+                "relay.memory = 1000000: at least two relay buffers",
+            ),
+            (
+                format!("{FAR}\n[relay]\nmax_connections = 0"),
+                "relay.max_connections = 0",
             ),
             (format!("{FAR}\n[engine]\nprotocol = \"tcp-fast\""), "tcp-fast"),
             (

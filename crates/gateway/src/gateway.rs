@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use scps_net::{Net, NetError, NetOptions, UdpPath};
@@ -15,8 +15,10 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::config::{ExplicitLink, Forward, GatewayConfig};
+pub use crate::counters::Counters;
 use crate::explicit::{FarConfig, relay_to_far, serve_link};
-use crate::relay::{Outcome, RelayConfig};
+use crate::pump::Connection;
+use crate::relay::RelayConfig;
 use crate::transparent::{self, Relaying, TransparentError};
 
 /// How long a stopping gateway lets its link connections finish closing.
@@ -38,30 +40,6 @@ pub enum GatewayError {
     },
 }
 
-/// Split connections by how they ended, since the start.
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub closed: AtomicU64,
-    pub reset: AtomicU64,
-    pub refused: AtomicU64,
-    pub idle: AtomicU64,
-    /// Link connections the far gateway turned down (malformed, not
-    /// allowed, destination unreachable).
-    pub turned_down: AtomicU64,
-}
-
-impl Counters {
-    pub(crate) fn count(&self, outcome: Outcome) {
-        let counter = match outcome {
-            Outcome::Closed => &self.closed,
-            Outcome::Reset(_) => &self.reset,
-            Outcome::OpenFailed(_) => &self.refused,
-            Outcome::Idle => &self.idle,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
 /// Runs the gateway of `config` until `shutdown` completes; what it
 /// counted. Endpoints, listening sockets and the transparent mode's
 /// kernel plumbing are set up before anything is accepted: any failure
@@ -70,7 +48,7 @@ pub async fn run(
     config: GatewayConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Arc<Counters>, GatewayError> {
-    let counters = Arc::new(Counters::default());
+    let counters = Arc::new(Counters::new(config.max_connections));
     let mut tasks = JoinSet::new();
     let mut endpoints = Vec::new();
     if let Some(link) = &config.link {
@@ -151,9 +129,14 @@ async fn start_explicit(
 async fn serve_far(listener: scps_net::Listener, far: Arc<FarConfig>, counters: Arc<Counters>) {
     let mut relays = JoinSet::new();
     while let Ok(link) = listener.accept().await {
+        let Some(permit) = counters.admit() else {
+            link.abort();
+            continue;
+        };
         let (far, counters) = (far.clone(), counters.clone());
         let peer = link.peer_addr();
         relays.spawn(async move {
+            let _permit = permit;
             match serve_link(link, &far).await {
                 Ok(outcome) => {
                     tracing::info!(%peer, %outcome, "link connection ended");
@@ -188,9 +171,14 @@ async fn serve_forward(
                 continue;
             }
         };
+        let Some(permit) = counters.admit() else {
+            lan.reset();
+            continue;
+        };
         let _ = lan.set_nodelay(true);
         let (net, to, counters) = (net.clone(), forward.to.clone(), counters.clone());
         relays.spawn(async move {
+            let _permit = permit;
             let outcome = relay_to_far(net, far, lan, to.clone(), relay).await;
             tracing::info!(%client, %to, %outcome, "connection ended");
             counters.count(outcome);

@@ -17,6 +17,7 @@
 //! - [`config`] and [`gateway`]: `scps gateway --config FILE`.
 
 pub mod config;
+pub mod counters;
 pub mod explicit;
 pub mod gateway;
 pub mod pump;

@@ -20,7 +20,7 @@ use scps_net::{Net, NetError, NetOptions, TunPath};
 use tokio::task::JoinSet;
 
 use crate::gateway::Counters;
-use crate::pump::{net_open_failure, open_failure, pump};
+use crate::pump::{Connection, net_open_failure, open_failure, pump};
 use crate::relay::{OpenFailure, Relay, RelayConfig, Side};
 
 /// The TUN device's MTU: an Ethernet link's.
@@ -111,9 +111,14 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
                 continue;
             }
         };
+        let Some(permit) = relaying.counters.admit() else {
+            lan.reset();
+            continue;
+        };
         let _ = lan.set_nodelay(true);
         let (net, relaying) = (net.clone(), relaying.clone());
         relays.spawn(async move {
+            let _permit = permit;
             let relay = Relay::new(scps_node::Instant::ZERO, relaying.relay, Side::Lan);
             let opening = async move {
                 net.connect_from(client, server).await.map_err(|err| {
@@ -134,9 +139,14 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
 async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) {
     let mut relays = JoinSet::new();
     while let Ok(link) = listener.accept().await {
+        let Some(permit) = relaying.counters.admit() else {
+            link.abort();
+            continue;
+        };
         let (client, server) = (link.peer_addr(), link.local_addr());
         let relaying = relaying.clone();
         relays.spawn(async move {
+            let _permit = permit;
             let relay = Relay::new(scps_node::Instant::ZERO, relaying.relay, Side::Link);
             let timeout = relaying.connect_timeout;
             let opening = async move {

@@ -1,0 +1,125 @@
+//! What a gateway counts, and how many split connections it holds at
+//! once: each one holds up to two relay buffers, so the limit (from
+//! `relay.max_connections` and `relay.memory`) bounds the gateway's
+//! memory. A connection beyond it is turned away at once (a LAN
+//! connection reset, a link connection aborted), counted and logged,
+//! never queued.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::relay::Outcome;
+
+#[derive(Debug)]
+pub struct Counters {
+    /// Split connections by how they ended, since the start.
+    pub closed: AtomicU64,
+    pub reset: AtomicU64,
+    pub refused: AtomicU64,
+    pub idle: AtomicU64,
+    /// Link connections the far gateway turned down (malformed, not
+    /// allowed, destination unreachable).
+    pub turned_down: AtomicU64,
+    /// Connections turned away because the gateway held its limit.
+    pub over_limit: AtomicU64,
+    active: AtomicUsize,
+    limit: usize,
+}
+
+/// One split connection's place among those the gateway holds; given
+/// back when dropped.
+#[derive(Debug)]
+pub struct Permit(Arc<Counters>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Counters {
+    /// Counters for a gateway that holds at most `limit` split
+    /// connections at once.
+    pub fn new(limit: usize) -> Counters {
+        Counters {
+            closed: AtomicU64::new(0),
+            reset: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            idle: AtomicU64::new(0),
+            turned_down: AtomicU64::new(0),
+            over_limit: AtomicU64::new(0),
+            active: AtomicUsize::new(0),
+            limit,
+        }
+    }
+
+    /// A place for one more split connection, or `None` (counted and
+    /// logged) at the limit.
+    pub fn admit(self: &Arc<Self>) -> Option<Permit> {
+        let admitted = self
+            .active
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |active| {
+                (active < self.limit).then_some(active + 1)
+            })
+            .is_ok();
+        if admitted {
+            return Some(Permit(self.clone()));
+        }
+        let over = self.over_limit.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::info!(
+            limit = self.limit,
+            turned_away = over,
+            "at the connection limit: connection turned away"
+        );
+        None
+    }
+
+    /// Split connections held now.
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count(&self, outcome: Outcome) {
+        let counter = match outcome {
+            Outcome::Closed => &self.closed,
+            Outcome::Reset(_) => &self.reset,
+            Outcome::OpenFailed(_) => &self.refused,
+            Outcome::Idle => &self.idle,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One line for the operator: every count.
+    pub fn summary(&self) -> String {
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        format!(
+            "connections closed {}, reset {}, refused at the far end {}, idle {}, turned away at the limit {}, \
+             link connections turned down {}",
+            get(&self.closed),
+            get(&self.reset),
+            get(&self.refused),
+            get(&self.idle),
+            get(&self.over_limit),
+            get(&self.turned_down),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_turns_away_the_one_too_many_and_frees_a_place_on_drop() {
+        let counters = Arc::new(Counters::new(2));
+        let first = counters.admit().unwrap();
+        let _second = counters.admit().unwrap();
+        assert!(counters.admit().is_none());
+        assert_eq!(counters.over_limit.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.active(), 2);
+        drop(first);
+        assert_eq!(counters.active(), 1);
+        assert!(counters.admit().is_some(), "a place freed is taken again");
+        assert!(counters.summary().contains("turned away at the limit 1"));
+    }
+}

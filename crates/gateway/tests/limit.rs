@@ -1,0 +1,111 @@
+//! The connection limit of a running gateway (`relay.max_connections`),
+//! end to end in the explicit port-forward mode: two gateways from their
+//! configuration text, kernel TCP at both ends. With a limit of two, a
+//! third connection held open at the same time is reset at once and
+//! counted; once one of the two ends, a new one is carried again.
+
+use std::net::{SocketAddr, TcpListener as StdTcpListener, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use scps_gateway::config::GatewayConfig;
+use scps_gateway::gateway::{Counters, run};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+fn free_port() -> u16 {
+    StdTcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts a gateway from `text`; stopping it is sending on the channel.
+fn start(text: &str) -> (oneshot::Sender<()>, tokio::task::JoinHandle<Arc<Counters>>) {
+    let config = GatewayConfig::parse(text, "test").unwrap();
+    let (stop, stopped) = oneshot::channel();
+    let task = tokio::spawn(async move {
+        run(config, async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap()
+    });
+    (stop, task)
+}
+
+/// Tries `held` until it succeeds, for at most 10 s.
+async fn held_soon(via: SocketAddr) -> TcpStream {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match held(via).await {
+            Ok(stream) => return stream,
+            Err(err) => {
+                assert!(tokio::time::Instant::now() < deadline, "never carried: {err}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+/// Connects through `via`, sends a byte and reads the echo: the
+/// connection is carried end to end and held open.
+async fn held(via: SocketAddr) -> std::io::Result<TcpStream> {
+    let mut stream = TcpStream::connect(via).await?;
+    stream.write_all(b"x").await?;
+    let mut echo = [0u8; 1];
+    stream.read_exact(&mut echo).await?;
+    Ok(stream)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_beyond_the_limit_is_reset_and_counted() {
+    // An echo server.
+    let server = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server_addr = server.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = server.accept().await {
+            tokio::spawn(async move {
+                let (mut reader, mut writer) = stream.split();
+                let _ = tokio::io::copy(&mut reader, &mut writer).await;
+            });
+        }
+    });
+    let far_udp = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (stop_far, far) = start(&format!(
+        "[link]\nudp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
+        server_addr.port()
+    ));
+    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let (stop_client, client) = start(&format!(
+        "[link]\nudp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
+         [relay]\nmax_connections = 2\n\
+         [[forward]]\nlisten = \"{listen}\"\nto = \"{server_addr}\"\n"
+    ));
+    // The forward listens once the gateway has started.
+    let first = held_soon(listen).await;
+    let _second = held(listen)
+        .await
+        .expect("the second connection is within the limit");
+    let third = held(listen).await;
+    assert!(
+        matches!(&third, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the third is turned away: {third:?}"
+    );
+    drop(first);
+    // The place is given back once the first connection's relay ends.
+    drop(held_soon(listen).await);
+    stop_client.send(()).unwrap();
+    stop_far.send(()).unwrap();
+    let counters = client.await.unwrap();
+    far.await.unwrap();
+    let over = counters.over_limit.load(Ordering::Relaxed);
+    assert!(over >= 1, "turned away and counted: {}", counters.summary());
+}
