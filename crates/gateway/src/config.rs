@@ -63,6 +63,8 @@ struct GatewaySpec {
     #[serde(default)]
     forward: Vec<ForwardSpec>,
     #[serde(default)]
+    socks: Vec<SocksSpec>,
+    #[serde(default)]
     allow: Vec<AllowSpec>,
 }
 
@@ -106,6 +108,12 @@ struct ForwardSpec {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct SocksSpec {
+    listen: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct AllowSpec {
     prefix: String,
     ports: Option<String>,
@@ -144,6 +152,8 @@ pub struct GatewayConfig {
     /// How long the far gateway waits for a destination to answer.
     pub connect_timeout: Duration,
     pub forwards: Vec<Forward>,
+    /// Where the SOCKS5 servers listen.
+    pub socks: Vec<SocketAddr>,
     /// What this gateway, as the far one, lets link connections reach.
     pub allowed: Allowed,
 }
@@ -180,29 +190,45 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
+    let socks = spec
+        .socks
+        .iter()
+        .enumerate()
+        .map(|(i, socks)| socket_addr(&format!("socks[{i}].listen"), &socks.listen))
+        .collect::<Result<Vec<_>, Error>>()?;
     let mut listening = BTreeSet::new();
-    for (i, forward) in forwards.iter().enumerate() {
-        if !listening.insert(forward.listen) {
+    let listeners = forwards
+        .iter()
+        .map(|f| ("forward", f.listen))
+        .chain(socks.iter().map(|&listen| ("socks", listen)));
+    for (i, (section, listen)) in listeners.enumerate() {
+        if !listening.insert(listen) {
+            let index = if section == "forward" {
+                i
+            } else {
+                i - forwards.len()
+            };
             return Err(Error::invalid(
-                format!("forward[{i}].listen"),
-                forward.listen,
-                "an address no other forward listens on",
+                format!("{section}[{index}].listen"),
+                listen,
+                "an address no other forward or SOCKS server listens on",
             ));
         }
     }
-    if (!forwards.is_empty() || !spec.allow.is_empty()) && link.is_none() {
+    let carries = !forwards.is_empty() || !socks.is_empty();
+    if (carries || !spec.allow.is_empty()) && link.is_none() {
         return Err(Error::invalid(
             "link",
             "(none)",
             "a [link] with the UDP socket the explicit modes' link connections ride in, which \
-             [[forward]] and [[allow]] need",
+             [[forward]], [[socks]] and [[allow]] need",
         ));
     }
-    if !forwards.is_empty() && link.as_ref().is_some_and(|l| l.peer.is_none()) {
+    if carries && link.as_ref().is_some_and(|l| l.peer.is_none()) {
         return Err(Error::invalid(
             "link.peer",
             "(none)",
-            "the far gateway's UDP address, which a forward needs",
+            "the far gateway's UDP address, which a forward or a SOCKS server needs",
         ));
     }
     let rules = spec
@@ -211,12 +237,12 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         .enumerate()
         .map(|(i, allow)| allow_rule(i, allow))
         .collect::<Result<Vec<_>, Error>>()?;
-    if forwards.is_empty() && rules.is_empty() && transparent.is_none() {
+    if !carries && rules.is_empty() && transparent.is_none() {
         return Err(Error::invalid(
-            "forward, allow, transparent",
+            "forward, socks, allow, transparent",
             "(none)",
-            "at least one [[forward]] (to carry connections to the far gateway), one [[allow]] \
-             (to take them from a client gateway) or a [transparent] section",
+            "at least one [[forward]] or [[socks]] (to carry connections to the far gateway), one \
+             [[allow]] (to take them from a client gateway) or a [transparent] section",
         ));
     }
     let buffer = spec.relay.buffer.map_or(DEFAULT_BUFFER, |b| b.0);
@@ -254,7 +280,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     }
     // The client gateway's data goes forward on the link, the far
     // gateway's back.
-    let direction = if forwards.is_empty() {
+    let direction = if !carries {
         Direction::Reverse
     } else {
         Direction::Forward
@@ -270,6 +296,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         max_connections,
         connect_timeout,
         forwards,
+        socks,
         allowed: Allowed { rules },
     })
 }

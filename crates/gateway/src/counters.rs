@@ -22,6 +22,9 @@ pub struct Counters {
     pub turned_down: AtomicU64,
     /// Connections turned away because the gateway held its limit.
     pub over_limit: AtomicU64,
+    /// SOCKS5 requests not relayed (malformed, or the far end could not
+    /// be reached), each answered with SOCKS5's reply where it has one.
+    pub socks_refused: AtomicU64,
     active: AtomicUsize,
     limit: usize,
 }
@@ -48,6 +51,7 @@ impl Counters {
             idle: AtomicU64::new(0),
             turned_down: AtomicU64::new(0),
             over_limit: AtomicU64::new(0),
+            socks_refused: AtomicU64::new(0),
             active: AtomicUsize::new(0),
             limit,
         }
@@ -94,13 +98,14 @@ impl Counters {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         format!(
             "connections closed {}, reset {}, refused at the far end {}, idle {}, turned away at the limit {}, \
-             link connections turned down {}",
+             link connections turned down {}, SOCKS5 requests not relayed {}",
             get(&self.closed),
             get(&self.reset),
             get(&self.refused),
             get(&self.idle),
             get(&self.over_limit),
             get(&self.turned_down),
+            get(&self.socks_refused),
         )
     }
 }

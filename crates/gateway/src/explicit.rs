@@ -94,6 +94,7 @@ pub async fn open_link(net: &Net, far: SocketAddr, destination: &Destination) ->
             Err(match status {
                 Status::Refused => OpenFailure::Refused,
                 Status::TimedOut => OpenFailure::TimedOut,
+                Status::NotAllowed => OpenFailure::NotAllowed,
                 _ => OpenFailure::Unreachable,
             })
         }
@@ -236,7 +237,7 @@ async fn connect(destination: &Destination, config: &FarConfig) -> Result<TcpStr
                 status = match open_failure(&err) {
                     OpenFailure::Refused => Status::Refused,
                     OpenFailure::TimedOut => Status::TimedOut,
-                    OpenFailure::Unreachable => Status::Unreachable,
+                    OpenFailure::Unreachable | OpenFailure::NotAllowed => Status::Unreachable,
                 };
             }
             Err(_) => status = Status::TimedOut,

@@ -19,6 +19,7 @@ pub use crate::counters::Counters;
 use crate::explicit::{FarConfig, relay_to_far, serve_link};
 use crate::pump::Connection;
 use crate::relay::RelayConfig;
+use crate::socks;
 use crate::transparent::{self, Relaying, TransparentError};
 
 /// How long a stopping gateway lets its link connections finish closing.
@@ -122,6 +123,23 @@ async fn start_explicit(
                 counters.clone(),
             ));
         }
+        for &listen in &config.socks {
+            let listener = TcpListener::bind(listen)
+                .await
+                .map_err(|error| GatewayError::Listen {
+                    listen,
+                    to: "SOCKS5 clients' destinations".to_owned(),
+                    error,
+                })?;
+            tracing::info!(%listen, "SOCKS5 server");
+            tasks.spawn(serve_socks(
+                listener,
+                net.clone(),
+                far,
+                config.relay,
+                counters.clone(),
+            ));
+        }
     }
     Ok(net)
 }
@@ -182,6 +200,46 @@ async fn serve_forward(
             let outcome = relay_to_far(net, far, lan, to.clone(), relay).await;
             tracing::info!(%client, %to, %outcome, "connection ended");
             counters.count(outcome);
+        });
+        while relays.try_join_next().is_some() {}
+    }
+}
+
+async fn serve_socks(
+    listener: TcpListener,
+    net: Arc<Net>,
+    far: SocketAddr,
+    relay: RelayConfig,
+    counters: Arc<Counters>,
+) {
+    let mut relays = JoinSet::new();
+    loop {
+        let (lan, client) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                tracing::warn!(%err, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Some(permit) = counters.admit() else {
+            lan.reset();
+            continue;
+        };
+        let _ = lan.set_nodelay(true);
+        let (net, counters) = (net.clone(), counters.clone());
+        relays.spawn(async move {
+            let _permit = permit;
+            match socks::serve(lan, net, far, relay).await {
+                Ok(outcome) => {
+                    tracing::info!(%client, %outcome, "SOCKS5 connection ended");
+                    counters.count(outcome);
+                }
+                Err(refusal) => {
+                    tracing::info!(%client, %refusal, "SOCKS5 request not relayed");
+                    counters.socks_refused.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         });
         while relays.try_join_next().is_some() {}
     }

@@ -11,7 +11,7 @@
 //!   socket and a stream of ours;
 //! - [`request`] and [`explicit`]: the explicit modes' link connections
 //!   (no root): the request naming the destination, the client gateway's
-//!   half and the far gateway's;
+//!   half and the far gateway's; [`socks`], the SOCKS5 server;
 //! - [`transparent`]: the transparent mode's kernel plumbing (TPROXY,
 //!   policy routing into a TUN device) and its relays;
 //! - [`config`] and [`gateway`]: `scps gateway --config FILE`.
@@ -23,6 +23,7 @@ pub mod gateway;
 pub mod pump;
 pub mod relay;
 pub mod request;
+pub mod socks;
 pub mod transparent;
 
 pub use relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Side};

@@ -80,6 +80,8 @@ pub enum OpenFailure {
     TimedOut,
     /// The network said the far end cannot be reached (ICMP).
     Unreachable,
+    /// The far gateway does not let its link connections reach it.
+    NotAllowed,
 }
 
 impl std::fmt::Display for OpenFailure {
@@ -88,6 +90,7 @@ impl std::fmt::Display for OpenFailure {
             OpenFailure::Refused => "refused",
             OpenFailure::TimedOut => "timed out",
             OpenFailure::Unreachable => "unreachable",
+            OpenFailure::NotAllowed => "not allowed by the far gateway",
         })
     }
 }

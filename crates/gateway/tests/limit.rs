@@ -4,38 +4,15 @@
 //! third connection held open at the same time is reset at once and
 //! counted; once one of the two ends, a new one is carried again.
 
-use std::net::{SocketAddr, TcpListener as StdTcpListener, UdpSocket};
-use std::sync::Arc;
+mod common;
+
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use scps_gateway::config::GatewayConfig;
-use scps_gateway::gateway::{Counters, run};
+use common::{free_port, free_udp_port, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
-
-fn free_port() -> u16 {
-    StdTcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts a gateway from `text`; stopping it is sending on the channel.
-fn start(text: &str) -> (oneshot::Sender<()>, tokio::task::JoinHandle<Arc<Counters>>) {
-    let config = GatewayConfig::parse(text, "test").unwrap();
-    let (stop, stopped) = oneshot::channel();
-    let task = tokio::spawn(async move {
-        run(config, async {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap()
-    });
-    (stop, task)
-}
 
 /// Tries `held` until it succeeds, for at most 10 s.
 async fn held_soon(via: SocketAddr) -> TcpStream {
@@ -74,11 +51,7 @@ async fn a_connection_beyond_the_limit_is_reset_and_counted() {
             });
         }
     });
-    let far_udp = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let far_udp = free_udp_port();
     let (stop_far, far) = start(&format!(
         "[link]\nudp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
         server_addr.port()

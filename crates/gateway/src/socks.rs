@@ -1,0 +1,278 @@
+//! The SOCKS5 server of the explicit modes (RFC 1928, no authentication):
+//! an application configured with the client gateway as its SOCKS5 proxy
+//! names its destination in a CONNECT request; the gateway carries it to
+//! the far gateway as a link request (`request.rs`, whose address kinds
+//! are SOCKS5's), which resolves names at its side, and answers the
+//! application with the outcome in SOCKS5's reply codes.
+//!
+//! The parsers take the bytes read so far and say "more", a message, or
+//! what is wrong with it; `serve` runs one client's exchange.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use scps_net::Net;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::explicit::open_link;
+use crate::pump::{Connection, pump};
+use crate::relay::{OpenFailure, Outcome, Relay, RelayConfig, Side};
+use crate::request::Destination;
+
+const VERSION: u8 = 5;
+const NO_AUTHENTICATION: u8 = 0;
+const NO_ACCEPTABLE_METHOD: u8 = 0xff;
+const CONNECT: u8 = 1;
+
+/// How long a client may take over its greeting and request.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// SOCKS5's reply codes (RFC 1928 section 6) that the gateway sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    Succeeded = 0,
+    GeneralFailure = 1,
+    NotAllowed = 2,
+    HostUnreachable = 4,
+    ConnectionRefused = 5,
+    TtlExpired = 6,
+    CommandNotSupported = 7,
+    AddressTypeNotSupported = 8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SocksError {
+    #[error("SOCKS version {0}, expected 5")]
+    Version(u8),
+    #[error("no method offered is \"no authentication\"")]
+    NoAcceptableMethod,
+    #[error("SOCKS command {0}: only CONNECT (1) is served")]
+    Command(u8),
+    #[error("SOCKS address type {0}: expected 1 (IPv4), 3 (name) or 4 (IPv6)")]
+    AddressType(u8),
+    #[error("SOCKS request with an empty or malformed host name")]
+    Name,
+    #[error("SOCKS request with reserved byte {0}, expected 0")]
+    Reserved(u8),
+}
+
+impl SocksError {
+    /// The reply that tells the client, where the protocol has one.
+    fn reply(&self) -> Option<Reply> {
+        match self {
+            SocksError::Command(_) => Some(Reply::CommandNotSupported),
+            SocksError::AddressType(_) => Some(Reply::AddressTypeNotSupported),
+            SocksError::Name | SocksError::Reserved(_) => Some(Reply::GeneralFailure),
+            SocksError::Version(_) | SocksError::NoAcceptableMethod => None,
+        }
+    }
+}
+
+/// The greeting (version, method count, methods): its length once whole,
+/// if it offers no authentication.
+pub fn parse_greeting(bytes: &[u8]) -> Result<Option<usize>, SocksError> {
+    let Some(&version) = bytes.first() else {
+        return Ok(None);
+    };
+    if version != VERSION {
+        return Err(SocksError::Version(version));
+    }
+    let Some(&count) = bytes.get(1) else {
+        return Ok(None);
+    };
+    let Some(methods) = bytes.get(2..2 + usize::from(count)) else {
+        return Ok(None);
+    };
+    if !methods.contains(&NO_AUTHENTICATION) {
+        return Err(SocksError::NoAcceptableMethod);
+    }
+    Ok(Some(2 + usize::from(count)))
+}
+
+/// The request (version, command, reserved, address type, address,
+/// port): the destination of a CONNECT and the request's length.
+pub fn parse_request(bytes: &[u8]) -> Result<Option<(Destination, usize)>, SocksError> {
+    let Some(head) = bytes.get(..4) else {
+        return match bytes.first() {
+            Some(&version) if version != VERSION => Err(SocksError::Version(version)),
+            _ => Ok(None),
+        };
+    };
+    if head[0] != VERSION {
+        return Err(SocksError::Version(head[0]));
+    }
+    if head[1] != CONNECT {
+        return Err(SocksError::Command(head[1]));
+    }
+    if head[2] != 0 {
+        return Err(SocksError::Reserved(head[2]));
+    }
+    // SOCKS5's address types are the link request's kinds: after the
+    // first three bytes, the request is a link request with version 1.
+    if !matches!(head[3], 1 | 3 | 4) {
+        return Err(SocksError::AddressType(head[3]));
+    }
+    let mut link_request = vec![crate::request::VERSION];
+    link_request.extend_from_slice(&bytes[3..]);
+    match Destination::parse(&link_request) {
+        Ok(Some((destination, len))) => Ok(Some((destination, 3 + len - 1))),
+        Ok(None) => Ok(None),
+        Err(_) => Err(SocksError::Name),
+    }
+}
+
+/// A reply with an empty bound address (the gateway does not say which
+/// address the far side connected from).
+pub fn encode_reply(reply: Reply) -> [u8; 10] {
+    [VERSION, reply as u8, 0, 1, 0, 0, 0, 0, 0, 0]
+}
+
+fn reply_for(failure: OpenFailure) -> Reply {
+    match failure {
+        OpenFailure::Refused => Reply::ConnectionRefused,
+        OpenFailure::TimedOut => Reply::TtlExpired,
+        OpenFailure::Unreachable => Reply::HostUnreachable,
+        OpenFailure::NotAllowed => Reply::NotAllowed,
+    }
+}
+
+/// Why a SOCKS client was not relayed.
+#[derive(Debug, thiserror::Error)]
+pub enum SocksRefusal {
+    #[error("{0}")]
+    Protocol(#[from] SocksError),
+    #[error("the client closed during its handshake")]
+    Truncated,
+    #[error("no whole handshake within {HANDSHAKE_TIMEOUT:?}")]
+    Slow,
+    #[error("{destination}: the far end {failure}")]
+    Far {
+        destination: Destination,
+        failure: OpenFailure,
+    },
+    #[error("the client's connection failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serves one SOCKS5 client: its handshake, the link connection to the
+/// far gateway at `far`, the reply, and the relay.
+pub async fn serve(
+    mut client: TcpStream,
+    net: Arc<Net>,
+    far: SocketAddr,
+    config: RelayConfig,
+) -> Result<Outcome, SocksRefusal> {
+    let destination = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut client)).await {
+        Ok(Ok(destination)) => destination,
+        Ok(Err(refusal)) => {
+            if let SocksRefusal::Protocol(error) = &refusal
+                && let Some(reply) = error.reply()
+            {
+                let _ = client.write_all(&encode_reply(reply)).await;
+            }
+            return Err(refusal);
+        }
+        Err(_) => return Err(SocksRefusal::Slow),
+    };
+    let link = match open_link(&net, far, &destination).await {
+        Ok(link) => link,
+        Err(failure) => {
+            let _ = client.write_all(&encode_reply(reply_for(failure))).await;
+            return Err(SocksRefusal::Far { destination, failure });
+        }
+    };
+    if let Err(err) = client.write_all(&encode_reply(Reply::Succeeded)).await {
+        link.reset();
+        return Err(err.into());
+    }
+    let relay = Relay::new(scps_node::Instant::ZERO, config, Side::Lan);
+    Ok(pump(relay, Side::Lan, client, std::future::ready(Ok(link))).await)
+}
+
+/// Reads the greeting, answers it, reads the request: the destination.
+/// Reads a byte at a time, never past the request (what follows it is the
+/// relayed stream).
+async fn handshake(client: &mut TcpStream) -> Result<Destination, SocksRefusal> {
+    let mut bytes = Vec::new();
+    loop {
+        match parse_greeting(&bytes) {
+            Ok(Some(_)) => break,
+            Ok(None) => bytes.push(read_byte(client).await?),
+            Err(SocksError::NoAcceptableMethod) => {
+                client.write_all(&[VERSION, NO_ACCEPTABLE_METHOD]).await?;
+                return Err(SocksError::NoAcceptableMethod.into());
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    client.write_all(&[VERSION, NO_AUTHENTICATION]).await?;
+    bytes.clear();
+    loop {
+        if let Some((destination, _)) = parse_request(&bytes)? {
+            return Ok(destination);
+        }
+        bytes.push(read_byte(client).await?);
+    }
+}
+
+async fn read_byte(client: &mut TcpStream) -> Result<u8, SocksRefusal> {
+    let mut byte = [0u8; 1];
+    if client.read(&mut byte).await? == 0 {
+        return Err(SocksRefusal::Truncated);
+    }
+    Ok(byte[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    #[test]
+    fn requests_of_every_address_type_parse_and_say_their_length() {
+        let v4 = [5, 1, 0, 1, 10, 1, 0, 5, 0, 22, 0xaa];
+        assert_eq!(
+            parse_request(&v4),
+            Ok(Some((
+                Destination::Address(SocketAddr::new(Ipv4Addr::new(10, 1, 0, 5).into(), 22)),
+                10
+            )))
+        );
+        let mut v6 = vec![5, 1, 0, 4];
+        v6.extend_from_slice(&Ipv6Addr::LOCALHOST.octets());
+        v6.extend_from_slice(&[0x1f, 0x90]);
+        assert_eq!(
+            parse_request(&v6),
+            Ok(Some((
+                Destination::Address(SocketAddr::new(Ipv6Addr::LOCALHOST.into(), 8080)),
+                22
+            )))
+        );
+        let name = [
+            5, 1, 0, 3, 9, b'l', b'o', b'c', b'a', b'l', b'h', b'o', b's', b't', 0, 80,
+        ];
+        assert_eq!(
+            parse_request(&name),
+            Ok(Some((Destination::Name("localhost".into(), 80), 16)))
+        );
+        for cut in 0..name.len() {
+            assert_eq!(parse_request(&name[..cut]), Ok(None), "{cut} bytes ask for more");
+        }
+    }
+
+    #[test]
+    fn malformed_greetings_and_requests_say_what_is_wrong() {
+        assert_eq!(parse_greeting(&[4, 1, 0]), Err(SocksError::Version(4)));
+        assert_eq!(parse_greeting(&[5, 1, 2]), Err(SocksError::NoAcceptableMethod));
+        assert_eq!(parse_greeting(&[5, 2, 2]), Ok(None));
+        assert_eq!(parse_greeting(&[5, 2, 2, 0]), Ok(Some(4)));
+        assert_eq!(parse_request(&[5, 2, 0, 1]), Err(SocksError::Command(2)));
+        assert_eq!(parse_request(&[5, 1, 0, 9]), Err(SocksError::AddressType(9)));
+        assert_eq!(parse_request(&[5, 1, 7, 1]), Err(SocksError::Reserved(7)));
+        assert_eq!(parse_request(&[5, 1, 0, 3, 0, 0, 80]), Err(SocksError::Name));
+        assert_eq!(SocksError::Command(2).reply(), Some(Reply::CommandNotSupported));
+        assert_eq!(encode_reply(Reply::NotAllowed)[1], 2);
+    }
+}

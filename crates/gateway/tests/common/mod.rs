@@ -1,0 +1,45 @@
+//! Shared by the gateway's tests that run whole gateways from their
+//! configuration text.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use scps_gateway::config::GatewayConfig;
+use scps_gateway::gateway::{Counters, run};
+use tokio::sync::oneshot;
+
+/// A TCP port free on loopback, as the kernel hands them out (the
+/// gateway binds it a moment later).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A UDP port free on loopback.
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A gateway started from `text`; stopping it is sending on the channel,
+/// and its task then returns what it counted.
+pub fn start(text: &str) -> (oneshot::Sender<()>, tokio::task::JoinHandle<Arc<Counters>>) {
+    let config = GatewayConfig::parse(text, "test").unwrap();
+    let (stop, stopped) = oneshot::channel();
+    let task = tokio::spawn(async move {
+        run(config, async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap()
+    });
+    (stop, task)
+}
