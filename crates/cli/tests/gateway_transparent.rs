@@ -23,7 +23,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use common::TempDir;
-use common::gateways::{SCPS, assert_nothing_installed, config, start, stop, wait_ready};
+use common::gateways::{SCPS, assert_nothing_installed, config, config_with, start, stop, wait_ready};
 use scps_testbed::{Testbed, Topology};
 use sha2::{Digest, Sha256};
 
@@ -190,6 +190,51 @@ fn a_lone_gateway_facing_a_plain_tcp_host_still_connects() {
         "the server sees the client"
     );
     assert!(stop(&a).contains("connections closed 1,"), "gwA carried it");
+}
+
+#[test]
+fn a_host_that_drops_the_scps_option_is_reached_without_it_and_remembered() {
+    // Only gwA runs, facing the server's Linux TCP, which here drops every
+    // SYN carrying the SCPS capabilities option (kind 20) as some hosts
+    // do: the first connection's SYN with it goes unanswered, and the
+    // gateway tries again without it; the second goes without it at once.
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-plain");
+    let rule = dir.path().join("drop-scps.nft");
+    std::fs::write(
+        &rule,
+        "table inet drop_scps {\n chain input {\n  type filter hook input priority 0;\n  \
+         tcp flags syn tcp option @20,8,8 != 0 drop\n }\n}\n",
+    )
+    .unwrap();
+    testbed
+        .node("server")
+        .unwrap()
+        .output("nft", &["-f".as_ref(), rule.as_os_str()])
+        .unwrap();
+    let gw_a = testbed.node("gwA").unwrap();
+    let file = config_with(
+        &dir,
+        "a.toml",
+        "10.99.1.0/24",
+        "10.99.4.0/24",
+        "[relay]\nconnect_timeout = \"2s\"\n",
+    );
+    let a = start(gw_a, &file);
+    wait_ready(&[(gw_a, &a)]);
+    for round in 0..2 {
+        let server = digest_server(&testbed);
+        let upload = vec![round as u8; 100_000];
+        let answer = exchange(&testbed, &upload).expect("the client reaches the server");
+        assert_eq!(answer, Sha256::digest(&upload).to_vec(), "round {round}");
+        server.join().unwrap();
+    }
+    let said = stop(&a);
+    assert!(said.contains("connections closed 2,"), "{said}");
+    assert!(
+        said.contains("retried without SCPS 1"),
+        "the first connection was retried, the second went without the option at once: {said}"
+    );
 }
 
 #[test]

@@ -22,6 +22,9 @@ pub struct Counters {
     pub turned_down: AtomicU64,
     /// Connections turned away because the gateway held its limit.
     pub over_limit: AtomicU64,
+    /// Link connections opened again without the SCPS capabilities
+    /// option after an attempt with it got no answer or a reset.
+    pub plain_retries: AtomicU64,
     /// SOCKS5 requests not relayed (malformed, or the far end could not
     /// be reached), each answered with SOCKS5's reply where it has one.
     pub socks_refused: AtomicU64,
@@ -52,6 +55,7 @@ impl Counters {
             turned_down: AtomicU64::new(0),
             over_limit: AtomicU64::new(0),
             socks_refused: AtomicU64::new(0),
+            plain_retries: AtomicU64::new(0),
             active: AtomicUsize::new(0),
             limit,
         }
@@ -98,7 +102,7 @@ impl Counters {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         format!(
             "connections closed {}, reset {}, refused at the far end {}, idle {}, turned away at the limit {}, \
-             link connections turned down {}, SOCKS5 requests not relayed {}",
+             link connections turned down {}, SOCKS5 requests not relayed {}, retried without SCPS {}",
             get(&self.closed),
             get(&self.reset),
             get(&self.refused),
@@ -106,6 +110,7 @@ impl Counters {
             get(&self.over_limit),
             get(&self.turned_down),
             get(&self.socks_refused),
+            get(&self.plain_retries),
         )
     }
 }

@@ -20,7 +20,11 @@ use crate::explicit::{FarConfig, relay_to_far, serve_link};
 use crate::pump::Connection;
 use crate::relay::RelayConfig;
 use crate::socks;
-use crate::transparent::{self, Relaying, TransparentError};
+use crate::transparent::{self, PlainHosts, Relaying, TransparentError};
+
+/// How long a destination that answered only without the SCPS
+/// capabilities option is remembered as one.
+const PLAIN_HOSTS_REMEMBERED: Duration = Duration::from_secs(600);
 
 /// How long a stopping gateway lets its link connections finish closing.
 const LINGER: Duration = Duration::from_secs(5);
@@ -61,6 +65,7 @@ pub async fn run(
             relay: config.relay,
             connect_timeout: config.connect_timeout,
             counters: counters.clone(),
+            plain_hosts: Arc::new(PlainHosts::new(PLAIN_HOSTS_REMEMBERED)),
         };
         let (guard, net) = transparent::start(plumbing.clone(), &config.engine.config, relaying, &mut tasks)
             .map_err(GatewayError::Transparent)?;

@@ -130,7 +130,7 @@ impl Net {
     /// Opens a connection to `remote` from one of our addresses and an
     /// ephemeral port, and waits for the handshake.
     pub async fn connect(&self, remote: SocketAddr) -> Result<Stream, NetError> {
-        self.open(remote, None).await
+        self.open(remote, None, None).await
     }
 
     /// Opens a connection to `remote` from `local` and waits for the
@@ -140,14 +140,36 @@ impl Net {
     /// it stands in for; port 0 picks a free ephemeral port. The kernel
     /// must route the peer's answers to `local` back to this path.
     pub async fn connect_from(&self, local: SocketAddr, remote: SocketAddr) -> Result<Stream, NetError> {
-        self.open(remote, Some(local)).await
+        self.open(remote, Some(local), None).await
     }
 
-    async fn open(&self, remote: SocketAddr, local: Option<SocketAddr>) -> Result<Stream, NetError> {
+    /// As [`Net::connect_from`], the connection configured by `config`
+    /// instead of the endpoint's default (a gateway retrying without the
+    /// SCPS capabilities option, for one).
+    pub async fn connect_from_with(
+        &self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        config: scps_proto::Config,
+    ) -> Result<Stream, NetError> {
+        self.open(remote, Some(local), Some(config)).await
+    }
+
+    /// The configuration of connections not given their own.
+    pub fn connection_config(&self) -> scps_proto::Config {
+        self.shared.lock().endpoint.default_config().clone()
+    }
+
+    async fn open(
+        &self,
+        remote: SocketAddr,
+        local: Option<SocketAddr>,
+        config: Option<scps_proto::Config>,
+    ) -> Result<Stream, NetError> {
         let now = self.shared.clock.now();
         let handle = {
             let mut state = self.shared.lock();
-            let handle = state.endpoint.connect(now, remote, local, None)?;
+            let handle = state.endpoint.connect(now, remote, local, config)?;
             state.track(handle);
             handle
         };

@@ -314,6 +314,11 @@ impl Endpoint {
         &self.local_addrs
     }
 
+    /// The configuration connections get unless they are given their own.
+    pub fn default_config(&self) -> &Config {
+        &self.default_config
+    }
+
     /// Accepts connections to `local` (an address of ours or one the
     /// endpoint may act as, or unspecified for all of ours) with `config`,
     /// or the endpoint's default.

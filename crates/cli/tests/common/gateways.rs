@@ -16,12 +16,18 @@ use super::TempDir;
 pub const SCPS: &str = env!("CARGO_BIN_EXE_scps");
 
 pub fn config(dir: &TempDir, name: &str, local: &str, remote: &str) -> std::path::PathBuf {
+    config_with(dir, name, local, remote, "")
+}
+
+/// A transparent gateway's configuration with `extra` (more tables) after
+/// its own.
+pub fn config_with(dir: &TempDir, name: &str, local: &str, remote: &str, extra: &str) -> std::path::PathBuf {
     let file = dir.path().join(name);
     std::fs::write(
         &file,
         format!(
             "[transparent]\nlan = \"lan0\"\nlink = \"sat0\"\nlocal = [\"{local}\"]\nremote = [\"{remote}\"]\n\
-             [engine]\nprotocol = \"scps-vj\"\n"
+             [engine]\nprotocol = \"scps-vj\"\n{extra}"
         ),
     )
     .unwrap();

@@ -9,12 +9,14 @@
 //! Each gateway of a pair runs the same mode with its own view: `local`
 //! the prefixes on its LAN side, `remote` those beyond the far gateway.
 
+mod plain_hosts;
 mod plumbing;
 mod sockets;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use plain_hosts::PlainHosts;
 pub use plumbing::{Installed, Plumbing, PlumbingError};
 use scps_net::{Net, NetError, NetOptions, TunPath};
 use tokio::task::JoinSet;
@@ -50,6 +52,7 @@ pub struct Relaying {
     pub relay: RelayConfig,
     pub connect_timeout: Duration,
     pub counters: Arc<Counters>,
+    pub plain_hosts: Arc<PlainHosts>,
 }
 
 /// Starts the transparent mode: the TUN device and its endpoint, the
@@ -69,7 +72,10 @@ pub fn start(
         tun: plumbing.tun.clone(),
         error,
     })?;
-    let mut options = NetOptions::default();
+    let mut options = NetOptions {
+        connect_timeout: relaying.connect_timeout,
+        ..NetOptions::default()
+    };
     options.endpoint.connection = engine.clone();
     options.endpoint.transparent = plumbing.local.clone();
     let endpoint_error = |error| TransparentError::Endpoint {
@@ -120,11 +126,9 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
         relays.spawn(async move {
             let _permit = permit;
             let relay = Relay::new(scps_node::Instant::ZERO, relaying.relay, Side::Lan);
-            let opening = async move {
-                net.connect_from(client, server).await.map_err(|err| {
-                    tracing::info!(%client, %server, %err, "the link connection did not open");
-                    net_open_failure(&err)
-                })
+            let opening = {
+                let relaying = relaying.clone();
+                async move { open_link(&net, client, server, &relaying).await }
             };
             let outcome = pump(relay, Side::Lan, lan, opening).await;
             tracing::info!(%client, %server, %outcome, "connection ended");
@@ -132,6 +136,57 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
         });
         while relays.try_join_next().is_some() {}
     }
+}
+
+/// The link connection of an intercepted one, with the SCPS capabilities
+/// option unless the server is known to answer only without it; a SYN
+/// with it that gets no answer or a reset is tried again without it.
+async fn open_link(
+    net: &Net,
+    client: std::net::SocketAddr,
+    server: std::net::SocketAddr,
+    relaying: &Relaying,
+) -> Result<scps_net::Stream, OpenFailure> {
+    let failed = |err: &NetError| {
+        tracing::info!(%client, %server, %err, "the link connection did not open");
+        net_open_failure(err)
+    };
+    if !relaying.plain_hosts.is_plain(server.ip()) {
+        match net.connect_from(client, server).await {
+            Ok(link) => return Ok(link),
+            Err(err) if unanswered_or_reset(&err) => {
+                tracing::info!(%client, %server, %err, "trying again without the SCPS capabilities option");
+                relaying
+                    .counters
+                    .plain_retries
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Err(err) => return Err(failed(&err)),
+        }
+    }
+    let mut config = net.connection_config();
+    config.scps = false;
+    match net.connect_from_with(client, server, config).await {
+        Ok(link) => {
+            relaying.plain_hosts.remember(server.ip());
+            Ok(link)
+        }
+        Err(err) => Err(failed(&err)),
+    }
+}
+
+/// Whether a connection failed in its handshake, for want of an answer or
+/// by a reset (what a host that rejects the SCPS option does).
+fn unanswered_or_reset(err: &NetError) -> bool {
+    use scps_proto::ConnectionError;
+    matches!(
+        err,
+        NetError::ConnectTimedOut { .. }
+            | NetError::Connection {
+                source: ConnectionError::Refused | ConnectionError::HandshakeTimedOut { .. },
+                ..
+            }
+    )
 }
 
 /// Link connections to local servers: each answered as its server and
