@@ -8,7 +8,35 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use crate::pump::Connection;
 use crate::relay::Outcome;
+
+/// The pause after a failed accept (out of descriptors, for one) before
+/// the next.
+const ACCEPT_RETRY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The next LAN connection on `listener` that the gateway has room for,
+/// with its place: one beyond the limit is reset at once.
+pub(crate) async fn accept_admitted(
+    listener: &tokio::net::TcpListener,
+    counters: &Arc<Counters>,
+) -> (tokio::net::TcpStream, std::net::SocketAddr, Permit) {
+    loop {
+        match listener.accept().await {
+            Ok((lan, client)) => match counters.admit() {
+                Some(permit) => {
+                    let _ = lan.set_nodelay(true);
+                    return (lan, client, permit);
+                }
+                None => lan.reset(),
+            },
+            Err(err) => {
+                tracing::warn!(%err, "accept failed");
+                tokio::time::sleep(ACCEPT_RETRY).await;
+            }
+        }
+    }
+}
 
 #[derive(Debug)]
 pub struct Counters {

@@ -16,8 +16,8 @@ use tokio::task::JoinSet;
 
 use crate::config::{ExplicitLink, Forward, GatewayConfig};
 pub use crate::counters::Counters;
+use crate::counters::accept_admitted;
 use crate::explicit::{FarConfig, relay_to_far, serve_link};
-use crate::pump::Connection;
 use crate::relay::RelayConfig;
 use crate::socks;
 use crate::transparent::{self, PlainHosts, Relaying, TransparentError};
@@ -185,20 +185,7 @@ async fn serve_forward(
 ) {
     let mut relays = JoinSet::new();
     loop {
-        let (lan, client) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(err) => {
-                // Out of descriptors, for one: the next accept may work.
-                tracing::warn!(listen = %forward.listen, %err, "accept failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let Some(permit) = counters.admit() else {
-            lan.reset();
-            continue;
-        };
-        let _ = lan.set_nodelay(true);
+        let (lan, client, permit) = accept_admitted(&listener, &counters).await;
         let (net, to, counters) = (net.clone(), forward.to.clone(), counters.clone());
         relays.spawn(async move {
             let _permit = permit;
@@ -219,19 +206,7 @@ async fn serve_socks(
 ) {
     let mut relays = JoinSet::new();
     loop {
-        let (lan, client) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(err) => {
-                tracing::warn!(%err, "accept failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let Some(permit) = counters.admit() else {
-            lan.reset();
-            continue;
-        };
-        let _ = lan.set_nodelay(true);
+        let (lan, client, permit) = accept_admitted(&listener, &counters).await;
         let (net, counters) = (net.clone(), counters.clone());
         relays.spawn(async move {
             let _permit = permit;

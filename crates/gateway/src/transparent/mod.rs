@@ -21,8 +21,8 @@ pub use plumbing::{Installed, Plumbing, PlumbingError};
 use scps_net::{Net, NetError, NetOptions, TunPath};
 use tokio::task::JoinSet;
 
-use crate::gateway::Counters;
-use crate::pump::{Connection, net_open_failure, open_failure, pump};
+use crate::counters::{Counters, accept_admitted};
+use crate::pump::{net_open_failure, open_failure, pump};
 use crate::relay::{OpenFailure, Relay, RelayConfig, Side};
 
 /// The TUN device's MTU: an Ethernet link's.
@@ -102,14 +102,7 @@ pub fn start(
 async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: Relaying) {
     let mut relays = JoinSet::new();
     loop {
-        let (lan, client) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(err) => {
-                tracing::warn!(%err, "accept failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
+        let (lan, client, permit) = accept_admitted(&listener, &relaying.counters).await;
         let server = match lan.local_addr() {
             Ok(server) => server,
             Err(err) => {
@@ -117,11 +110,6 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
                 continue;
             }
         };
-        let Some(permit) = relaying.counters.admit() else {
-            lan.reset();
-            continue;
-        };
-        let _ = lan.set_nodelay(true);
         let (net, relaying) = (net.clone(), relaying.clone());
         relays.spawn(async move {
             let _permit = permit;
