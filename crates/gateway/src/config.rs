@@ -28,6 +28,8 @@ pub const DEFAULT_LINK_PORT: u16 = 7200;
 /// `relay.buffer` says: 8 Mbit/s for 1 s.
 const DEFAULT_BUFFER: u64 = 1 << 20;
 const BUFFER_RANGE: (u64, u64) = (4096, 1 << 30);
+/// The bounds of a buffer sized from the route's bandwidth-delay product.
+const BDP_BUFFER_RANGE: (u64, u64) = (256 << 10, 16 << 20);
 /// Split connections at once, and the memory of their buffers, unless
 /// `relay.max_connections` and `relay.memory` say.
 const DEFAULT_MAX_CONNECTIONS: usize = 4096;
@@ -245,7 +247,19 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
              [[allow]] (to take them from a client gateway) or a [transparent] section",
         ));
     }
-    let buffer = spec.relay.buffer.map_or(DEFAULT_BUFFER, |b| b.0);
+    // The client gateway's data goes forward on the link, the far
+    // gateway's back.
+    let direction = if !carries {
+        Direction::Reverse
+    } else {
+        Direction::Forward
+    };
+    let rtt = spec.engine.as_ref().and_then(link_rtt);
+    let engine = engine(spec.engine, origin, direction)?;
+    let buffer = match spec.relay.buffer {
+        Some(buffer) => buffer.0,
+        None => default_buffer(engine.config.rate_bps, rtt),
+    };
     if !(BUFFER_RANGE.0..=BUFFER_RANGE.1).contains(&buffer) {
         return Err(Error::invalid("relay.buffer", buffer, "from 4096 bytes to 1 GiB"));
     }
@@ -278,17 +292,10 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     if connect_timeout.is_zero() {
         return Err(Error::invalid("relay.connect_timeout", "0s", "a time above zero"));
     }
-    // The client gateway's data goes forward on the link, the far
-    // gateway's back.
-    let direction = if !carries {
-        Direction::Reverse
-    } else {
-        Direction::Forward
-    };
     Ok(GatewayConfig {
         link,
         transparent,
-        engine: engine(spec.engine, origin, direction)?,
+        engine,
         relay: RelayConfig {
             buffer: buffer as usize,
             idle_timeout,
@@ -299,6 +306,27 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         socks,
         allowed: Allowed { rules },
     })
+}
+
+/// A relay buffer of one bandwidth-delay product of the route (its rate
+/// from the engine, its RTT from `[engine.link]`), within 256 KiB and
+/// 16 MiB: enough to keep the link connection fed while the LAN side
+/// catches up, no more. [`DEFAULT_BUFFER`] when either is unknown.
+fn default_buffer(rate_bps: Option<u64>, rtt: Option<Duration>) -> u64 {
+    match (rate_bps, rtt) {
+        (Some(rate), Some(rtt)) => {
+            let bdp = (rate as f64 / 8.0 * rtt.as_secs_f64()) as u64;
+            bdp.clamp(BDP_BUFFER_RANGE.0, BDP_BUFFER_RANGE.1)
+        }
+        _ => DEFAULT_BUFFER,
+    }
+}
+
+/// The link's RTT in `[engine]`, if it gives one (checked with the rest of
+/// the table by the engine's resolution).
+fn link_rtt(engine: &toml::Table) -> Option<Duration> {
+    let rtt = engine.get("link")?.get("rtt")?.as_str()?;
+    scps_config::units::parse_duration(rtt).ok()
 }
 
 /// The link connections' engine: `[engine]` is a scenario document
@@ -555,7 +583,19 @@ mod tests {
         .unwrap();
         assert_eq!(client.far_link(), Some("192.0.2.2:7300".parse().unwrap()));
         assert_eq!(client.engine.protocol, scps_config::Protocol::ScpsRate);
-        assert_eq!(client.relay.buffer, 4_000_000);
+        assert_eq!(client.relay.buffer, 4_000_000, "relay.buffer wins");
+        let sized = parse(&FAR.replace(
+            "[[allow]]",
+            "[engine]\nprotocol = \"scps-rate\"\n[engine.link]\nrate = \"8Mbit\"\nrtt = \"600ms\"\n[[allow]]",
+        ))
+        .unwrap();
+        assert_eq!(sized.relay.buffer, 600_000, "8 Mbit/s for 600 ms");
+        let fast = parse(&FAR.replace(
+            "[[allow]]",
+            "[engine.link]\nrate = \"10Gbit\"\nrtt = \"600ms\"\n[[allow]]",
+        ))
+        .unwrap();
+        assert_eq!(fast.relay.buffer, 16 << 20, "capped");
         assert_eq!(client.relay.idle_timeout, None, "0s turns the idle timeout off");
         assert_eq!(
             client.forwards[1].to,
