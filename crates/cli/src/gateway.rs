@@ -19,12 +19,18 @@ pub struct GatewayArgs {
     /// their own).
     #[arg(long)]
     print_rules: bool,
+    /// Capture every packet of the link connections, both ways, to FILE
+    /// (pcap; with both the transparent and an explicit mode, the
+    /// explicit one's goes to FILE.explicit.pcap).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
 }
 
 pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.config)
         .with_context(|| format!("cannot read --config {}", args.config.display()))?;
-    let config = GatewayConfig::parse(&text, &args.config.display().to_string())?;
+    let mut config = GatewayConfig::parse(&text, &args.config.display().to_string())?;
+    config.capture = args.pcap;
     if args.check {
         println!("{}: the configuration is valid", args.config.display());
         return Ok(());

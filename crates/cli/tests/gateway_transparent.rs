@@ -23,7 +23,9 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use common::TempDir;
-use common::gateways::{SCPS, assert_nothing_installed, config, config_with, start, stop, wait_ready};
+use common::gateways::{
+    SCPS, assert_nothing_installed, config, config_with, start, start_with, stop, wait_ready,
+};
 use scps_testbed::{Testbed, Topology};
 use sha2::{Digest, Sha256};
 
@@ -35,7 +37,12 @@ fn transparent_gateways_carry_kernel_tcp_keeping_the_client_address() {
     let dir = TempDir::new("gateway-transparent");
     let gw_a = testbed.node("gwA").unwrap();
     let gw_b = testbed.node("gwB").unwrap();
-    let a = start(gw_a, &config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"));
+    let capture = dir.path().join("link.pcap");
+    let a = start_with(
+        gw_a,
+        &config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"),
+        &["--pcap".as_ref(), capture.as_os_str()],
+    );
     let b = start(gw_b, &config(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24"));
     wait_ready(&[(gw_a, &a), (gw_b, &b)]);
 
@@ -94,6 +101,10 @@ fn transparent_gateways_carry_kernel_tcp_keeping_the_client_address() {
     );
     assert_nothing_installed(gw_a);
     assert_nothing_installed(gw_b);
+    // gwA's capture of the link connection decodes clean, and its SYN and
+    // SYN-ACK both carry the SCPS capabilities option.
+    common::assert_capture_clean(&capture, 1000);
+    assert_eq!(common::syns(&capture), [(false, true), (true, true)]);
 }
 
 /// The client's connection to `SERVER` through the gateways, `upload`

@@ -158,6 +158,9 @@ pub struct GatewayConfig {
     pub socks: Vec<SocketAddr>,
     /// What this gateway, as the far one, lets link connections reach.
     pub allowed: Allowed,
+    /// Capture the link connections' packets here (`scps gateway
+    /// --pcap`; not a key of the file).
+    pub capture: Option<std::path::PathBuf>,
 }
 
 impl GatewayConfig {
@@ -305,6 +308,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         forwards,
         socks,
         allowed: Allowed { rules },
+        capture: None,
     })
 }
 

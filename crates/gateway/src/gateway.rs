@@ -67,8 +67,14 @@ pub async fn run(
             counters: counters.clone(),
             plain_hosts: Arc::new(PlainHosts::new(PLAIN_HOSTS_REMEMBERED)),
         };
-        let (guard, net) = transparent::start(plumbing.clone(), &config.engine.config, relaying, &mut tasks)
-            .map_err(GatewayError::Transparent)?;
+        let (guard, net) = transparent::start(
+            plumbing.clone(),
+            &config.engine.config,
+            config.capture.clone(),
+            relaying,
+            &mut tasks,
+        )
+        .map_err(GatewayError::Transparent)?;
         installed = Some(guard);
         endpoints.push(net);
     }
@@ -95,7 +101,16 @@ async fn start_explicit(
     tasks: &mut JoinSet<()>,
 ) -> Result<Arc<Net>, GatewayError> {
     let path = UdpPath::bind(link.udp, link.peer).map_err(GatewayError::Link)?;
-    let mut options = NetOptions::default();
+    let mut options = NetOptions {
+        capture: config.capture.as_ref().map(|file| {
+            // Beside the transparent mode's capture, if both run.
+            match &config.transparent {
+                Some(_) => file.with_extension("explicit.pcap"),
+                None => file.clone(),
+            }
+        }),
+        ..NetOptions::default()
+    };
     options.endpoint.connection = config.engine.config.clone();
     let net = Arc::new(Net::start(path, options).map_err(GatewayError::Link)?);
     if !config.allowed.rules.is_empty() {

@@ -35,12 +35,14 @@ pub fn config_with(dir: &TempDir, name: &str, local: &str, remote: &str, extra: 
 }
 
 pub fn start(node: &Node, config: &Path) -> Process {
-    node.spawn(
-        SCPS,
-        &["gateway".as_ref(), "--config".as_ref(), config.as_os_str()],
-        Output::Piped,
-    )
-    .unwrap()
+    start_with(node, config, &[])
+}
+
+/// `scps gateway --config CONFIG ARGS...` in `node`.
+pub fn start_with(node: &Node, config: &Path, args: &[&std::ffi::OsStr]) -> Process {
+    let mut all = vec!["gateway".as_ref(), "--config".as_ref(), config.as_os_str()];
+    all.extend_from_slice(args);
+    node.spawn(SCPS, &all, Output::Piped).unwrap()
 }
 
 /// Whether the gateway's nftables table is in `node`'s namespace.

@@ -63,6 +63,7 @@ pub struct Relaying {
 pub fn start(
     plumbing: Plumbing,
     engine: &scps_proto::Config,
+    capture: Option<std::path::PathBuf>,
     relaying: Relaying,
     tasks: &mut JoinSet<()>,
 ) -> Result<(Installed, Arc<Net>), TransparentError> {
@@ -74,6 +75,7 @@ pub fn start(
     })?;
     let mut options = NetOptions {
         connect_timeout: relaying.connect_timeout,
+        capture,
         ..NetOptions::default()
     };
     options.endpoint.connection = engine.clone();
