@@ -5,11 +5,28 @@
 //! connection reset, a link connection aborted), counted and logged,
 //! never queued.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::pump::Connection;
 use crate::relay::Outcome;
+
+/// The relay tasks one listener started: each keeps its connection's
+/// place until it ends, and those that ended are reaped as new ones
+/// start (so the set holds no more than the connections alive).
+#[derive(Debug, Default)]
+pub(crate) struct Relays(tokio::task::JoinSet<()>);
+
+impl Relays {
+    pub(crate) fn spawn(&mut self, permit: Permit, relay: impl Future<Output = ()> + Send + 'static) {
+        self.0.spawn(async move {
+            let _permit = permit;
+            relay.await;
+        });
+        while self.0.try_join_next().is_some() {}
+    }
+}
 
 /// The pause after a failed accept (out of descriptors, for one) before
 /// the next.

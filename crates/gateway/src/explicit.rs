@@ -6,7 +6,7 @@
 //! allows, connects to it with kernel TCP, answers with the outcome, and
 //! both relay.
 //!
-//! - [`open_link`] is the client gateway's half: the link connection,
+//! - [`FarLink::open`] is the client gateway's half: the link connection,
 //!   the request, the far gateway's answer mapped to an [`OpenFailure`]
 //!   (so a refusal at the far end reaches the client as a reset);
 //! - [`serve_link`] is the far gateway's: one link connection from its
@@ -22,7 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::pump::{net_open_failure, open_failure, pump};
-use crate::relay::{OpenFailure, Outcome, Relay, RelayConfig, Side};
+use crate::relay::{OpenFailure, Outcome, RelayConfig, Side};
 use crate::request::{Destination, MAX_REQUEST, RequestError, Status};
 
 /// How long a link connection may take to send its whole request, and
@@ -61,10 +61,40 @@ pub struct FarConfig {
     pub relay: RelayConfig,
 }
 
-/// The client gateway's link connection for `destination`: connected to
-/// the far gateway at `far`, the request sent, the answer read. A far end
-/// that refused, or could not be reached, is the matching failure.
-pub async fn open_link(net: &Net, far: SocketAddr, destination: &Destination) -> Result<Stream, OpenFailure> {
+/// How a client gateway reaches the far one: its link endpoint, the far
+/// gateway's link address, and how long a destination may take to answer
+/// (`relay.connect_timeout`: the far gateway connects within its own,
+/// the same key on both sides).
+#[derive(Debug, Clone)]
+pub struct FarLink {
+    pub net: Arc<Net>,
+    pub far: SocketAddr,
+    pub connect_timeout: Duration,
+}
+
+impl FarLink {
+    /// The link connection for `destination`: connected to the far
+    /// gateway, the request sent, the answer read. A far end that refused,
+    /// or could not be reached, is the matching failure.
+    pub async fn open(&self, destination: &Destination) -> Result<Stream, OpenFailure> {
+        open_link(
+            &self.net,
+            self.far,
+            destination,
+            REQUEST_TIMEOUT + self.connect_timeout,
+        )
+        .await
+    }
+}
+
+/// [`FarLink::open`], waiting at most `answer_within` for the far
+/// gateway's answer once connected.
+async fn open_link(
+    net: &Net,
+    far: SocketAddr,
+    destination: &Destination,
+    answer_within: Duration,
+) -> Result<Stream, OpenFailure> {
     let mut link = net.connect(far).await.map_err(|err| {
         tracing::info!(%far, %err, "the far gateway cannot be reached");
         net_open_failure(&err)
@@ -75,7 +105,7 @@ pub async fn open_link(net: &Net, far: SocketAddr, destination: &Destination) ->
         link.read_exact(&mut reply).await?;
         Ok::<_, std::io::Error>(reply)
     };
-    let reply = match tokio::time::timeout(REQUEST_TIMEOUT + Duration::from_secs(5), answer).await {
+    let reply = match tokio::time::timeout(answer_within, answer).await {
         Ok(Ok(reply)) => reply,
         Ok(Err(err)) => {
             tracing::info!(%far, %err, "the link connection failed before the far gateway answered");
@@ -88,16 +118,13 @@ pub async fn open_link(net: &Net, far: SocketAddr, destination: &Destination) ->
         }
     };
     match Status::parse(&reply) {
-        Ok(Some(Status::Connected)) => Ok(link),
-        Ok(Some(status)) => {
-            tracing::info!(%destination, %status, "the far gateway did not connect");
-            Err(match status {
-                Status::Refused => OpenFailure::Refused,
-                Status::TimedOut => OpenFailure::TimedOut,
-                Status::NotAllowed => OpenFailure::NotAllowed,
-                _ => OpenFailure::Unreachable,
-            })
-        }
+        Ok(Some(status)) => match status.failure() {
+            None => Ok(link),
+            Some(failure) => {
+                tracing::info!(%destination, %status, "the far gateway did not connect");
+                Err(failure)
+            }
+        },
         Ok(None) | Err(_) => {
             tracing::warn!(%far, ?reply, "the far gateway's answer is malformed");
             link.abort();
@@ -109,15 +136,13 @@ pub async fn open_link(net: &Net, far: SocketAddr, destination: &Destination) ->
 /// Relays a LAN connection accepted by the client gateway to
 /// `destination` through the far gateway.
 pub async fn relay_to_far(
-    net: Arc<Net>,
-    far: SocketAddr,
+    link: FarLink,
     lan: TcpStream,
     destination: Destination,
     config: RelayConfig,
 ) -> Outcome {
-    let relay = Relay::new(now(), config, Side::Lan);
-    let opening = async move { open_link(&net, far, &destination).await };
-    pump(relay, Side::Lan, lan, opening).await
+    let opening = async move { link.open(&destination).await };
+    pump(config, Side::Lan, lan, opening).await
 }
 
 /// Why the far gateway turned a link connection down.
@@ -165,8 +190,7 @@ pub async fn serve_link(mut link: Stream, config: &FarConfig) -> Result<Outcome,
         }
     };
     link.write_all(&Status::Connected.encode()).await?;
-    let relay = Relay::new(now(), config.relay, Side::Link);
-    Ok(pump(relay, Side::Link, link, std::future::ready(Ok(lan))).await)
+    Ok(pump(config.relay, Side::Link, link, std::future::ready(Ok(lan))).await)
 }
 
 /// Answers a link connection that will not be relayed, and closes it
@@ -234,20 +258,11 @@ async fn connect(destination: &Destination, config: &FarConfig) -> Result<TcpStr
             }
             Ok(Err(err)) => {
                 tracing::debug!(%addr, %err, "connect failed");
-                status = match open_failure(&err) {
-                    OpenFailure::Refused => Status::Refused,
-                    OpenFailure::TimedOut => Status::TimedOut,
-                    OpenFailure::Unreachable | OpenFailure::NotAllowed => Status::Unreachable,
-                };
+                status = Status::of_failure(open_failure(&err));
             }
             Err(_) => status = Status::TimedOut,
         }
     }
     tracing::info!(destination = %first, %status, "the destination cannot be reached");
     Err(status)
-}
-
-/// The relay's notion of now when it starts: its clock is the pump's.
-fn now() -> scps_node::Instant {
-    scps_node::Instant::ZERO
 }

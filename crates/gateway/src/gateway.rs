@@ -16,8 +16,8 @@ use tokio::task::JoinSet;
 
 use crate::config::{ExplicitLink, Forward, GatewayConfig};
 pub use crate::counters::Counters;
-use crate::counters::accept_admitted;
-use crate::explicit::{FarConfig, relay_to_far, serve_link};
+use crate::counters::{Relays, accept_admitted};
+use crate::explicit::{FarConfig, FarLink, relay_to_far, serve_link};
 use crate::relay::RelayConfig;
 use crate::socks;
 use crate::transparent::{self, PlainHosts, Relaying, TransparentError};
@@ -125,6 +125,11 @@ async fn start_explicit(
         tasks.spawn(serve_far(listener, far, counters.clone()));
     }
     if let Some(far) = config.far_link() {
+        let far = FarLink {
+            net: net.clone(),
+            far,
+            connect_timeout: config.connect_timeout,
+        };
         for forward in &config.forwards {
             let listener = TcpListener::bind(forward.listen)
                 .await
@@ -137,8 +142,7 @@ async fn start_explicit(
             tasks.spawn(serve_forward(
                 listener,
                 forward.clone(),
-                net.clone(),
-                far,
+                far.clone(),
                 config.relay,
                 counters.clone(),
             ));
@@ -152,20 +156,14 @@ async fn start_explicit(
                     error,
                 })?;
             tracing::info!(%listen, "SOCKS5 server");
-            tasks.spawn(serve_socks(
-                listener,
-                net.clone(),
-                far,
-                config.relay,
-                counters.clone(),
-            ));
+            tasks.spawn(serve_socks(listener, far.clone(), config.relay, counters.clone()));
         }
     }
     Ok(net)
 }
 
 async fn serve_far(listener: scps_net::Listener, far: Arc<FarConfig>, counters: Arc<Counters>) {
-    let mut relays = JoinSet::new();
+    let mut relays = Relays::default();
     while let Ok(link) = listener.accept().await {
         let Some(permit) = counters.admit() else {
             link.abort();
@@ -173,8 +171,7 @@ async fn serve_far(listener: scps_net::Listener, far: Arc<FarConfig>, counters: 
         };
         let (far, counters) = (far.clone(), counters.clone());
         let peer = link.peer_addr();
-        relays.spawn(async move {
-            let _permit = permit;
+        relays.spawn(permit, async move {
             match serve_link(link, &far).await {
                 Ok(outcome) => {
                     tracing::info!(%peer, %outcome, "link connection ended");
@@ -186,46 +183,35 @@ async fn serve_far(listener: scps_net::Listener, far: Arc<FarConfig>, counters: 
                 }
             }
         });
-        while relays.try_join_next().is_some() {}
     }
 }
 
 async fn serve_forward(
     listener: TcpListener,
     forward: Forward,
-    net: Arc<Net>,
-    far: SocketAddr,
+    far: FarLink,
     relay: RelayConfig,
     counters: Arc<Counters>,
 ) {
-    let mut relays = JoinSet::new();
+    let mut relays = Relays::default();
     loop {
         let (lan, client, permit) = accept_admitted(&listener, &counters).await;
-        let (net, to, counters) = (net.clone(), forward.to.clone(), counters.clone());
-        relays.spawn(async move {
-            let _permit = permit;
-            let outcome = relay_to_far(net, far, lan, to.clone(), relay).await;
+        let (far, to, counters) = (far.clone(), forward.to.clone(), counters.clone());
+        relays.spawn(permit, async move {
+            let outcome = relay_to_far(far, lan, to.clone(), relay).await;
             tracing::info!(%client, %to, %outcome, "connection ended");
             counters.count(outcome);
         });
-        while relays.try_join_next().is_some() {}
     }
 }
 
-async fn serve_socks(
-    listener: TcpListener,
-    net: Arc<Net>,
-    far: SocketAddr,
-    relay: RelayConfig,
-    counters: Arc<Counters>,
-) {
-    let mut relays = JoinSet::new();
+async fn serve_socks(listener: TcpListener, far: FarLink, relay: RelayConfig, counters: Arc<Counters>) {
+    let mut relays = Relays::default();
     loop {
         let (lan, client, permit) = accept_admitted(&listener, &counters).await;
-        let (net, counters) = (net.clone(), counters.clone());
-        relays.spawn(async move {
-            let _permit = permit;
-            match socks::serve(lan, net, far, relay).await {
+        let (far, counters) = (far.clone(), counters.clone());
+        relays.spawn(permit, async move {
+            match socks::serve(lan, far, relay).await {
                 Ok(outcome) => {
                     tracing::info!(%client, %outcome, "SOCKS5 connection ended");
                     counters.count(outcome);
@@ -236,6 +222,5 @@ async fn serve_socks(
                 }
             }
         });
-        while relays.try_join_next().is_some() {}
     }
 }

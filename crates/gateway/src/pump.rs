@@ -3,7 +3,8 @@
 //! (half-close, reset). All decisions are the relay's; this file only
 //! reads what the relay has room for, writes what it has waiting, and
 //! sleeps until a connection or the relay's timer has news. One task per
-//! split connection, no copies beyond the relay's buffer.
+//! split connection; bytes are read into one chunk buffer and copied into
+//! the relay's.
 
 use std::future::Future;
 use std::io;
@@ -13,7 +14,7 @@ use std::task::{Context, Poll};
 use scps_node::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::relay::{Action, OpenFailure, Outcome, Relay, Side};
+use crate::relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Side};
 
 /// Bytes read from a connection at a time.
 const READ_CHUNK: usize = 64 * 1024;
@@ -66,16 +67,19 @@ enum End<C, F> {
     Gone,
 }
 
-/// Runs `relay` between `open`, the connection already established on
-/// `open_side`, and the other one, which `opening` establishes (or fails
-/// to); returns how the relay ended once both connections are done with.
-pub async fn pump<A, B, F>(mut relay: Relay, open_side: Side, open: A, opening: F) -> Outcome
+/// Runs a relay of `config` between `open`, the connection already
+/// established on `open_side`, and the other one, which `opening`
+/// establishes (or fails to); returns how the relay ended once both
+/// connections are done with. The relay's time starts with the pump's
+/// clock, at zero.
+pub async fn pump<A, B, F>(config: RelayConfig, open_side: Side, open: A, opening: F) -> Outcome
 where
     A: Connection,
     B: Connection,
     F: Future<Output = Result<B, OpenFailure>> + Send,
 {
     let clock = Clock(tokio::time::Instant::now());
+    let mut relay = Relay::new(Instant::ZERO, config, open_side);
     let mut first: End<A, F> = End::Open {
         connection: open,
         shutting_down: false,

@@ -19,6 +19,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use crate::relay::OpenFailure;
+
 pub const VERSION: u8 = 1;
 
 const KIND_IPV4: u8 = 1;
@@ -97,16 +99,23 @@ impl Destination {
         if version != VERSION {
             return Err(RequestError::Version(version));
         }
-        let Some(&kind) = bytes.get(1) else {
+        Ok(Destination::parse_address(&bytes[1..])?.map(|(destination, len)| (destination, 1 + len)))
+    }
+
+    /// Parses the address part of a request at the start of `bytes`
+    /// (kind, address, port: the layout of SOCKS5's too): the destination
+    /// and the part's length, `None` while more bytes are needed.
+    pub fn parse_address(bytes: &[u8]) -> Result<Option<(Destination, usize)>, RequestError> {
+        let Some(&kind) = bytes.first() else {
             return Ok(None);
         };
         let (address_len, start) = match kind {
-            KIND_IPV4 => (4, 2),
-            KIND_IPV6 => (16, 2),
-            KIND_NAME => match bytes.get(2) {
+            KIND_IPV4 => (4, 1),
+            KIND_IPV6 => (16, 1),
+            KIND_NAME => match bytes.get(1) {
                 None => return Ok(None),
                 Some(0) => return Err(RequestError::EmptyName),
-                Some(&len) => (usize::from(len), 3),
+                Some(&len) => (usize::from(len), 2),
             },
             other => return Err(RequestError::Kind(other)),
         };
@@ -160,6 +169,27 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status that tells a client gateway of `failure`.
+    pub fn of_failure(failure: OpenFailure) -> Status {
+        match failure {
+            OpenFailure::Refused => Status::Refused,
+            OpenFailure::TimedOut => Status::TimedOut,
+            OpenFailure::Unreachable => Status::Unreachable,
+            OpenFailure::NotAllowed => Status::NotAllowed,
+        }
+    }
+
+    /// What a client gateway makes of a status: `None` for connected.
+    pub fn failure(self) -> Option<OpenFailure> {
+        match self {
+            Status::Connected => None,
+            Status::Refused => Some(OpenFailure::Refused),
+            Status::TimedOut => Some(OpenFailure::TimedOut),
+            Status::NotAllowed => Some(OpenFailure::NotAllowed),
+            Status::Unreachable | Status::BadRequest | Status::NameNotFound => Some(OpenFailure::Unreachable),
+        }
+    }
+
     pub fn encode(self) -> [u8; 2] {
         [VERSION, self as u8]
     }

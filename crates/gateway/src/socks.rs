@@ -8,18 +8,15 @@
 //! The parsers take the bytes read so far and say "more", a message, or
 //! what is wrong with it; `serve` runs one client's exchange.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use scps_net::Net;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::explicit::open_link;
+use crate::explicit::FarLink;
 use crate::pump::{Connection, pump};
-use crate::relay::{OpenFailure, Outcome, Relay, RelayConfig, Side};
-use crate::request::Destination;
+use crate::relay::{OpenFailure, Outcome, RelayConfig, Side};
+use crate::request::{Destination, RequestError};
 
 const VERSION: u8 = 5;
 const NO_AUTHENTICATION: u8 = 0;
@@ -110,15 +107,11 @@ pub fn parse_request(bytes: &[u8]) -> Result<Option<(Destination, usize)>, Socks
         return Err(SocksError::Reserved(head[2]));
     }
     // SOCKS5's address types are the link request's kinds: after the
-    // first three bytes, the request is a link request with version 1.
-    if !matches!(head[3], 1 | 3 | 4) {
-        return Err(SocksError::AddressType(head[3]));
-    }
-    let mut link_request = vec![crate::request::VERSION];
-    link_request.extend_from_slice(&bytes[3..]);
-    match Destination::parse(&link_request) {
-        Ok(Some((destination, len))) => Ok(Some((destination, 3 + len - 1))),
+    // first three bytes comes a link request's address part.
+    match Destination::parse_address(&bytes[3..]) {
+        Ok(Some((destination, len))) => Ok(Some((destination, 3 + len))),
         Ok(None) => Ok(None),
+        Err(RequestError::Kind(kind)) => Err(SocksError::AddressType(kind)),
         Err(_) => Err(SocksError::Name),
     }
 }
@@ -157,11 +150,10 @@ pub enum SocksRefusal {
 }
 
 /// Serves one SOCKS5 client: its handshake, the link connection to the
-/// far gateway at `far`, the reply, and the relay.
+/// far gateway, the reply, and the relay.
 pub async fn serve(
     mut client: TcpStream,
-    net: Arc<Net>,
-    far: SocketAddr,
+    far: FarLink,
     config: RelayConfig,
 ) -> Result<Outcome, SocksRefusal> {
     let destination = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut client)).await {
@@ -176,7 +168,7 @@ pub async fn serve(
         }
         Err(_) => return Err(SocksRefusal::Slow),
     };
-    let link = match open_link(&net, far, &destination).await {
+    let link = match far.open(&destination).await {
         Ok(link) => link,
         Err(failure) => {
             let _ = client.write_all(&encode_reply(reply_for(failure))).await;
@@ -187,8 +179,7 @@ pub async fn serve(
         link.reset();
         return Err(err.into());
     }
-    let relay = Relay::new(scps_node::Instant::ZERO, config, Side::Lan);
-    Ok(pump(relay, Side::Lan, client, std::future::ready(Ok(link))).await)
+    Ok(pump(config, Side::Lan, client, std::future::ready(Ok(link))).await)
 }
 
 /// Reads the greeting, answers it, reads the request: the destination.
@@ -228,7 +219,7 @@ async fn read_byte(client: &mut TcpStream) -> Result<u8, SocksRefusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{Ipv4Addr, Ipv6Addr};
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
     #[test]
     fn requests_of_every_address_type_parse_and_say_their_length() {

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use scps_gateway::explicit::{AllowRule, Allowed, FarConfig, relay_to_far, serve_link};
+use scps_gateway::explicit::{AllowRule, Allowed, FarConfig, FarLink, relay_to_far, serve_link};
 use scps_gateway::request::{Destination, Status};
 use scps_gateway::{Outcome, RelayConfig};
 use scps_net::{Net, NetOptions, UdpPath};
@@ -101,14 +101,15 @@ async fn gateways(allowed_ports: (u16, u16)) -> Gateways {
 async fn forward(gateways: &Gateways, destination: SocketAddr) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let local = listener.local_addr().unwrap();
-    let net = gateways.client_net.clone();
-    let far = gateways.far_link;
+    let far = FarLink {
+        net: gateways.client_net.clone(),
+        far: gateways.far_link,
+        connect_timeout: Duration::from_secs(5),
+    };
     tokio::spawn(async move {
         while let Ok((lan, _)) = listener.accept().await {
-            let net = net.clone();
             tokio::spawn(relay_to_far(
-                net,
-                far,
+                far.clone(),
                 lan,
                 Destination::Address(destination),
                 relay_config(),

@@ -21,9 +21,9 @@ pub use plumbing::{Installed, Plumbing, PlumbingError};
 use scps_net::{Net, NetError, NetOptions, TunPath};
 use tokio::task::JoinSet;
 
-use crate::counters::{Counters, accept_admitted};
+use crate::counters::{Counters, Relays, accept_admitted};
 use crate::pump::{net_open_failure, open_failure, pump};
-use crate::relay::{OpenFailure, Relay, RelayConfig, Side};
+use crate::relay::{OpenFailure, RelayConfig, Side};
 
 /// The TUN device's MTU: an Ethernet link's.
 const TUN_MTU: u16 = 1500;
@@ -102,7 +102,7 @@ pub fn start(
 /// LAN connections to remote servers: each carried across the link from
 /// the client's own address and port.
 async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: Relaying) {
-    let mut relays = JoinSet::new();
+    let mut relays = Relays::default();
     loop {
         let (lan, client, permit) = accept_admitted(&listener, &relaying.counters).await;
         let server = match lan.local_addr() {
@@ -113,18 +113,15 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
             }
         };
         let (net, relaying) = (net.clone(), relaying.clone());
-        relays.spawn(async move {
-            let _permit = permit;
-            let relay = Relay::new(scps_node::Instant::ZERO, relaying.relay, Side::Lan);
+        relays.spawn(permit, async move {
             let opening = {
                 let relaying = relaying.clone();
                 async move { open_link(&net, client, server, &relaying).await }
             };
-            let outcome = pump(relay, Side::Lan, lan, opening).await;
+            let outcome = pump(relaying.relay, Side::Lan, lan, opening).await;
             tracing::info!(%client, %server, %outcome, "connection ended");
             relaying.counters.count(outcome);
         });
-        while relays.try_join_next().is_some() {}
     }
 }
 
@@ -182,7 +179,7 @@ fn unanswered_or_reset(err: &NetError) -> bool {
 /// Link connections to local servers: each answered as its server and
 /// continued with kernel TCP from the client's address.
 async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) {
-    let mut relays = JoinSet::new();
+    let mut relays = Relays::default();
     while let Ok(link) = listener.accept().await {
         let Some(permit) = relaying.counters.admit() else {
             link.abort();
@@ -190,9 +187,7 @@ async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) 
         };
         let (client, server) = (link.peer_addr(), link.local_addr());
         let relaying = relaying.clone();
-        relays.spawn(async move {
-            let _permit = permit;
-            let relay = Relay::new(scps_node::Instant::ZERO, relaying.relay, Side::Link);
+        relays.spawn(permit, async move {
             let timeout = relaying.connect_timeout;
             let opening = async move {
                 match tokio::time::timeout(timeout, sockets::connect_from(client.ip(), server)).await {
@@ -204,10 +199,9 @@ async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) 
                     Err(_) => Err(OpenFailure::TimedOut),
                 }
             };
-            let outcome = pump(relay, Side::Link, link, opening).await;
+            let outcome = pump(relaying.relay, Side::Link, link, opening).await;
             tracing::info!(%client, %server, %outcome, "connection ended");
             relaying.counters.count(outcome);
         });
-        while relays.try_join_next().is_some() {}
     }
 }
