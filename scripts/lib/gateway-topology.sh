@@ -62,7 +62,7 @@ for ns in "$a" "$e" "$b"; do ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forwar
 
 # gateway NS LABEL LOCAL REMOTE: a transparent gateway whose link
 # connections run our stack with LABEL, the link keys $link_keys (if any)
-# and the scenario's buffers; returns once it intercepts.
+# and the scenario's buffers; returns once it says it is ready.
 gateway() {
   cat >"$work/$1.toml" <<EOF
 [transparent]
@@ -83,7 +83,7 @@ EOF
   ip netns exec "$1" "$scps" gateway --config "$work/$1.toml" >"$work/$1.log" 2>&1 &
   gateway_pids="${gateway_pids:-} $!"
   for _ in $(seq 200); do
-    ip netns exec "$1" nft list table ip scps_gateway_7301 >/dev/null 2>&1 && return
+    grep -q "scps gateway: ready" "$work/$1.log" && return
     sleep 0.05
   done
   echo "the gateway in $1 did not start:" >&2

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use scps_gateway::config::GatewayConfig;
+use scps_gateway::gateway::Gateway;
 
 #[derive(Debug, clap::Args)]
 pub struct GatewayArgs {
@@ -49,13 +50,16 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("cannot watch for SIGTERM")?;
-        let shutdown = async {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-        };
-        let counters = scps_gateway::gateway::run(config, shutdown).await?;
+        let gateway = Gateway::start(config).await?;
+        // For whoever waits on it (scripts, tests, a supervisor): from here
+        // on the gateway serves.
+        println!("scps gateway: ready");
+        std::io::Write::flush(&mut std::io::stdout())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+        let counters = gateway.stop().await?;
         println!("scps gateway: stopped; {}", counters.summary());
         Ok(())
     })

@@ -6,11 +6,11 @@
 //! docs/examples pass `--check`; a bad configuration is refused before
 //! anything starts, naming the key.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -42,36 +42,51 @@ fn free_tcp_port() -> u16 {
         .port()
 }
 
-fn start_gateway(dir: &Path, name: &str, config: &str) -> Child {
+/// `scps gateway` with `config`, once it says it is ready (it has bound
+/// its sockets and serves).
+fn start_gateway(dir: &Path, name: &str, config: &str) -> Gateway {
     let file = dir.join(name);
     std::fs::write(&file, config).unwrap();
-    scps()
+    let mut child = scps()
         .args(["gateway", "--config"])
         .arg(&file)
         .env("RUST_LOG", "scps_gateway=info")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start scps gateway")
+        .expect("start scps gateway");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    if !line.starts_with("scps gateway: ready") {
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        panic!("scps gateway ({status}) said {line:?}: {stderr}");
+    }
+    Gateway { child, stdout }
 }
 
-/// Waits until `ready` holds, for at most 10 s.
-fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !ready() {
-        assert!(Instant::now() < deadline, "{what} within 10 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+struct Gateway {
+    child: Child,
+    /// Its standard output after the ready line.
+    stdout: BufReader<ChildStdout>,
 }
 
 /// Stops a gateway with SIGTERM: its exit status and what it wrote (its
 /// summary on stdout, its log on stderr).
-fn stop(mut child: Child) -> (bool, String) {
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
-    let status = child.wait().unwrap();
+fn stop(mut gateway: Gateway) -> (bool, String) {
+    kill(Pid::from_raw(gateway.child.id() as i32), Signal::SIGTERM).unwrap();
+    let status = gateway.child.wait().unwrap();
     let mut written = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut written).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut written).unwrap();
+    gateway.stdout.read_to_string(&mut written).unwrap();
+    gateway
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut written)
+        .unwrap();
     (status.success(), written)
 }
 
@@ -102,9 +117,6 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
         ),
     );
     // The far gateway holds its UDP port once it is up.
-    wait_until("the far gateway's UDP socket", || {
-        UdpSocket::bind(("127.0.0.1", far_udp)).is_err()
-    });
     let listen: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
     let client = start_gateway(
         &dir,
@@ -114,9 +126,6 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
              [[forward]]\nlisten = \"{listen}\"\nto = \"{server_addr}\"\n"
         ),
     );
-    // Bound by the gateway once its port is taken (a connection as a
-    // probe would be carried to the server like any other).
-    wait_until("the forward's listener", || TcpListener::bind(listen).is_err());
     let upload: Vec<u8> = (0..3_000_000u32).map(|i| (i % 241) as u8).collect();
     let mut stream = TcpStream::connect(listen).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();

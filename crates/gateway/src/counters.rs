@@ -75,6 +75,8 @@ pub struct Counters {
     pub socks_refused: AtomicU64,
     active: AtomicUsize,
     limit: usize,
+    /// Woken each time a place is given back.
+    released: tokio::sync::Notify,
 }
 
 /// One split connection's place among those the gateway holds; given
@@ -85,6 +87,7 @@ pub struct Permit(Arc<Counters>);
 impl Drop for Permit {
     fn drop(&mut self) {
         self.0.active.fetch_sub(1, Ordering::Relaxed);
+        self.0.released.notify_waiters();
     }
 }
 
@@ -103,6 +106,7 @@ impl Counters {
             plain_retries: AtomicU64::new(0),
             active: AtomicUsize::new(0),
             limit,
+            released: tokio::sync::Notify::new(),
         }
     }
 
@@ -130,6 +134,19 @@ impl Counters {
     /// Split connections held now.
     pub fn active(&self) -> usize {
         self.active.load(Ordering::Relaxed)
+    }
+
+    /// Waits until fewer than `count` split connections are held.
+    pub async fn wait_active_below(&self, count: usize) {
+        loop {
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            if self.active() < count {
+                return;
+            }
+            released.await;
+        }
     }
 
     pub(crate) fn count(&self, outcome: Outcome) {

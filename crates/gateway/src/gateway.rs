@@ -4,7 +4,6 @@
 //! forward; in the transparent mode, `transparent.rs`. Each split connection is one task running the relay; the
 //! gateway logs how each ended and counts them.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -20,7 +19,7 @@ use crate::counters::{Relays, accept_admitted};
 use crate::explicit::{FarConfig, FarLink, relay_to_far, serve_link};
 use crate::relay::RelayConfig;
 use crate::socks;
-use crate::transparent::{self, PlainHosts, Relaying, TransparentError};
+use crate::transparent::{self, Installed, PlainHosts, Relaying, TransparentError};
 
 /// How long a destination that answered only without the SCPS
 /// capabilities option is remembered as one.
@@ -45,51 +44,76 @@ pub enum GatewayError {
     },
 }
 
-/// Runs the gateway of `config` until `shutdown` completes; what it
-/// counted. Endpoints, listening sockets and the transparent mode's
-/// kernel plumbing are set up before anything is accepted: any failure
-/// there is returned at once, with what was installed removed.
-pub async fn run(
-    config: GatewayConfig,
-    shutdown: impl Future<Output = ()>,
-) -> Result<Arc<Counters>, GatewayError> {
-    let counters = Arc::new(Counters::new(config.max_connections));
-    let mut tasks = JoinSet::new();
-    let mut endpoints = Vec::new();
-    if let Some(link) = &config.link {
-        endpoints.push(start_explicit(link, &config, &counters, &mut tasks).await?);
-    }
-    let mut installed = None;
-    if let Some(plumbing) = &config.transparent {
-        let relaying = Relaying {
-            relay: config.relay,
-            connect_timeout: config.connect_timeout,
-            counters: counters.clone(),
-            plain_hosts: Arc::new(PlainHosts::new(PLAIN_HOSTS_REMEMBERED)),
-        };
-        let (guard, net) = transparent::start(
-            plumbing.clone(),
-            &config.engine.config,
-            config.capture.clone(),
-            relaying,
-            &mut tasks,
-        )
-        .map_err(GatewayError::Transparent)?;
-        installed = Some(guard);
-        endpoints.push(net);
-    }
-    tracing::info!("ready");
-    shutdown.await;
-    tracing::info!("stopping");
-    // Interception off first: nothing new reaches a listener that is gone.
-    drop(installed);
-    tasks.shutdown().await;
-    for net in endpoints {
-        if let Ok(net) = Arc::try_unwrap(net) {
-            net.close(LINGER).await.map_err(GatewayError::Link)?;
+/// A gateway that runs: its endpoints, the tasks serving its listeners,
+/// and the transparent mode's kernel plumbing while installed.
+#[derive(Debug)]
+pub struct Gateway {
+    counters: Arc<Counters>,
+    tasks: JoinSet<()>,
+    endpoints: Vec<Arc<Net>>,
+    installed: Option<Installed>,
+}
+
+impl Gateway {
+    /// Starts the gateway of `config`. Endpoints, listening sockets and the
+    /// transparent mode's kernel plumbing are set up before anything is
+    /// accepted, so that once this returns the gateway serves; any failure
+    /// there is returned at once, with what was installed removed.
+    pub async fn start(config: GatewayConfig) -> Result<Gateway, GatewayError> {
+        let counters = Arc::new(Counters::new(config.max_connections));
+        let mut tasks = JoinSet::new();
+        let mut endpoints = Vec::new();
+        if let Some(link) = &config.link {
+            endpoints.push(start_explicit(link, &config, &counters, &mut tasks).await?);
         }
+        let mut installed = None;
+        if let Some(plumbing) = &config.transparent {
+            let relaying = Relaying {
+                relay: config.relay,
+                connect_timeout: config.connect_timeout,
+                counters: counters.clone(),
+                plain_hosts: Arc::new(PlainHosts::new(PLAIN_HOSTS_REMEMBERED)),
+            };
+            let (guard, net) = transparent::start(
+                plumbing.clone(),
+                &config.engine.config,
+                config.capture.clone(),
+                relaying,
+                &mut tasks,
+            )
+            .map_err(GatewayError::Transparent)?;
+            installed = Some(guard);
+            endpoints.push(net);
+        }
+        tracing::info!("ready");
+        Ok(Gateway {
+            counters,
+            tasks,
+            endpoints,
+            installed,
+        })
     }
-    Ok(counters)
+
+    /// What it has counted so far.
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.counters
+    }
+
+    /// Stops it: interception off, listeners and relays ended, endpoints
+    /// closed; what it counted.
+    pub async fn stop(mut self) -> Result<Arc<Counters>, GatewayError> {
+        tracing::info!("stopping");
+        // Interception off first: nothing new reaches a listener that is
+        // gone.
+        drop(self.installed.take());
+        self.tasks.shutdown().await;
+        for net in self.endpoints.drain(..) {
+            if let Ok(net) = Arc::try_unwrap(net) {
+                net.close(LINGER).await.map_err(GatewayError::Link)?;
+            }
+        }
+        Ok(self.counters)
+    }
 }
 
 /// The explicit modes: the link endpoint over UDP, the far gateway's

@@ -14,20 +14,6 @@ use common::{free_port, free_udp_port, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Tries `held` until it succeeds, for at most 10 s.
-async fn held_soon(via: SocketAddr) -> TcpStream {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        match held(via).await {
-            Ok(stream) => return stream,
-            Err(err) => {
-                assert!(tokio::time::Instant::now() < deadline, "never carried: {err}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    }
-}
-
 /// Connects through `via`, sends a byte and reads the echo: the
 /// connection is carried end to end and held open.
 async fn held(via: SocketAddr) -> std::io::Result<TcpStream> {
@@ -52,18 +38,19 @@ async fn a_connection_beyond_the_limit_is_reset_and_counted() {
         }
     });
     let far_udp = free_udp_port();
-    let (stop_far, far) = start(&format!(
+    let far = start(&format!(
         "[link]\nudp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
         server_addr.port()
-    ));
+    ))
+    .await;
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let (stop_client, client) = start(&format!(
+    let client = start(&format!(
         "[link]\nudp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
          [relay]\nmax_connections = 2\n\
          [[forward]]\nlisten = \"{listen}\"\nto = \"{server_addr}\"\n"
-    ));
-    // The forward listens once the gateway has started.
-    let first = held_soon(listen).await;
+    ))
+    .await;
+    let first = held(listen).await.expect("the first connection is carried");
     let _second = held(listen)
         .await
         .expect("the second connection is within the limit");
@@ -74,11 +61,12 @@ async fn a_connection_beyond_the_limit_is_reset_and_counted() {
     );
     drop(first);
     // The place is given back once the first connection's relay ends.
-    drop(held_soon(listen).await);
-    stop_client.send(()).unwrap();
-    stop_far.send(()).unwrap();
-    let counters = client.await.unwrap();
-    far.await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), client.counters().wait_active_below(2))
+        .await
+        .expect("the first connection's relay ends");
+    drop(held(listen).await.expect("a new connection is carried again"));
+    let counters = client.stop().await.unwrap();
+    far.stop().await.unwrap();
     let over = counters.over_limit.load(Ordering::Relaxed);
     assert!(over >= 1, "turned away and counted: {}", counters.summary());
 }

@@ -14,7 +14,6 @@ mod common;
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 use common::{free_port, free_udp_port, start};
 use sha2::{Digest, Sha256};
@@ -41,16 +40,6 @@ async fn http_server(body: Vec<u8>) -> SocketAddr {
         }
     });
     addr
-}
-
-/// Waits until something holds `addr` (the gateway has started); a
-/// connection as a probe would count as a SOCKS client.
-async fn wait_listening(addr: SocketAddr) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpListener::bind(addr).is_ok() {
-        assert!(Instant::now() < deadline, "nothing listens on {addr}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// A SOCKS5 exchange by hand: the greeting, then `request`; the reply
@@ -83,14 +72,15 @@ async fn curl_and_hand_made_clients_through_the_socks5_server() {
     let body: Vec<u8> = (0..2_000_000u32).map(|i| (i * 17 % 241) as u8).collect();
     let http = http_server(body.clone()).await;
     let far_udp = free_udp_port();
-    let (stop_far, far) = start(&format!(
+    let far = start(&format!(
         "[link]\nudp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"2-65535\"\n"
-    ));
+    ))
+    .await;
     let socks: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let (stop_client, client) = start(&format!(
+    let client = start(&format!(
         "[link]\nudp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n[[socks]]\nlisten = \"{socks}\"\n"
-    ));
-    wait_listening(socks).await;
+    ))
+    .await;
 
     for (option, url) in [
         (
@@ -145,10 +135,8 @@ async fn curl_and_hand_made_clients_through_the_socks5_server() {
         "a SOCKS4 client gets no reply: {rest:?}"
     );
 
-    stop_client.send(()).unwrap();
-    stop_far.send(()).unwrap();
-    let counters = client.await.unwrap();
-    far.await.unwrap();
+    let counters = client.stop().await.unwrap();
+    far.stop().await.unwrap();
     assert_eq!(
         counters.socks_refused.load(Ordering::Relaxed),
         4,

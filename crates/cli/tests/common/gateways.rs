@@ -5,8 +5,11 @@
 //! client 10.99.1.2 ── lan0 [gwA] sat0 ── emu ── sat0 [gwB] lan0 ── server 10.99.4.2
 //! ```
 
+use std::cell::RefCell;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::process::ChildStdout;
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use scps_testbed::{Node, Output, Process, Testbed};
@@ -34,15 +37,26 @@ pub fn config_with(dir: &TempDir, name: &str, local: &str, remote: &str, extra: 
     file
 }
 
-pub fn start(node: &Node, config: &Path) -> Process {
+/// `scps gateway` running in a node, with what it prints.
+pub struct GatewayProcess {
+    process: Process,
+    stdout: RefCell<BufReader<ChildStdout>>,
+}
+
+pub fn start(node: &Node, config: &Path) -> GatewayProcess {
     start_with(node, config, &[])
 }
 
 /// `scps gateway --config CONFIG ARGS...` in `node`.
-pub fn start_with(node: &Node, config: &Path, args: &[&std::ffi::OsStr]) -> Process {
+pub fn start_with(node: &Node, config: &Path, args: &[&std::ffi::OsStr]) -> GatewayProcess {
     let mut all = vec!["gateway".as_ref(), "--config".as_ref(), config.as_os_str()];
     all.extend_from_slice(args);
-    node.spawn(SCPS, &all, Output::Piped).unwrap()
+    let process = node.spawn(SCPS, &all, Output::Piped).unwrap();
+    let stdout = process.take_stdout().expect("the gateway's output is piped");
+    GatewayProcess {
+        process,
+        stdout: RefCell::new(BufReader::new(stdout)),
+    }
 }
 
 /// Whether the gateway's nftables table is in `node`'s namespace.
@@ -51,34 +65,33 @@ pub fn intercepting(node: &Node) -> bool {
         .is_ok()
 }
 
-/// Waits until both gateways intercept (they install their rules last,
-/// once everything else runs).
-pub fn wait_ready(gateways: &[(&Node, &Process)]) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    for (node, process) in gateways {
-        while !intercepting(node) {
-            if let Some(status) = process.try_wait().unwrap() {
-                panic!(
-                    "the gateway in {} exited ({status}): {}",
-                    node.name(),
-                    process.read_stdout().unwrap()
-                );
+/// Waits until each gateway says it is ready (it installs its rules, and
+/// says so, once everything else runs); fails with what one printed if it
+/// exits instead.
+pub fn wait_ready(gateways: &[(&Node, &GatewayProcess)]) {
+    for (node, gateway) in gateways {
+        let mut stdout = gateway.stdout.borrow_mut();
+        let mut printed = String::new();
+        loop {
+            let mut line = String::new();
+            if stdout.read_line(&mut line).unwrap() == 0 {
+                let status = gateway.process.wait_timeout(Duration::from_secs(5)).unwrap();
+                panic!("the gateway in {} exited ({status:?}): {printed}", node.name());
             }
-            assert!(
-                Instant::now() < deadline,
-                "the gateway in {} never intercepted",
-                node.name()
-            );
-            std::thread::sleep(Duration::from_millis(20));
+            if line.starts_with("scps gateway: ready") {
+                break;
+            }
+            printed.push_str(&line);
         }
     }
 }
 
-/// Stops a gateway with SIGTERM; what it printed.
-pub fn stop(process: &Process) -> String {
-    process.signal(Signal::SIGTERM).unwrap();
-    let status = process.wait_timeout(Duration::from_secs(15)).unwrap();
-    let printed = process.read_stdout().unwrap();
+/// Stops a gateway with SIGTERM; what it printed since it was ready.
+pub fn stop(gateway: &GatewayProcess) -> String {
+    gateway.process.signal(Signal::SIGTERM).unwrap();
+    let mut printed = String::new();
+    gateway.stdout.borrow_mut().read_to_string(&mut printed).unwrap();
+    let status = gateway.process.wait_timeout(Duration::from_secs(15)).unwrap();
     assert!(status.is_some_and(|s| s.success()), "exit {status:?}: {printed}");
     printed
 }
@@ -111,7 +124,7 @@ pub fn assert_nothing_installed(node: &Node) {
 }
 
 /// Both gateways of the topology running, mirrored, and intercepting.
-pub fn start_pair(testbed: &Testbed, dir: &TempDir) -> (Process, Process) {
+pub fn start_pair(testbed: &Testbed, dir: &TempDir) -> (GatewayProcess, GatewayProcess) {
     let gw_a = testbed.node("gwA").unwrap();
     let gw_b = testbed.node("gwB").unwrap();
     let a = start(gw_a, &config(dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"));

@@ -4,11 +4,9 @@
 #![allow(dead_code)] // each test file uses its own part
 
 use std::net::TcpListener;
-use std::sync::Arc;
 
 use scps_gateway::config::GatewayConfig;
-use scps_gateway::gateway::{Counters, run};
-use tokio::sync::oneshot;
+use scps_gateway::gateway::Gateway;
 
 /// A TCP port free on loopback, as the kernel hands them out (the
 /// gateway binds it a moment later).
@@ -29,17 +27,9 @@ pub fn free_udp_port() -> u16 {
         .port()
 }
 
-/// A gateway started from `text`; stopping it is sending on the channel,
-/// and its task then returns what it counted.
-pub fn start(text: &str) -> (oneshot::Sender<()>, tokio::task::JoinHandle<Arc<Counters>>) {
-    let config = GatewayConfig::parse(text, "test").unwrap();
-    let (stop, stopped) = oneshot::channel();
-    let task = tokio::spawn(async move {
-        run(config, async {
-            let _ = stopped.await;
-        })
+/// A gateway started from `text`, serving once this returns.
+pub async fn start(text: &str) -> Gateway {
+    Gateway::start(GatewayConfig::parse(text, "test").unwrap())
         .await
         .unwrap()
-    });
-    (stop, task)
 }
