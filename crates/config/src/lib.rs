@@ -19,3 +19,14 @@ pub use link::Direction;
 pub use protocol::Protocol;
 pub use scenario::{Point, Scenario};
 pub use workload::{Fetches, MessageFlow, Workload};
+
+/// Whether Linux takes `name` for a network interface: 1 to 15 bytes
+/// (IFNAMSIZ less its terminator), not `.` or `..`, no `/`, `:` or
+/// whitespace.
+pub fn is_interface_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 15
+        && name != "."
+        && name != ".."
+        && !name.chars().any(|c| c == '/' || c == ':' || c.is_whitespace())
+}

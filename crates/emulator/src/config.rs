@@ -72,12 +72,7 @@ pub struct EmulatorConfig {
 /// Interface names: what Linux accepts (IFNAMSIZ - 1 bytes, no `/`,
 /// whitespace or `:`).
 fn check_interface(key: &str, name: &str) -> Result<(), Error> {
-    let valid = !name.is_empty()
-        && name.len() <= 15
-        && name != "."
-        && name != ".."
-        && !name.chars().any(|c| c == '/' || c == ':' || c.is_whitespace());
-    if valid {
+    if scps_config::is_interface_name(name) {
         Ok(())
     } else {
         Err(Error::invalid(

@@ -423,11 +423,10 @@ fn transparent(spec: &TransparentSpec) -> Result<Plumbing, Error> {
     })
 }
 
-/// An interface name the kernel accepts (at most 15 bytes, no spaces,
-/// quotes or slashes).
+/// An interface name the kernel accepts and that can stand in the
+/// nftables script as it is (letters, digits, '-', '_', '.': no quotes).
 fn interface(key: &str, name: &str) -> Result<String, Error> {
-    let ok = !name.is_empty()
-        && name.len() <= 15
+    let ok = scps_config::is_interface_name(name)
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
