@@ -82,6 +82,16 @@ impl UdpPeers {
     }
 
     fn remember_stray(&mut self, tuple: FourTuple, from: SocketAddr) {
+        // A flow heard again from where it was heard lately needs no new
+        // entry (a node hosted on a path without a fixed peer hears every
+        // packet of its flows as strays): refreshed once every half a
+        // table of other strays, it cannot age out while it flows.
+        if let Some(&(known, heard)) = self.strays.get(&tuple)
+            && known == from
+            && self.strays_heard - heard < (STRAYS / 2) as u64
+        {
+            return;
+        }
         if self.stray_order.len() == STRAYS
             && let Some((oldest, heard)) = self.stray_order.pop_front()
             && self
