@@ -8,7 +8,6 @@ use anyhow::{Context, bail};
 use clap::Args;
 use scps_config::Direction;
 use scps_sim::payload::Pattern;
-use scps_sim::result::MessageFigures;
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use crate::transfer::args::{CommonArgs, parse_time};
@@ -367,13 +366,7 @@ async fn serve(
                 anyhow::Ok(())
             };
             let (figures, ()) = tokio::try_join!(receiving, sending)?;
-            report.bytes = (figures.actual_bps * duration_s / 8.0).round() as u64;
-            report.duration_s = duration_s;
-            report.goodput_bps = figures.actual_bps;
-            report.messages = Some(MessageFigures {
-                forward: figures,
-                reverse: None,
-            });
+            report.set_messages(figures, None, duration_s);
             writer.write_all(&messages::END_MARKER).await?;
         }
     }

@@ -9,7 +9,6 @@ use clap::Args;
 use scps_config::Direction;
 use scps_config::units::{Bytes, Rate};
 use scps_sim::payload::Pattern;
-use scps_sim::result::MessageFigures;
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use crate::transfer::args::{CommonArgs, parse_time};
@@ -358,13 +357,7 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
                 anyhow::Ok((echoed, peer))
             };
             let ((), (echoed, peer)) = tokio::try_join!(sending, receiving)?;
-            report.bytes = (echoed.actual_bps * duration_s / 8.0).round() as u64;
-            report.duration_s = duration_s;
-            report.goodput_bps = echoed.actual_bps;
-            report.messages = Some(MessageFigures {
-                forward: echoed,
-                reverse: None,
-            });
+            report.set_messages(echoed, None, duration_s);
             report.peer_report = Some(Box::new(peer));
         }
         // Bulk transfers name their length once their source is open.
@@ -419,10 +412,9 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
                 .as_ref()
                 .map(|m| m.forward.clone())
                 .context("the receiver's report has no message figures")?;
-            report.bytes = peer.bytes;
-            report.duration_s = duration_s;
-            report.goodput_bps = forward.actual_bps;
-            report.messages = Some(MessageFigures { forward, reverse });
+            // The receiver's figures of our flow, as its report computed
+            // them (the same window: the hello's).
+            report.set_messages(forward, reverse, duration_s);
             report.peer_report = Some(Box::new(peer));
         }
     }

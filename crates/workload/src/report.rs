@@ -139,6 +139,16 @@ impl Report {
         self.bytes = bytes;
     }
 
+    /// A message test of `duration_s`: the figures of the flow it measures
+    /// (and of the reverse one, if any); the bytes and goodput are the
+    /// forward flow's whole messages in the window.
+    pub fn set_messages(&mut self, forward: FlowFigures, reverse: Option<FlowFigures>, duration_s: f64) {
+        self.bytes = (forward.actual_bps * duration_s / 8.0).round() as u64;
+        self.duration_s = duration_s;
+        self.goodput_bps = forward.actual_bps;
+        self.messages = Some(MessageFigures { forward, reverse });
+    }
+
     /// The transfer carries `bytes` of data (`u64::MAX` for a raw
     /// receiver, which reads to the end) after `offset` bytes of its own
     /// on the stream (the sender's hello): for a failed one's report.
