@@ -273,8 +273,12 @@ impl PacketPath for UdpPath {
         self.take_errors();
         let max_segments = self.state.max_gso_segments().max(1);
         let mut i = 0;
+        // The destination of `packets[i]` when the run before it already
+        // looked it up (each packet's is looked up once).
+        let mut known = None;
         while i < packets.len() {
-            let Some(to) = self.destination(&packets[i]) else {
+            let destination = known.take().unwrap_or_else(|| self.destination(&packets[i]));
+            let Some(to) = destination else {
                 self.unroutable += 1;
                 i += 1;
                 continue;
@@ -288,8 +292,12 @@ impl PacketPath for UdpPath {
                 && packets[end - 1].len() == size
                 && packets[end].len() <= size
                 && (end - i + 1) * segment <= SLOT_BYTES
-                && self.destination(&packets[end]) == Some(to)
             {
+                let next = self.destination(&packets[end]);
+                if next != Some(to) {
+                    known = Some(next);
+                    break;
+                }
                 end += 1;
             }
             self.gso_buf.clear();
