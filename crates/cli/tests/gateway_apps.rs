@@ -10,6 +10,7 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
 
 use common::TempDir;
@@ -137,10 +138,19 @@ fn iperf3_runs_both_ways_through_the_gateways() {
     let dir = TempDir::new("gateway-iperf3");
     let (a, b) = start_pair(&testbed, &dir);
     let server = testbed.node("server").unwrap();
-    server
-        .spawn("iperf3", &["-s", "-B", "10.99.4.2"], Output::Null)
+    let iperf3 = server
+        .spawn(
+            "iperf3",
+            &["-s", "-B", "10.99.4.2", "--forceflush"],
+            Output::Piped,
+        )
         .unwrap();
-    wait_listening(server, 5201);
+    // It says when it listens (its few lines a second fit the pipe).
+    let mut said = BufReader::new(iperf3.take_stdout().unwrap()).lines();
+    assert!(
+        said.any(|line| line.unwrap().contains("Server listening")),
+        "iperf3 never listened"
+    );
     let client = testbed.node("client").unwrap();
     for reverse in [false, true] {
         let mut args = vec!["-c", "10.99.4.2", "-t", "2", "-J"];
