@@ -191,6 +191,12 @@ pub struct Config {
     /// Bytes the route's link adds to every packet (PPP framing, for
     /// example), charged by the pacer with the packet.
     pub rate_framing_bytes: u32,
+    /// The route the connection's rate belongs to: an endpoint's
+    /// connections with the same route, rate and framing draw on one
+    /// budget and take turns (connection/pacer.rs). A gateway numbers its
+    /// routes; everything else leaves it 0, so that all its connections on
+    /// one link share the link's rate.
+    pub rate_route: u32,
     pub vegas: VegasParams,
     pub loss_source: LossSource,
     pub outage: OutagePolicy,
@@ -236,6 +242,7 @@ impl Default for Config {
             header_compression: false,
             rate_bps: None,
             rate_framing_bytes: 0,
+            rate_route: 0,
             vegas: VegasParams::default(),
             loss_source: LossSource::Congestion,
             outage: OutagePolicy::default(),

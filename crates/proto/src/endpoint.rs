@@ -52,7 +52,8 @@ use scps_node::IpPrefix;
 
 use crate::config::{Config, ConfigError};
 use crate::connection::{
-    Connection, ConnectionParams, ConnectionStats, Event, FourTuple, State, StreamError, default_mss,
+    Connection, ConnectionParams, ConnectionStats, Event, FourTuple, RateBudget, State, StreamError,
+    default_mss,
 };
 use crate::time::Instant;
 use crate::wire::{
@@ -269,7 +270,13 @@ pub struct Endpoint {
     /// while after one did, so that ACKs guessing at them are not tried
     /// when there was no flood.
     cookie_sent_at: Option<Instant>,
+    /// The routes' rates, each shared by the connections on it.
+    rate_budgets: HashMap<RateKey, RateBudget>,
 }
+
+/// What makes two connections' routes one: the route, its rate and its
+/// framing.
+type RateKey = (u32, u64, u32);
 
 const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
 
@@ -303,6 +310,7 @@ impl Endpoint {
             stats: EndpointStats::default(),
             compression_ids: Default::default(),
             cookie_sent_at: None,
+            rate_budgets: HashMap::new(),
         })
     }
 
@@ -495,6 +503,7 @@ impl Endpoint {
         let compression_id = (config.scps && config.header_compression && peer_offers_compression)
             .then(|| self.compression_ids.allocate(self.id_scope(&tuple)))
             .flatten();
+        let rate_budget = self.rate_budget(now, &config);
         let key = tuple_hash(self.config.secret, &tuple);
         // RFC 6528: a keyed function of the addresses plus a 4 µs clock.
         let clock = (now.as_nanos() / 4000) as u32;
@@ -505,7 +514,22 @@ impl Endpoint {
             iss: (key as u32).wrapping_add(clock),
             ts_offset: (key >> 32) as u32,
             compression_id,
+            rate_budget,
         }
+    }
+
+    /// The budget of the route a connection with `config` is on, if it has
+    /// a route rate. Budgets no connection draws on any more are dropped
+    /// here, so the table holds the routes in use.
+    fn rate_budget(&mut self, now: Instant, config: &Config) -> Option<RateBudget> {
+        let rate = config.rate_bps?;
+        self.rate_budgets.retain(|_, budget| budget.members() > 0);
+        let key = (config.rate_route, rate, config.rate_framing_bytes);
+        let budget = self
+            .rate_budgets
+            .entry(key)
+            .or_insert_with(|| RateBudget::new(rate, config.rate_framing_bytes, now));
+        Some(budget.clone())
     }
 
     /// Where our compression id of a connection must be unique.

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::pacer::Pacer;
+use super::pacer::RateBudget;
 use super::recv_buffer::RecvBuffer;
 use super::send_buffer::SendBuffer;
 use super::timers::{Timer, Timers};
@@ -51,6 +51,10 @@ pub struct ConnectionParams {
     /// connections to the same peer address, when the configuration offers
     /// compression; `None` offers none.
     pub compression_id: Option<std::num::NonZeroU8>,
+    /// The route's rate, shared with the endpoint's other connections on
+    /// the route; `None` gives a connection with a route rate a budget of
+    /// its own.
+    pub rate_budget: Option<RateBudget>,
 }
 
 /// Progress of the SYN exchange.
@@ -121,9 +125,11 @@ impl Connection {
             rtt,
             cc,
             timers: Timers::default(),
-            pacer: config
-                .rate_bps
-                .map(|rate| Pacer::new(rate, config.rate_framing_bytes, params.now)),
+            pacer: params.rate_budget.as_ref().map(RateBudget::join).or_else(|| {
+                config
+                    .rate_bps
+                    .map(|rate| RateBudget::new(rate, config.rate_framing_bytes, params.now).join())
+            }),
             ack: AckState::default(),
             sizer: Default::default(),
             ts: Timestamps {

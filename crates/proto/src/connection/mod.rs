@@ -29,6 +29,7 @@ mod soft_errors;
 mod stats;
 mod timeouts;
 mod timers;
+mod token_bucket;
 mod window_use;
 
 use std::collections::VecDeque;
@@ -55,7 +56,8 @@ pub(crate) fn timestamp_clock(now: Instant, offset: u32) -> u32 {
 }
 pub use stats::ConnectionStats;
 
-use pacer::Pacer;
+pub use pacer::RateBudget;
+use pacer::{Paced, Pacer};
 use recv_buffer::RecvBuffer;
 use send_buffer::SendBuffer;
 use timers::{Timer, Timers};

@@ -4,7 +4,7 @@
 
 use super::timers::Timer;
 use super::window_use::HeldBy;
-use super::{Connection, State};
+use super::{Connection, Paced, State};
 use crate::recovery::scoreboard::Segment;
 use crate::seq::to_wire;
 use crate::time::Instant;
@@ -62,7 +62,7 @@ impl Connection {
                 let owed = (self.force_retransmit, self.snack_owed);
                 let mut held_by_pacer = false;
                 if let Some(plan) = self.next_data_segment(now) {
-                    if self.pacer_admits(now) {
+                    if self.pacer_admits(now, Paced::Data) {
                         return Some(plan);
                     }
                     // Not yet: what was owed stays owed.
@@ -97,7 +97,7 @@ impl Connection {
         // narrow return link gets fewer, fuller ACKs instead of a queue of
         // stale ones (the ACK thinning the Wang paper asks of asymmetric
         // links).
-        (self.ack.immediate && self.pacer_admits(now)).then_some(Plan::Ack)
+        (self.ack.immediate && self.pacer_admits(now, Paced::Ack)).then_some(Plan::Ack)
     }
 
     /// The next segment carrying data: a retransmission (NextSeg rules 1
@@ -122,11 +122,11 @@ impl Connection {
 
     /// Whether the route's token bucket lets the next packet go now; if
     /// not, the pacing timer is set for when it will.
-    fn pacer_admits(&mut self, now: Instant) -> bool {
+    fn pacer_admits(&mut self, now: Instant, paced: Paced) -> bool {
         let Some(pacer) = self.pacer.as_mut() else {
             return true;
         };
-        let ready = pacer.ready_at(now);
+        let ready = pacer.ready_at(now, paced);
         if ready <= now {
             return true;
         }

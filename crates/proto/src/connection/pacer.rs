@@ -1,84 +1,175 @@
-//! The route's token bucket: every packet a connection sends, whatever its
-//! congestion control, fits within the route rate (spec/scps-tp.md "Rate
-//! control"). The reference implementation refills every 10 ms into a
-//! bucket of 5 × max(bytes per interval, MTU). We refill continuously into
-//! a bucket one interval deep, and let a packet go whenever the bucket is
-//! not in debt, so that it may go into debt by one packet: a packet larger
-//! than the bucket can always be sent, and no burst exceeds one interval
-//! and one packet. The depth matters when the route rate is the line rate,
-//! as it should be: a burst the bucket allows becomes a queue at the line
-//! that never drains while the sender keeps pace. Five MTUs at 115.2
-//! kbit/s are half a second added to every round trip; one MTU of ACKs at
-//! 2400 bit/s is five seconds.
+//! A connection's pacer: its share of its route's rate.
 //!
-//! Each packet is charged the bytes the link adds to it (PPP framing, for
-//! example), so that the route rate can be the line rate itself: a rate
-//! scaled down for full-sized packets lets a stream of small ones (the
-//! ACKs of a narrow return link) overrun the line.
+//! A route's rate is one budget for all the connections on it (as the
+//! reference gateway's per-route bucket), not a rate for each: 35
+//! connections each pacing at a 680 kbit/s route's rate offer it 35 times
+//! what it carries, fill its queue and resend a third of what they
+//! deliver. So the connections an endpoint has on one route draw on one
+//! [`TokenBucket`] ([`RateBudget`]), and take turns: when the bucket
+//! cannot pay for a packet, a connection with data to send joins a queue,
+//! and once the bucket can, the connection at the head of the queue sends
+//! first. Turns are by packet, so connections sending full-sized segments
+//! share the rate evenly and none starves however many there are. Pure
+//! ACKs do not queue (they are small and delaying them by a turn of every
+//! other connection would stretch their senders' round trips), but are
+//! charged like anything else.
 //!
-//! Credit is kept in bit-nanoseconds (bits × 10⁹), so refilling at any rate
-//! over any interval is exact integer arithmetic and never drifts.
+//! A connection that was queued may have nothing to send when its turn
+//! comes (its window closed meanwhile); a head that does not take its turn
+//! within [`TURN_GRACE`] of the bucket being able to pay loses it, so the
+//! queue never waits on it for longer.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use super::token_bucket::TokenBucket;
 use crate::time::Instant;
 
-/// The reference implementation's refill interval, which sets the depth.
-const REFILL_INTERVAL: Duration = Duration::from_millis(10);
-const NANOS_PER_SECOND: i128 = 1_000_000_000;
+/// How long the head of the queue has to take its turn once the bucket can
+/// pay for it, before the next connection may go instead: long enough for a
+/// real driver's timer to fire late.
+const TURN_GRACE: Duration = Duration::from_millis(2);
 
+/// What a paced packet carries, which decides whether it takes a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Paced {
+    /// Data, a retransmission or a probe: in turn.
+    Data,
+    /// A pure ACK: whenever the bucket can pay.
+    Ack,
+}
+
+/// One route's rate, shared by the connections that hold a clone of it.
 #[derive(Debug, Clone)]
+pub struct RateBudget(Arc<Mutex<Turns>>);
+
+#[derive(Debug)]
+struct Turns {
+    bucket: TokenBucket,
+    /// Connections held back, in the order they will send.
+    waiting: VecDeque<u64>,
+    /// When the bucket could first pay for the head of `waiting` while the
+    /// head had not yet come for it.
+    head_due_since: Option<Instant>,
+    /// The size of the last packet charged: the wait of the connections
+    /// behind the head is estimated in packets of this size.
+    last_packet: usize,
+    next_member: u64,
+}
+
+impl RateBudget {
+    /// A budget of `rate_bps` on a link that adds `framing_bytes` to every
+    /// packet, its bucket full at `now`.
+    pub fn new(rate_bps: u64, framing_bytes: u32, now: Instant) -> RateBudget {
+        RateBudget(Arc::new(Mutex::new(Turns {
+            bucket: TokenBucket::new(rate_bps, framing_bytes, now),
+            waiting: VecDeque::new(),
+            head_due_since: None,
+            last_packet: 1500,
+            next_member: 0,
+        })))
+    }
+
+    /// Connections drawing on this budget.
+    pub fn members(&self) -> usize {
+        // The endpoint's handle is one of the references.
+        Arc::strong_count(&self.0).saturating_sub(1)
+    }
+
+    pub(crate) fn join(&self) -> Pacer {
+        let member = {
+            let mut turns = lock(&self.0);
+            turns.next_member += 1;
+            turns.next_member
+        };
+        Pacer {
+            budget: self.0.clone(),
+            member,
+        }
+    }
+}
+
+/// A connection's membership of a route's budget.
+#[derive(Debug)]
 pub(crate) struct Pacer {
-    rate_bps: i128,
-    /// Bytes the link adds to every packet.
-    framing_bytes: usize,
-    /// Credit at `updated`, bit-nanoseconds; below zero after a packet
-    /// larger than what the bucket held.
-    credit: i128,
-    capacity: i128,
-    updated: Instant,
+    budget: Arc<Mutex<Turns>>,
+    member: u64,
 }
 
 impl Pacer {
-    /// A full bucket for `rate_bps` on a link that adds `framing_bytes` to
-    /// every packet.
-    pub(crate) fn new(rate_bps: u64, framing_bytes: u32, now: Instant) -> Pacer {
-        let rate_bps = i128::from(rate_bps.max(1));
-        let capacity = rate_bps * REFILL_INTERVAL.as_nanos() as i128;
-        Pacer {
-            rate_bps,
-            framing_bytes: framing_bytes as usize,
-            credit: capacity,
-            capacity,
-            updated: now,
-        }
-    }
-
-    fn refill(&mut self, now: Instant) {
-        let elapsed = now.as_nanos().saturating_sub(self.updated.as_nanos());
-        self.credit = (self.credit + i128::from(elapsed) * self.rate_bps).min(self.capacity);
-        self.updated = self.updated.max(now);
-    }
-
-    /// When the next packet may go: `now`, or the instant the bucket is
-    /// out of debt.
-    pub(crate) fn ready_at(&mut self, now: Instant) -> Instant {
-        self.refill(now);
-        if self.credit >= 0 {
-            return now;
-        }
-        // Credit is below zero: the debt, rounded up to whole nanoseconds.
-        let debt = self.credit.unsigned_abs();
-        let wait_nanos = debt.div_ceil(self.rate_bps.unsigned_abs());
-        now + Duration::from_nanos(u64::try_from(wait_nanos).unwrap_or(u64::MAX))
+    /// When this connection's next packet may go: `now`, in which case it
+    /// has taken its turn and must send, or a later instant to try again.
+    pub(crate) fn ready_at(&mut self, now: Instant, paced: Paced) -> Instant {
+        lock(&self.budget).ready_at(self.member, now, paced)
     }
 
     /// Takes the credit of a packet of `bytes` (IP header included) that
     /// is being sent, and of the link's framing around it.
     pub(crate) fn consume(&mut self, now: Instant, bytes: usize) {
-        self.refill(now);
-        self.credit -= ((bytes + self.framing_bytes) as i128) * 8 * NANOS_PER_SECOND;
+        let mut turns = lock(&self.budget);
+        turns.bucket.consume(now, bytes);
+        turns.last_packet = bytes;
     }
+}
+
+impl Drop for Pacer {
+    /// A connection that is gone leaves the queue.
+    fn drop(&mut self) {
+        let mut turns = lock(&self.budget);
+        if turns.waiting.front() == Some(&self.member) {
+            turns.head_due_since = None;
+        }
+        let member = self.member;
+        turns.waiting.retain(|&m| m != member);
+    }
+}
+
+impl Turns {
+    fn ready_at(&mut self, member: u64, now: Instant, paced: Paced) -> Instant {
+        let payable_at = self.bucket.ready_at(now);
+        if paced == Paced::Ack {
+            return payable_at;
+        }
+        if payable_at > now {
+            let position = self.queue(member);
+            return payable_at + self.bucket.time_of(self.last_packet) * position as u32;
+        }
+        while let Some(&head) = self.waiting.front() {
+            if head == member {
+                self.waiting.pop_front();
+                self.head_due_since = None;
+                return now;
+            }
+            let since = *self.head_due_since.get_or_insert(now);
+            if now < since + TURN_GRACE {
+                self.queue(member);
+                return since + TURN_GRACE;
+            }
+            // The head let its turn pass.
+            self.waiting.pop_front();
+            self.head_due_since = None;
+        }
+        now
+    }
+
+    /// Puts `member` in the queue unless it is there; its place (0 at the
+    /// head).
+    fn queue(&mut self, member: u64) -> usize {
+        match self.waiting.iter().position(|&m| m == member) {
+            Some(place) => place,
+            None => {
+                self.waiting.push_back(member);
+                self.waiting.len() - 1
+            }
+        }
+    }
+}
+
+fn lock(turns: &Mutex<Turns>) -> MutexGuard<'_, Turns> {
+    // A panic elsewhere while the lock was held leaves nothing half done
+    // here that matters more than pacing on.
+    turns.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -89,51 +180,84 @@ mod tests {
         Instant::from_nanos(ms * 1_000_000)
     }
 
-    #[test]
-    fn a_full_bucket_sends_its_depth_then_paces_at_the_rate() {
-        // 12 Mbit/s: 15000 bytes per 10 ms; ten 1500-byte packets empty
-        // the bucket, an eleventh takes it into debt.
-        let mut pacer = Pacer::new(12_000_000, 0, at_ms(0));
-        for _ in 0..11 {
-            assert_eq!(pacer.ready_at(at_ms(0)), at_ms(0));
-            pacer.consume(at_ms(0), 1500);
+    /// Runs `senders` connections that always have a full-sized packet to
+    /// send on one budget for `duration`, each polling when its pacer says;
+    /// the packets each sent.
+    fn saturate(budget: &RateBudget, senders: usize, duration: Duration) -> Vec<u64> {
+        let mut pacers: Vec<Pacer> = (0..senders).map(|_| budget.join()).collect();
+        let mut wake = vec![Instant::ZERO; senders];
+        let mut sent = vec![0u64; senders];
+        let end = Instant::ZERO + duration;
+        loop {
+            let (i, &now) = wake.iter().enumerate().min_by_key(|&(_, at)| *at).unwrap();
+            if now >= end {
+                return sent;
+            }
+            let ready = pacers[i].ready_at(now, Paced::Data);
+            if ready == now {
+                pacers[i].consume(now, 1500);
+                sent[i] += 1;
+            } else {
+                assert!(ready > now, "a wake-up in the past");
+                wake[i] = ready;
+            }
         }
-        assert_eq!(pacer.ready_at(at_ms(0)), at_ms(1));
-        // At low rates the bucket is shallower than a packet: no burst.
-        let mut slow = Pacer::new(115_200, 0, at_ms(0));
-        slow.consume(at_ms(0), 1500);
-        // 12000 bits less 10 ms of credit (1152 bits) at 115200 bit/s.
-        assert_eq!(slow.ready_at(at_ms(0)), Instant::from_nanos(94_166_667));
     }
 
     #[test]
-    fn framing_is_charged_per_packet() {
-        // 2400 bit/s with 8 bytes of PPP framing: a 52-byte ACK occupies
-        // the line for 60 bytes, 200 ms.
-        let mut pacer = Pacer::new(2400, 8, Instant::ZERO);
-        let mut now = Instant::ZERO;
-        for _ in 0..100 {
-            now = pacer.ready_at(now);
-            pacer.consume(now, 52);
-        }
-        now = pacer.ready_at(now);
-        // 100 × 60 bytes, less the full bucket's 10 ms, at 2400 bit/s.
-        assert_eq!(now, at_ms(19_990));
+    fn connections_on_one_route_share_its_rate_evenly() {
+        // 680 kbit/s for 60 s: 3400 packets of 1500 bytes in all.
+        let budget = RateBudget::new(680_000, 0, Instant::ZERO);
+        let sent = saturate(&budget, 35, Duration::from_secs(60));
+        let total: u64 = sent.iter().sum();
+        assert!(
+            (3400..=3402).contains(&total),
+            "the route's rate, not 35 times it: {total}"
+        );
+        let (least, most) = (sent.iter().min().unwrap(), sent.iter().max().unwrap());
+        // In turn, one packet each: the first connection's packet before
+        // any queue formed and the last round cut short are the only
+        // differences.
+        assert!(most - least <= 2, "in turn, one packet each: {sent:?}");
     }
 
     #[test]
-    fn a_million_packets_take_exactly_their_time() {
-        // 115200 bit/s and 1000-byte packets: exactly 1/14.4 s each.
-        let mut pacer = Pacer::new(115_200, 0, Instant::ZERO);
-        let mut now = Instant::ZERO;
-        pacer.consume(now, 144); // empty the bucket (10 ms, 144 bytes)
-        for _ in 0..1_000_000 {
-            now = pacer.ready_at(now);
-            pacer.consume(now, 1000);
-        }
-        now = pacer.ready_at(now);
-        let expected = Duration::from_secs_f64(1_000_000.0 * 8000.0 / 115_200.0);
-        let drift = now.as_duration().abs_diff(expected);
-        assert!(drift < Duration::from_micros(1), "drift {drift:?}");
+    fn a_lone_connection_paces_at_the_whole_rate() {
+        let budget = RateBudget::new(12_000_000, 0, Instant::ZERO);
+        let sent = saturate(&budget, 1, Duration::from_secs(1));
+        // 1000 packets a second, and the full bucket's 10 ms at the start.
+        assert_eq!(sent, vec![1010]);
+    }
+
+    #[test]
+    fn a_head_that_lets_its_turn_pass_holds_the_others_for_the_grace_only() {
+        let budget = RateBudget::new(120_000, 0, Instant::ZERO);
+        let (mut a, mut b) = (budget.join(), budget.join());
+        a.consume(Instant::ZERO, 1500); // 100 ms of debt, less the bucket's 10
+        let due = a.ready_at(Instant::ZERO, Paced::Data);
+        assert_eq!(due, at_ms(90), "a queues at the head");
+        let b_due = b.ready_at(Instant::ZERO, Paced::Data);
+        assert_eq!(b_due, at_ms(190), "b one packet behind");
+        // a never comes back; b, asking when the bucket can pay, waits
+        // out a's grace, then goes.
+        assert_eq!(b.ready_at(at_ms(90), Paced::Data), at_ms(92));
+        assert_eq!(b.ready_at(at_ms(92), Paced::Data), at_ms(92));
+    }
+
+    #[test]
+    fn acks_do_not_wait_for_turns_and_a_connection_gone_leaves_the_queue() {
+        let budget = RateBudget::new(120_000, 0, Instant::ZERO);
+        let (mut a, mut b, mut c) = (budget.join(), budget.join(), budget.join());
+        a.consume(Instant::ZERO, 1500);
+        a.ready_at(Instant::ZERO, Paced::Data);
+        b.ready_at(Instant::ZERO, Paced::Data);
+        assert_eq!(
+            c.ready_at(at_ms(90), Paced::Ack),
+            at_ms(90),
+            "an ACK goes when it can be paid"
+        );
+        drop(a);
+        assert_eq!(b.ready_at(at_ms(90), Paced::Data), at_ms(90), "b is the head now");
+        assert_eq!(budget.members(), 2);
     }
 }
