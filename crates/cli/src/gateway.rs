@@ -1,5 +1,6 @@
 //! `scps gateway --config FILE`: the gateway library (`scps-gateway`) with
-//! its configuration read from a file, running until Ctrl-C or SIGTERM.
+//! its configuration read from a file, running until Ctrl-C or SIGTERM;
+//! SIGHUP reads the file again and takes its routes.
 
 use std::path::PathBuf;
 
@@ -27,11 +28,16 @@ pub struct GatewayArgs {
     pcap: Option<PathBuf>,
 }
 
+/// Reads and checks the configuration file.
+fn read_config(path: &std::path::Path) -> anyhow::Result<GatewayConfig> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read --config {}", path.display()))?;
+    Ok(GatewayConfig::parse(&text, &path.display().to_string())?)
+}
+
 pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.config)
-        .with_context(|| format!("cannot read --config {}", args.config.display()))?;
-    let mut config = GatewayConfig::parse(&text, &args.config.display().to_string())?;
-    config.capture = args.pcap;
+    let mut config = read_config(&args.config)?;
+    config.capture = args.pcap.clone();
     if args.check {
         println!("{}: the configuration is valid", args.config.display());
         return Ok(());
@@ -48,19 +54,38 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the runtime")?;
     runtime.block_on(async {
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot watch for SIGTERM")?;
-        let gateway = Gateway::start(config).await?;
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
+        let mut hangup = signal(SignalKind::hangup()).context("cannot watch for SIGHUP")?;
+        let mut gateway = Gateway::start(config).await?;
         // For whoever waits on it (scripts, tests, a supervisor): from here
         // on the gateway serves.
-        println!("scps gateway: ready");
-        std::io::Write::flush(&mut std::io::stdout())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
+        say("ready")?;
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => break,
+                _ = terminate.recv() => break,
+                _ = hangup.recv() => {
+                    let reloaded = read_config(&args.config).and_then(|mut new| {
+                        new.capture = args.pcap.clone();
+                        Ok(gateway.reload(new)?)
+                    });
+                    match reloaded {
+                        Ok(routes) => say(&format!("reloaded {}: {routes} routes", args.config.display()))?,
+                        Err(err) => say(&format!("reload refused, the running configuration is kept: {err:#}"))?,
+                    }
+                }
+            }
         }
         let counters = gateway.stop().await?;
-        println!("scps gateway: stopped; {}", counters.summary());
-        Ok(())
+        say(&format!("stopped; {}", counters.summary()))
     })
+}
+
+/// One line on standard output, at once (for a supervisor or a test
+/// waiting on it).
+fn say(what: &str) -> anyhow::Result<()> {
+    println!("scps gateway: {what}");
+    std::io::Write::flush(&mut std::io::stdout())?;
+    Ok(())
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use common::TempDir;
 use common::gateways::{
-    SCPS, assert_nothing_installed, config, config_with, start, start_with, stop, wait_ready,
+    SCPS, assert_nothing_installed, config, config_with, reload, start, start_with, stop, wait_ready,
 };
 use scps_testbed::{Output, Testbed, Topology};
 use sha2::{Digest, Sha256};
@@ -114,10 +114,10 @@ fn transparent_gateways_carry_kernel_tcp_keeping_the_client_address() {
     );
 }
 
-/// The client's connection to `SERVER` through the gateways, `upload`
+/// The client's connection to `server` through the gateways, `upload`
 /// written and half-closed: what it read back, or the kind of error.
-fn exchange(testbed: &Testbed, upload: &[u8]) -> Result<Vec<u8>, std::io::ErrorKind> {
-    let server_addr: SocketAddr = SERVER.parse().unwrap();
+fn exchange(testbed: &Testbed, server: &str, upload: &[u8]) -> Result<Vec<u8>, std::io::ErrorKind> {
+    let server_addr: SocketAddr = server.parse().unwrap();
     let mut stream = testbed
         .node("client")
         .unwrap()
@@ -131,12 +131,13 @@ fn exchange(testbed: &Testbed, upload: &[u8]) -> Result<Vec<u8>, std::io::ErrorK
     Ok(answer)
 }
 
-/// A server that reads to the end and answers with the SHA-256 of it.
-fn digest_server(testbed: &Testbed) -> std::thread::JoinHandle<SocketAddr> {
+/// A server at `address` that reads to the end and answers with the
+/// SHA-256 of it.
+fn digest_server(testbed: &Testbed, address: &'static str) -> std::thread::JoinHandle<SocketAddr> {
     let listener = testbed
         .node("server")
         .unwrap()
-        .run(|| TcpListener::bind(SERVER))
+        .run(move || TcpListener::bind(address))
         .unwrap();
     std::thread::spawn(move || {
         let (mut stream, peer) = listener.accept().unwrap();
@@ -194,9 +195,9 @@ fn a_lone_gateway_facing_a_plain_tcp_host_still_connects() {
     let gw_a = testbed.node("gwA").unwrap();
     let a = start(gw_a, &config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"));
     wait_ready(&[(gw_a, &a)]);
-    let server = digest_server(&testbed);
+    let server = digest_server(&testbed, SERVER);
     let upload: Vec<u8> = (0..1_000_000u32).map(|i| (i * 31 % 249) as u8).collect();
-    let answer = exchange(&testbed, &upload).expect("through gwA alone");
+    let answer = exchange(&testbed, SERVER, &upload).expect("through gwA alone");
     assert_eq!(
         answer,
         Sha256::digest(&upload).to_vec(),
@@ -241,9 +242,9 @@ fn a_host_that_drops_the_scps_option_is_reached_without_it_and_remembered() {
     let a = start(gw_a, &file);
     wait_ready(&[(gw_a, &a)]);
     for round in 0..2 {
-        let server = digest_server(&testbed);
+        let server = digest_server(&testbed, SERVER);
         let upload = vec![round as u8; 100_000];
-        let answer = exchange(&testbed, &upload).expect("the client reaches the server");
+        let answer = exchange(&testbed, SERVER, &upload).expect("the client reaches the server");
         assert_eq!(answer, Sha256::digest(&upload).to_vec(), "round {round}");
         server.join().unwrap();
     }
@@ -253,6 +254,132 @@ fn a_host_that_drops_the_scps_option_is_reached_without_it_and_remembered() {
         said.contains("retried without SCPS 1"),
         "the first connection was retried, the second went without the option at once: {said}"
     );
+}
+
+#[test]
+fn routes_decide_what_is_carried_and_everything_else_passes_untouched() {
+    // Both gateways hold the same table: port 5001 carried on a route of
+    // its own (its own engine), port 5002 passed through by a route, and
+    // port 5003 matched by no route.
+    let routes = "[[route]]\nname = \"digest\"\nports = \"5001\"\n\
+                  [route.engine]\nprotocol = \"scps-rate\"\n[route.engine.link]\nrate = \"50Mbit\"\n\
+                  [[route]]\nname = \"ssh\"\nports = \"5002\"\npass = true\n";
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-routes");
+    let gw_a = testbed.node("gwA").unwrap();
+    let gw_b = testbed.node("gwB").unwrap();
+    let a = start(
+        gw_a,
+        &config_with(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24", routes),
+    );
+    let b = start(
+        gw_b,
+        &config_with(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24", routes),
+    );
+    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+    for server in ["10.99.4.2:5001", "10.99.4.2:5002", "10.99.4.2:5003"] {
+        let listening = digest_server(&testbed, server);
+        let upload: Vec<u8> = (0..300_000u32).map(|i| (i * 17 % 241) as u8).collect();
+        let answer = exchange(&testbed, server, &upload).unwrap_or_else(|e| panic!("{server}: {e:?}"));
+        assert_eq!(answer, Sha256::digest(&upload).to_vec(), "{server}");
+        assert_eq!(
+            listening.join().unwrap().ip().to_string(),
+            "10.99.1.2",
+            "{server}"
+        );
+    }
+    let (said_a, said_b) = (stop(&a), stop(&b));
+    for said in [&said_a, &said_b] {
+        assert!(
+            said.contains("connections closed 1,") && said.contains("for want of a route 0,"),
+            "only port 5001's connection was carried; the others were routed past: {said}"
+        );
+    }
+}
+
+#[test]
+fn sighup_takes_new_routes_keeps_open_connections_and_refuses_a_bad_file() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-reload");
+    let (gw_a, gw_b) = (testbed.node("gwA").unwrap(), testbed.node("gwB").unwrap());
+    let write = |routes: &str| {
+        (
+            config_with(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24", routes),
+            config_with(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24", routes),
+        )
+    };
+    let (file_a, file_b) = write("[[route]]\nports = \"5001\"\n");
+    let a = start(gw_a, &file_a);
+    let b = start(gw_b, &file_b);
+    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+
+    // A connection on port 5001, open across the reloads.
+    let first = digest_server(&testbed, SERVER);
+    let server_addr: SocketAddr = SERVER.parse().unwrap();
+    let mut open = testbed
+        .node("client")
+        .unwrap()
+        .run(move || TcpStream::connect_timeout(&server_addr, Duration::from_secs(10)))
+        .unwrap();
+    open.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let upload: Vec<u8> = (0..400_000u32).map(|i| (i * 11 % 239) as u8).collect();
+    open.write_all(&upload[..200_000]).unwrap();
+
+    // Port 5002 matches no route: routed past the gateways.
+    const OTHER: &str = "10.99.4.2:5002";
+    let round = |label: &str| {
+        let server = digest_server(&testbed, OTHER);
+        let data = label.as_bytes().repeat(10_000);
+        let answer = exchange(&testbed, OTHER, &data).unwrap_or_else(|e| panic!("{label}: {e:?}"));
+        assert_eq!(answer, Sha256::digest(&data).to_vec(), "{label}");
+        server.join().unwrap();
+    };
+    round("before the reload");
+
+    // Now both ports are carried.
+    write("[[route]]\nports = \"5001-5002\"\n");
+    for gateway in [&a, &b] {
+        let said = reload(gateway);
+        assert!(
+            said.contains("a.toml: 1 routes") || said.contains("b.toml: 1 routes"),
+            "{said}"
+        );
+    }
+    round("after the reload");
+
+    // A file that changes what only a restart can, then one that does not
+    // parse: both refused, and the gateways carry on as they were.
+    std::fs::write(
+        &file_a,
+        std::fs::read_to_string(&file_a).unwrap().replace("lan0", "lan9"),
+    )
+    .unwrap();
+    let said = reload(&a);
+    assert!(
+        said.contains("reload refused") && said.contains("[transparent] cannot change without a restart"),
+        "{said}"
+    );
+    std::fs::write(&file_b, "[[route]\n").unwrap();
+    let said = reload(&b);
+    assert!(
+        said.contains("reload refused") && said.contains("b.toml"),
+        "{said}"
+    );
+    round("after the refusals");
+
+    // The connection opened before the reloads ends whole.
+    open.write_all(&upload[200_000..]).unwrap();
+    open.shutdown(Shutdown::Write).unwrap();
+    let mut answer = Vec::new();
+    open.read_to_end(&mut answer).unwrap();
+    assert_eq!(answer, Sha256::digest(&upload).to_vec(), "the open connection");
+    first.join().unwrap();
+    for said in [stop(&a), stop(&b)] {
+        assert!(
+            said.contains("connections closed 3,"),
+            "the open connection and the two rounds after the reload: {said}"
+        );
+    }
 }
 
 #[test]
@@ -407,9 +534,7 @@ fn print_rules_shows_what_the_mode_installs() {
     );
     assert!(printed.contains("tproxy to :7301"), "{printed}");
     assert!(
-        printed.contains(
-            "ip -4 rule add iif sat0 ipproto tcp from 10.99.4.0/24 to 10.99.1.0/24 lookup 154 priority 154"
-        ),
+        printed.contains("ip -4 rule add fwmark 0x5d lookup 154 priority 154"),
         "{printed}"
     );
     assert!(

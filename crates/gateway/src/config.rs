@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use scps_config::stack::{RealStack, StackSettings, ToolKeepalive};
@@ -18,6 +19,7 @@ use serde::Deserialize;
 use crate::explicit::{AllowRule, Allowed};
 use crate::relay::RelayConfig;
 use crate::request::{Destination, host_name};
+use crate::routes::{Carried, Route, RouteMatch, RouteTable};
 use crate::transparent::Plumbing;
 
 /// The link port a far gateway takes link connections on, unless
@@ -68,6 +70,8 @@ struct GatewaySpec {
     socks: Vec<SocksSpec>,
     #[serde(default)]
     allow: Vec<AllowSpec>,
+    #[serde(default)]
+    route: Vec<RouteSpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -121,6 +125,19 @@ struct AllowSpec {
     ports: Option<String>,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RouteSpec {
+    name: Option<String>,
+    source: Option<String>,
+    destination: Option<String>,
+    ports: Option<String>,
+    #[serde(default)]
+    pass: bool,
+    engine: Option<toml::Table>,
+    buffer: Option<Bytes>,
+}
+
 /// A port forward: LAN connections to `listen` are carried to `to`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forward {
@@ -146,6 +163,9 @@ pub struct GatewayConfig {
     pub link: Option<ExplicitLink>,
     /// The transparent mode's interfaces, prefixes and kernel plumbing.
     pub transparent: Option<Plumbing>,
+    /// What the transparent mode carries, and how: `[[route]]`, or one
+    /// route carrying every connection with `[engine]` and `[relay]`.
+    pub routes: RouteTable,
     pub engine: RealStack,
     pub relay: RelayConfig,
     /// Split connections held at once: `relay.max_connections`, or fewer
@@ -172,6 +192,44 @@ impl GatewayConfig {
         })?;
         let spec: GatewaySpec = scps_config::deserialize(table).map_err(|e| e.in_file(origin))?;
         checked(spec, origin).map_err(|e| e.in_file(origin))
+    }
+
+    /// The first part of the configuration that a reload cannot change
+    /// and `new` changes, named as in the file. A reload replaces the
+    /// transparent mode's routes (with `[engine]` and `relay.buffer`
+    /// under them); the rest is opened, bound or installed once, at the
+    /// start.
+    pub fn fixed_change(&self, new: &GatewayConfig) -> Option<&'static str> {
+        let without_routes = |c: &GatewayConfig| {
+            c.transparent.clone().map(|p| Plumbing {
+                routes: Vec::new(),
+                ..p
+            })
+        };
+        fn explicit_engine(c: &GatewayConfig) -> Option<(&RealStack, RelayConfig)> {
+            c.link.as_ref().map(|_| (&c.engine, c.relay))
+        }
+        [
+            (self.link != new.link, "[link]"),
+            (without_routes(self) != without_routes(new), "[transparent]"),
+            (self.forwards != new.forwards, "[[forward]]"),
+            (self.socks != new.socks, "[[socks]]"),
+            (self.allowed != new.allowed, "[[allow]]"),
+            (
+                self.max_connections != new.max_connections,
+                "relay.max_connections and relay.memory",
+            ),
+            (
+                self.connect_timeout != new.connect_timeout,
+                "relay.connect_timeout",
+            ),
+            (
+                explicit_engine(self) != explicit_engine(new),
+                "[engine] and [relay] of the explicit modes' link",
+            ),
+        ]
+        .into_iter()
+        .find_map(|(changed, part)| changed.then_some(part))
     }
 
     /// Where a client gateway reaches the far one's link connections.
@@ -258,18 +316,36 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         Direction::Forward
     };
     let rtt = spec.engine.as_ref().and_then(link_rtt);
-    let engine = engine(spec.engine, origin, direction)?;
+    let engine = engine(spec.engine.clone(), &format!("{origin} [engine]"), direction)?;
     let buffer = match spec.relay.buffer {
         Some(buffer) => buffer.0,
         None => default_buffer(engine.config.rate_bps, rtt),
     };
-    if !(BUFFER_RANGE.0..=BUFFER_RANGE.1).contains(&buffer) {
-        return Err(Error::invalid("relay.buffer", buffer, "from 4096 bytes to 1 GiB"));
-    }
+    check_buffer("relay.buffer", buffer)?;
+    let idle_timeout = match spec.relay.idle_timeout {
+        Some(Time(d)) if d.is_zero() => None,
+        Some(Time(d)) => Some(d),
+        None => Some(DEFAULT_IDLE),
+    };
+    let relay = RelayConfig {
+        buffer: buffer as usize,
+        idle_timeout,
+    };
+    let routes = route_table(&spec, origin, direction, &engine, relay)?;
+    let transparent = transparent.map(|plumbing| Plumbing {
+        routes: routes
+            .routes()
+            .iter()
+            .map(|r| (r.matching, r.carried.is_some()))
+            .collect(),
+        ..plumbing
+    });
     let max_connections = spec.relay.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
     if max_connections == 0 {
         return Err(Error::invalid("relay.max_connections", 0, "at least 1"));
     }
+    // Room for the largest buffers any connection may have.
+    let buffer = buffer.max(routes.largest_buffer() as u64);
     let memory = spec.relay.memory.map_or(DEFAULT_MEMORY, |m| m.0);
     let fits = memory / (2 * buffer);
     if fits == 0 {
@@ -283,11 +359,6 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         ));
     }
     let max_connections = max_connections.min(usize::try_from(fits).unwrap_or(usize::MAX));
-    let idle_timeout = match spec.relay.idle_timeout {
-        Some(Time(d)) if d.is_zero() => None,
-        Some(Time(d)) => Some(d),
-        None => Some(DEFAULT_IDLE),
-    };
     let connect_timeout = spec
         .relay
         .connect_timeout
@@ -298,11 +369,9 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     Ok(GatewayConfig {
         link,
         transparent,
+        routes,
         engine,
-        relay: RelayConfig {
-            buffer: buffer as usize,
-            idle_timeout,
-        },
+        relay,
         max_connections,
         connect_timeout,
         forwards,
@@ -333,14 +402,21 @@ fn link_rtt(engine: &toml::Table) -> Option<Duration> {
     scps_config::units::parse_duration(rtt).ok()
 }
 
+fn check_buffer(key: &str, buffer: u64) -> Result<(), Error> {
+    if (BUFFER_RANGE.0..=BUFFER_RANGE.1).contains(&buffer) {
+        Ok(())
+    } else {
+        Err(Error::invalid(key, buffer, "from 4096 bytes to 1 GiB"))
+    }
+}
+
 /// The link connections' engine: `[engine]` is a scenario document
 /// (`protocol`, `[engine.tcp]`, `[engine.link]`, ...) read as `scps send
-/// --config` reads one.
-fn engine(table: Option<toml::Table>, origin: &str, direction: Direction) -> Result<RealStack, Error> {
+/// --config` reads one; `within` names it in errors.
+fn engine(table: Option<toml::Table>, within: &str, direction: Direction) -> Result<RealStack, Error> {
     let text = table.map(|t| t.to_string()).unwrap_or_default();
-    let within = format!("{origin} [engine]");
     let settings = StackSettings {
-        file: Some((&within, &text)),
+        file: Some((within, &text)),
         label: None,
         sets: &[],
         keepalive: ToolKeepalive::Default(LINK_KEEPALIVE),
@@ -348,6 +424,155 @@ fn engine(table: Option<toml::Table>, origin: &str, direction: Direction) -> Res
     // The UDP path's packets: an Ethernet MTU less the outer IPv4 and UDP
     // headers and the frame check.
     settings.resolve(direction, 1500 - 28 - 4)
+}
+
+/// The transparent mode's routes: `[[route]]`, each with `[engine]`
+/// under its own `engine` keys and a buffer from its own rate and RTT; or,
+/// without any, one route carrying every connection with `engine` and
+/// `relay`.
+fn route_table(
+    spec: &GatewaySpec,
+    origin: &str,
+    direction: Direction,
+    engine: &RealStack,
+    relay: RelayConfig,
+) -> Result<RouteTable, Error> {
+    if spec.route.is_empty() {
+        return Ok(RouteTable::carrying_everything(Carried {
+            engine: Arc::new(engine.config.clone()),
+            relay,
+        }));
+    }
+    if spec.transparent.is_none() {
+        return Err(Error::invalid(
+            "route",
+            format!("{} routes", spec.route.len()),
+            "routes choose what the transparent mode carries: add a [transparent] section (the \
+             explicit modes' destinations are their [[forward]], [[socks]] and [[allow]])",
+        ));
+    }
+    let routes = spec
+        .route
+        .iter()
+        .enumerate()
+        .map(|(i, route)| one_route(i, route, spec, origin, direction, relay))
+        .collect::<Result<Vec<_>, Error>>()?;
+    let names: BTreeSet<&str> = routes.iter().map(|r| r.name.as_str()).collect();
+    if names.len() != routes.len() {
+        return Err(Error::invalid(
+            "route.name",
+            "(a name used twice)",
+            "a name of its own for each route",
+        ));
+    }
+    RouteTable::new(routes).map_err(|conflict| {
+        Error::invalid(
+            "route",
+            format!("{} and {}", conflict.first, conflict.second),
+            "routes that do not overlap, or one within the other (a narrower prefix or port range), \
+             so that the most specific decides",
+        )
+    })
+}
+
+fn one_route(
+    i: usize,
+    route: &RouteSpec,
+    spec: &GatewaySpec,
+    origin: &str,
+    direction: Direction,
+    relay: RelayConfig,
+) -> Result<Route, Error> {
+    let key = |field: &str| format!("route[{i}].{field}");
+    let prefix = |field: &str, text: &Option<String>| -> Result<IpPrefix, Error> {
+        let text = text.as_deref().unwrap_or("0.0.0.0/0");
+        let prefix: IpPrefix = text.parse().map_err(|e| {
+            Error::invalid(
+                key(field),
+                text,
+                format!("an IPv4 prefix such as 10.1.0.0/16 ({e})"),
+            )
+        })?;
+        if !prefix.network().is_ipv4() {
+            return Err(Error::invalid(
+                key(field),
+                text,
+                "an IPv4 prefix: the transparent mode does not carry IPv6 yet",
+            ));
+        }
+        Ok(prefix)
+    };
+    let matching = RouteMatch {
+        source: prefix("source", &route.source)?,
+        destination: prefix("destination", &route.destination)?,
+        ports: match &route.ports {
+            None => (1, 65535),
+            Some(text) => port_range(&key("ports"), text)?,
+        },
+    };
+    let name = match &route.name {
+        Some(name) if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) => {
+            return Err(Error::invalid(key("name"), name, "1 to 64 printable characters"));
+        }
+        Some(name) => name.clone(),
+        None => format!("route[{i}]"),
+    };
+    if route.pass {
+        if route.engine.is_some() || route.buffer.is_some() {
+            return Err(Error::invalid(
+                key("pass"),
+                true,
+                "a route that passes connections through has no engine or buffer of its own",
+            ));
+        }
+        return Ok(Route {
+            name,
+            matching,
+            carried: None,
+        });
+    }
+    let table = merged(
+        spec.engine.clone().unwrap_or_default(),
+        route.engine.clone().unwrap_or_default(),
+    );
+    let rtt = link_rtt(&table);
+    let mut engine = engine(Some(table), &format!("{origin} route[{i}].engine"), direction)?;
+    // The route's number, counted from 1: its connections share its rate.
+    engine.config.rate_route = i as u32 + 1;
+    let buffer = match route.buffer {
+        Some(buffer) => buffer.0,
+        None => match spec.relay.buffer {
+            Some(buffer) => buffer.0,
+            None => default_buffer(engine.config.rate_bps, rtt),
+        },
+    };
+    check_buffer(&key("buffer"), buffer)?;
+    Ok(Route {
+        name,
+        matching,
+        carried: Some(Carried {
+            engine: Arc::new(engine.config),
+            relay: RelayConfig {
+                buffer: buffer as usize,
+                ..relay
+            },
+        }),
+    })
+}
+
+/// `over`'s keys laid over `base`'s, table within table.
+fn merged(mut base: toml::Table, over: toml::Table) -> toml::Table {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(inner)), toml::Value::Table(value)) => {
+                *inner = merged(std::mem::take(inner), value);
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+    base
 }
 
 fn explicit_link(spec: &LinkSpec) -> Result<ExplicitLink, Error> {
@@ -400,8 +625,12 @@ fn transparent(spec: &TransparentSpec) -> Result<Plumbing, Error> {
         None => DEFAULT_INTERCEPT_PORT,
     };
     let mark = spec.mark.unwrap_or(DEFAULT_MARK);
-    if mark == 0 {
-        return Err(Error::invalid("transparent.mark", 0, "a firewall mark above 0"));
+    if mark == 0 || mark == u32::MAX {
+        return Err(Error::invalid(
+            "transparent.mark",
+            mark,
+            "a firewall mark from 1 to 0xfffffffe (it and the next are used)",
+        ));
     }
     let table = spec.table.unwrap_or(DEFAULT_TABLE);
     if !(1..=250).contains(&table) {
@@ -417,6 +646,8 @@ fn transparent(spec: &TransparentSpec) -> Result<Plumbing, Error> {
         tun,
         local,
         remote,
+        // Filled in from the route table.
+        routes: Vec::new(),
         port,
         mark,
         table,
@@ -724,6 +955,116 @@ mod tests {
             (format!("{TRANSPARENT}table = 251\n"), "transparent.table = 251"),
             (format!("{TRANSPARENT}mark = 0\n"), "transparent.mark = 0"),
             (format!("{TRANSPARENT}tproxy = true\n"), "unknown field `tproxy`"),
+        ];
+        for (text, expected) in cases {
+            let err = parse(&text).unwrap_err();
+            assert!(err.contains(expected), "expected {expected:?} in: {err}");
+        }
+    }
+
+    const ROUTES: &str = r#"
+        [engine]
+        protocol = "scps-rate"
+        [engine.link]
+        rate = "8Mbit"
+        rtt = "600ms"
+        [[route]]
+        name = "bulk"
+        destination = "10.99.4.0/24"
+        ports = "20-21"
+        [route.engine.link]
+        rate = "680kbit"
+        [[route]]
+        name = "ssh"
+        ports = "22"
+        pass = true
+        [[route]]
+        name = "rest"
+    "#;
+
+    #[test]
+    fn routes_take_the_engine_with_their_own_keys_over_it() {
+        let config = parse(&format!("{TRANSPARENT}{ROUTES}")).unwrap();
+        let table = &config.routes;
+        let names: Vec<&str> = table.routes().iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["bulk", "ssh", "rest"], "most specific first");
+        let client: IpAddr = "10.99.1.5".parse().unwrap();
+        let (name, bulk) = table.carried(client, "10.99.4.2:21".parse().unwrap()).unwrap();
+        assert_eq!(name, "bulk");
+        assert_eq!(bulk.engine.rate_bps, Some(680_000), "the route's own rate");
+        assert_eq!(
+            bulk.engine.congestion,
+            scps_proto::cc::CongestionAlgorithm::Rate,
+            "[engine]'s protocol"
+        );
+        assert_eq!(bulk.engine.rate_route, 1, "its own budget");
+        assert_eq!(
+            bulk.relay.buffer,
+            256 << 10,
+            "680 kbit/s for 600 ms, raised to the floor"
+        );
+        let (_, rest) = table.carried(client, "10.99.4.2:80".parse().unwrap()).unwrap();
+        assert_eq!(
+            (rest.engine.rate_bps, rest.engine.rate_route),
+            (Some(8_000_000), 3)
+        );
+        assert_eq!(rest.relay.buffer, 600_000, "8 Mbit/s for 600 ms");
+        assert!(
+            table.carried(client, "10.99.4.2:22".parse().unwrap()).is_none(),
+            "ssh passes"
+        );
+        let plumbing = config.transparent.unwrap();
+        assert_eq!(
+            plumbing
+                .routes
+                .iter()
+                .map(|(_, carried)| *carried)
+                .collect::<Vec<_>>(),
+            [true, false, true]
+        );
+        let default = parse(TRANSPARENT).unwrap();
+        assert_eq!(
+            default.routes.routes().len(),
+            1,
+            "without routes, one carries everything"
+        );
+    }
+
+    #[test]
+    fn bad_routes_name_the_key() {
+        let with = |routes: &str| format!("{TRANSPARENT}{routes}");
+        let cases = [
+            (
+                with("[[route]]\nsource = \"10.99.1.0/24\"\n[[route]]\ndestination = \"10.99.4.0/24\"\n"),
+                "route = route[0] and route[1]: routes that do not overlap, or one within the other",
+            ),
+            (
+                with("[[route]]\nports = \"22\"\n[[route]]\nports = \"22\"\n"),
+                "route = route[0] and route[1]",
+            ),
+            (
+                with("[[route]]\npass = true\nbuffer = \"1MB\"\n"),
+                "route[0].pass = true: a route that passes",
+            ),
+            (
+                with("[[route]]\nsource = \"fd00::/8\"\n"),
+                "route[0].source = fd00::/8: an IPv4 prefix",
+            ),
+            (with("[[route]]\nports = \"9-1\"\n"), "route[0].ports = 9-1"),
+            (with("[[route]]\nbuffer = \"100\"\n"), "route[0].buffer = 100"),
+            (
+                with("[[route]]\nname = \"a\"\nports = \"1\"\n[[route]]\nname = \"a\"\nports = \"2\"\n"),
+                "a name of its own",
+            ),
+            (
+                with("[[route]]\n[route.engine]\nprotocol = \"tcp-fast\"\n"),
+                "route[0].engine",
+            ),
+            (with("[[route]]\nport = \"22\"\n"), "unknown field `port`"),
+            (
+                format!("{FAR}\n[[route]]\nports = \"22\"\n"),
+                "route = 1 routes: routes choose what the transparent mode carries",
+            ),
         ];
         for (text, expected) in cases {
             let err = parse(&text).unwrap_err();

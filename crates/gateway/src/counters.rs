@@ -67,6 +67,10 @@ pub struct Counters {
     pub turned_down: AtomicU64,
     /// Connections turned away because the gateway held its limit.
     pub over_limit: AtomicU64,
+    /// Connections reset because no route carries them (the interception
+    /// or steering of a table that a reload has just replaced, or a link
+    /// connection the far side sent that no route of ours covers).
+    pub no_route: AtomicU64,
     /// Link connections opened again without the SCPS capabilities
     /// option after an attempt with it got no answer or a reset.
     pub plain_retries: AtomicU64,
@@ -102,6 +106,7 @@ impl Counters {
             idle: AtomicU64::new(0),
             turned_down: AtomicU64::new(0),
             over_limit: AtomicU64::new(0),
+            no_route: AtomicU64::new(0),
             socks_refused: AtomicU64::new(0),
             plain_retries: AtomicU64::new(0),
             active: AtomicUsize::new(0),
@@ -164,12 +169,14 @@ impl Counters {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         format!(
             "connections closed {}, reset {}, refused at the far end {}, idle {}, turned away at the limit {}, \
-             link connections turned down {}, SOCKS5 requests not relayed {}, retried without SCPS {}",
+             reset for want of a route {}, link connections turned down {}, SOCKS5 requests not relayed {}, \
+             retried without SCPS {}",
             get(&self.closed),
             get(&self.reset),
             get(&self.refused),
             get(&self.idle),
             get(&self.over_limit),
+            get(&self.no_route),
             get(&self.turned_down),
             get(&self.socks_refused),
             get(&self.plain_retries),

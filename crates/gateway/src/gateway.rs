@@ -18,6 +18,7 @@ pub use crate::counters::Counters;
 use crate::counters::{Relays, accept_admitted};
 use crate::explicit::{FarConfig, FarLink, relay_to_far, serve_link};
 use crate::relay::RelayConfig;
+use crate::routes::Routes;
 use crate::socks;
 use crate::transparent::{self, Installed, PlainHosts, Relaying, TransparentError};
 
@@ -36,6 +37,10 @@ pub enum GatewayError {
     Link(NetError),
     #[error("the transparent mode: {0}")]
     Transparent(TransparentError),
+    #[error("{0} cannot change without a restart")]
+    Fixed(&'static str),
+    #[error("cannot install the new routes' rules (the running ones are kept): {0}")]
+    Rules(transparent::PlumbingError),
     #[error("cannot listen on {listen} for the forward to {to}: {error}")]
     Listen {
         listen: SocketAddr,
@@ -48,6 +53,11 @@ pub enum GatewayError {
 /// and the transparent mode's kernel plumbing while installed.
 #[derive(Debug)]
 pub struct Gateway {
+    /// The configuration it runs: what a reload may not change is checked
+    /// against it.
+    config: GatewayConfig,
+    /// The transparent mode's routes, replaced by a reload.
+    routes: Option<Routes>,
     counters: Arc<Counters>,
     tasks: JoinSet<()>,
     endpoints: Vec<Arc<Net>>,
@@ -67,9 +77,12 @@ impl Gateway {
             endpoints.push(start_explicit(link, &config, &counters, &mut tasks).await?);
         }
         let mut installed = None;
+        let mut routes = None;
         if let Some(plumbing) = &config.transparent {
+            let table = Routes::new(config.routes.clone());
+            routes = Some(table.clone());
             let relaying = Relaying {
-                relay: config.relay,
+                routes: table,
                 connect_timeout: config.connect_timeout,
                 counters: counters.clone(),
                 plain_hosts: Arc::new(PlainHosts::new(PLAIN_HOSTS_REMEMBERED)),
@@ -87,11 +100,35 @@ impl Gateway {
         }
         tracing::info!("ready");
         Ok(Gateway {
+            config,
+            routes,
             counters,
             tasks,
             endpoints,
             installed,
         })
+    }
+
+    /// Takes the routes of `new` (SIGHUP): connections that are open keep
+    /// the settings they started with, new ones follow the new routes.
+    /// Refused, with everything left as it runs, if `new` changes anything
+    /// else or its rules cannot be installed. Returns the number of routes.
+    pub fn reload(&mut self, new: GatewayConfig) -> Result<usize, GatewayError> {
+        if let Some(part) = self.config.fixed_change(&new) {
+            return Err(GatewayError::Fixed(part));
+        }
+        if let (Some(installed), Some(plumbing)) = (&mut self.installed, &new.transparent) {
+            installed
+                .replace_routes(plumbing.routes.clone())
+                .map_err(GatewayError::Rules)?;
+        }
+        if let Some(routes) = &self.routes {
+            routes.replace(new.routes.clone());
+        }
+        let count = new.routes.routes().len();
+        tracing::info!(routes = count, "routes reloaded");
+        self.config = new;
+        Ok(count)
     }
 
     /// What it has counted so far.

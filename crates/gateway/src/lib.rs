@@ -23,6 +23,7 @@ pub mod gateway;
 pub mod pump;
 pub mod relay;
 pub mod request;
+pub mod routes;
 pub mod socks;
 pub mod transparent;
 

@@ -58,6 +58,12 @@ impl TransparentListener {
         self.port
     }
 
+    /// Lets `chooser` pick the configuration of each connection taken
+    /// from now on (a gateway's routes).
+    pub fn choose_configs(&self, chooser: Arc<dyn scps_proto::ConfigChooser>) {
+        self.shared.lock().endpoint.choose_configs(self.id, chooser);
+    }
+
     /// The next established connection; its local address is the one the
     /// client dialled.
     pub async fn accept(&self) -> Result<Stream, NetError> {

@@ -220,9 +220,20 @@ enum ListenerKey {
     Transparent(TransparentListenerId),
 }
 
+/// Chooses the configuration of each connection a listener takes, from its
+/// addresses and ports: a gateway's routes, each with settings of its own.
+pub trait ConfigChooser: std::fmt::Debug + Send + Sync {
+    /// The configuration for a SYN of `tuple` (local: the address it was
+    /// sent to); `None` leaves the listener's own. What it returns must
+    /// have passed [`Config::validate`].
+    fn config_for(&self, tuple: &FourTuple) -> Option<Arc<Config>>;
+}
+
 #[derive(Debug)]
 struct Listener {
     config: Arc<Config>,
+    /// Overrides `config` connection by connection.
+    chooser: Option<Arc<dyn ConfigChooser>>,
     /// Established connections waiting for `accept`.
     ready: VecDeque<ConnectionHandle>,
     /// Connections of this listener not yet accepted (handshaking or
@@ -368,6 +379,7 @@ impl Endpoint {
             key,
             Listener {
                 config,
+                chooser: None,
                 ready: VecDeque::new(),
                 pending: 0,
             },
@@ -377,6 +389,14 @@ impl Endpoint {
     /// Stops listening; connections already made are not affected.
     pub fn unlisten(&mut self, local: SocketAddr) {
         self.listeners.remove(&ListenerKey::Address(local));
+    }
+
+    /// Lets `chooser` pick the configuration of each connection the
+    /// transparent listener takes from now on.
+    pub fn choose_configs(&mut self, listener: TransparentListenerId, chooser: Arc<dyn ConfigChooser>) {
+        if let Some(state) = self.listeners.get_mut(&ListenerKey::Transparent(listener)) {
+            state.chooser = Some(chooser);
+        }
     }
 
     /// Stops a transparent listener; connections already made are not
@@ -770,10 +790,13 @@ impl Endpoint {
         self.config.accept_protocol_106 || self.default_config.ip_protocol == IPPROTO_SCPS_TP
     }
 
-    /// A listener's connection configuration for a SYN that came on
-    /// `protocol`: the connection answers on the protocol it was opened on.
-    fn listener_config(&self, listener: ListenerKey, protocol: u8) -> Option<Arc<Config>> {
-        let config = self.listeners.get(&listener)?.config.clone();
+    /// A listener's connection configuration for a SYN of `tuple` that
+    /// came on `protocol`: the connection answers on the protocol it was
+    /// opened on.
+    fn listener_config(&self, listener: ListenerKey, tuple: &FourTuple, protocol: u8) -> Option<Arc<Config>> {
+        let state = self.listeners.get(&listener)?;
+        let chosen = state.chooser.as_ref().and_then(|c| c.config_for(tuple));
+        let config = chosen.unwrap_or_else(|| state.config.clone());
         if config.ip_protocol == protocol {
             return Some(config);
         }
@@ -872,7 +895,7 @@ impl Endpoint {
         }
         let (Some(state), Some(config)) = (
             self.listeners.get(&listener),
-            self.listener_config(listener, protocol),
+            self.listener_config(listener, &tuple, protocol),
         ) else {
             return;
         };
@@ -956,7 +979,7 @@ impl Endpoint {
         let Some(mss) = syn_cookies::check(self.config.secret, &tuple, peer_isn, cookie, now) else {
             return CookieAck::NotOurs;
         };
-        let Some(config) = self.listener_config(listener, protocol) else {
+        let Some(config) = self.listener_config(listener, &tuple, protocol) else {
             return CookieAck::NotOurs;
         };
         // Real clients completing handshakes (cookies cannot be forged

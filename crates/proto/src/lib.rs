@@ -19,8 +19,8 @@ mod seq;
 pub use config::Config;
 pub use connection::{Connection, ConnectionError, ConnectionStats, Event, FourTuple, State, StreamError};
 pub use endpoint::{
-    ConnectionHandle, Endpoint, EndpointConfig, EndpointError, EndpointStats, MAX_ANSWERS_WAITING,
-    TransparentListenerId,
+    ConfigChooser, ConnectionHandle, Endpoint, EndpointConfig, EndpointError, EndpointStats,
+    MAX_ANSWERS_WAITING, TransparentListenerId,
 };
 /// The prefixes of transparent addressing ([`EndpointConfig::transparent`]).
 pub use scps_node::IpPrefix;

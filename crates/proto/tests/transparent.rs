@@ -645,3 +645,36 @@ fn one_client_to_two_servers_over_ipv6_keeps_the_connections_apart() {
         .collect();
     assert!(ids[0].is_some() && ids[0] != ids[1], "{ids:?}");
 }
+
+/// Picks a small MTU for port 80 and leaves every other port to the
+/// listener: a gateway's routes, each with its own settings.
+#[derive(Debug)]
+struct SmallMtuForWeb(std::sync::Arc<Config>);
+
+impl scps_proto::ConfigChooser for SmallMtuForWeb {
+    fn config_for(&self, tuple: &scps_proto::FourTuple) -> Option<std::sync::Arc<Config>> {
+        (tuple.local.port() == 80).then(|| self.0.clone())
+    }
+}
+
+#[test]
+fn a_chooser_sets_each_connection_s_configuration_from_its_addresses() {
+    let mut h = harness(Config::default(), &[SERVERS]);
+    let listener = h.ep.listen_transparent(&[prefix(SERVERS)], None, None).unwrap();
+    let small = Config {
+        mtu: 1000,
+        ..Config::default()
+    };
+    h.ep.choose_configs(listener, std::sync::Arc::new(SmallMtuForWeb(small.into())));
+    let (web, ssh) = (addr("10.20.0.9:80"), addr("10.20.0.9:22"));
+    h.send_from(THEIRS, web, &Seg::new(TcpFlags::SYN, PEER_ISS));
+    let answer = one_between(&mut h, web, THEIRS);
+    assert_eq!(
+        answer.options.mss,
+        Some(960),
+        "the chosen MTU, less 40 bytes of headers"
+    );
+    h.send_from(THEIRS, ssh, &Seg::new(TcpFlags::SYN, PEER_ISS));
+    let answer = one_between(&mut h, ssh, THEIRS);
+    assert_eq!(answer.options.mss, Some(1460), "the listener's own");
+}

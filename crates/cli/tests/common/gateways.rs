@@ -86,6 +86,20 @@ pub fn wait_ready(gateways: &[(&Node, &GatewayProcess)]) {
     }
 }
 
+/// Sends SIGHUP and waits for the gateway's answer: the line that says it
+/// reloaded, or why it refused.
+pub fn reload(gateway: &GatewayProcess) -> String {
+    gateway.process.signal(Signal::SIGHUP).unwrap();
+    let mut stdout = gateway.stdout.borrow_mut();
+    loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the gateway exited");
+        if line.starts_with("scps gateway: reload") {
+            return line;
+        }
+    }
+}
+
 /// Stops a gateway with SIGTERM; what it printed since it was ready.
 pub fn stop(gateway: &GatewayProcess) -> String {
     gateway.process.signal(Signal::SIGTERM).unwrap();

@@ -23,7 +23,8 @@ use tokio::task::JoinSet;
 
 use crate::counters::{Counters, Relays, accept_admitted};
 use crate::pump::{net_open_failure, open_failure, pump};
-use crate::relay::{OpenFailure, RelayConfig, Side};
+use crate::relay::{OpenFailure, Side};
+use crate::routes::Routes;
 
 /// The TUN device's MTU: an Ethernet link's.
 const TUN_MTU: u16 = 1500;
@@ -49,7 +50,9 @@ pub enum TransparentError {
 /// What a transparent gateway's relays share.
 #[derive(Debug, Clone)]
 pub struct Relaying {
-    pub relay: RelayConfig,
+    /// Which connections are carried, each route with its engine settings
+    /// and relay buffer.
+    pub routes: Routes,
     pub connect_timeout: Duration,
     pub counters: Arc<Counters>,
     pub plain_hosts: Arc<PlainHosts>,
@@ -88,6 +91,7 @@ pub fn start(
     let link_listener = net
         .listen_transparent(&plumbing.local, None)
         .map_err(endpoint_error)?;
+    link_listener.choose_configs(Arc::new(relaying.routes.clone()));
     let lan_listener =
         sockets::intercepting_listener(plumbing.port).map_err(|error| TransparentError::Listener {
             port: plumbing.port,
@@ -112,14 +116,21 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
                 continue;
             }
         };
+        let table = relaying.routes.current();
+        let Some((route, carried)) = table.carried(client.ip(), server) else {
+            no_route(&relaying.counters, client, server);
+            crate::pump::Connection::reset(lan);
+            continue;
+        };
+        let (route, relay, engine) = (route.to_owned(), carried.relay, carried.engine.clone());
         let (net, relaying) = (net.clone(), relaying.clone());
         relays.spawn(permit, async move {
             let opening = {
                 let relaying = relaying.clone();
-                async move { open_link(&net, client, server, &relaying).await }
+                async move { open_link(&net, client, server, &engine, &relaying).await }
             };
-            let outcome = pump(relaying.relay, Side::Lan, lan, opening).await;
-            tracing::info!(%client, %server, %outcome, "connection ended");
+            let outcome = pump(relay, Side::Lan, lan, opening).await;
+            tracing::info!(%client, %server, %route, %outcome, "connection ended");
             relaying.counters.count(outcome);
         });
     }
@@ -132,6 +143,7 @@ async fn open_link(
     net: &Net,
     client: std::net::SocketAddr,
     server: std::net::SocketAddr,
+    engine: &scps_proto::Config,
     relaying: &Relaying,
 ) -> Result<scps_net::Stream, OpenFailure> {
     let failed = |err: &NetError| {
@@ -139,7 +151,7 @@ async fn open_link(
         net_open_failure(err)
     };
     if !relaying.plain_hosts.is_plain(server.ip()) {
-        match net.connect_from(client, server).await {
+        match net.connect_from_with(client, server, engine.clone()).await {
             Ok(link) => return Ok(link),
             Err(err) if unanswered_or_reset(&err) => {
                 tracing::info!(%client, %server, %err, "trying again without the SCPS capabilities option");
@@ -151,8 +163,10 @@ async fn open_link(
             Err(err) => return Err(failed(&err)),
         }
     }
-    let mut config = net.connection_config();
-    config.scps = false;
+    let config = scps_proto::Config {
+        scps: false,
+        ..engine.clone()
+    };
     match net.connect_from_with(client, server, config).await {
         Ok(link) => {
             relaying.plain_hosts.remember(server.ip());
@@ -186,6 +200,13 @@ async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) 
             continue;
         };
         let (client, server) = (link.peer_addr(), link.local_addr());
+        let table = relaying.routes.current();
+        let Some((route, carried)) = table.carried(client.ip(), server) else {
+            no_route(&relaying.counters, client, server);
+            link.abort();
+            continue;
+        };
+        let (route, relay) = (route.to_owned(), carried.relay);
         let relaying = relaying.clone();
         relays.spawn(permit, async move {
             let timeout = relaying.connect_timeout;
@@ -199,9 +220,18 @@ async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) 
                     Err(_) => Err(OpenFailure::TimedOut),
                 }
             };
-            let outcome = pump(relaying.relay, Side::Link, link, opening).await;
-            tracing::info!(%client, %server, %outcome, "connection ended");
+            let outcome = pump(relay, Side::Link, link, opening).await;
+            tracing::info!(%client, %server, %route, %outcome, "connection ended");
             relaying.counters.count(outcome);
         });
     }
+}
+
+/// A connection that reached the gateway although no route carries it:
+/// reset, never relayed.
+fn no_route(counters: &Counters, client: std::net::SocketAddr, server: std::net::SocketAddr) {
+    counters
+        .no_route
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    tracing::info!(%client, %server, "no route carries the connection: reset");
 }

@@ -10,14 +10,17 @@
 //!   connection of an intercepted one has the very same addresses and
 //!   ports, and its packets, leaving the TUN device, must be forwarded,
 //!   not delivered to the intercepted socket;
-//! - **steering**: TCP and compressed SCPS-TP (IP protocol 105) arriving
-//!   on the link interface from a remote prefix to a local one is routed
-//!   into the gateway's TUN device (a policy rule on the incoming
-//!   interface and a table whose default route is the device), where the
-//!   engine reads it.
+//! - **steering**: TCP of the routes' connections, and compressed SCPS-TP
+//!   (IP protocol 105), arriving on the link interface from a remote
+//!   prefix to a local one is marked (`mark + 1`) and routed into the
+//!   gateway's TUN device (a policy rule on the mark and a table whose
+//!   default route is the device), where the engine reads it.
 //!
-//! Everything else is routed by the kernel as if the gateway were a plain
-//! router. IPv4 only for now.
+//! Both follow the routes (routes.rs), most specific first: a route that
+//! carries intercepts and steers its connections, one that passes lets
+//! them through, and a connection no route matches passes too. Everything
+//! else is routed by the kernel as if the gateway were a plain router.
+//! IPv4 only for now.
 //!
 //! One kernel setting changes while the mode runs: TCP early demux is
 //! turned off (`net.ipv4.tcp_early_demux`, restored on exit). The link
@@ -29,6 +32,8 @@
 use std::process::{Command, Stdio};
 
 use scps_node::IpPrefix;
+
+use crate::routes::RouteMatch;
 
 /// Turned off while the mode runs (see the module's documentation).
 const EARLY_DEMUX: &str = "net.ipv4.tcp_early_demux";
@@ -47,6 +52,9 @@ pub struct Plumbing {
     /// The interception listener's port.
     pub port: u16,
     pub mark: u32,
+    /// The routes' matches, most specific first, and whether each carries
+    /// its connections (or lets them pass).
+    pub routes: Vec<(RouteMatch, bool)>,
     /// Routing tables `table` (local delivery of marked packets) and
     /// `table + 1` (into the TUN device); the policy rules have those
     /// numbers as priorities, so that they can be found and removed.
@@ -76,7 +84,14 @@ impl Plumbing {
         format!("scps_gateway_{}", self.port)
     }
 
-    /// The nftables script of the interception.
+    /// The firewall mark of link packets steered into the TUN device.
+    pub fn steer_mark(&self) -> u32 {
+        self.mark + 1
+    }
+
+    /// The nftables script of the interception and the steering. It
+    /// flushes the table first, so that installing it again replaces the
+    /// rules in one transaction (a reload of the routes).
     pub fn nft_script(&self) -> String {
         let set = |prefixes: &[IpPrefix]| {
             prefixes
@@ -85,49 +100,86 @@ impl Plumbing {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let table = self.nft_table();
+        let (mark, steer) = (self.mark, self.steer_mark());
+        let mut intercept = String::new();
+        let mut steering = String::new();
+        for (matching, carried) in &self.routes {
+            let RouteMatch {
+                source,
+                destination,
+                ports,
+            } = matching;
+            let (take, steer_to) = if *carried {
+                (
+                    format!("tproxy to :{} meta mark set {mark:#x} accept", self.port),
+                    format!("meta mark set {steer:#x} accept"),
+                )
+            } else {
+                ("accept".to_owned(), "accept".to_owned())
+            };
+            let client_to_server = format!(
+                "{}{}meta l4proto tcp{}",
+                address_match("saddr", source),
+                address_match("daddr", destination),
+                port_match("dport", *ports)
+            );
+            let server_to_client = format!(
+                "{}{}meta l4proto tcp{}",
+                address_match("saddr", destination),
+                address_match("daddr", source),
+                port_match("sport", *ports)
+            );
+            intercept.push_str(&format!("\t\t{client_to_server} {take}\n"));
+            steering.push_str(&format!("\t\t{client_to_server} {steer_to}\n"));
+            if server_to_client != client_to_server {
+                steering.push_str(&format!("\t\t{server_to_client} {steer_to}\n"));
+            }
+        }
         format!(
-            "table ip {table} {{\n\
+            "table ip {table} {{}}\n\
+             flush table ip {table}\n\
+             table ip {table} {{\n\
              \tchain prerouting {{\n\
              \t\ttype filter hook prerouting priority mangle; policy accept;\n\
              \t\tiifname \"{lan}\" meta l4proto tcp socket transparent 1 meta mark set {mark:#x} accept\n\
-             \t\tiifname \"{lan}\" meta l4proto tcp ip saddr {{ {local} }} ip daddr {{ {remote} }} \
-             tproxy to :{port} meta mark set {mark:#x} accept\n\
+             \t\tiifname \"{lan}\" meta l4proto tcp ip saddr {{ {local} }} ip daddr {{ {remote} }} jump intercept\n\
+             \t\tiifname \"{link}\" meta l4proto {compressed} ip saddr {{ {remote} }} ip daddr {{ {local} }} \
+             meta mark set {steer:#x} accept\n\
+             \t\tiifname \"{link}\" meta l4proto tcp ip saddr {{ {remote} }} ip daddr {{ {local} }} jump steer\n\
              \t}}\n\
+             \tchain intercept {{\n{intercept}\t}}\n\
+             \tchain steer {{\n{steering}\t}}\n\
              }}\n",
-            table = self.nft_table(),
-            mark = self.mark,
             lan = self.lan,
+            link = self.link,
             local = set(&self.local),
             remote = set(&self.remote),
-            port = self.port,
+            compressed = IPPROTO_SCPS_COMPRESSED,
         )
     }
 
     /// The `ip` commands of the policy routing, in the order they run.
     pub fn ip_commands(&self) -> Vec<Vec<String>> {
         let (deliver, steer) = (self.table, self.table + 1);
-        let mut commands = vec![
+        vec![
             words(&format!(
                 "-4 rule add fwmark {:#x} lookup {deliver} priority {deliver}",
                 self.mark
             )),
             words(&format!("-4 route add local 0.0.0.0/0 dev lo table {deliver}")),
-        ];
-        for remote in &self.remote {
-            for local in &self.local {
-                for protocol in ["tcp".to_owned(), IPPROTO_SCPS_COMPRESSED.to_string()] {
-                    commands.push(words(&format!(
-                        "-4 rule add iif {} ipproto {protocol} from {remote} to {local} lookup {steer} priority {steer}",
-                        self.link
-                    )));
-                }
-            }
-        }
-        commands.push(words(&format!(
-            "-4 route add default dev {} table {steer}",
-            self.tun
-        )));
-        commands
+            words(&format!(
+                "-4 rule add fwmark {:#x} lookup {steer} priority {steer}",
+                self.steer_mark()
+            )),
+            words(&format!("-4 route add default dev {} table {steer}", self.tun)),
+        ]
+    }
+
+    /// Installs the nftables rules again, for routes that changed: one
+    /// transaction, so no packet sees half of the old and half of the new.
+    fn reinstall_rules(&self) -> Result<(), PlumbingError> {
+        run("nft", &["-f", "-"], Some(&self.nft_script()))
     }
 
     /// Everything installed, as an operator who manages their own rules
@@ -209,6 +261,21 @@ pub struct Installed {
     early_demux: String,
 }
 
+impl Installed {
+    /// Installs the interception and steering of `routes` in place of
+    /// the present ones, in one transaction: on failure the present ones
+    /// stay.
+    pub fn replace_routes(&mut self, routes: Vec<(RouteMatch, bool)>) -> Result<(), PlumbingError> {
+        let plumbing = Plumbing {
+            routes,
+            ..self.plumbing.clone()
+        };
+        plumbing.reinstall_rules()?;
+        self.plumbing = plumbing;
+        Ok(())
+    }
+}
+
 impl Drop for Installed {
     fn drop(&mut self) {
         self.plumbing.remove();
@@ -216,6 +283,25 @@ impl Drop for Installed {
             let _ = write_proc(&EARLY_DEMUX.replace('.', "/"), &self.early_demux);
         }
         tracing::info!("interception and steering removed");
+    }
+}
+
+/// `ip saddr PREFIX ` for a prefix that restricts; nothing for `/0`.
+fn address_match(field: &str, prefix: &IpPrefix) -> String {
+    if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("ip {field} {prefix} ")
+    }
+}
+
+/// ` tcp dport FIRST-LAST` for a range that restricts; nothing for all
+/// ports.
+fn port_match(field: &str, (first, last): (u16, u16)) -> String {
+    match (first, last) {
+        (1, 65535) => String::new(),
+        (first, last) if first == last => format!(" tcp {field} {first}"),
+        (first, last) => format!(" tcp {field} {first}-{last}"),
     }
 }
 
@@ -302,37 +388,60 @@ fn write_proc(path: &str, value: &str) -> Result<(), PlumbingError> {
 mod tests {
     use super::*;
 
+    fn route(source: &str, destination: &str, ports: (u16, u16)) -> RouteMatch {
+        RouteMatch {
+            source: source.parse().unwrap(),
+            destination: destination.parse().unwrap(),
+            ports,
+        }
+    }
+
     #[test]
-    fn the_rules_name_the_interfaces_prefixes_and_tables() {
+    fn the_rules_name_the_interfaces_prefixes_routes_and_tables() {
         let plumbing = Plumbing {
             lan: "lan0".into(),
             link: "sat0".into(),
             tun: "scpsgw0".into(),
             local: vec!["10.99.1.0/24".parse().unwrap()],
             remote: vec!["10.99.4.0/24".parse().unwrap(), "10.98.0.0/16".parse().unwrap()],
+            routes: vec![
+                (route("0.0.0.0/0", "10.99.4.0/24", (22, 22)), false),
+                (route("10.99.1.0/24", "0.0.0.0/0", (8000, 8999)), true),
+                (route("0.0.0.0/0", "0.0.0.0/0", (1, 65535)), true),
+            ],
             port: 7301,
             mark: 0x5c,
             table: 153,
         };
         let script = plumbing.nft_script();
-        assert!(script.contains("table ip scps_gateway_7301"), "{script}");
-        assert!(
-            script.contains("iifname \"lan0\" meta l4proto tcp ip saddr { 10.99.1.0/24 } ip daddr { 10.99.4.0/24, 10.98.0.0/16 } tproxy to :7301 meta mark set 0x5c accept"),
-            "{script}"
+        let has = |line: &str| assert!(script.contains(line), "{line:?} in:\n{script}");
+        has("flush table ip scps_gateway_7301\n");
+        has(
+            "iifname \"lan0\" meta l4proto tcp ip saddr { 10.99.1.0/24 } ip daddr { 10.99.4.0/24, 10.98.0.0/16 } jump intercept",
         );
+        // Interception, most specific first: ssh passes, a port range is
+        // carried, then everything else.
+        has(
+            "chain intercept {\n\t\tip daddr 10.99.4.0/24 meta l4proto tcp tcp dport 22 accept\n\
+             \t\tip saddr 10.99.1.0/24 meta l4proto tcp tcp dport 8000-8999 tproxy to :7301 meta mark set 0x5c accept\n\
+             \t\tmeta l4proto tcp tproxy to :7301 meta mark set 0x5c accept\n\t}",
+        );
+        // Steering: both ends' connections, by their server's port.
+        has(
+            "iifname \"sat0\" meta l4proto 105 ip saddr { 10.99.4.0/24, 10.98.0.0/16 } ip daddr { 10.99.1.0/24 } meta mark set 0x5d accept",
+        );
+        has("\t\tip saddr 10.99.4.0/24 meta l4proto tcp tcp sport 22 accept\n");
+        has("\t\tip saddr 10.99.1.0/24 meta l4proto tcp tcp dport 8000-8999 meta mark set 0x5d accept\n");
+        has("\t\tip daddr 10.99.1.0/24 meta l4proto tcp tcp sport 8000-8999 meta mark set 0x5d accept\n");
         let commands: Vec<String> = plumbing.ip_commands().iter().map(|c| c.join(" ")).collect();
-        assert_eq!(commands[0], "-4 rule add fwmark 0x5c lookup 153 priority 153");
-        assert_eq!(commands[1], "-4 route add local 0.0.0.0/0 dev lo table 153");
-        assert!(
-            commands.contains(
-                &"-4 rule add iif sat0 ipproto 105 from 10.98.0.0/16 to 10.99.1.0/24 lookup 154 priority 154"
-                    .to_owned()
-            )
-        );
-        assert_eq!(commands.len(), 2 + 2 * 2 + 1);
         assert_eq!(
-            commands.last().unwrap(),
-            "-4 route add default dev scpsgw0 table 154"
+            commands,
+            [
+                "-4 rule add fwmark 0x5c lookup 153 priority 153",
+                "-4 route add local 0.0.0.0/0 dev lo table 153",
+                "-4 rule add fwmark 0x5d lookup 154 priority 154",
+                "-4 route add default dev scpsgw0 table 154",
+            ]
         );
         let described = plumbing.describe();
         assert!(
