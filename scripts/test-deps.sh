@@ -18,11 +18,19 @@ needs=(
   "curl curl"                  # real applications through the gateways
   "nginx nginx"
   "iperf3 iperf3"
+  "wget wget"
+  "ssh openssh-client"         # scp, sftp, rsync and a session through the gateways
+  "sshd openssh-server"
+  "rsync rsync"
+  "vsftpd vsftpd"              # FTP, passive and active
+  "telnet telnet"
+  "telnetd inetutils-telnetd"
 )
 missing=()
 for entry in "${needs[@]}"; do
   read -r program package <<<"$entry"
-  command -v "$program" >/dev/null || missing+=("$package")
+  # Daemons are in /usr/sbin, which a user's PATH may not hold.
+  command -v "$program" >/dev/null || [ -x "/usr/sbin/$program" ] || missing+=("$package")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
