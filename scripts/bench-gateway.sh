@@ -28,37 +28,10 @@ cargo build --release -q -p scps
 target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target=$PWD/$target ;; esac
 scps=$target/release/scps
-scenario=scenarios/geo-8mbit.toml
 
 . scripts/lib/gateway-topology.sh
 
-# The scenario's link at this point: the emulator's, and the gateways'
-# engine's (their route rate, buffers and timers).
-link_keys="rate = \"100Mbit\"
-buffer = \"1500KB\"
-rtt = \"$rtt\"
-ber = $ber
-shaper = { rate = \"8Mbit\", ceiling = \"10Mbit\", burst = \"128KiB\" }"
-cat >"$work/emulate.toml" <<EOF
-seed = 1
-[emulate]
-side_a = "a0"
-side_b = "b0"
-control = "$work/ctl.sock"
-[link]
-$link_keys
-EOF
-ip netns exec "$e" "$scps" emulate --config "$work/emulate.toml" >"$work/emulator.log" 2>&1 &
-emulator_pid=$!
-for _ in $(seq 100); do
-  [ -S "$work/ctl.sock" ] && break
-  sleep 0.05
-done
-
-limit=$("$scps" sim "$scenario" --set protocol=scps-rate --set "link.rtt=$rtt" --set "link.ber=$ber" \
-  --set workload.bytes=1MB --json | grep -o '"limit_bps":[0-9.e+]*' | cut -d: -f2)
-echo "geo-8mbit through scps emulate: RTT $rtt, BER $ber; limit $(awk "BEGIN{printf \"%.3f\", $limit/1e6}") Mbit/s"
-echo "   (load average: $(cut -d' ' -f1-3 /proc/loadavg); Linux $(uname -r))"
+. scripts/lib/emulated-link.sh
 
 for run in "${runs[@]}"; do
   mode=${run%%:*}
@@ -90,4 +63,4 @@ for run in "${runs[@]}"; do
   grep -q '"error"' "$work/send.json" && grep -o '"error":"[^"]*"' "$work/send.json"
   [[ $mode == gw-* ]] && grep -h "stopped;" "$work/$a.log" "$work/$b.log" | sed 's/^/   /'
 done
-echo "emulator: $(ip netns exec "$e" "$scps" emulate ctl --socket "$work/ctl.sock" stats | head -n 3 | tr '\n' ' ')"
+echo "emulator: $(emulator_stats)"

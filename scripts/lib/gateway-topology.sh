@@ -7,7 +7,8 @@
 # The middle node routes; `scps emulate` there turns it into the link.
 # Expects $scps (the binary). Defines $c $a $e $b $s (the namespaces),
 # $work (a temporary directory), `gateway` and `stop_gateways`; removes
-# everything on exit, also on failure or Ctrl-C.
+# everything on exit, also on failure or Ctrl-C, and stops the processes
+# listed in $server_pids.
 
 c=scpsgw-client
 a=scpsgw-a
@@ -25,6 +26,8 @@ stop_gateways() {
 }
 cleanup() {
   stop_gateways
+  # Servers a benchmark started in the namespaces.
+  for pid in ${server_pids:-}; do kill "$pid" 2>/dev/null || true; done
   [ -n "${emulator_pid:-}" ] && kill "$emulator_pid" 2>/dev/null && wait "$emulator_pid" 2>/dev/null
   for ns in "${nodes[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
   rm -rf "$work"
