@@ -160,18 +160,23 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
 
 #[test]
 fn the_example_configurations_are_valid() {
-    for example in [
-        "docs/examples/gateway/client.toml",
-        "docs/examples/gateway/far.toml",
-    ] {
+    let mut examples: Vec<_> = std::fs::read_dir(repository().join("docs/examples/gateway"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    examples.sort();
+    assert!(examples.len() >= 4, "{examples:?}");
+    for example in examples {
         let output = scps()
             .args(["gateway", "--check", "--config"])
-            .arg(repository().join(example))
+            .arg(&example)
             .output()
             .unwrap();
         assert!(
             output.status.success(),
-            "{example}: {}",
+            "{}: {}",
+            example.display(),
             String::from_utf8_lossy(&output.stderr)
         );
     }
