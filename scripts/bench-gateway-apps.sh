@@ -120,6 +120,12 @@ for run in "${runs[@]}"; do
   out=$work/out.bin
   rm -f "$out"
   case $app in
+    shell)
+      echo "a shell in the client's namespace ($mode); the servers are at 10.96.4.2. For example:"
+      echo "  ssh ${ssh_options[*]} root@10.96.4.2"
+      echo "  curl -o /dev/null -w '%{speed_download}\\n' http://10.96.4.2:8080/$(basename "$(served 20MB)")"
+      ip netns exec "$c" bash -i || true
+      ;;
     echo)
       printf '%-16s %-5s %6s  %s\n' "$mode" echo "$size" \
         "$(ip netns exec "$c" "$keystroke_echo" "$size" "${ssh_options[@]}" root@10.96.4.2)"
