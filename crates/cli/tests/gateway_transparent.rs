@@ -186,6 +186,56 @@ fn a_refusal_at_the_server_reaches_the_client_as_a_reset() {
 }
 
 #[test]
+fn a_server_that_resets_mid_transfer_resets_the_client() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-server-reset");
+    let (a, b) = common::gateways::start_pair(&testbed, &dir);
+    // The server reads a little of the upload, then aborts (a zero linger
+    // makes close send a reset).
+    let listener = testbed
+        .node("server")
+        .unwrap()
+        .run(|| TcpListener::bind(SERVER))
+        .unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut some = vec![0u8; 100_000];
+        stream.read_exact(&mut some).unwrap();
+        socket2::SockRef::from(&stream)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+    });
+    // The client keeps sending until the reset reaches it: an
+    // application must see the failure, not a clean end.
+    let server_addr: SocketAddr = SERVER.parse().unwrap();
+    let mut stream = testbed
+        .node("client")
+        .unwrap()
+        .run(move || TcpStream::connect_timeout(&server_addr, Duration::from_secs(10)))
+        .unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+    let chunk = vec![7u8; 64 * 1024];
+    let failed = (0..2000).find_map(|_| stream.write_all(&chunk).err());
+    server.join().unwrap();
+    let err = failed.or_else(|| stream.read_to_end(&mut Vec::new()).err());
+    let kind = err.map(|e| e.kind());
+    assert!(
+        matches!(
+            kind,
+            Some(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe)
+        ),
+        "the client saw the server's reset: {kind:?}"
+    );
+    let (said_a, said_b) = (stop(&a), stop(&b));
+    assert!(
+        said_b.contains("reset 1,"),
+        "gwB met the server's reset: {said_b}"
+    );
+    assert!(said_a.contains("reset 1,"), "gwA passed it on: {said_a}");
+}
+
+#[test]
 fn a_lone_gateway_facing_a_plain_tcp_host_still_connects() {
     // Only gwA runs: its SCPS-TP connection reaches the server's Linux
     // TCP, which ignores the SCPS capabilities option and answers as
