@@ -58,18 +58,25 @@ fn run(node: &Node, program: &str, args: &[String]) -> String {
         .unwrap_or_else(|e| panic!("{program} {}: {e}", args.join(" ")))
 }
 
+/// The gateway topology with both gateways running, and a temporary
+/// directory named after the test.
+fn topology_with_gateways(name: &str) -> (Testbed, TempDir, GatewayProcess, GatewayProcess) {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new(name);
+    let (a, b) = start_pair(&testbed, &dir);
+    (testbed, dir, a, b)
+}
+
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
 
 #[test]
 fn curl_and_wget_fetch_a_file_from_nginx_through_the_gateways() {
-    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
-    let dir = TempDir::new("gateway-nginx");
+    let (testbed, dir, a, b) = topology_with_gateways("gateway-nginx");
     let www = dir.path().join("www");
     std::fs::create_dir_all(&www).unwrap();
     let want = write_pattern(&www.join("file.bin"), 20_000_000, 1);
-    let (a, b) = start_pair(&testbed, &dir);
     let server = testbed.node("server").unwrap();
     let _nginx = servers::nginx(server, dir.path(), &www, SERVER, 8080);
     let client = testbed.node("client").unwrap();
@@ -101,9 +108,7 @@ fn curl_and_wget_fetch_a_file_from_nginx_through_the_gateways() {
 
 #[test]
 fn scp_sftp_rsync_and_an_ssh_session_through_the_gateways() {
-    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
-    let dir = TempDir::new("gateway-ssh");
-    let (a, b) = start_pair(&testbed, &dir);
+    let (testbed, dir, a, b) = topology_with_gateways("gateway-ssh");
     let sshd = servers::sshd(testbed.node("server").unwrap(), dir.path(), SERVER);
     let client = testbed.node("client").unwrap();
     let echoes = ssh_session(client, &sshd, SERVER, "22");
@@ -272,12 +277,10 @@ fn ftp_passive_and_active_through_the_gateways() {
     // Active mode is the hard case for a gateway: the server opens the
     // data connection back to the client (from port 20), so gwB
     // intercepts it and gwA takes it over.
-    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
-    let dir = TempDir::new("gateway-ftp");
+    let (testbed, dir, a, b) = topology_with_gateways("gateway-ftp");
     let root = dir.path().join("ftp");
     std::fs::create_dir_all(&root).unwrap();
     let want = write_pattern(&root.join("file.bin"), 10_000_000, 4);
-    let (a, b) = start_pair(&testbed, &dir);
     let _vsftpd = servers::vsftpd(testbed.node("server").unwrap(), dir.path(), &root, SERVER);
     let client = testbed.node("client").unwrap();
     let url = format!("ftp://{SERVER}/file.bin");
@@ -302,9 +305,7 @@ fn ftp_passive_and_active_through_the_gateways() {
 
 #[test]
 fn a_telnet_session_echoes_through_the_gateways() {
-    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
-    let dir = TempDir::new("gateway-telnet");
-    let (a, b) = start_pair(&testbed, &dir);
+    let (testbed, _dir, a, b) = topology_with_gateways("gateway-telnet");
     let server = testbed.node("server").unwrap();
     let telnetd = servers::telnetd(server, SERVER);
     let mut session = testbed.node("client").unwrap().run(|| {
@@ -334,9 +335,7 @@ fn a_telnet_session_echoes_through_the_gateways() {
 
 #[test]
 fn iperf3_runs_both_ways_through_the_gateways() {
-    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
-    let dir = TempDir::new("gateway-iperf3");
-    let (a, b) = start_pair(&testbed, &dir);
+    let (testbed, _dir, a, b) = topology_with_gateways("gateway-iperf3");
     let server = testbed.node("server").unwrap();
     let iperf3 = server
         .spawn(

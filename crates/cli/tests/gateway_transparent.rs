@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use common::TempDir;
 use common::gateways::{
-    SCPS, assert_nothing_installed, config, config_with, reload, start, start_with, stop, wait_ready,
+    SCPS, assert_nothing_installed, config, config_with, reload, start, start_pair, start_pair_with,
+    start_with, stop, wait_ready,
 };
 use scps_testbed::{Output, Testbed, Topology};
 use sha2::{Digest, Sha256};
@@ -152,11 +153,7 @@ fn digest_server(testbed: &Testbed, address: &'static str) -> std::thread::JoinH
 fn a_refusal_at_the_server_reaches_the_client_as_a_reset() {
     let testbed = Testbed::build(Topology::with_gateways()).unwrap();
     let dir = TempDir::new("gateway-transparent-refusal");
-    let gw_a = testbed.node("gwA").unwrap();
-    let gw_b = testbed.node("gwB").unwrap();
-    let a = start(gw_a, &config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"));
-    let b = start(gw_b, &config(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24"));
-    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+    let (a, b) = start_pair(&testbed, &dir);
     // Nothing listens on the server: gwA has accepted the client's
     // connection, gwB's connection to the server is refused, and the
     // client must read a reset, not an empty reply.
@@ -189,7 +186,7 @@ fn a_refusal_at_the_server_reaches_the_client_as_a_reset() {
 fn a_server_that_resets_mid_transfer_resets_the_client() {
     let testbed = Testbed::build(Topology::with_gateways()).unwrap();
     let dir = TempDir::new("gateway-transparent-server-reset");
-    let (a, b) = common::gateways::start_pair(&testbed, &dir);
+    let (a, b) = start_pair(&testbed, &dir);
     // The server reads a little of the upload, then aborts (a zero linger
     // makes close send a reset).
     let listener = testbed
@@ -316,17 +313,7 @@ fn routes_decide_what_is_carried_and_everything_else_passes_untouched() {
                   [[route]]\nname = \"ssh\"\nports = \"5002\"\npass = true\n";
     let testbed = Testbed::build(Topology::with_gateways()).unwrap();
     let dir = TempDir::new("gateway-transparent-routes");
-    let gw_a = testbed.node("gwA").unwrap();
-    let gw_b = testbed.node("gwB").unwrap();
-    let a = start(
-        gw_a,
-        &config_with(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24", routes),
-    );
-    let b = start(
-        gw_b,
-        &config_with(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24", routes),
-    );
-    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+    let (a, b) = start_pair_with(&testbed, &dir, routes);
     for server in ["10.99.4.2:5001", "10.99.4.2:5002", "10.99.4.2:5003"] {
         let listening = digest_server(&testbed, server);
         let upload: Vec<u8> = (0..300_000u32).map(|i| (i * 17 % 241) as u8).collect();
@@ -477,17 +464,7 @@ fn a_link_outage_longer_than_the_timers_resets_both_lan_connections() {
     // only receives, by its keepalive probes going unanswered.
     let timers = "[engine.tcp]\nuser_timeout = \"3s\"\n\
                   keepalive = { idle = \"1s\", interval = \"1s\", probes = 2 }\n";
-    let gw_a = testbed.node("gwA").unwrap();
-    let gw_b = testbed.node("gwB").unwrap();
-    let a = start(
-        gw_a,
-        &config_with(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24", timers),
-    );
-    let b = start(
-        gw_b,
-        &config_with(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24", timers),
-    );
-    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+    let (a, b) = start_pair_with(&testbed, &dir, timers);
 
     let listener = testbed
         .node("server")

@@ -139,10 +139,22 @@ pub fn assert_nothing_installed(node: &Node) {
 
 /// Both gateways of the topology running, mirrored, and intercepting.
 pub fn start_pair(testbed: &Testbed, dir: &TempDir) -> (GatewayProcess, GatewayProcess) {
+    start_pair_with(testbed, dir, "")
+}
+
+/// Both gateways of the topology running, mirrored, with `extra` in both
+/// configurations (as `config_with`).
+pub fn start_pair_with(testbed: &Testbed, dir: &TempDir, extra: &str) -> (GatewayProcess, GatewayProcess) {
     let gw_a = testbed.node("gwA").unwrap();
     let gw_b = testbed.node("gwB").unwrap();
-    let a = start(gw_a, &config(dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"));
-    let b = start(gw_b, &config(dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24"));
+    let a = start(
+        gw_a,
+        &config_with(dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24", extra),
+    );
+    let b = start(
+        gw_b,
+        &config_with(dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24", extra),
+    );
     wait_ready(&[(gw_a, &a), (gw_b, &b)]);
     (a, b)
 }
