@@ -13,8 +13,9 @@
 # `gw-LABEL` (kernel CUBIC at the client and the server, our stack with
 # LABEL across the link). APP is `scp`, `http` or `ftp` (SIZE: the file, e.g. 20MB) or
 # `echo` (SIZE: keystrokes). For `ftp` the client's and the server's
-# windows are held at 12 kB (tcp_rmem and tcp_wmem of their namespaces),
-# as the NASA paper's FTP had them. Defaults: 600ms 1e-5 and every MODE
+# windows are held at 12 kB, as the NASA paper's FTP had them: buffers of
+# 24 kB (tcp_rmem and tcp_wmem of their namespaces), of which Linux
+# advertises about half as its window. Defaults: 600ms 1e-5 and every MODE
 # with every APP at 20MB.
 #
 # Goodput is over the transfer itself: curl's time from `pretransfer` to
@@ -114,8 +115,8 @@ for run in "${runs[@]}"; do
     *) echo "unknown mode in $run" >&2; exit 2 ;;
   esac
   if [ "$app" = ftp ]; then
-    set_ends net.ipv4.tcp_rmem "4096 12288 12288"
-    set_ends net.ipv4.tcp_wmem "4096 12288 12288"
+    set_ends net.ipv4.tcp_rmem "4096 24576 24576"
+    set_ends net.ipv4.tcp_wmem "4096 24576 24576"
   fi
   out=$work/out.bin
   rm -f "$out"
