@@ -1,11 +1,14 @@
 //! `scps gateway --config FILE`: the gateway library (`scps-gateway`) with
 //! its configuration read from a file, running until Ctrl-C or SIGTERM;
-//! SIGHUP reads the file again and takes its routes.
+//! SIGHUP reads the file again and takes its routes. Its control socket
+//! (for `scps status`) is `--control`, `control.socket`, or the default
+//! path, taken if it can be.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use scps_gateway::config::GatewayConfig;
+use scps_gateway::config::{ControlConfig, GatewayConfig};
+use scps_gateway::control;
 use scps_gateway::gateway::Gateway;
 
 #[derive(Debug, clap::Args)]
@@ -26,18 +29,37 @@ pub struct GatewayArgs {
     /// explicit one's goes to FILE.explicit.pcap).
     #[arg(long, value_name = "FILE")]
     pcap: Option<PathBuf>,
+    /// The control socket `scps status` asks (instead of `control.socket`
+    /// or the default: /run/scps-gateway.sock for root, otherwise
+    /// $XDG_RUNTIME_DIR/scps-gateway.sock or /tmp/scps-gateway-UID.sock).
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
 }
 
-/// Reads and checks the configuration file.
-fn read_config(path: &std::path::Path) -> anyhow::Result<GatewayConfig> {
+/// Reads and checks the configuration file, and adds what the arguments
+/// say to it.
+fn read_config(args: &GatewayArgs) -> anyhow::Result<GatewayConfig> {
+    let path = &args.config;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read --config {}", path.display()))?;
-    Ok(GatewayConfig::parse(&text, &path.display().to_string())?)
+    let mut config = GatewayConfig::parse(&text, &path.display().to_string())?;
+    config.capture = args.pcap.clone();
+    config.control = Some(match (&args.control, config.control.take()) {
+        (Some(socket), _) => ControlConfig {
+            socket: socket.clone(),
+            required: true,
+        },
+        (None, Some(configured)) => configured,
+        (None, None) => ControlConfig {
+            socket: control::default_socket_path(),
+            required: false,
+        },
+    });
+    Ok(config)
 }
 
 pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
-    let mut config = read_config(&args.config)?;
-    config.capture = args.pcap.clone();
+    let config = read_config(&args)?;
     if args.check {
         println!("{}: the configuration is valid", args.config.display());
         return Ok(());
@@ -60,16 +82,13 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
         let mut gateway = Gateway::start(config).await?;
         // For whoever waits on it (scripts, tests, a supervisor): from here
         // on the gateway serves.
-        say("ready")?;
+        say(&ready(&gateway))?;
         loop {
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => break,
                 _ = terminate.recv() => break,
                 _ = hangup.recv() => {
-                    let reloaded = read_config(&args.config).and_then(|mut new| {
-                        new.capture = args.pcap.clone();
-                        Ok(gateway.reload(new)?)
-                    });
+                    let reloaded = read_config(&args).and_then(|new| Ok(gateway.reload(new)?));
                     match reloaded {
                         Ok(routes) => say(&format!("reloaded {}: {routes} routes", args.config.display()))?,
                         Err(err) => say(&format!("reload refused, the running configuration is kept: {err:#}"))?,
@@ -80,6 +99,20 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
         let counters = gateway.stop().await?;
         say(&format!("stopped; {}", counters.summary()))
     })
+}
+
+/// The line that says the gateway serves, and where an operator reaches
+/// it.
+fn ready(gateway: &Gateway) -> String {
+    let mut line = "ready".to_owned();
+    match gateway.control_socket() {
+        Some(path) => line.push_str(&format!("; control socket {}", path.display())),
+        None => line.push_str("; no control socket"),
+    }
+    if let Some(metrics) = gateway.metrics_address() {
+        line.push_str(&format!("; metrics http://{metrics}/metrics"));
+    }
+    line
 }
 
 /// One line on standard output, at once (for a supervisor or a test

@@ -6,6 +6,7 @@ mod logging;
 mod recv;
 mod send;
 mod sim;
+mod status;
 mod table;
 mod transfer;
 
@@ -37,8 +38,12 @@ enum Command {
     /// `sim`, applied to real packets), or control a running emulator.
     Emulate(emulate::EmulateArgs),
     /// Run a gateway: carry TCP connections across the link as SCPS-TP
-    /// (so far the explicit port forward, over UDP encapsulation).
+    /// (transparently, or by port forward or SOCKS5 over UDP
+    /// encapsulation).
     Gateway(gateway::GatewayArgs),
+    /// Ask a running gateway, through its control socket, for its counters
+    /// and the split connections it holds.
+    Status(status::StatusArgs),
 }
 
 fn writes_to_a_closed_pipe(error: &anyhow::Error) -> bool {
@@ -64,6 +69,7 @@ fn main() -> std::process::ExitCode {
         Command::Recv(args) => return transfer::exit(recv::main(args)),
         Command::Emulate(args) => emulate::main(args).map(|()| sim::Completion::All),
         Command::Gateway(args) => gateway::main(args).map(|()| sim::Completion::All),
+        Command::Status(args) => status::main(args).map(|()| sim::Completion::All),
     };
     match outcome {
         Ok(sim::Completion::All) => std::process::ExitCode::SUCCESS,

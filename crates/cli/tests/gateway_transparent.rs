@@ -345,9 +345,10 @@ fn sighup_takes_new_routes_keeps_open_connections_and_refuses_a_bad_file() {
             config_with(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24", routes),
         )
     };
-    let (file_a, file_b) = write("[[route]]\nports = \"5001\"\n");
-    let a = start(gw_a, &file_a);
-    let b = start(gw_b, &file_b);
+    let (file_a, file_b) = write("[[route]]\nname = \"digest\"\nports = \"5001\"\n");
+    let control = |name: &str| dir.path().join(name).into_os_string();
+    let a = start_with(gw_a, &file_a, &["--control".as_ref(), &control("a.sock")]);
+    let b = start_with(gw_b, &file_b, &["--control".as_ref(), &control("b.sock")]);
     wait_ready(&[(gw_a, &a), (gw_b, &b)]);
 
     // A connection on port 5001, open across the reloads.
@@ -361,6 +362,23 @@ fn sighup_takes_new_routes_keeps_open_connections_and_refuses_a_bad_file() {
     open.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let upload: Vec<u8> = (0..400_000u32).map(|i| (i * 11 % 239) as u8).collect();
     open.write_all(&upload[..200_000]).unwrap();
+    // `scps status` lists it at both gateways, on its route, with what has
+    // crossed so far.
+    for socket in ["a.sock", "b.sock"] {
+        let listed = status_until(&control(socket), |connection| {
+            connection["lan_to_link_bytes"].as_u64().unwrap()
+                + connection["link_to_lan_bytes"].as_u64().unwrap()
+                >= 200_000
+        });
+        assert_eq!(
+            listed["client"].as_str().unwrap().split(':').next(),
+            Some("10.99.1.2"),
+            "{listed}"
+        );
+        assert_eq!(listed["destination"], SERVER, "{listed}");
+        assert_eq!(listed["route"], "digest", "{listed}");
+        assert_eq!(listed["state"], "relaying", "{listed}");
+    }
 
     // Port 5002 matches no route: routed past the gateways.
     const OTHER: &str = "10.99.4.2:5002";
@@ -416,6 +434,36 @@ fn sighup_takes_new_routes_keeps_open_connections_and_refuses_a_bad_file() {
             said.contains("connections closed 3,"),
             "the open connection and the two rounds after the reload: {said}"
         );
+    }
+}
+
+/// Asks `scps status --json` at `socket` until its one connection
+/// satisfies `done` (within 30 s); that connection.
+fn status_until(socket: &std::ffi::OsStr, done: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let output = std::process::Command::new(SCPS)
+            .args(["status", "--json", "--control"])
+            .arg(socket)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let connections = document["connections"].as_array().unwrap();
+        if let [connection] = &connections[..]
+            && done(connection)
+        {
+            return connection.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never listed as expected: {document}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

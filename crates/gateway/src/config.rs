@@ -72,6 +72,20 @@ struct GatewaySpec {
     allow: Vec<AllowSpec>,
     #[serde(default)]
     route: Vec<RouteSpec>,
+    metrics: Option<MetricsSpec>,
+    control: Option<ControlSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsSpec {
+    listen: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ControlSpec {
+    socket: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -155,6 +169,18 @@ pub struct ExplicitLink {
     pub port: u16,
 }
 
+/// The control socket (`scps status`): where it listens, and whether the
+/// gateway may run without it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlConfig {
+    pub socket: std::path::PathBuf,
+    /// The path was asked for (`control.socket`, `--control`): a gateway
+    /// that cannot listen there does not start. The default path is taken
+    /// if it can be: a gateway finding it held by another, or not
+    /// writable, runs without a control socket and says so.
+    pub required: bool,
+}
+
 /// A checked configuration.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
@@ -181,6 +207,12 @@ pub struct GatewayConfig {
     /// Capture the link connections' packets here (`scps gateway
     /// --pcap`; not a key of the file).
     pub capture: Option<std::path::PathBuf>,
+    /// Where the Prometheus metrics are served (`metrics.listen`).
+    pub metrics: Option<SocketAddr>,
+    /// The control socket: `control.socket`, or what `scps gateway` makes
+    /// of `--control` and the default; none in a gateway of the library
+    /// that was given none.
+    pub control: Option<ControlConfig>,
 }
 
 impl GatewayConfig {
@@ -223,6 +255,8 @@ impl GatewayConfig {
                 self.connect_timeout != new.connect_timeout,
                 "relay.connect_timeout",
             ),
+            (self.metrics != new.metrics, "metrics.listen"),
+            (self.control != new.control, "control.socket"),
             (
                 explicit_engine(self) != explicit_engine(new),
                 "[engine] and [relay] of the explicit modes' link",
@@ -378,6 +412,30 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         socks,
         allowed: Allowed { rules },
         capture: None,
+        metrics: spec
+            .metrics
+            .as_ref()
+            .map(|metrics| socket_addr("metrics.listen", &metrics.listen))
+            .transpose()?,
+        control: spec.control.as_ref().map(control).transpose()?,
+    })
+}
+
+/// The longest path a Unix socket's address holds (`sun_path`, less its
+/// terminating zero).
+const MAX_SOCKET_PATH: usize = 107;
+
+fn control(spec: &ControlSpec) -> Result<ControlConfig, Error> {
+    if spec.socket.is_empty() || spec.socket.len() > MAX_SOCKET_PATH || spec.socket.contains('\0') {
+        return Err(Error::invalid(
+            "control.socket",
+            &spec.socket,
+            format!("the path of a Unix socket, 1 to {MAX_SOCKET_PATH} bytes"),
+        ));
+    }
+    Ok(ControlConfig {
+        socket: spec.socket.clone().into(),
+        required: true,
     })
 }
 
@@ -832,6 +890,23 @@ mod tests {
         assert_eq!(fast.relay.buffer, 16 << 20, "capped");
         assert_eq!(client.relay.idle_timeout, None, "0s turns the idle timeout off");
         assert_eq!(
+            (far.metrics, far.control.as_ref()),
+            (None, None),
+            "both off unless asked for"
+        );
+        let operated = parse(&format!(
+            "{FAR}\n[metrics]\nlisten = \"127.0.0.1:9464\"\n[control]\nsocket = \"/run/gw.sock\"\n"
+        ))
+        .unwrap();
+        assert_eq!(operated.metrics, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(
+            operated.control,
+            Some(ControlConfig {
+                socket: "/run/gw.sock".into(),
+                required: true
+            })
+        );
+        assert_eq!(
             client.forwards[1].to,
             Destination::Name("files.example".into(), 80)
         );
@@ -890,6 +965,26 @@ mod tests {
                 format!("{FAR}\n[[forward]]\nlisten = \"127.0.0.1:1\"\nto = \"bad name:22\""),
                 "forward[0].to = bad name:22",
             ),
+            (
+                format!("{FAR}\n[metrics]\nlisten = \"localhost\""),
+                "metrics.listen = localhost: an address and port",
+            ),
+            (
+                format!("{FAR}\n[metrics]\naddress = \"127.0.0.1:9464\""),
+                "unknown field `address`",
+            ),
+            (
+                format!("{FAR}\n[control]\nsocket = \"\""),
+                "control.socket = : the path of a Unix socket",
+            ),
+            (
+                format!("{FAR}\n[control]\nsocket = \"/run/{}\"", "x".repeat(120)),
+                "1 to 107 bytes",
+            ),
+            (
+                format!("{FAR}\n[control]\npath = \"/run/gw.sock\""),
+                "unknown field `path`",
+            ),
         ];
         for (text, expected) in cases {
             let err = parse(&text).unwrap_err();
@@ -909,6 +1004,21 @@ mod tests {
         "#;
         let err = parse(duplicate).unwrap_err();
         assert!(err.contains("forward[1].listen = 127.0.0.1:2222"), "{err}");
+    }
+
+    #[test]
+    fn the_metrics_and_control_sockets_cannot_change_on_a_reload() {
+        let running = parse(FAR).unwrap();
+        let with = |table: &str| parse(&format!("{FAR}\n{table}")).unwrap();
+        assert_eq!(running.fixed_change(&parse(FAR).unwrap()), None);
+        assert_eq!(
+            running.fixed_change(&with("[metrics]\nlisten = \"127.0.0.1:9464\"")),
+            Some("metrics.listen")
+        );
+        assert_eq!(
+            running.fixed_change(&with("[control]\nsocket = \"/run/gw.sock\"")),
+            Some("control.socket")
+        );
     }
 
     const TRANSPARENT: &str = r#"

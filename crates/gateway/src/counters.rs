@@ -4,10 +4,16 @@
 //! memory. A connection beyond it is turned away at once (a LAN
 //! connection reset, a link connection aborted), counted and logged,
 //! never queued.
+//!
+//! The counts live here once: the Prometheus metrics (`metrics.rs`),
+//! `scps status` and the summary a stopping gateway prints all read
+//! them through [`Counters::snapshot`].
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
 
 use crate::pump::Connection;
 use crate::relay::Outcome;
@@ -30,7 +36,7 @@ impl Relays {
 
 /// The pause after a failed accept (out of descriptors, for one) before
 /// the next.
-const ACCEPT_RETRY: std::time::Duration = std::time::Duration::from_millis(100);
+pub(crate) const ACCEPT_RETRY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The next LAN connection on `listener` that the gateway has room for,
 /// with its place: one beyond the limit is reset at once.
@@ -164,22 +170,69 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The limit of split connections held at once.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Every count, read now.
+    pub fn snapshot(&self) -> CountersSnapshot {
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        CountersSnapshot {
+            held: self.active() as u64,
+            limit: self.limit as u64,
+            closed: get(&self.closed),
+            reset: get(&self.reset),
+            refused: get(&self.refused),
+            idle: get(&self.idle),
+            over_limit: get(&self.over_limit),
+            no_route: get(&self.no_route),
+            turned_down: get(&self.turned_down),
+            socks_refused: get(&self.socks_refused),
+            plain_retries: get(&self.plain_retries),
+        }
+    }
+
     /// One line for the operator: every count.
     pub fn summary(&self) -> String {
-        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        self.snapshot().summary()
+    }
+}
+
+/// The counts of [`Counters`] at one moment, as `scps status --json`
+/// gives them: split connections held now and the limit, connections
+/// ended by outcome, and refusals by cause, each since the start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountersSnapshot {
+    pub held: u64,
+    pub limit: u64,
+    pub closed: u64,
+    pub reset: u64,
+    pub refused: u64,
+    pub idle: u64,
+    pub over_limit: u64,
+    pub no_route: u64,
+    pub turned_down: u64,
+    pub socks_refused: u64,
+    pub plain_retries: u64,
+}
+
+impl CountersSnapshot {
+    /// One line for the operator: every count since the start.
+    pub fn summary(&self) -> String {
         format!(
             "connections closed {}, reset {}, refused at the far end {}, idle {}, turned away at the limit {}, \
              reset for want of a route {}, link connections turned down {}, SOCKS5 requests not relayed {}, \
              retried without SCPS {}",
-            get(&self.closed),
-            get(&self.reset),
-            get(&self.refused),
-            get(&self.idle),
-            get(&self.over_limit),
-            get(&self.no_route),
-            get(&self.turned_down),
-            get(&self.socks_refused),
-            get(&self.plain_retries),
+            self.closed,
+            self.reset,
+            self.refused,
+            self.idle,
+            self.over_limit,
+            self.no_route,
+            self.turned_down,
+            self.socks_refused,
+            self.plain_retries,
         )
     }
 }
@@ -200,5 +253,7 @@ mod tests {
         assert_eq!(counters.active(), 1);
         assert!(counters.admit().is_some(), "a place freed is taken again");
         assert!(counters.summary().contains("turned away at the limit 1"));
+        let snapshot = counters.snapshot();
+        assert_eq!((snapshot.held, snapshot.limit, snapshot.over_limit), (1, 2, 1));
     }
 }

@@ -11,6 +11,10 @@
 //!   (so a refusal at the far end reaches the client as a reset);
 //! - [`serve_link`] is the far gateway's: one link connection from its
 //!   request to the end of the relay.
+//!
+//! The `_listed` forms list the split connection for `scps status` and
+//! the metrics (`registry.rs`); the plain ones are for callers that keep
+//! no list.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,6 +26,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::pump::{net_open_failure, open_failure, pump};
+use crate::registry::Listing;
 use crate::relay::{OpenFailure, Outcome, RelayConfig, Side};
 use crate::request::{Destination, MAX_REQUEST, RequestError, Status};
 
@@ -141,8 +146,24 @@ pub async fn relay_to_far(
     destination: Destination,
     config: RelayConfig,
 ) -> Outcome {
-    let opening = async move { link.open(&destination).await };
-    pump(config, Side::Lan, lan, opening).await
+    relay_to_far_listed(link, lan, destination, config, &Listing::unlisted()).await
+}
+
+/// [`relay_to_far`], the connection shown in `listing`.
+pub async fn relay_to_far_listed(
+    link: FarLink,
+    lan: TcpStream,
+    destination: Destination,
+    config: RelayConfig,
+    listing: &Listing,
+) -> Outcome {
+    listing.set_destination(&destination);
+    let opening = async move {
+        let stream = link.open(&destination).await?;
+        listing.link_opened(&stream);
+        Ok(stream)
+    };
+    pump(config, Side::Lan, lan, opening, listing.progress()).await
 }
 
 /// Why the far gateway turned a link connection down.
@@ -167,7 +188,17 @@ pub enum FarError {
 /// connects to the destination if allowed, answers, and relays. Returns
 /// how the relay ended, or why there was none (the client gateway has
 /// been answered with the matching status).
-pub async fn serve_link(mut link: Stream, config: &FarConfig) -> Result<Outcome, FarError> {
+pub async fn serve_link(link: Stream, config: &FarConfig) -> Result<Outcome, FarError> {
+    serve_link_listed(link, config, &Listing::unlisted()).await
+}
+
+/// [`serve_link`], the connection shown in `listing`.
+pub async fn serve_link_listed(
+    mut link: Stream,
+    config: &FarConfig,
+    listing: &Listing,
+) -> Result<Outcome, FarError> {
+    listing.link_opened(&link);
     let request = tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut link)).await;
     let destination = match request {
         Ok(Ok(destination)) => destination,
@@ -182,6 +213,7 @@ pub async fn serve_link(mut link: Stream, config: &FarConfig) -> Result<Outcome,
             return Err(FarError::Slow);
         }
     };
+    listing.set_destination(&destination);
     let lan = match connect(&destination, config).await {
         Ok(lan) => lan,
         Err(status) => {
@@ -190,7 +222,14 @@ pub async fn serve_link(mut link: Stream, config: &FarConfig) -> Result<Outcome,
         }
     };
     link.write_all(&Status::Connected.encode()).await?;
-    Ok(pump(config.relay, Side::Link, link, std::future::ready(Ok(lan))).await)
+    let relayed = pump(
+        config.relay,
+        Side::Link,
+        link,
+        std::future::ready(Ok(lan)),
+        listing.progress(),
+    );
+    Ok(relayed.await)
 }
 
 /// Answers a link connection that will not be relayed, and closes it

@@ -2,7 +2,12 @@
 //! over UDP encapsulation), the far gateway's listener for link
 //! connections when it allows any destination, and a listener per port
 //! forward; in the transparent mode, `transparent.rs`. Each split connection is one task running the relay; the
-//! gateway logs how each ended and counts them.
+//! gateway logs how each ended and counts them, and lists those it holds
+//! (`registry.rs`) for the control socket and the metrics.
+//!
+//! The explicit modes have no routes: their connections are shown on the
+//! route `forward:LISTEN` or `socks:LISTEN` (the listener that took them)
+//! at the client gateway, and `far` at the far gateway.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,9 +19,11 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::config::{ExplicitLink, Forward, GatewayConfig};
+use crate::control::{ControlError, ControlSocket};
 pub use crate::counters::Counters;
 use crate::counters::{Relays, accept_admitted};
-use crate::explicit::{FarConfig, FarLink, relay_to_far, serve_link};
+use crate::explicit::{FarConfig, FarLink, relay_to_far_listed, serve_link_listed};
+use crate::registry::LiveConnections;
 use crate::relay::RelayConfig;
 use crate::routes::Routes;
 use crate::socks;
@@ -28,6 +35,9 @@ const PLAIN_HOSTS_REMEMBERED: Duration = Duration::from_secs(600);
 
 /// How long a stopping gateway lets its link connections finish closing.
 const LINGER: Duration = Duration::from_secs(5);
+
+/// The route of the connections a far gateway of the explicit modes takes.
+const FAR_ROUTE: &str = "far";
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -47,6 +57,13 @@ pub enum GatewayError {
         to: String,
         error: std::io::Error,
     },
+    #[error("{0}")]
+    Control(ControlError),
+    #[error("cannot serve the metrics on {listen} (metrics.listen): {error}")]
+    Metrics {
+        listen: SocketAddr,
+        error: std::io::Error,
+    },
 }
 
 /// A gateway that runs: its endpoints, the tasks serving its listeners,
@@ -62,6 +79,8 @@ pub struct Gateway {
     tasks: JoinSet<()>,
     endpoints: Vec<Arc<Net>>,
     installed: Option<Installed>,
+    control: Option<ControlSocket>,
+    metrics: Option<SocketAddr>,
 }
 
 impl Gateway {
@@ -71,10 +90,26 @@ impl Gateway {
     /// there is returned at once, with what was installed removed.
     pub async fn start(config: GatewayConfig) -> Result<Gateway, GatewayError> {
         let counters = Arc::new(Counters::new(config.max_connections));
+        let live = Arc::new(LiveConnections::default());
         let mut tasks = JoinSet::new();
+        // The operator's sockets first: a gateway that cannot have them
+        // stops before it takes any connection.
+        let control = match &config.control {
+            Some(control) => ControlSocket::start(control, counters.clone(), live.clone(), &mut tasks)
+                .map_err(GatewayError::Control)?,
+            None => None,
+        };
+        let metrics = match config.metrics {
+            Some(listen) => Some(
+                crate::metrics::start(listen, counters.clone(), live.clone(), &mut tasks)
+                    .await
+                    .map_err(|error| GatewayError::Metrics { listen, error })?,
+            ),
+            None => None,
+        };
         let mut endpoints = Vec::new();
         if let Some(link) = &config.link {
-            endpoints.push(start_explicit(link, &config, &counters, &mut tasks).await?);
+            endpoints.push(start_explicit(link, &config, &counters, &live, &mut tasks).await?);
         }
         let mut installed = None;
         let mut routes = None;
@@ -85,6 +120,7 @@ impl Gateway {
                 routes: table,
                 connect_timeout: config.connect_timeout,
                 counters: counters.clone(),
+                live: live.clone(),
                 plain_hosts: Arc::new(PlainHosts::new(PLAIN_HOSTS_REMEMBERED)),
             };
             let (guard, net) = transparent::start(
@@ -98,7 +134,11 @@ impl Gateway {
             installed = Some(guard);
             endpoints.push(net);
         }
-        tracing::info!("ready");
+        tracing::info!(
+            control = control.as_ref().map(|c| c.path().display().to_string()),
+            metrics = metrics.map(|m| m.to_string()),
+            "ready"
+        );
         Ok(Gateway {
             config,
             routes,
@@ -106,6 +146,8 @@ impl Gateway {
             tasks,
             endpoints,
             installed,
+            control,
+            metrics,
         })
     }
 
@@ -136,6 +178,17 @@ impl Gateway {
         &self.counters
     }
 
+    /// Where its control socket listens, if it has one.
+    pub fn control_socket(&self) -> Option<&std::path::Path> {
+        self.control.as_ref().map(ControlSocket::path)
+    }
+
+    /// Where its metrics are served, if they are (the port chosen when
+    /// `metrics.listen` gave 0).
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics
+    }
+
     /// Stops it: interception off, listeners and relays ended, endpoints
     /// closed; what it counted.
     pub async fn stop(mut self) -> Result<Arc<Counters>, GatewayError> {
@@ -144,6 +197,7 @@ impl Gateway {
         // gone.
         drop(self.installed.take());
         self.tasks.shutdown().await;
+        drop(self.control.take());
         for net in self.endpoints.drain(..) {
             if let Ok(net) = Arc::try_unwrap(net) {
                 net.close(LINGER).await.map_err(GatewayError::Link)?;
@@ -159,6 +213,7 @@ async fn start_explicit(
     link: &ExplicitLink,
     config: &GatewayConfig,
     counters: &Arc<Counters>,
+    live: &Arc<LiveConnections>,
     tasks: &mut JoinSet<()>,
 ) -> Result<Arc<Net>, GatewayError> {
     let path = UdpPath::bind(link.udp, link.peer).map_err(GatewayError::Link)?;
@@ -183,7 +238,7 @@ async fn start_explicit(
             connect_timeout: config.connect_timeout,
             relay: config.relay,
         });
-        tasks.spawn(serve_far(listener, far, counters.clone()));
+        tasks.spawn(serve_far(listener, far, counters.clone(), live.clone()));
     }
     if let Some(far) = config.far_link() {
         let far = FarLink {
@@ -206,6 +261,7 @@ async fn start_explicit(
                 far.clone(),
                 config.relay,
                 counters.clone(),
+                live.clone(),
             ));
         }
         for &listen in &config.socks {
@@ -217,13 +273,25 @@ async fn start_explicit(
                     error,
                 })?;
             tracing::info!(%listen, "SOCKS5 server");
-            tasks.spawn(serve_socks(listener, far.clone(), config.relay, counters.clone()));
+            tasks.spawn(serve_socks(
+                listener,
+                listen,
+                far.clone(),
+                config.relay,
+                counters.clone(),
+                live.clone(),
+            ));
         }
     }
     Ok(net)
 }
 
-async fn serve_far(listener: scps_net::Listener, far: Arc<FarConfig>, counters: Arc<Counters>) {
+async fn serve_far(
+    listener: scps_net::Listener,
+    far: Arc<FarConfig>,
+    counters: Arc<Counters>,
+    live: Arc<LiveConnections>,
+) {
     let mut relays = Relays::default();
     while let Ok(link) = listener.accept().await {
         let Some(permit) = counters.admit() else {
@@ -232,8 +300,9 @@ async fn serve_far(listener: scps_net::Listener, far: Arc<FarConfig>, counters: 
         };
         let (far, counters) = (far.clone(), counters.clone());
         let peer = link.peer_addr();
+        let listing = live.list(peer, FAR_ROUTE);
         relays.spawn(permit, async move {
-            match serve_link(link, &far).await {
+            match serve_link_listed(link, &far, &listing).await {
                 Ok(outcome) => {
                     tracing::info!(%peer, %outcome, "link connection ended");
                     counters.count(outcome);
@@ -253,26 +322,38 @@ async fn serve_forward(
     far: FarLink,
     relay: RelayConfig,
     counters: Arc<Counters>,
+    live: Arc<LiveConnections>,
 ) {
+    let route = format!("forward:{}", forward.listen);
     let mut relays = Relays::default();
     loop {
         let (lan, client, permit) = accept_admitted(&listener, &counters).await;
+        let listing = live.list(client, route.as_str());
         let (far, to, counters) = (far.clone(), forward.to.clone(), counters.clone());
         relays.spawn(permit, async move {
-            let outcome = relay_to_far(far, lan, to.clone(), relay).await;
+            let outcome = relay_to_far_listed(far, lan, to.clone(), relay, &listing).await;
             tracing::info!(%client, %to, %outcome, "connection ended");
             counters.count(outcome);
         });
     }
 }
 
-async fn serve_socks(listener: TcpListener, far: FarLink, relay: RelayConfig, counters: Arc<Counters>) {
+async fn serve_socks(
+    listener: TcpListener,
+    listen: SocketAddr,
+    far: FarLink,
+    relay: RelayConfig,
+    counters: Arc<Counters>,
+    live: Arc<LiveConnections>,
+) {
+    let route = format!("socks:{listen}");
     let mut relays = Relays::default();
     loop {
         let (lan, client, permit) = accept_admitted(&listener, &counters).await;
+        let listing = live.list(client, route.as_str());
         let (far, counters) = (far.clone(), counters.clone());
         relays.spawn(permit, async move {
-            match socks::serve(lan, far, relay).await {
+            match socks::serve(lan, far, relay, &listing).await {
                 Ok(outcome) => {
                     tracing::info!(%client, %outcome, "SOCKS5 connection ended");
                     counters.count(outcome);

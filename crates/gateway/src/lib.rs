@@ -14,13 +14,21 @@
 //!   half and the far gateway's; [`socks`], the SOCKS5 server;
 //! - [`transparent`]: the transparent mode's kernel plumbing (TPROXY,
 //!   policy routing into a TUN device) and its relays;
-//! - [`config`] and [`gateway`]: `scps gateway --config FILE`.
+//! - [`config`] and [`gateway`]: `scps gateway --config FILE`;
+//! - operations: [`counters`], [`registry`] (the split connections held
+//!   now), `metrics.rs` (Prometheus over HTTP, `http.rs`) and [`control`]
+//!   (the socket `scps status` asks), the last two served by `exchange.rs`.
 
 pub mod config;
+pub mod control;
 pub mod counters;
+mod exchange;
 pub mod explicit;
 pub mod gateway;
+mod http;
+mod metrics;
 pub mod pump;
+pub mod registry;
 pub mod relay;
 pub mod request;
 pub mod routes;

@@ -4,7 +4,9 @@
 //! reads what the relay has room for, writes what it has waiting, and
 //! sleeps until a connection or the relay's timer has news. One task per
 //! split connection; bytes are read into one chunk buffer and copied into
-//! the relay's.
+//! the relay's. After each round it publishes the connection's state and
+//! bytes relayed ([`Progress`]: a few atomic stores) for `scps status`
+//! and the metrics.
 
 use std::future::Future;
 use std::io;
@@ -14,6 +16,7 @@ use std::task::{Context, Poll};
 use scps_node::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::registry::{Progress, Relayed, State};
 use crate::relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Side};
 
 /// Bytes read from a connection at a time.
@@ -71,8 +74,14 @@ enum End<C, F> {
 /// established on `open_side`, and the other one, which `opening`
 /// establishes (or fails to); returns how the relay ended once both
 /// connections are done with. The relay's time starts with the pump's
-/// clock, at zero.
-pub async fn pump<A, B, F>(config: RelayConfig, open_side: Side, open: A, opening: F) -> Outcome
+/// clock, at zero. How far it has got is published to `progress`.
+pub async fn pump<A, B, F>(
+    config: RelayConfig,
+    open_side: Side,
+    open: A,
+    opening: F,
+    progress: &Progress,
+) -> Outcome
 where
     A: Connection,
     B: Connection,
@@ -88,15 +97,19 @@ where
     let mut buf = vec![0u8; READ_CHUNK];
     let sleep = tokio::time::sleep(std::time::Duration::from_secs(86_400));
     tokio::pin!(sleep);
+    // Once the relay has asked for a shutdown or a reset, the connection
+    // is closing.
+    let mut closing = false;
     std::future::poll_fn(|cx| {
         loop {
             let now = clock.now();
             relay.handle_timeout(now);
-            let mut progress = open_second(&mut second, &mut relay, now, cx);
-            progress |= move_bytes(&mut first, open_side, &mut relay, &mut buf, now, cx);
-            progress |= move_bytes(&mut second, open_side.other(), &mut relay, &mut buf, now, cx);
+            let mut moved = open_second(&mut second, &mut relay, now, cx);
+            moved |= move_bytes(&mut first, open_side, &mut relay, &mut buf, now, cx);
+            moved |= move_bytes(&mut second, open_side.other(), &mut relay, &mut buf, now, cx);
             while let Some(action) = relay.poll_action() {
-                progress = true;
+                moved = true;
+                closing = true;
                 let (side, shutdown) = match action {
                     Action::Shutdown(side) => (side, true),
                     Action::Reset(side) => (side, false),
@@ -107,15 +120,16 @@ where
                     act(&mut second, shutdown);
                 }
             }
-            progress |= finish_shutdown(&mut first, cx);
-            progress |= finish_shutdown(&mut second, cx);
+            moved |= finish_shutdown(&mut first, cx);
+            moved |= finish_shutdown(&mut second, cx);
+            publish(progress, &relay, &second, closing);
             if let Some(outcome) = relay.outcome()
                 && !is_shutting_down(&first)
                 && !is_shutting_down(&second)
             {
                 return Poll::Ready(outcome);
             }
-            if progress {
+            if moved {
                 continue;
             }
             if let Some(at) = relay.poll_timeout() {
@@ -128,6 +142,24 @@ where
         }
     })
     .await
+}
+
+/// Publishes the connection's state and the bytes relayed so far.
+fn publish<B, F>(progress: &Progress, relay: &Relay, second: &End<B, F>, closing: bool) {
+    let state = if matches!(second, End::Opening(_)) {
+        State::Opening
+    } else if closing || relay.outcome().is_some() {
+        State::Closing
+    } else {
+        State::Relaying
+    };
+    progress.publish(
+        state,
+        Relayed {
+            lan_to_link: relay.bytes_to(Side::Link),
+            link_to_lan: relay.bytes_to(Side::Lan),
+        },
+    );
 }
 
 /// Polls the opening of the second connection; true if it ended.

@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 
 use crate::explicit::FarLink;
 use crate::pump::{Connection, pump};
+use crate::registry::Listing;
 use crate::relay::{OpenFailure, Outcome, RelayConfig, Side};
 use crate::request::{Destination, RequestError};
 
@@ -150,11 +151,12 @@ pub enum SocksRefusal {
 }
 
 /// Serves one SOCKS5 client: its handshake, the link connection to the
-/// far gateway, the reply, and the relay.
+/// far gateway, the reply, and the relay, shown in `listing`.
 pub async fn serve(
     mut client: TcpStream,
     far: FarLink,
     config: RelayConfig,
+    listing: &Listing,
 ) -> Result<Outcome, SocksRefusal> {
     let destination = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut client)).await {
         Ok(Ok(destination)) => destination,
@@ -168,8 +170,12 @@ pub async fn serve(
         }
         Err(_) => return Err(SocksRefusal::Slow),
     };
+    listing.set_destination(&destination);
     let link = match far.open(&destination).await {
-        Ok(link) => link,
+        Ok(link) => {
+            listing.link_opened(&link);
+            link
+        }
         Err(failure) => {
             let _ = client.write_all(&encode_reply(reply_for(failure))).await;
             return Err(SocksRefusal::Far { destination, failure });
@@ -179,7 +185,14 @@ pub async fn serve(
         link.reset();
         return Err(err.into());
     }
-    Ok(pump(config, Side::Lan, client, std::future::ready(Ok(link))).await)
+    let relayed = pump(
+        config,
+        Side::Lan,
+        client,
+        std::future::ready(Ok(link)),
+        listing.progress(),
+    );
+    Ok(relayed.await)
 }
 
 /// Reads the greeting, answers it, reads the request: the destination.

@@ -23,6 +23,7 @@ use tokio::task::JoinSet;
 
 use crate::counters::{Counters, Relays, accept_admitted};
 use crate::pump::{net_open_failure, open_failure, pump};
+use crate::registry::LiveConnections;
 use crate::relay::{OpenFailure, Side};
 use crate::routes::Routes;
 
@@ -55,6 +56,8 @@ pub struct Relaying {
     pub routes: Routes,
     pub connect_timeout: Duration,
     pub counters: Arc<Counters>,
+    /// The split connections held now, each with its route's name.
+    pub live: Arc<LiveConnections>,
     pub plain_hosts: Arc<PlainHosts>,
 }
 
@@ -123,13 +126,19 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
             continue;
         };
         let (route, relay, engine) = (route.to_owned(), carried.relay, carried.engine.clone());
+        let listing = relaying.live.list(client, route.as_str());
+        listing.set_destination(server);
         let (net, relaying) = (net.clone(), relaying.clone());
         relays.spawn(permit, async move {
             let opening = {
-                let relaying = relaying.clone();
-                async move { open_link(&net, client, server, &engine, &relaying).await }
+                let (relaying, listing) = (relaying.clone(), &listing);
+                async move {
+                    let link = open_link(&net, client, server, &engine, &relaying).await?;
+                    listing.link_opened(&link);
+                    Ok(link)
+                }
             };
-            let outcome = pump(relay, Side::Lan, lan, opening).await;
+            let outcome = pump(relay, Side::Lan, lan, opening, listing.progress()).await;
             tracing::info!(%client, %server, %route, %outcome, "connection ended");
             relaying.counters.count(outcome);
         });
@@ -207,6 +216,9 @@ async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) 
             continue;
         };
         let (route, relay) = (route.to_owned(), carried.relay);
+        let listing = relaying.live.list(client, route.as_str());
+        listing.set_destination(server);
+        listing.link_opened(&link);
         let relaying = relaying.clone();
         relays.spawn(permit, async move {
             let timeout = relaying.connect_timeout;
@@ -220,7 +232,7 @@ async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) 
                     Err(_) => Err(OpenFailure::TimedOut),
                 }
             };
-            let outcome = pump(relay, Side::Link, link, opening).await;
+            let outcome = pump(relay, Side::Link, link, opening, listing.progress()).await;
             tracing::info!(%client, %server, %route, %outcome, "connection ended");
             relaying.counters.count(outcome);
         });

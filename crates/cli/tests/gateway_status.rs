@@ -1,0 +1,454 @@
+//! Operating `scps gateway` (docs/gateway.md "Operations"), with two
+//! gateway processes in the explicit port-forward mode on loopback: while
+//! a kernel connection through the forward is held open, `scps status`
+//! lists it at both gateways with its client, destination, route and the
+//! bytes relayed each way, and the metrics endpoint counts the same bytes;
+//! once it ends, it is counted as closed. `scps status` with no gateway,
+//! a bad `metrics.listen` and a control socket another gateway answers on
+//! are refused with an error naming them; a stale socket file is replaced.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::TempDir;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+/// Bytes the client sends, and the server sends back.
+const UPLOAD: usize = 300_000;
+const DOWNLOAD: usize = 200_000;
+
+/// How long a condition may take to come true.
+const WITHIN: Duration = Duration::from_secs(30);
+
+fn scps() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_scps"))
+}
+
+fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn free_tcp_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running `scps gateway`, once it said it is ready.
+struct Gateway {
+    child: Child,
+    /// What it printed after the ready line.
+    stdout: BufReader<ChildStdout>,
+    /// Its ready line.
+    ready: String,
+}
+
+/// `scps gateway --config NAME --control CONTROL` with `config` written
+/// to NAME in `dir`, once it says it is ready.
+fn start_gateway(dir: &Path, name: &str, config: &str, control: &Path) -> Gateway {
+    let file = dir.join(name);
+    std::fs::write(&file, config).unwrap();
+    let mut child = scps()
+        .arg("gateway")
+        .arg("--config")
+        .arg(&file)
+        .arg("--control")
+        .arg(control)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start scps gateway");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).unwrap();
+    if !ready.starts_with("scps gateway: ready") {
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        panic!("scps gateway ({status}) said {ready:?}: {stderr}");
+    }
+    Gateway { child, stdout, ready }
+}
+
+/// Stops a gateway with SIGTERM; what it wrote after its ready line.
+fn stop(mut gateway: Gateway) -> String {
+    kill(Pid::from_raw(gateway.child.id() as i32), Signal::SIGTERM).unwrap();
+    let status = gateway.child.wait().unwrap();
+    let mut written = String::new();
+    gateway.stdout.read_to_string(&mut written).unwrap();
+    gateway
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut written)
+        .unwrap();
+    assert!(
+        status.success(),
+        "the gateway exits cleanly on SIGTERM: {written}"
+    );
+    written
+}
+
+/// `scps status ARGS... --control CONTROL`.
+fn status(control: &Path, args: &[&str]) -> Output {
+    scps()
+        .arg("status")
+        .args(args)
+        .arg("--control")
+        .arg(control)
+        .output()
+        .unwrap()
+}
+
+/// The gateway's status document.
+fn status_json(control: &Path) -> Value {
+    let output = status(control, &["--json"]);
+    assert!(
+        output.status.success(),
+        "scps status --json: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("scps status --json prints one JSON document")
+}
+
+/// Waits until `check` gives a value, failing after [`WITHIN`] with
+/// `what`.
+fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "still waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `GET /metrics` with a plain TCP stream: the body of the 200 answer.
+fn scrape(metrics: SocketAddr) -> String {
+    let mut stream = TcpStream::connect(metrics).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: gateway\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        "{head}"
+    );
+    body.to_owned()
+}
+
+/// The value of the sample `series` (a name and its labels) in `metrics`.
+fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// The one connection of a status document, once its bytes each way are
+/// `relayed`.
+fn connection_having_relayed(control: &Path, relayed: (usize, usize)) -> Value {
+    wait_for(
+        &format!("{} to show {relayed:?} bytes relayed", control.display()),
+        || {
+            let document = status_json(control);
+            let connection = document["connections"].get(0)?.clone();
+            let bytes = (
+                connection["lan_to_link_bytes"].as_u64()? as usize,
+                connection["link_to_lan_bytes"].as_u64()? as usize,
+            );
+            (bytes == relayed).then_some(connection)
+        },
+    )
+}
+
+#[test]
+fn status_and_metrics_show_a_forwarded_connection_while_it_is_held() {
+    let dir = TempDir::new("gateway-status");
+    // The server reads the upload, says so, sends the download, then
+    // waits for the client's end before closing.
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server_addr = server.local_addr().unwrap();
+    let (uploaded, upload_read) = mpsc::channel();
+    let server_thread = std::thread::spawn(move || {
+        let (mut stream, _) = server.accept().unwrap();
+        let mut upload = vec![0u8; UPLOAD];
+        stream.read_exact(&mut upload).unwrap();
+        uploaded.send(()).unwrap();
+        stream.write_all(&vec![7u8; DOWNLOAD]).unwrap();
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "nothing after the upload");
+    });
+
+    let far_udp = free_udp_port();
+    let far_control = dir.path().join("far.sock");
+    let far = start_gateway(
+        dir.path(),
+        "far.toml",
+        &format!(
+            "[link]\nudp = \"127.0.0.1:{far_udp}\"\n\
+             [[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
+            server_addr.port()
+        ),
+        &far_control,
+    );
+    let listen: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
+    let client_control = dir.path().join("client.sock");
+    let client = start_gateway(
+        dir.path(),
+        "client.toml",
+        &format!(
+            "[link]\nudp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
+             [metrics]\nlisten = \"{metrics}\"\n\
+             [[forward]]\nlisten = \"{listen}\"\nto = \"{server_addr}\"\n"
+        ),
+        &client_control,
+    );
+    assert!(
+        client
+            .ready
+            .contains(&format!("control socket {}", client_control.display()))
+            && client
+                .ready
+                .contains(&format!("metrics http://{metrics}/metrics")),
+        "{}",
+        client.ready
+    );
+    let mode = std::fs::metadata(&client_control).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the control socket is private");
+
+    // The connection, held open: the upload read by the server, the
+    // download read by the client, neither side closed.
+    let mut stream = TcpStream::connect(listen).unwrap();
+    stream.set_read_timeout(Some(WITHIN)).unwrap();
+    let client_addr = stream.local_addr().unwrap();
+    stream.write_all(&vec![3u8; UPLOAD]).unwrap();
+    upload_read
+        .recv_timeout(WITHIN)
+        .expect("the server read the upload");
+    let mut download = vec![0u8; DOWNLOAD];
+    stream.read_exact(&mut download).unwrap();
+
+    let route = format!("forward:{listen}");
+    let held = connection_having_relayed(&client_control, (UPLOAD, DOWNLOAD));
+    assert_eq!(held["client"], client_addr.to_string());
+    assert_eq!(held["destination"], server_addr.to_string());
+    assert_eq!(held["route"], route);
+    assert_eq!(held["state"], "relaying");
+    assert!(
+        held["link"]["srtt_s"].as_f64().is_some_and(|s| s > 0.0),
+        "the link connection's figures: {held}"
+    );
+    assert!(held["link"]["send_rate_bps"].is_u64(), "{held}");
+    let document = status_json(&client_control);
+    assert_eq!(document["counters"]["held"], 1, "{document}");
+    assert_eq!(document["counters"]["closed"], 0, "{document}");
+
+    // The far gateway lists it too, its LAN side being the server's.
+    let far_held = connection_having_relayed(&far_control, (DOWNLOAD, UPLOAD));
+    assert_eq!(far_held["destination"], server_addr.to_string());
+    assert_eq!(far_held["route"], "far");
+
+    // The table: the counters' line, the header, the connection's row.
+    let output = status(&client_control, &[]);
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines[0].starts_with("scps gateway: 1 of ") && lines[0].contains("connections closed 0,"),
+        "{table}"
+    );
+    assert!(lines[1].starts_with("client"), "{table}");
+    let row: Vec<&str> = lines[2].split_whitespace().collect();
+    let upload_text = UPLOAD.to_string();
+    let download_text = DOWNLOAD.to_string();
+    assert_eq!(
+        row[..4],
+        [
+            client_addr.to_string().as_str(),
+            server_addr.to_string().as_str(),
+            route.as_str(),
+            "relaying"
+        ],
+        "{table}"
+    );
+    assert_eq!(
+        row[5..7],
+        [upload_text.as_str(), download_text.as_str()],
+        "{table}"
+    );
+    assert!(row[8].ends_with("ms"), "the link's smoothed RTT: {table}");
+
+    // The metrics count the same bytes.
+    let relayed = |direction: &str| {
+        format!("scps_gateway_relayed_bytes_total{{route=\"{route}\",direction=\"{direction}\"}}")
+    };
+    let relaying = format!("scps_gateway_connections{{route=\"{route}\",state=\"relaying\"}}");
+    let text = scrape(metrics);
+    assert_eq!(
+        sample(&text, &relayed("lan_to_link")),
+        Some(UPLOAD as f64),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, &relayed("link_to_lan")),
+        Some(DOWNLOAD as f64),
+        "{text}"
+    );
+    assert_eq!(sample(&text, &relaying), Some(1.0), "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            &format!("scps_gateway_link_connections{{route=\"{route}\"}}")
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(
+        sample(
+            &text,
+            &format!("scps_gateway_link_srtt_seconds{{route=\"{route}\"}}")
+        )
+        .is_some_and(|s| s > 0.0),
+        "{text}"
+    );
+
+    // The end: the client closes, the server reads it and closes.
+    stream.shutdown(Shutdown::Write).unwrap();
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty());
+    server_thread.join().unwrap();
+    let closed = "scps_gateway_connections_ended_total{outcome=\"closed\"}";
+    let text = wait_for("the connection to be counted as closed", || {
+        let text = scrape(metrics);
+        (sample(&text, closed) == Some(1.0)).then_some(text)
+    });
+    assert_eq!(
+        sample(&text, &relayed("lan_to_link")),
+        Some(UPLOAD as f64),
+        "the bytes stay counted: {text}"
+    );
+    assert_eq!(
+        sample(&text, &relayed("link_to_lan")),
+        Some(DOWNLOAD as f64),
+        "{text}"
+    );
+    assert_eq!(sample(&text, &relaying), Some(0.0), "{text}");
+    let document = status_json(&client_control);
+    assert_eq!(document["connections"], Value::Array(Vec::new()), "{document}");
+    assert_eq!(document["counters"]["closed"], 1, "{document}");
+
+    let client_log = stop(client);
+    stop(far);
+    assert!(
+        client_log.contains("stopped; connections closed 1,"),
+        "{client_log}"
+    );
+    assert!(!client_control.exists(), "the control socket is removed on exit");
+    assert!(!far_control.exists(), "the control socket is removed on exit");
+}
+
+#[test]
+fn status_without_a_gateway_names_the_socket_and_fails() {
+    let dir = TempDir::new("gateway-status-none");
+    let control = dir.path().join("nobody.sock");
+    let output = status(&control, &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "control socket {}: no gateway answers",
+            control.display()
+        )),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn a_bad_metrics_listen_is_refused_naming_the_key() {
+    let dir = TempDir::new("gateway-status-metrics");
+    let file = dir.path().join("bad.toml");
+    std::fs::write(
+        &file,
+        "[link]\nudp = \"127.0.0.1:0\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\n\
+         [metrics]\nlisten = \"127.0.0.1\"\n",
+    )
+    .unwrap();
+    for check in [false, true] {
+        let mut command = scps();
+        command.arg("gateway").arg("--config").arg(&file);
+        if check {
+            command.arg("--check");
+        }
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("metrics.listen = 127.0.0.1: an address and port"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("bad.toml"), "names the file: {stderr}");
+    }
+}
+
+#[test]
+fn a_control_socket_in_use_is_refused_and_a_stale_one_replaced() {
+    let dir = TempDir::new("gateway-status-control");
+    let control = dir.path().join("gw.sock");
+    // A socket file left by a gateway that was killed.
+    drop(std::os::unix::net::UnixListener::bind(&control).unwrap());
+    let config = "[link]\nudp = \"127.0.0.1:0\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\n";
+    let first = start_gateway(dir.path(), "first.toml", config, &control);
+    assert_eq!(
+        status_json(&control)["counters"]["held"],
+        0,
+        "the stale file was replaced"
+    );
+
+    let file = dir.path().join("second.toml");
+    std::fs::write(&file, config).unwrap();
+    let second = scps()
+        .arg("gateway")
+        .arg("--config")
+        .arg(&file)
+        .arg("--control")
+        .arg(&control)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "control socket {}: another gateway answers on it",
+            control.display()
+        )),
+        "{stderr}"
+    );
+    assert!(status(&control, &[]).status.success(), "the first still answers");
+    stop(first);
+    assert!(!control.exists(), "removed on exit");
+}

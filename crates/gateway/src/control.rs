@@ -1,0 +1,414 @@
+//! The control socket, which `scps status` asks (docs/gateway.md
+//! "Operations"): a Unix stream socket, mode 0600, on which a client
+//! sends one request line, `status`, and gets one JSON document, a
+//! [`GatewayStatus`], before the connection closes. Anything else is
+//! answered with `{"error": "..."}`.
+//!
+//! A socket file that nobody answers on was left by a gateway that was
+//! killed: it is replaced. One that answers belongs to a running gateway:
+//! a gateway asked to listen there does not start; one that only had it
+//! by default runs without a control socket (`ControlConfig::required`).
+//! The file is removed when the gateway stops, if it is still its own.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+
+use crate::config::ControlConfig;
+use crate::counters::{Counters, CountersSnapshot};
+use crate::exchange::{self, Limits, Request};
+use crate::registry::{ConnectionStatus, LiveConnections};
+
+/// The one request.
+pub const STATUS_REQUEST: &str = "status";
+
+/// What a client may ask of the control socket: a line, a few seconds.
+const LIMITS: Limits = Limits {
+    request: 256,
+    time: Duration::from_secs(5),
+    clients: 8,
+};
+
+/// How long `scps status` waits for the gateway's answer.
+const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The answer to `status`: the gateway's counters and its split
+/// connections held now, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GatewayStatus {
+    pub counters: CountersSnapshot,
+    pub connections: Vec<ConnectionStatus>,
+}
+
+impl GatewayStatus {
+    pub fn now(counters: &Counters, live: &LiveConnections) -> GatewayStatus {
+        GatewayStatus {
+            counters: counters.snapshot(),
+            connections: live.connections(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("control socket {}: another gateway answers on it (stop it, or give this one --control PATH)", .0.display())]
+    Taken(PathBuf),
+    #[error("control socket {}: the file exists and is not a socket", .0.display())]
+    NotASocket(PathBuf),
+    #[error("control socket {}: cannot {what}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        error: std::io::Error,
+    },
+    #[error("control socket {}: no gateway answers ({error})", path.display())]
+    NoGateway { path: PathBuf, error: std::io::Error },
+    #[error("control socket {}: the answer is not a gateway's status: {reason}", path.display())]
+    Answer { path: PathBuf, reason: String },
+}
+
+/// The control socket's file while the gateway listens on it: removed
+/// when dropped, if it is still the one this gateway made.
+#[derive(Debug)]
+pub struct ControlSocket {
+    path: PathBuf,
+    /// The file's device and inode, to tell it from one another gateway
+    /// made at the same path since.
+    identity: (u64, u64),
+}
+
+impl ControlSocket {
+    /// Listens on `config.socket` and answers `status` with the state of
+    /// `counters` and `live`, in `tasks`. `None` if the path was the
+    /// default and cannot be had (the reason is logged).
+    pub(crate) fn start(
+        config: &ControlConfig,
+        counters: Arc<Counters>,
+        live: Arc<LiveConnections>,
+        tasks: &mut JoinSet<()>,
+    ) -> Result<Option<ControlSocket>, ControlError> {
+        let (socket, listener) = match ControlSocket::bind(&config.socket) {
+            Ok(bound) => bound,
+            Err(error) if !config.required => {
+                tracing::warn!(%error, "running without a control socket");
+                return Ok(None);
+            }
+            Err(error) => return Err(error),
+        };
+        tasks.spawn(exchange::serve(
+            listener,
+            LIMITS,
+            exchange::line_end,
+            move |request| answer(request, &counters, &live),
+        ));
+        Ok(Some(socket))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Binds `path`, mode 0600, replacing a socket file nobody answers on.
+    fn bind(path: &Path) -> Result<(ControlSocket, tokio::net::UnixListener), ControlError> {
+        let io = |what| {
+            move |error| ControlError::Io {
+                path: path.to_owned(),
+                what,
+                error,
+            }
+        };
+        match std::fs::symlink_metadata(path) {
+            Ok(metadata) if !metadata.file_type().is_socket() => {
+                return Err(ControlError::NotASocket(path.to_owned()));
+            }
+            Ok(_) => match std::os::unix::net::UnixStream::connect(path) {
+                Ok(_) => return Err(ControlError::Taken(path.to_owned())),
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    tracing::info!(path = %path.display(), "replacing a control socket nobody answers on");
+                    std::fs::remove_file(path).map_err(io("remove the stale socket file"))?;
+                }
+                Err(error) => return Err(io("check whether a gateway answers on it")(error)),
+            },
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(io("read its file")(error)),
+        }
+        // Bound, made private, and only then listening: no client can
+        // connect while the file has the umask's permissions.
+        let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)
+            .map_err(io("create the socket"))?;
+        let address = socket2::SockAddr::unix(path).map_err(io("use the path"))?;
+        socket.bind(&address).map_err(io("bind"))?;
+        let made = ControlSocket {
+            path: path.to_owned(),
+            identity: identity(path).map_err(io("read its file"))?,
+        };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(io("make it private (mode 0600)"))?;
+        socket.listen(16).map_err(io("listen"))?;
+        socket.set_nonblocking(true).map_err(io("make it non-blocking"))?;
+        let listener = tokio::net::UnixListener::from_std(socket.into()).map_err(io("listen"))?;
+        Ok((made, listener))
+    }
+}
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        if identity(&self.path).is_ok_and(|now| now == self.identity) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    let metadata = std::fs::symlink_metadata(path)?;
+    Ok((metadata.dev(), metadata.ino()))
+}
+
+/// The answer to one request: the status document, or an error document.
+fn answer(request: Request, counters: &Counters, live: &LiveConnections) -> Vec<u8> {
+    let document = match request {
+        Request::Whole(line) if line.trim_ascii() == STATUS_REQUEST.as_bytes() => {
+            serde_json::to_value(GatewayStatus::now(counters, live))
+        }
+        Request::Whole(line) | Request::Truncated(line) => Ok(serde_json::json!({
+            "error": format!(
+                "unknown request {:?}: the one request is \"{STATUS_REQUEST}\", a line",
+                String::from_utf8_lossy(line.trim_ascii())
+            )
+        })),
+        Request::TooLong => Ok(serde_json::json!({"error": "the request is too long: one line"})),
+        Request::Slow => Ok(serde_json::json!({"error": "no whole request line in time"})),
+    };
+    // Serializing the status cannot fail (plain fields, string keys).
+    let mut text = document.map(|d| d.to_string()).unwrap_or_default();
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// Asks the gateway listening on `path` for its status (the client side
+/// of `scps status`): the document as sent, and read.
+pub fn ask_status(path: &Path) -> Result<(String, GatewayStatus), ControlError> {
+    let io = |what| {
+        move |error| ControlError::Io {
+            path: path.to_owned(),
+            what,
+            error,
+        }
+    };
+    let mut stream =
+        std::os::unix::net::UnixStream::connect(path).map_err(|error| ControlError::NoGateway {
+            path: path.to_owned(),
+            error,
+        })?;
+    stream
+        .set_read_timeout(Some(ASK_TIMEOUT))
+        .map_err(io("set a timeout on"))?;
+    stream
+        .write_all(format!("{STATUS_REQUEST}\n").as_bytes())
+        .map_err(io("write to"))?;
+    let mut text = String::new();
+    stream
+        .read_to_string(&mut text)
+        .map_err(io("read the answer from"))?;
+    let answer = |reason: String| ControlError::Answer {
+        path: path.to_owned(),
+        reason,
+    };
+    let document: serde_json::Value = serde_json::from_str(&text).map_err(|e| answer(e.to_string()))?;
+    if let Some(error) = document.get("error") {
+        return Err(answer(format!("the gateway says {error}")));
+    }
+    let status = serde_json::from_value(document).map_err(|e| answer(e.to_string()))?;
+    Ok((text.trim_end().to_owned(), status))
+}
+
+/// Where the control socket is unless `control.socket` or `--control`
+/// says: `/run/scps-gateway.sock` for root, otherwise in
+/// `$XDG_RUNTIME_DIR`, or `/tmp/scps-gateway-UID.sock` without one.
+pub fn default_socket_path() -> PathBuf {
+    let uid = nix::unistd::geteuid();
+    if uid.is_root() {
+        return PathBuf::from("/run/scps-gateway.sock");
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir.join("scps-gateway.sock"),
+        _ => PathBuf::from(format!("/tmp/scps-gateway-{uid}.sock")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Relayed, State};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A directory of its own under the temporary one, removed on drop.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let dir = std::env::temp_dir().join(format!("scps-control-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Dir(dir)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn required(path: &Path) -> ControlConfig {
+        ControlConfig {
+            socket: path.to_owned(),
+            required: true,
+        }
+    }
+
+    /// Runs `ask` off the runtime's threads (it blocks).
+    async fn ask(path: &Path) -> Result<(String, GatewayStatus), ControlError> {
+        let path = path.to_owned();
+        tokio::task::spawn_blocking(move || ask_status(&path))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn status_is_answered_with_the_counters_and_the_connections() {
+        let dir = Dir::new("status");
+        let path = dir.0.join("gw.sock");
+        let counters = Arc::new(Counters::new(8));
+        let live = Arc::new(LiveConnections::default());
+        let mut tasks = JoinSet::new();
+        let socket = ControlSocket::start(&required(&path), counters.clone(), live.clone(), &mut tasks)
+            .unwrap()
+            .expect("a required socket is there or an error");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "private");
+        let _permit = counters.admit().unwrap();
+        let listing = live.list("10.1.0.5:40000".parse().unwrap(), "forward:127.0.0.1:2222");
+        listing.set_destination("files.example:22");
+        listing.progress().publish(
+            State::Relaying,
+            Relayed {
+                lan_to_link: 10,
+                link_to_lan: 20,
+            },
+        );
+        let (text, status) = ask(&path).await.unwrap();
+        assert_eq!((status.counters.held, status.counters.limit), (1, 8));
+        assert_eq!(status.connections.len(), 1);
+        let connection = &status.connections[0];
+        assert_eq!(connection.destination.as_deref(), Some("files.example:22"));
+        assert_eq!(
+            (connection.lan_to_link_bytes, connection.link_to_lan_bytes),
+            (10, 20)
+        );
+        let document: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(document["connections"][0]["state"], "relaying");
+        assert_eq!(document["connections"][0]["route"], "forward:127.0.0.1:2222");
+
+        // Anything but the one request gets an error document.
+        let mut other = tokio::net::UnixStream::connect(&path).await.unwrap();
+        other.write_all(b"stop\n").await.unwrap();
+        let mut answer = String::new();
+        other.read_to_string(&mut answer).await.unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        assert!(
+            answer["error"]
+                .as_str()
+                .unwrap()
+                .contains("unknown request \"stop\""),
+            "{answer}"
+        );
+
+        drop(tasks);
+        drop(socket);
+        assert!(!path.exists(), "removed on drop");
+        let err = ask(&path).await.unwrap_err();
+        assert!(
+            matches!(err, ControlError::NoGateway { .. })
+                && err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_live_socket_is_kept_and_a_stale_one_replaced() {
+        let dir = Dir::new("stale");
+        let path = dir.0.join("gw.sock");
+        // A socket file left behind: bound once, its listener gone.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        assert!(path.exists());
+        let (counters, live) = (Arc::new(Counters::new(1)), Arc::new(LiveConnections::default()));
+        let mut tasks = JoinSet::new();
+        let first = ControlSocket::start(&required(&path), counters.clone(), live.clone(), &mut tasks)
+            .unwrap()
+            .expect("the stale file is replaced");
+        assert!(ask(&path).await.is_ok(), "served");
+
+        let second = ControlSocket::start(&required(&path), counters.clone(), live.clone(), &mut tasks);
+        let err = second.unwrap_err();
+        assert!(matches!(err, ControlError::Taken(_)), "{err}");
+        assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+        let default = ControlConfig {
+            socket: path.clone(),
+            required: false,
+        };
+        let fallback = ControlSocket::start(&default, counters.clone(), live.clone(), &mut tasks).unwrap();
+        assert!(
+            fallback.is_none(),
+            "a default path that is taken: no socket, no error"
+        );
+        assert!(
+            ask(&path).await.is_ok(),
+            "the first gateway's socket is untouched"
+        );
+
+        std::fs::write(dir.0.join("file"), "not a socket").unwrap();
+        let err = ControlSocket::start(
+            &required(&dir.0.join("file")),
+            counters.clone(),
+            live.clone(),
+            &mut tasks,
+        )
+        .unwrap_err();
+        assert!(matches!(err, ControlError::NotASocket(_)), "{err}");
+        drop(first);
+        assert!(!path.exists());
+    }
+
+    #[tokio::test]
+    async fn a_default_path_that_cannot_be_made_is_done_without_and_a_file_not_ours_is_left() {
+        let dir = Dir::new("unmade");
+        let (counters, live) = (Arc::new(Counters::new(1)), Arc::new(LiveConnections::default()));
+        let mut tasks = JoinSet::new();
+        let nowhere = dir.0.join("missing").join("gw.sock");
+        let default = ControlConfig {
+            socket: nowhere.clone(),
+            required: false,
+        };
+        let started = ControlSocket::start(&default, counters.clone(), live.clone(), &mut tasks);
+        assert!(started.unwrap().is_none(), "no socket, no error");
+        let err = ControlSocket::start(&required(&nowhere), counters.clone(), live.clone(), &mut tasks)
+            .unwrap_err();
+        assert!(matches!(err, ControlError::Io { what: "bind", .. }), "{err}");
+
+        // Another gateway's file at the path since: not removed.
+        let path = dir.0.join("gw.sock");
+        let first = ControlSocket::start(&required(&path), counters, live, &mut tasks)
+            .unwrap()
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let _other = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        drop(first);
+        assert!(path.exists(), "the other gateway's socket stays");
+    }
+}

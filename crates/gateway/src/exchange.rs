@@ -1,0 +1,233 @@
+//! Serving sockets where each client sends one request and gets one
+//! answer, then the connection closes: the metrics endpoint (HTTP) and
+//! the control socket. Bounded so that no client can hold the server or
+//! its memory: a request is read up to [`Limits::request`] bytes, reading
+//! it and writing the answer each get [`Limits::time`], and at most
+//! [`Limits::clients`] are served at once (one more is closed at once).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::task::JoinSet;
+
+/// A listening socket whose clients are byte streams.
+pub(crate) trait Accept: Send + 'static {
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    fn accept_stream(&self) -> impl Future<Output = std::io::Result<Self::Stream>> + Send;
+}
+
+impl Accept for tokio::net::TcpListener {
+    type Stream = tokio::net::TcpStream;
+    async fn accept_stream(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(stream, _)| stream)
+    }
+}
+
+impl Accept for tokio::net::UnixListener {
+    type Stream = tokio::net::UnixStream;
+    async fn accept_stream(&self) -> std::io::Result<Self::Stream> {
+        self.accept().await.map(|(stream, _)| stream)
+    }
+}
+
+/// How much a client may ask of the server.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// The longest request, in bytes, its end included.
+    pub request: usize,
+    /// How long reading the request may take, and then writing the
+    /// answer.
+    pub time: Duration,
+    /// Clients served at once.
+    pub clients: usize,
+}
+
+/// What came of reading a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// The bytes up to its end, the end included.
+    Whole(Vec<u8>),
+    /// The client closed before the end, having sent these.
+    Truncated(Vec<u8>),
+    /// Longer than the limit, with no end in it.
+    TooLong,
+    /// Not whole within the time allowed.
+    Slow,
+}
+
+/// Serves `listener`'s clients until dropped (or the task is aborted):
+/// each request read up to the first place `end` finds (the length of
+/// the request there), answered with what `answer` makes of it (nothing
+/// written if it makes nothing), and the connection closed.
+pub(crate) async fn serve<L: Accept>(
+    listener: L,
+    limits: Limits,
+    end: fn(&[u8]) -> Option<usize>,
+    answer: impl Fn(Request) -> Vec<u8> + Send + Sync + 'static,
+) {
+    let answer = Arc::new(answer);
+    let places = Arc::new(tokio::sync::Semaphore::new(limits.clients));
+    // Dropped with this task, taking the clients' tasks with it.
+    let mut clients = JoinSet::new();
+    loop {
+        let stream = match listener.accept_stream().await {
+            Ok(stream) => stream,
+            Err(err) => {
+                tracing::warn!(%err, "accept failed");
+                tokio::time::sleep(crate::counters::ACCEPT_RETRY).await;
+                continue;
+            }
+        };
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            tracing::debug!(clients = limits.clients, "too many clients at once: one closed");
+            continue;
+        };
+        let answer = answer.clone();
+        clients.spawn(async move {
+            let _place = place;
+            exchange(stream, limits, end, &*answer).await;
+        });
+        while clients.try_join_next().is_some() {}
+    }
+}
+
+/// One client: its request, the answer, the end.
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    limits: Limits,
+    end: fn(&[u8]) -> Option<usize>,
+    answer: &(impl Fn(Request) -> Vec<u8> + ?Sized),
+) {
+    let request = tokio::time::timeout(limits.time, read_request(&mut stream, limits.request, end))
+        .await
+        .unwrap_or(Request::Slow);
+    let reply = answer(request);
+    let written = async {
+        stream.write_all(&reply).await?;
+        stream.shutdown().await?;
+        // What the client sent past the request is read and dropped until
+        // it closes: closing with bytes unread would reset the connection,
+        // and the reset could take the answer with it.
+        let mut sink = [0u8; 1024];
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<_, std::io::Error>(())
+    };
+    if let Ok(Err(err)) = tokio::time::timeout(limits.time, written).await {
+        tracing::debug!(%err, "the answer could not be written");
+    }
+}
+
+async fn read_request<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    limit: usize,
+    end: fn(&[u8]) -> Option<usize>,
+) -> Request {
+    let mut request = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(length) = end(&request) {
+            request.truncate(length);
+            return Request::Whole(request);
+        }
+        if request.len() >= limit {
+            return Request::TooLong;
+        }
+        let room = (limit - request.len()).min(chunk.len());
+        match stream.read(&mut chunk[..room]).await {
+            Ok(0) | Err(_) => return Request::Truncated(request),
+            Ok(read) => request.extend_from_slice(&chunk[..read]),
+        }
+    }
+}
+
+/// The end of a line: the length up to and with the first `\n`.
+pub(crate) fn line_end(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n').map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::{TcpListener, TcpStream};
+
+    const LIMITS: Limits = Limits {
+        request: 64,
+        time: Duration::from_millis(300),
+        clients: 2,
+    };
+
+    /// A server that answers each request with what it made of it.
+    async fn server(limits: Limits) -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(serve(listener, limits, line_end, |request| {
+            format!("{request:?}").into_bytes()
+        }));
+        addr
+    }
+
+    /// Sends `request` (and closes the sending side if `close`), and reads
+    /// the answer until the server closes (a server that closes without
+    /// reading the request may reset the connection instead).
+    async fn ask(addr: std::net::SocketAddr, request: &[u8], close: bool) -> String {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request).await.unwrap();
+        if close {
+            stream.shutdown().await.unwrap();
+        }
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 256];
+        let read_all = async {
+            while let Ok(read @ 1..) = stream.read(&mut chunk).await {
+                answer.extend_from_slice(&chunk[..read]);
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), read_all)
+            .await
+            .expect("the server closes");
+        String::from_utf8(answer).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_request_is_read_to_its_end_and_no_further() {
+        let addr = server(LIMITS).await;
+        assert_eq!(
+            ask(addr, b"status\nmore", false).await,
+            "Whole([115, 116, 97, 116, 117, 115, 10])"
+        );
+        assert_eq!(ask(addr, b"sta", true).await, "Truncated([115, 116, 97])");
+    }
+
+    #[tokio::test]
+    async fn a_request_too_long_or_too_slow_is_cut_short_and_answered() {
+        let addr = server(LIMITS).await;
+        assert_eq!(ask(addr, &[b'x'; 200], false).await, "TooLong");
+        // Half a request, then silence: answered once the time is out.
+        assert_eq!(ask(addr, b"stat", false).await, "Slow");
+    }
+
+    #[tokio::test]
+    async fn clients_beyond_the_bound_are_closed_at_once() {
+        let limits = Limits {
+            time: Duration::from_secs(30),
+            ..LIMITS
+        };
+        let addr = server(limits).await;
+        let mut silent = Vec::new();
+        for _ in 0..limits.clients {
+            silent.push(TcpStream::connect(addr).await.unwrap());
+        }
+        // The silent clients hold every place for 30 s: this one is
+        // closed without an answer, long before.
+        assert_eq!(ask(addr, b"status\n", false).await, "");
+        // Once they close, their places are free.
+        drop(silent);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !ask(addr, b"status\n", false).await.starts_with("Whole") {
+            assert!(tokio::time::Instant::now() < deadline, "a place is freed");
+            tokio::task::yield_now().await;
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! The gateway's Prometheus metrics (docs/gateway.md "Operations"),
+//! served over HTTP on `metrics.listen`. Nothing is counted for them:
+//! each scrape reads the gateway's [`Counters`] and its list of live
+//! connections ([`LiveConnections`], with the link connections' figures
+//! from the engine).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::TypedMetric;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::{Registry, Unit};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use crate::counters::Counters;
+use crate::exchange::{self, Limits};
+use crate::http;
+use crate::registry::{LiveConnections, RouteFigures, State};
+
+/// What a scraper may ask of the endpoint.
+const LIMITS: Limits = Limits {
+    request: http::MAX_HEAD,
+    time: Duration::from_secs(5),
+    clients: 16,
+};
+
+/// Serves the metrics of `counters` and `live` on `listen` in `tasks`;
+/// where it listens (useful when the port was 0).
+pub(crate) async fn start(
+    listen: SocketAddr,
+    counters: Arc<Counters>,
+    live: Arc<LiveConnections>,
+    tasks: &mut JoinSet<()>,
+) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(listen).await?;
+    let address = listener.local_addr()?;
+    let mut registry = Registry::with_prefix("scps_gateway");
+    registry.register_collector(Box::new(GatewayMetrics { counters, live }));
+    tasks.spawn(exchange::serve(
+        listener,
+        LIMITS,
+        http::head_end,
+        move |request| http::answer(request, || render(&registry)),
+    ));
+    Ok(address)
+}
+
+/// The text exposition of `registry`.
+fn render(registry: &Registry) -> String {
+    let mut text = String::new();
+    // Writing into a String cannot fail, nor can the collector.
+    let _ = prometheus_client::encoding::text::encode(&mut text, registry);
+    text
+}
+
+/// The metrics, read at each scrape.
+#[derive(Debug)]
+struct GatewayMetrics {
+    counters: Arc<Counters>,
+    live: Arc<LiveConnections>,
+}
+
+impl Collector for GatewayMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let counts = self.counters.snapshot();
+        let routes = self.live.routes();
+        let limit = ConstGauge::new(counts.limit);
+        limit.encode(encoder.encode_descriptor(
+            "connection_limit",
+            "Split connections the gateway holds at most at once",
+            None,
+            ConstGauge::<u64>::TYPE,
+        )?)?;
+        family(
+            &mut encoder,
+            "connections",
+            "Split connections held now, by route and state",
+            None,
+            routes.iter().flat_map(|(route, figures)| {
+                State::ALL.into_iter().map(move |state| {
+                    (
+                        [("route", route.as_str()), ("state", state.name())],
+                        ConstGauge::new(figures.held[state as usize]),
+                    )
+                })
+            }),
+        )?;
+        family(
+            &mut encoder,
+            "connections_ended",
+            "Split connections ended since the start, by outcome",
+            None,
+            [
+                ("closed", counts.closed),
+                ("reset", counts.reset),
+                ("refused", counts.refused),
+                ("idle", counts.idle),
+            ]
+            .map(|(outcome, count)| ([("outcome", outcome)], ConstCounter::new(count))),
+        )?;
+        family(
+            &mut encoder,
+            "refusals",
+            "Connections turned away or retried since the start, by cause",
+            None,
+            [
+                ("over_limit", counts.over_limit),
+                ("no_route", counts.no_route),
+                ("turned_down", counts.turned_down),
+                ("socks_refused", counts.socks_refused),
+                ("plain_retries", counts.plain_retries),
+            ]
+            .map(|(cause, count)| ([("cause", cause)], ConstCounter::new(count))),
+        )?;
+        family(
+            &mut encoder,
+            "relayed",
+            "Bytes relayed since the start, by route and direction",
+            Some(&Unit::Bytes),
+            routes.iter().flat_map(|(route, figures)| {
+                [
+                    ("lan_to_link", figures.relayed.lan_to_link),
+                    ("link_to_lan", figures.relayed.link_to_lan),
+                ]
+                .map(|(direction, bytes)| {
+                    (
+                        [("route", route.as_str()), ("direction", direction)],
+                        ConstCounter::new(bytes),
+                    )
+                })
+            }),
+        )?;
+        family(
+            &mut encoder,
+            "link_connections",
+            "Link connections open now, by route: the ones the link figures are of",
+            None,
+            per_route(&routes, |figures| Some(figures.links)),
+        )?;
+        family(
+            &mut encoder,
+            "link_retransmitted",
+            "Data bytes sent again by the route's open link connections, summed",
+            Some(&Unit::Bytes),
+            per_route(&routes, |figures| Some(figures.retransmitted_bytes)),
+        )?;
+        family(
+            &mut encoder,
+            "link_send_rate",
+            "Data sent by the route's open link connections, bit/s over the last second or more, summed",
+            Some(&Unit::Other("bits_per_second".to_owned())),
+            per_route(&routes, |figures| Some(figures.send_rate_bps)),
+        )?;
+        family(
+            &mut encoder,
+            "link_srtt",
+            "Smoothed round-trip time of the route's open link connections, mean",
+            Some(&Unit::Seconds),
+            per_route(&routes, RouteFigures::srtt_mean_s),
+        )?;
+        family(
+            &mut encoder,
+            "link_congestion_window",
+            "Congestion window of the route's open link connections, mean",
+            Some(&Unit::Bytes),
+            per_route(&routes, RouteFigures::cwnd_mean_bytes),
+        )
+    }
+}
+
+/// A sample's label set: its route.
+type RouteLabel<'a> = [(&'static str, &'a str); 1];
+
+/// A gauge's samples: one per route that has a `value`.
+fn per_route<V>(
+    routes: &BTreeMap<String, RouteFigures>,
+    value: impl Fn(&RouteFigures) -> Option<V>,
+) -> Vec<(RouteLabel<'_>, ConstGauge<V>)> {
+    routes
+        .iter()
+        .filter_map(|(route, figures)| Some(([("route", route.as_str())], ConstGauge::new(value(figures)?))))
+        .collect()
+}
+
+/// One metric with a sample per label set.
+fn family<L: EncodeLabelSet, M: EncodeMetric + TypedMetric>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    samples: impl IntoIterator<Item = (L, M)>,
+) -> Result<(), std::fmt::Error> {
+    let mut metric = encoder.encode_descriptor(name, help, unit, M::TYPE)?;
+    for (labels, sample) in samples {
+        sample.encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Relayed;
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get(addr: SocketAddr, request: &[u8]) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request).await.unwrap();
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut answer))
+            .await
+            .expect("answered and closed")
+            .unwrap();
+        answer
+    }
+
+    /// The value of the sample `name{labels}` in `text`.
+    fn sample(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    #[tokio::test]
+    async fn a_scrape_reads_the_counters_and_the_live_connections() {
+        let counters = Arc::new(Counters::new(4));
+        let live = Arc::new(LiveConnections::default());
+        let mut tasks = JoinSet::new();
+        let addr = start(
+            "127.0.0.1:0".parse().unwrap(),
+            counters.clone(),
+            live.clone(),
+            &mut tasks,
+        )
+        .await
+        .unwrap();
+        counters.closed.fetch_add(3, Ordering::Relaxed);
+        counters.no_route.fetch_add(1, Ordering::Relaxed);
+        let listing = live.list("10.1.0.5:40000".parse().unwrap(), "bulk");
+        listing.progress().publish(
+            State::Relaying,
+            Relayed {
+                lan_to_link: 123_456,
+                link_to_lan: 789,
+            },
+        );
+
+        let answer = get(addr, b"GET /metrics HTTP/1.1\r\nHost: gw\r\n\r\n").await;
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        let body = answer.split_once("\r\n\r\n").unwrap().1;
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        assert_eq!(sample(body, "scps_gateway_connection_limit"), Some(4.0));
+        assert_eq!(
+            sample(body, "scps_gateway_connections_ended_total{outcome=\"closed\"}"),
+            Some(3.0)
+        );
+        assert_eq!(
+            sample(body, "scps_gateway_refusals_total{cause=\"no_route\"}"),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                body,
+                "scps_gateway_connections{route=\"bulk\",state=\"relaying\"}"
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(body, "scps_gateway_connections{route=\"bulk\",state=\"opening\"}"),
+            Some(0.0)
+        );
+        assert_eq!(
+            sample(
+                body,
+                "scps_gateway_relayed_bytes_total{route=\"bulk\",direction=\"lan_to_link\"}"
+            ),
+            Some(123_456.0)
+        );
+        assert_eq!(
+            sample(body, "scps_gateway_link_connections{route=\"bulk\"}"),
+            Some(0.0)
+        );
+        assert_eq!(
+            sample(body, "scps_gateway_link_srtt_seconds{route=\"bulk\"}"),
+            None,
+            "no link connection, no mean"
+        );
+
+        drop(listing);
+        let body = get(addr, b"GET /metrics HTTP/1.1\r\n\r\n").await;
+        assert_eq!(
+            sample(
+                &body,
+                "scps_gateway_relayed_bytes_total{route=\"bulk\",direction=\"link_to_lan\"}"
+            ),
+            Some(789.0),
+            "bytes stay counted once the connection ended"
+        );
+        assert_eq!(
+            sample(
+                &body,
+                "scps_gateway_connections{route=\"bulk\",state=\"relaying\"}"
+            ),
+            Some(0.0)
+        );
+    }
+
+    #[tokio::test]
+    async fn the_endpoint_refuses_what_it_does_not_serve() {
+        let mut tasks = JoinSet::new();
+        let addr = start(
+            "127.0.0.1:0".parse().unwrap(),
+            Arc::new(Counters::new(1)),
+            Arc::new(LiveConnections::default()),
+            &mut tasks,
+        )
+        .await
+        .unwrap();
+        let status = |answer: String| answer.lines().next().unwrap_or_default().to_owned();
+        assert_eq!(
+            status(get(addr, b"GET /other HTTP/1.1\r\n\r\n").await),
+            "HTTP/1.1 404 Not Found"
+        );
+        assert_eq!(
+            status(get(addr, b"DELETE /metrics HTTP/1.1\r\n\r\n").await),
+            "HTTP/1.1 405 Method Not Allowed"
+        );
+        assert_eq!(
+            status(get(addr, b"hello there\r\n\r\n").await),
+            "HTTP/1.1 400 Bad Request"
+        );
+        // A head that never ends: cut at the limit, answered, closed.
+        let mut endless = b"GET /metrics HTTP/1.1\r\n".to_vec();
+        endless.extend(std::iter::repeat_n(b'x', 2 * http::MAX_HEAD));
+        assert_eq!(
+            status(get(addr, &endless).await),
+            "HTTP/1.1 431 Request Header Fields Too Large"
+        );
+    }
+}
