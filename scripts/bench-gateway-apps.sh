@@ -19,8 +19,8 @@
 # with every APP at 20MB.
 #
 # Goodput is over the transfer itself: curl's time from `pretransfer` to
-# the end; for scp, the whole command less the time `ssh HOST true` took
-# just before (the login's round trips). The ratio is to the physical
+# the end; for scp and sftp, the whole command less the time `ssh HOST
+# true` took just before (the login's round trips). The ratio is to the physical
 # limit of SCENARIOS.md for the point, as `scps sim` computes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,7 @@ shift $(($# < 2 ? $# : 2))
 runs=("$@")
 if [ ${#runs[@]} -eq 0 ]; then
   for mode in direct-cubic direct-bbr gw-scps-rate gw-scps-vegas; do
-    for app in scp:20MB http:20MB ftp:20MB echo:50; do runs+=("$mode:$app"); done
+    for app in scp:20MB sftp:20MB http:20MB ftp:20MB echo:50; do runs+=("$mode:$app"); done
   done
 fi
 cargo build --release -q -p scps --bin scps --example keystroke_echo
@@ -131,15 +131,17 @@ for run in "${runs[@]}"; do
       printf '%-16s %-5s %6s  %s\n' "$mode" echo "$size" \
         "$(ip netns exec "$c" "$keystroke_echo" "$size" "${ssh_options[@]}" root@10.96.4.2)"
       ;;
-    scp | http | ftp)
+    scp | sftp | http | ftp)
       file=$(served "$size")
       bytes=$(stat -c %s "$file")
-      if [ "$app" = scp ]; then
+      if [ "$app" = scp ] || [ "$app" = sftp ]; then
+        legacy=()
+        [ "$app" = scp ] && legacy=(-O)
         started=$(date +%s.%N)
         ip netns exec "$c" ssh "${ssh_options[@]}" root@10.96.4.2 true
         login=$(elapsed "$started")
         started=$(date +%s.%N)
-        ip netns exec "$c" scp "${ssh_options[@]}" "root@10.96.4.2:$file" "$out"
+        ip netns exec "$c" scp "${legacy[@]}" "${ssh_options[@]}" "root@10.96.4.2:$file" "$out"
         seconds=$(awk "BEGIN{print $(elapsed "$started") - $login}")
       else
         url=http://10.96.4.2:8080/$size.bin
