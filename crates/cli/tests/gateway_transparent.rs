@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use common::TempDir;
 use common::gateways::{
-    SCPS, assert_nothing_installed, config, config_with, reload, start, start_pair, start_pair_with,
-    start_with, stop, wait_ready,
+    SCPS, assert_nothing_installed, config, config_prefixes, config_with, reload, start, start_pair,
+    start_pair_with, start_with, stop, wait_ready,
 };
 use scps_testbed::{Output, Testbed, Topology};
 use sha2::{Digest, Sha256};
@@ -113,6 +113,39 @@ fn transparent_gateways_carry_kernel_tcp_keeping_the_client_address() {
         syns.contains(&(false, true)) && syns.contains(&(true, true)),
         "{syns:?}"
     );
+}
+
+#[test]
+fn ipv6_and_ipv4_are_carried_by_the_same_pair() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-ipv6");
+    let (gw_a, gw_b) = (testbed.node("gwA").unwrap(), testbed.node("gwB").unwrap());
+    let (side_a, side_b) = (
+        ["10.99.1.0/24", "fd00:99:1::/64"],
+        ["10.99.4.0/24", "fd00:99:4::/64"],
+    );
+    let a = start(gw_a, &config_prefixes(&dir, "a.toml", &side_a, &side_b, ""));
+    let b = start(gw_b, &config_prefixes(&dir, "b.toml", &side_b, &side_a, ""));
+    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+    for (server, client) in [("[fd00:99:4::2]:5001", "fd00:99:1::2"), (SERVER, "10.99.1.2")] {
+        let listening = digest_server(&testbed, server);
+        let upload: Vec<u8> = (0..1_500_000u32).map(|i| (i * 29 % 247) as u8).collect();
+        let answer = exchange(&testbed, server, &upload).unwrap_or_else(|e| panic!("{server}: {e:?}"));
+        assert_eq!(answer, Sha256::digest(&upload).to_vec(), "{server}");
+        assert_eq!(
+            listening.join().unwrap().ip().to_string(),
+            client,
+            "the server sees the client's own address"
+        );
+    }
+    for said in [stop(&a), stop(&b)] {
+        assert!(
+            said.contains("connections closed 2,"),
+            "both families carried: {said}"
+        );
+    }
+    assert_nothing_installed(gw_a);
+    assert_nothing_installed(gw_b);
 }
 
 /// The client's connection to `server` through the gateways, `upload`
@@ -607,7 +640,7 @@ fn print_rules_shows_what_the_mode_installs() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(printed.contains("tproxy to :7301"), "{printed}");
+    assert!(printed.contains("tproxy ip to :7301"), "{printed}");
     assert!(
         printed.contains("ip -4 rule add fwmark 0x5d lookup 154 priority 154"),
         "{printed}"

@@ -542,23 +542,16 @@ fn one_route(
     relay: RelayConfig,
 ) -> Result<Route, Error> {
     let key = |field: &str| format!("route[{i}].{field}");
-    let prefix = |field: &str, text: &Option<String>| -> Result<IpPrefix, Error> {
-        let text = text.as_deref().unwrap_or("0.0.0.0/0");
+    let prefix = |field: &str, text: &Option<String>| -> Result<Option<IpPrefix>, Error> {
+        let Some(text) = text else { return Ok(None) };
         let prefix: IpPrefix = text.parse().map_err(|e| {
             Error::invalid(
                 key(field),
                 text,
-                format!("an IPv4 prefix such as 10.1.0.0/16 ({e})"),
+                format!("an address prefix such as 10.1.0.0/16 or 2001:db8::/32 ({e})"),
             )
         })?;
-        if !prefix.network().is_ipv4() {
-            return Err(Error::invalid(
-                key(field),
-                text,
-                "an IPv4 prefix: the transparent mode does not carry IPv6 yet",
-            ));
-        }
-        Ok(prefix)
+        Ok(Some(prefix))
     };
     let matching = RouteMatch {
         source: prefix("source", &route.source)?,
@@ -568,6 +561,15 @@ fn one_route(
             Some(text) => port_range(&key("ports"), text)?,
         },
     };
+    if let (Some(source), Some(destination)) = (matching.source, matching.destination)
+        && source.network().is_ipv4() != destination.network().is_ipv4()
+    {
+        return Err(Error::invalid(
+            key("destination"),
+            destination,
+            format!("a prefix of the source's family ({source}): a connection is IPv4 or IPv6 end to end"),
+        ));
+    }
     let name = match &route.name {
         Some(name) if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) => {
             return Err(Error::invalid(key("name"), name, "1 to 64 printable characters"));
@@ -677,6 +679,24 @@ fn transparent(spec: &TransparentSpec) -> Result<Plumbing, Error> {
             ));
         }
     }
+    if !remote.iter().any(|r| {
+        local
+            .iter()
+            .any(|l| l.network().is_ipv4() == r.network().is_ipv4())
+    }) {
+        return Err(Error::invalid(
+            "transparent.remote",
+            format!(
+                "[{}]",
+                remote
+                    .iter()
+                    .map(IpPrefix::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "prefixes of a family that transparent.local has too (IPv4 or IPv6 end to end)",
+        ));
+    }
     let port = match spec.port {
         Some(0) => return Err(Error::invalid("transparent.port", 0, "a port from 1 to 65535")),
         Some(port) => port,
@@ -738,21 +758,13 @@ fn prefixes(key: &str, texts: &[String]) -> Result<Vec<IpPrefix>, Error> {
         .iter()
         .enumerate()
         .map(|(i, text)| {
-            let prefix: IpPrefix = text.parse().map_err(|e| {
+            text.parse().map_err(|e| {
                 Error::invalid(
                     format!("{key}[{i}]"),
                     text,
-                    format!("an IPv4 prefix such as 10.1.0.0/16 ({e})"),
+                    format!("an address prefix such as 10.1.0.0/16 or 2001:db8::/32 ({e})"),
                 )
-            })?;
-            if !prefix.network().is_ipv4() {
-                return Err(Error::invalid(
-                    format!("{key}[{i}]"),
-                    text,
-                    "an IPv4 prefix: the transparent mode does not carry IPv6 yet",
-                ));
-            }
-            Ok(prefix)
+            })
         })
         .collect()
 }
@@ -1055,14 +1067,18 @@ mod tests {
                 "transparent.remote[1] = 10.99.0.0/16",
             ),
             (
-                TRANSPARENT.replace("10.98.0.0/16", "fd00::/8"),
-                "does not carry IPv6 yet",
+                TRANSPARENT.replace("10.98.0.0/16", "fd00::/8/9"),
+                "transparent.remote[1] = fd00::/8/9: an address prefix",
             ),
             (
                 TRANSPARENT.replace("[\"10.99.1.0/24\"]", "[]"),
                 "transparent.local = []",
             ),
             (format!("{TRANSPARENT}table = 251\n"), "transparent.table = 251"),
+            (
+                TRANSPARENT.replace("[\"10.99.4.0/24\", \"10.98.0.0/16\"]", "[\"fd00:4::/64\"]"),
+                "transparent.remote = [fd00:4::/64]: prefixes of a family that transparent.local has too",
+            ),
             (format!("{TRANSPARENT}mark = 0\n"), "transparent.mark = 0"),
             (format!("{TRANSPARENT}tproxy = true\n"), "unknown field `tproxy`"),
         ];
@@ -1157,8 +1173,8 @@ mod tests {
                 "route[0].pass = true: a route that passes",
             ),
             (
-                with("[[route]]\nsource = \"fd00::/8\"\n"),
-                "route[0].source = fd00::/8: an IPv4 prefix",
+                with("[[route]]\nsource = \"fd00::/8\"\ndestination = \"10.99.4.0/24\"\n"),
+                "route[0].destination = 10.99.4.0/24: a prefix of the source's family (fd00::/8)",
             ),
             (with("[[route]]\nports = \"9-1\"\n"), "route[0].ports = 9-1"),
             (with("[[route]]\nbuffer = \"100\"\n"), "route[0].buffer = 100"),

@@ -23,52 +23,87 @@ use scps_proto::{Config, ConfigChooser, FourTuple};
 use crate::relay::RelayConfig;
 
 /// What a route matches: the connection's client, its server and the
-/// server's port.
+/// server's port. An address left out (`None`) is any address, IPv4 or
+/// IPv6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouteMatch {
-    pub source: IpPrefix,
-    pub destination: IpPrefix,
+    pub source: Option<IpPrefix>,
+    pub destination: Option<IpPrefix>,
     /// The server's ports, first and last.
     pub ports: (u16, u16),
 }
 
 impl RouteMatch {
     pub fn matches(&self, client: IpAddr, server: SocketAddr) -> bool {
-        self.source.contains(client)
-            && self.destination.contains(server.ip())
+        self.source.is_none_or(|p| p.contains(client))
+            && self.destination.is_none_or(|p| p.contains(server.ip()))
             && (self.ports.0..=self.ports.1).contains(&server.port())
     }
 
+    /// The address families the route can match: those of its prefixes,
+    /// or both.
+    pub fn families(&self) -> Vec<Family> {
+        match self.source.or(self.destination) {
+            Some(prefix) => vec![Family::of(prefix.network())],
+            None => vec![Family::V4, Family::V6],
+        }
+    }
+
     fn overlaps(&self, other: &RouteMatch) -> bool {
-        self.source.overlaps(&other.source)
-            && self.destination.overlaps(&other.destination)
+        let meet = |a: Option<IpPrefix>, b: Option<IpPrefix>| match (a, b) {
+            (Some(a), Some(b)) => a.overlaps(&b),
+            _ => true,
+        };
+        self.families().iter().any(|f| other.families().contains(f))
+            && meet(self.source, other.source)
+            && meet(self.destination, other.destination)
             && self.ports.0 <= other.ports.1
             && other.ports.0 <= self.ports.1
     }
 
     /// Whether every connection this matches, `other` matches too.
     fn within(&self, other: &RouteMatch) -> bool {
-        covers(&other.source, &self.source)
-            && covers(&other.destination, &self.destination)
+        let inside = |inner: Option<IpPrefix>, outer: Option<IpPrefix>| match (inner, outer) {
+            (_, None) => true,
+            (None, Some(_)) => false,
+            (Some(inner), Some(outer)) => outer.len() <= inner.len() && outer.contains(inner.network()),
+        };
+        inside(self.source, other.source)
+            && inside(self.destination, other.destination)
+            && self.families().iter().all(|f| other.families().contains(f))
             && other.ports.0 <= self.ports.0
             && self.ports.1 <= other.ports.1
     }
 
     /// Sorting by this puts every route before the routes that contain
     /// it: the longest source prefix first, then the longest destination
-    /// prefix, then the narrowest port range.
+    /// prefix, then the narrowest port range (any address counting as the
+    /// shortest prefix).
     fn specificity(&self) -> (std::cmp::Reverse<u8>, std::cmp::Reverse<u8>, u16) {
         use std::cmp::Reverse;
+        let len = |p: Option<IpPrefix>| p.map_or(0, |p| p.len());
         (
-            Reverse(self.source.len()),
-            Reverse(self.destination.len()),
+            Reverse(len(self.source)),
+            Reverse(len(self.destination)),
             self.ports.1 - self.ports.0,
         )
     }
 }
 
-fn covers(outer: &IpPrefix, inner: &IpPrefix) -> bool {
-    outer.len() <= inner.len() && outer.contains(inner.network())
+/// An address family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    pub fn of(address: IpAddr) -> Family {
+        match address {
+            IpAddr::V4(_) => Family::V4,
+            IpAddr::V6(_) => Family::V6,
+        }
+    }
 }
 
 /// How a route's connections cross the link.
@@ -124,13 +159,12 @@ impl RouteTable {
 
     /// One route, `default`, carrying every connection.
     pub fn carrying_everything(carried: Carried) -> RouteTable {
-        let any = IpPrefix::containing(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0).expect("a /0 prefix");
         RouteTable {
             routes: vec![Route {
                 name: "default".to_owned(),
                 matching: RouteMatch {
-                    source: any,
-                    destination: any,
+                    source: None,
+                    destination: None,
                     ports: (1, 65535),
                 },
                 carried: Some(carried),
@@ -204,12 +238,14 @@ impl ConfigChooser for Routes {
 mod tests {
     use super::*;
 
+    /// A route; `*` for any address.
     fn route(name: &str, source: &str, destination: &str, ports: (u16, u16)) -> Route {
+        let prefix = |text: &str| (text != "*").then(|| text.parse().unwrap());
         Route {
             name: name.into(),
             matching: RouteMatch {
-                source: source.parse().unwrap(),
-                destination: destination.parse().unwrap(),
+                source: prefix(source),
+                destination: prefix(destination),
                 ports,
             },
             carried: None,
@@ -230,8 +266,8 @@ mod tests {
     #[test]
     fn the_most_specific_route_decides_whatever_the_order_written() {
         let table = RouteTable::new(vec![
-            carried(route("all", "0.0.0.0/0", "0.0.0.0/0", (1, 65535))),
-            route("ssh passes", "0.0.0.0/0", "10.4.0.0/16", (22, 22)),
+            carried(route("all", "*", "*", (1, 65535))),
+            route("ssh passes", "*", "10.4.0.0/16", (22, 22)),
             carried(route("web of one host", "10.1.0.7/32", "10.4.0.0/16", (80, 80))),
         ])
         .unwrap();
@@ -257,8 +293,7 @@ mod tests {
                 .map(|(n, _)| n),
             Some("all")
         );
-        let narrow =
-            RouteTable::new(vec![carried(route("web", "0.0.0.0/0", "10.4.0.0/16", (80, 80)))]).unwrap();
+        let narrow = RouteTable::new(vec![carried(route("web", "*", "10.4.0.0/16", (80, 80)))]).unwrap();
         assert!(
             narrow.find(client, "10.4.0.1:443".parse().unwrap()).is_none(),
             "no route: passes"
@@ -268,8 +303,8 @@ mod tests {
     #[test]
     fn routes_that_overlap_without_one_containing_the_other_are_refused() {
         let crossed = RouteTable::new(vec![
-            route("a", "10.1.0.0/24", "0.0.0.0/0", (1, 65535)),
-            route("b", "0.0.0.0/0", "10.4.0.0/24", (1, 65535)),
+            route("a", "10.1.0.0/24", "*", (1, 65535)),
+            route("b", "*", "10.4.0.0/24", (1, 65535)),
         ]);
         assert_eq!(
             crossed.unwrap_err(),
@@ -279,19 +314,24 @@ mod tests {
             }
         );
         let ports = RouteTable::new(vec![
-            route("low", "0.0.0.0/0", "0.0.0.0/0", (1, 1000)),
-            route("high", "0.0.0.0/0", "0.0.0.0/0", (500, 2000)),
+            route("low", "*", "*", (1, 1000)),
+            route("high", "*", "*", (500, 2000)),
         ]);
         assert!(ports.is_err(), "port ranges that cross");
         let twins = RouteTable::new(vec![
-            route("one", "10.1.0.0/24", "0.0.0.0/0", (80, 80)),
-            route("two", "10.1.0.0/24", "0.0.0.0/0", (80, 80)),
+            route("one", "10.1.0.0/24", "*", (80, 80)),
+            route("two", "10.1.0.0/24", "*", (80, 80)),
         ]);
         assert!(twins.is_err(), "the same connections twice");
         let apart = RouteTable::new(vec![
-            route("one", "10.1.0.0/24", "0.0.0.0/0", (1, 65535)),
+            route("one", "10.1.0.0/24", "*", (1, 65535)),
             route("two", "10.2.0.0/24", "10.4.0.0/24", (80, 80)),
         ]);
         assert!(apart.is_ok(), "disjoint routes need no order");
+        let families = RouteTable::new(vec![
+            route("v4", "10.1.0.0/24", "*", (1, 65535)),
+            route("v6", "*", "fd00:4::/64", (1, 65535)),
+        ]);
+        assert!(families.is_ok(), "an IPv4 route and an IPv6 route never meet");
     }
 }

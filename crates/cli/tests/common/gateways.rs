@@ -25,12 +25,33 @@ pub fn config(dir: &TempDir, name: &str, local: &str, remote: &str) -> std::path
 /// A transparent gateway's configuration with `extra` (more tables) after
 /// its own.
 pub fn config_with(dir: &TempDir, name: &str, local: &str, remote: &str, extra: &str) -> std::path::PathBuf {
+    config_prefixes(dir, name, &[local], &[remote], extra)
+}
+
+/// A transparent gateway's configuration with several prefixes on each
+/// side (IPv4 and IPv6, say).
+pub fn config_prefixes(
+    dir: &TempDir,
+    name: &str,
+    local: &[&str],
+    remote: &[&str],
+    extra: &str,
+) -> std::path::PathBuf {
+    let list = |prefixes: &[&str]| {
+        prefixes
+            .iter()
+            .map(|p| format!("\"{p}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let file = dir.path().join(name);
     std::fs::write(
         &file,
         format!(
-            "[transparent]\nlan = \"lan0\"\nlink = \"sat0\"\nlocal = [\"{local}\"]\nremote = [\"{remote}\"]\n\
-             [engine]\nprotocol = \"scps-vj\"\n{extra}"
+            "[transparent]\nlan = \"lan0\"\nlink = \"sat0\"\nlocal = [{}]\nremote = [{}]\n\
+             [engine]\nprotocol = \"scps-vj\"\n{extra}",
+            list(local),
+            list(remote)
         ),
     )
     .unwrap();
@@ -61,7 +82,7 @@ pub fn start_with(node: &Node, config: &Path, args: &[&std::ffi::OsStr]) -> Gate
 
 /// Whether the gateway's nftables table is in `node`'s namespace.
 pub fn intercepting(node: &Node) -> bool {
-    node.output("nft", &["list", "table", "ip", "scps_gateway_7301"])
+    node.output("nft", &["list", "table", "inet", "scps_gateway_7301"])
         .is_ok()
 }
 
@@ -117,11 +138,13 @@ pub fn assert_nothing_installed(node: &Node) {
         "the nftables table is gone in {}",
         node.name()
     );
-    let rules = node.ip(&["-4", "rule"]).unwrap();
-    assert!(
-        !rules.contains("lookup 153") && !rules.contains("lookup 154"),
-        "{rules}"
-    );
+    for family in ["-4", "-6"] {
+        let rules = node.ip(&[family, "rule"]).unwrap();
+        assert!(
+            !rules.contains("lookup 153") && !rules.contains("lookup 154"),
+            "{rules}"
+        );
+    }
     assert!(
         node.ip(&["link", "show", "scps-gw"]).is_err(),
         "the TUN device is gone"

@@ -9,6 +9,7 @@
 //! Each gateway of a pair runs the same mode with its own view: `local`
 //! the prefixes on its LAN side, `remote` those beyond the far gateway.
 
+mod nft;
 mod plain_hosts;
 mod plumbing;
 mod sockets;
@@ -95,13 +96,22 @@ pub fn start(
         .listen_transparent(&plumbing.local, None)
         .map_err(endpoint_error)?;
     link_listener.choose_configs(Arc::new(relaying.routes.clone()));
-    let lan_listener =
-        sockets::intercepting_listener(plumbing.port).map_err(|error| TransparentError::Listener {
-            port: plumbing.port,
-            error,
-        })?;
+    let lan_listeners = plumbing
+        .families()
+        .into_iter()
+        .map(|family| {
+            sockets::intercepting_listener(family, plumbing.port).map_err(|error| {
+                TransparentError::Listener {
+                    port: plumbing.port,
+                    error,
+                }
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let installed = plumbing.install()?;
-    tasks.spawn(intercept(lan_listener, net.clone(), relaying.clone()));
+    for lan_listener in lan_listeners {
+        tasks.spawn(intercept(lan_listener, net.clone(), relaying.clone()));
+    }
     tasks.spawn(take_over(link_listener, relaying));
     Ok((installed, net))
 }

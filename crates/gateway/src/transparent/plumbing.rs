@@ -20,7 +20,7 @@
 //! carries intercepts and steers its connections, one that passes lets
 //! them through, and a connection no route matches passes too. Everything
 //! else is routed by the kernel as if the gateway were a plain router.
-//! IPv4 only for now.
+//! IPv4 and IPv6 alike, each family where both sides have prefixes of it.
 //!
 //! One kernel setting changes while the mode runs: TCP early demux is
 //! turned off (`net.ipv4.tcp_early_demux`, restored on exit). The link
@@ -33,13 +33,10 @@ use std::process::{Command, Stdio};
 
 use scps_node::IpPrefix;
 
-use crate::routes::RouteMatch;
+use crate::routes::{Family, RouteMatch};
 
 /// Turned off while the mode runs (see the module's documentation).
 const EARLY_DEMUX: &str = "net.ipv4.tcp_early_demux";
-
-/// The IP protocol of compressed SCPS-TP headers.
-const IPPROTO_SCPS_COMPRESSED: u8 = 105;
 
 /// What the transparent mode installs, from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +77,7 @@ pub enum PlumbingError {
 }
 
 impl Plumbing {
-    fn nft_table(&self) -> String {
+    pub(super) fn nft_table(&self) -> String {
         format!("scps_gateway_{}", self.port)
     }
 
@@ -89,91 +86,49 @@ impl Plumbing {
         self.mark + 1
     }
 
-    /// The nftables script of the interception and the steering. It
-    /// flushes the table first, so that installing it again replaces the
-    /// rules in one transaction (a reload of the routes).
+    /// The nftables script of the interception and the steering.
     pub fn nft_script(&self) -> String {
-        let set = |prefixes: &[IpPrefix]| {
-            prefixes
-                .iter()
-                .map(IpPrefix::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let table = self.nft_table();
-        let (mark, steer) = (self.mark, self.steer_mark());
-        let mut intercept = String::new();
-        let mut steering = String::new();
-        for (matching, carried) in &self.routes {
-            let RouteMatch {
-                source,
-                destination,
-                ports,
-            } = matching;
-            let (take, steer_to) = if *carried {
-                (
-                    format!("tproxy to :{} meta mark set {mark:#x} accept", self.port),
-                    format!("meta mark set {steer:#x} accept"),
-                )
-            } else {
-                ("accept".to_owned(), "accept".to_owned())
-            };
-            let client_to_server = format!(
-                "{}{}meta l4proto tcp{}",
-                address_match("saddr", source),
-                address_match("daddr", destination),
-                port_match("dport", *ports)
-            );
-            let server_to_client = format!(
-                "{}{}meta l4proto tcp{}",
-                address_match("saddr", destination),
-                address_match("daddr", source),
-                port_match("sport", *ports)
-            );
-            intercept.push_str(&format!("\t\t{client_to_server} {take}\n"));
-            steering.push_str(&format!("\t\t{client_to_server} {steer_to}\n"));
-            if server_to_client != client_to_server {
-                steering.push_str(&format!("\t\t{server_to_client} {steer_to}\n"));
-            }
-        }
-        format!(
-            "table ip {table} {{}}\n\
-             flush table ip {table}\n\
-             table ip {table} {{\n\
-             \tchain prerouting {{\n\
-             \t\ttype filter hook prerouting priority mangle; policy accept;\n\
-             \t\tiifname \"{lan}\" meta l4proto tcp socket transparent 1 meta mark set {mark:#x} accept\n\
-             \t\tiifname \"{lan}\" meta l4proto tcp ip saddr {{ {local} }} ip daddr {{ {remote} }} jump intercept\n\
-             \t\tiifname \"{link}\" meta l4proto {compressed} ip saddr {{ {remote} }} ip daddr {{ {local} }} \
-             meta mark set {steer:#x} accept\n\
-             \t\tiifname \"{link}\" meta l4proto tcp ip saddr {{ {remote} }} ip daddr {{ {local} }} jump steer\n\
-             \t}}\n\
-             \tchain intercept {{\n{intercept}\t}}\n\
-             \tchain steer {{\n{steering}\t}}\n\
-             }}\n",
-            lan = self.lan,
-            link = self.link,
-            local = set(&self.local),
-            remote = set(&self.remote),
-            compressed = IPPROTO_SCPS_COMPRESSED,
-        )
+        super::nft::script(self)
     }
 
-    /// The `ip` commands of the policy routing, in the order they run.
+    /// The address families the mode carries: those that have both a
+    /// local and a remote prefix.
+    pub fn families(&self) -> Vec<Family> {
+        [Family::V4, Family::V6]
+            .into_iter()
+            .filter(|&f| {
+                let has = |prefixes: &[IpPrefix]| prefixes.iter().any(|p| Family::of(p.network()) == f);
+                has(&self.local) && has(&self.remote)
+            })
+            .collect()
+    }
+
+    /// The `ip` commands of the policy routing, in the order they run:
+    /// the same for each family carried.
     pub fn ip_commands(&self) -> Vec<Vec<String>> {
         let (deliver, steer) = (self.table, self.table + 1);
-        vec![
-            words(&format!(
-                "-4 rule add fwmark {:#x} lookup {deliver} priority {deliver}",
-                self.mark
-            )),
-            words(&format!("-4 route add local 0.0.0.0/0 dev lo table {deliver}")),
-            words(&format!(
-                "-4 rule add fwmark {:#x} lookup {steer} priority {steer}",
-                self.steer_mark()
-            )),
-            words(&format!("-4 route add default dev {} table {steer}", self.tun)),
-        ]
+        self.families()
+            .into_iter()
+            .flat_map(|family| {
+                let (option, any) = match family {
+                    Family::V4 => ("-4", "0.0.0.0/0"),
+                    Family::V6 => ("-6", "::/0"),
+                };
+                [
+                    format!(
+                        "{option} rule add fwmark {:#x} lookup {deliver} priority {deliver}",
+                        self.mark
+                    ),
+                    format!("{option} route add local {any} dev lo table {deliver}"),
+                    format!(
+                        "{option} rule add fwmark {:#x} lookup {steer} priority {steer}",
+                        self.steer_mark()
+                    ),
+                    format!("{option} route add default dev {} table {steer}", self.tun),
+                ]
+            })
+            .map(|command| words(&command))
+            .collect()
     }
 
     /// Installs the nftables rules again, for routes that changed: one
@@ -202,16 +157,27 @@ impl Plumbing {
     /// Checks the kernel settings the mode depends on (before anything is
     /// made, so that a refusal leaves nothing behind).
     pub fn check_settings(&self) -> Result<(), PlumbingError> {
-        check_setting(
-            "net.ipv4.ip_forward",
-            |v| v == "1",
-            "the gateway forwards its link packets: set it to 1",
-        )?;
-        check_setting(
-            "net.ipv4.conf.all.rp_filter",
-            |v| v != "1",
-            "strict reverse-path filtering drops the clients' packets the TUN device carries: set it to 0 or 2",
-        )
+        let families = self.families();
+        if families.contains(&Family::V4) {
+            check_setting(
+                "net.ipv4.ip_forward",
+                |v| v == "1",
+                "the gateway forwards its link packets: set it to 1",
+            )?;
+            check_setting(
+                "net.ipv4.conf.all.rp_filter",
+                |v| v != "1",
+                "strict reverse-path filtering drops the clients' packets the TUN device carries: set it to 0 or 2",
+            )?;
+        }
+        if families.contains(&Family::V6) {
+            check_setting(
+                "net.ipv6.conf.all.forwarding",
+                |v| v == "1",
+                "the gateway forwards its link packets: set it to 1",
+            )?;
+        }
+        Ok(())
     }
 
     /// Installs the interception and the steering (after removing what a
@@ -240,15 +206,26 @@ impl Plumbing {
     }
 
     /// Removes what `install` installs, ignoring what is not there.
+    /// (Both families, and the `ip` table of earlier versions, whatever
+    /// this configuration carries: what a gateway left may have been
+    /// configured otherwise.)
     fn remove(&self) {
-        let _ = run("nft", &["delete", "table", "ip", &self.nft_table()], None);
-        for priority in [self.table, self.table + 1] {
-            // One rule per call: until none of that priority is left.
-            let priority = priority.to_string();
-            while run("ip", &["-4", "rule", "del", "priority", &priority], None).is_ok() {}
+        for family in ["inet", "ip"] {
+            let _ = run("nft", &["delete", "table", family, &self.nft_table()], None);
         }
-        for table in [self.table, self.table + 1] {
-            let _ = run("ip", &["-4", "route", "flush", "table", &table.to_string()], None);
+        for option in ["-4", "-6"] {
+            for priority in [self.table, self.table + 1] {
+                // One rule per call: until none of that priority is left.
+                let priority = priority.to_string();
+                while run("ip", &[option, "rule", "del", "priority", &priority], None).is_ok() {}
+            }
+            for table in [self.table, self.table + 1] {
+                let _ = run(
+                    "ip",
+                    &[option, "route", "flush", "table", &table.to_string()],
+                    None,
+                );
+            }
         }
     }
 }
@@ -283,25 +260,6 @@ impl Drop for Installed {
             let _ = write_proc(&EARLY_DEMUX.replace('.', "/"), &self.early_demux);
         }
         tracing::info!("interception and steering removed");
-    }
-}
-
-/// `ip saddr PREFIX ` for a prefix that restricts; nothing for `/0`.
-fn address_match(field: &str, prefix: &IpPrefix) -> String {
-    if prefix.is_empty() {
-        String::new()
-    } else {
-        format!("ip {field} {prefix} ")
-    }
-}
-
-/// ` tcp dport FIRST-LAST` for a range that restricts; nothing for all
-/// ports.
-fn port_match(field: &str, (first, last): (u16, u16)) -> String {
-    match (first, last) {
-        (1, 65535) => String::new(),
-        (first, last) if first == last => format!(" tcp {field} {first}"),
-        (first, last) => format!(" tcp {field} {first}-{last}"),
     }
 }
 
@@ -388,51 +346,64 @@ fn write_proc(path: &str, value: &str) -> Result<(), PlumbingError> {
 mod tests {
     use super::*;
 
+    /// A route; `*` for any address.
     fn route(source: &str, destination: &str, ports: (u16, u16)) -> RouteMatch {
+        let prefix = |text: &str| (text != "*").then(|| text.parse().unwrap());
         RouteMatch {
-            source: source.parse().unwrap(),
-            destination: destination.parse().unwrap(),
+            source: prefix(source),
+            destination: prefix(destination),
             ports,
+        }
+    }
+
+    fn plumbing(local: &[&str], remote: &[&str]) -> Plumbing {
+        Plumbing {
+            lan: "lan0".into(),
+            link: "sat0".into(),
+            tun: "scpsgw0".into(),
+            local: local.iter().map(|p| p.parse().unwrap()).collect(),
+            remote: remote.iter().map(|p| p.parse().unwrap()).collect(),
+            routes: vec![
+                (route("*", "10.99.4.0/24", (22, 22)), false),
+                (route("10.99.1.0/24", "*", (8000, 8999)), true),
+                (route("*", "*", (1, 65535)), true),
+            ],
+            port: 7301,
+            mark: 0x5c,
+            table: 153,
         }
     }
 
     #[test]
     fn the_rules_name_the_interfaces_prefixes_routes_and_tables() {
-        let plumbing = Plumbing {
-            lan: "lan0".into(),
-            link: "sat0".into(),
-            tun: "scpsgw0".into(),
-            local: vec!["10.99.1.0/24".parse().unwrap()],
-            remote: vec!["10.99.4.0/24".parse().unwrap(), "10.98.0.0/16".parse().unwrap()],
-            routes: vec![
-                (route("0.0.0.0/0", "10.99.4.0/24", (22, 22)), false),
-                (route("10.99.1.0/24", "0.0.0.0/0", (8000, 8999)), true),
-                (route("0.0.0.0/0", "0.0.0.0/0", (1, 65535)), true),
-            ],
-            port: 7301,
-            mark: 0x5c,
-            table: 153,
-        };
+        let plumbing = plumbing(&["10.99.1.0/24"], &["10.99.4.0/24", "10.98.0.0/16"]);
         let script = plumbing.nft_script();
         let has = |line: &str| assert!(script.contains(line), "{line:?} in:\n{script}");
-        has("flush table ip scps_gateway_7301\n");
+        has("flush table inet scps_gateway_7301\n");
         has(
             "iifname \"lan0\" meta l4proto tcp ip saddr { 10.99.1.0/24 } ip daddr { 10.99.4.0/24, 10.98.0.0/16 } jump intercept",
         );
         // Interception, most specific first: ssh passes, a port range is
         // carried, then everything else.
-        has(
-            "chain intercept {\n\t\tip daddr 10.99.4.0/24 meta l4proto tcp tcp dport 22 accept\n\
-             \t\tip saddr 10.99.1.0/24 meta l4proto tcp tcp dport 8000-8999 tproxy to :7301 meta mark set 0x5c accept\n\
-             \t\tmeta l4proto tcp tproxy to :7301 meta mark set 0x5c accept\n\t}",
-        );
+        has("chain intercept {\n\
+             \t\tmeta nfproto ipv4 ip daddr 10.99.4.0/24 meta l4proto tcp tcp dport 22 accept\n\
+             \t\tmeta nfproto ipv4 ip saddr 10.99.1.0/24 meta l4proto tcp tcp dport 8000-8999 tproxy ip to :7301 meta mark set 0x5c accept\n\
+             \t\tmeta nfproto ipv4 meta l4proto tcp tproxy ip to :7301 meta mark set 0x5c accept\n\t}");
         // Steering: both ends' connections, by their server's port.
         has(
             "iifname \"sat0\" meta l4proto 105 ip saddr { 10.99.4.0/24, 10.98.0.0/16 } ip daddr { 10.99.1.0/24 } meta mark set 0x5d accept",
         );
-        has("\t\tip saddr 10.99.4.0/24 meta l4proto tcp tcp sport 22 accept\n");
-        has("\t\tip saddr 10.99.1.0/24 meta l4proto tcp tcp dport 8000-8999 meta mark set 0x5d accept\n");
-        has("\t\tip daddr 10.99.1.0/24 meta l4proto tcp tcp sport 8000-8999 meta mark set 0x5d accept\n");
+        has("\t\tmeta nfproto ipv4 ip saddr 10.99.4.0/24 meta l4proto tcp tcp sport 22 accept\n");
+        has(
+            "\t\tmeta nfproto ipv4 ip saddr 10.99.1.0/24 meta l4proto tcp tcp dport 8000-8999 meta mark set 0x5d accept\n",
+        );
+        has(
+            "\t\tmeta nfproto ipv4 ip daddr 10.99.1.0/24 meta l4proto tcp tcp sport 8000-8999 meta mark set 0x5d accept\n",
+        );
+        assert!(
+            !script.contains("ip6"),
+            "no IPv6 prefixes, no IPv6 rules:\n{script}"
+        );
         let commands: Vec<String> = plumbing.ip_commands().iter().map(|c| c.join(" ")).collect();
         assert_eq!(
             commands,
@@ -450,5 +421,39 @@ mod tests {
         );
         assert!(described.contains("rp_filter=0"), "{described}");
         assert!(described.contains("net.ipv4.tcp_early_demux=0"), "{described}");
+    }
+
+    #[test]
+    fn both_families_get_their_own_rules_and_routes() {
+        let plumbing = plumbing(
+            &["10.99.1.0/24", "fd00:99:1::/64"],
+            &["10.99.4.0/24", "fd00:99:4::/64"],
+        );
+        assert_eq!(plumbing.families(), [Family::V4, Family::V6]);
+        let script = plumbing.nft_script();
+        let has = |line: &str| assert!(script.contains(line), "{line:?} in:\n{script}");
+        has(
+            "iifname \"lan0\" meta l4proto tcp ip6 saddr { fd00:99:1::/64 } ip6 daddr { fd00:99:4::/64 } jump intercept",
+        );
+        has(
+            "iifname \"sat0\" meta l4proto tcp ip6 saddr { fd00:99:4::/64 } ip6 daddr { fd00:99:1::/64 } jump steer",
+        );
+        // A route of IPv4 prefixes has IPv4 rules only; one of any address
+        // has both.
+        assert_eq!(script.matches("dport 8000-8999 tproxy").count(), 1, "{script}");
+        has("\t\tmeta nfproto ipv6 meta l4proto tcp tproxy ip6 to :7301 meta mark set 0x5c accept\n");
+        has("\t\tmeta nfproto ipv6 meta l4proto tcp meta mark set 0x5d accept\n");
+        let commands: Vec<String> = plumbing.ip_commands().iter().map(|c| c.join(" ")).collect();
+        assert_eq!(commands.len(), 8);
+        assert!(
+            commands.contains(&"-6 route add local ::/0 dev lo table 153".to_owned()),
+            "{commands:?}"
+        );
+        assert!(commands.contains(&"-6 rule add fwmark 0x5d lookup 154 priority 154".to_owned()));
+        let only_v6 = super::Plumbing {
+            local: vec!["fd00:99:1::/64".parse().unwrap()],
+            ..plumbing.clone()
+        };
+        assert_eq!(only_v6.families(), [Family::V6], "IPv4 needs a local prefix too");
     }
 }

@@ -4,17 +4,25 @@
 //! and connections opened from a client's address to a server.
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+use crate::routes::Family;
 
 /// Connections waiting to be accepted.
 const BACKLOG: i32 = 1024;
 
 fn transparent_socket(domain: Domain) -> io::Result<Socket> {
     let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_ip_transparent_v4(true)?;
+    if domain == Domain::IPV6 {
+        // IPv4 has a listener of its own: no mapped addresses here.
+        socket.set_only_v6(true)?;
+        socket.set_ip_transparent_v6(true)?;
+    } else {
+        socket.set_ip_transparent_v4(true)?;
+    }
     socket.set_nonblocking(true)?;
     Ok(socket)
 }
@@ -26,11 +34,15 @@ pub fn check_transparent() -> io::Result<()> {
     transparent_socket(Domain::IPV4).map(drop)
 }
 
-/// The interception listener, on every address at `port`.
-pub fn intercepting_listener(port: u16) -> io::Result<TcpListener> {
-    let socket = transparent_socket(Domain::IPV4)?;
+/// The interception listener of `family`, on every address at `port`.
+pub fn intercepting_listener(family: Family, port: u16) -> io::Result<TcpListener> {
+    let (domain, any) = match family {
+        Family::V4 => (Domain::IPV4, IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        Family::V6 => (Domain::IPV6, IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
+    };
+    let socket = transparent_socket(domain)?;
     socket.set_reuse_address(true)?;
-    socket.bind(&SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port).into())?;
+    socket.bind(&SocketAddr::new(any, port).into())?;
     socket.listen(BACKLOG)?;
     TcpListener::from_std(socket.into())
 }
