@@ -10,6 +10,10 @@
 # everything on exit, also on failure or Ctrl-C, and stops the processes
 # listed in $server_pids.
 
+# One benchmark at a time: a second would delete the first's namespaces.
+exec 9>/run/lock/scps-gateway-bench.lock
+flock -n 9 || { echo "another gateway benchmark is running (/run/lock/scps-gateway-bench.lock)" >&2; exit 1; }
+
 c=scpsgw-client
 a=scpsgw-a
 e=scpsgw-emu
