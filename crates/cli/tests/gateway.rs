@@ -6,12 +6,15 @@
 //! docs/examples pass `--check`; a bad configuration is refused before
 //! anything starts, naming the key.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use common::{free_tcp_port, free_udp_port};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use sha2::{Digest, Sha256};
@@ -22,24 +25,6 @@ fn scps() -> Command {
 
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A port free on loopback, as the kernel hands them out (the gateway
-/// binds it a moment later).
-fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn free_tcp_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `scps gateway` with `config`, once it says it is ready (it has bound

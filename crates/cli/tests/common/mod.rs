@@ -42,6 +42,25 @@ impl Drop for TempDir {
     }
 }
 
+/// A UDP port free on loopback, as the kernel hands them out (the program
+/// under test binds it a moment later).
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A TCP port free on loopback, likewise.
+pub fn free_tcp_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// The port the tests' receivers listen on.
 pub const PORT: u16 = 5001;
 
