@@ -17,7 +17,9 @@
 //! - [`config`] and [`gateway`]: `scps gateway --config FILE`;
 //! - operations: [`counters`], [`registry`] (the split connections held
 //!   now), `metrics.rs` (Prometheus over HTTP, `http.rs`) and [`control`]
-//!   (the socket `scps status` asks), the last two served by `exchange.rs`.
+//!   (the socket `scps status` asks), the last two served by `exchange.rs`;
+//! - [`node`]: the gateway as a sans-IO node for the simulator, the same
+//!   relay between two engine endpoints.
 
 pub mod config;
 pub mod control;
@@ -27,6 +29,7 @@ pub mod explicit;
 pub mod gateway;
 mod http;
 mod metrics;
+pub mod node;
 pub mod pump;
 pub mod registry;
 pub mod relay;

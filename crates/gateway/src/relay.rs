@@ -177,6 +177,11 @@ impl Relay {
         }
     }
 
+    /// Whether the side being opened is still being opened.
+    pub fn is_opening(&self) -> bool {
+        self.opening.is_some()
+    }
+
     /// The side being opened could not be: the open side is reset.
     pub fn open_failed(&mut self, failure: OpenFailure) {
         if let Some(opening) = self.opening

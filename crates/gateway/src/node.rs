@@ -1,0 +1,526 @@
+//! A transparent gateway as a sans-IO node ([`scps_node::Node`]), for the
+//! simulator: the real gateway's relay (relay.rs) between a LAN
+//! connection and a link connection, each on an engine endpoint of its
+//! own, with no sockets, no clocks and no kernel.
+//!
+//! Interface 0 faces the LAN, interface 1 the link. TCP between a local
+//! and a remote prefix is split: the LAN endpoint answers LAN clients as
+//! the remote servers they dial and opens connections to LAN servers from
+//! the remote clients' addresses, the link endpoint does the same towards
+//! the far gateway, and a relay joins each pair. Everything else (other
+//! protocols, other addresses) is forwarded by a router, local prefixes
+//! to the LAN and the rest to the link, as the real gateway leaves it to
+//! the kernel.
+
+use std::net::IpAddr;
+
+use scps_node::router::{Route, Router, RouterError};
+use scps_node::{InterfaceId, IpPrefix, Node};
+use scps_proto::time::Instant;
+use scps_proto::{
+    Config, ConnectionError, ConnectionHandle, Endpoint, EndpointConfig, EndpointError, Event, StreamError,
+    TransparentListenerId,
+};
+
+use crate::relay::{OpenFailure, Outcome, Relay, RelayConfig, Side};
+
+const LAN: InterfaceId = InterfaceId(0);
+const LINK: InterfaceId = InterfaceId(1);
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_SCPS_COMPRESSED: u8 = 105;
+
+/// What a gateway node is built from.
+#[derive(Debug, Clone)]
+pub struct GatewayNodeConfig {
+    /// The prefixes on its LAN side, and beyond the far gateway.
+    pub local: Vec<IpPrefix>,
+    pub remote: Vec<IpPrefix>,
+    /// The LAN connections' engine (TCP as the hosts run it).
+    pub lan: Config,
+    /// The link connections' engine (SCPS-TP).
+    pub link: Config,
+    pub relay: RelayConfig,
+}
+
+/// How the gateway's split connections ended, and what it forwarded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GatewayNodeStats {
+    pub closed: u64,
+    pub reset: u64,
+    pub open_failed: u64,
+    pub idle: u64,
+    /// Split connections the endpoints refused to open.
+    pub not_opened: u64,
+}
+
+/// One split connection: the relay and the two connections it joins.
+#[derive(Debug)]
+struct Split {
+    relay: Relay,
+    lan: ConnectionHandle,
+    link: ConnectionHandle,
+    /// The side the relay opens (the other one was accepted).
+    opening: Side,
+}
+
+impl Split {
+    fn handle(&self, side: Side) -> ConnectionHandle {
+        match side {
+            Side::Lan => self.lan,
+            Side::Link => self.link,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct GatewayNode {
+    lan: Endpoint,
+    link: Endpoint,
+    lan_listener: TransparentListenerId,
+    link_listener: TransparentListenerId,
+    local: Vec<IpPrefix>,
+    remote: Vec<IpPrefix>,
+    link_config: Config,
+    lan_config: Config,
+    relay_config: RelayConfig,
+    router: Router,
+    splits: Vec<Split>,
+    /// Which endpoint `poll_transmit` asks first, in turn.
+    lan_first: bool,
+    buf: Vec<u8>,
+    stats: GatewayNodeStats,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayNodeError {
+    #[error("an endpoint of the gateway: {0}")]
+    Endpoint(#[from] EndpointError),
+    #[error("the gateway's forwarding: {0}")]
+    Router(#[from] RouterError),
+}
+
+impl GatewayNode {
+    /// A gateway whose endpoints take `secret`s of their own (for their
+    /// initial sequence numbers).
+    pub fn new(config: GatewayNodeConfig, secret: u64) -> Result<GatewayNode, GatewayNodeError> {
+        let everything: Vec<IpPrefix> = config.local.iter().chain(&config.remote).copied().collect();
+        let endpoint = |connection: &Config, secret| {
+            Endpoint::new(
+                EndpointConfig {
+                    connection: connection.clone(),
+                    transparent: everything.clone(),
+                    secret,
+                    ..EndpointConfig::default()
+                },
+                [],
+            )
+        };
+        let mut lan = endpoint(&config.lan, secret)?;
+        let mut link = endpoint(&config.link, secret.rotate_left(17) ^ 0x5c)?;
+        let lan_listener = lan.listen_transparent(&config.remote, None, None)?;
+        let link_listener = link.listen_transparent(&config.local, None, None)?;
+        let routes = config
+            .local
+            .iter()
+            .map(|&prefix| Route {
+                prefix,
+                interface: LAN,
+            })
+            .chain(["0.0.0.0/0", "::/0"].iter().map(|any| Route {
+                prefix: any.parse().expect("a default prefix"),
+                interface: LINK,
+            }));
+        Ok(GatewayNode {
+            lan,
+            link,
+            lan_listener,
+            link_listener,
+            router: Router::new(2, routes)?,
+            local: config.local,
+            remote: config.remote,
+            link_config: config.link,
+            lan_config: config.lan,
+            relay_config: config.relay,
+            splits: Vec::new(),
+            lan_first: true,
+            buf: vec![0; 64 * 1024],
+            stats: GatewayNodeStats::default(),
+        })
+    }
+
+    pub fn stats(&self) -> &GatewayNodeStats {
+        &self.stats
+    }
+
+    /// Split connections held now.
+    pub fn splits(&self) -> usize {
+        self.splits.len()
+    }
+
+    pub fn lan_endpoint(&self) -> &Endpoint {
+        &self.lan
+    }
+
+    pub fn link_endpoint(&self) -> &Endpoint {
+        &self.link
+    }
+
+    fn endpoint(&mut self, side: Side) -> &mut Endpoint {
+        match side {
+            Side::Lan => &mut self.lan,
+            Side::Link => &mut self.link,
+        }
+    }
+
+    /// Whether a packet that came in on `interface` belongs to a split
+    /// connection's endpoint: TCP (or compressed SCPS-TP on the link)
+    /// between the side's own prefixes and the other's.
+    fn is_split(&self, interface: InterfaceId, packet: &[u8]) -> bool {
+        let Some((protocol, src, dst)) = addresses(packet) else {
+            return false;
+        };
+        let within = |prefixes: &[IpPrefix], ip| prefixes.iter().any(|p| p.contains(ip));
+        if interface == LAN {
+            protocol == IPPROTO_TCP && within(&self.local, src) && within(&self.remote, dst)
+        } else {
+            matches!(protocol, IPPROTO_TCP | IPPROTO_SCPS_COMPRESSED)
+                && within(&self.remote, src)
+                && within(&self.local, dst)
+        }
+    }
+
+    /// Takes the connections the listeners completed, reads the
+    /// endpoints' events, and moves bytes until nothing more moves.
+    fn drive(&mut self, now: Instant) {
+        self.accept(now, Side::Lan);
+        self.accept(now, Side::Link);
+        self.read_events(now, Side::Lan);
+        self.read_events(now, Side::Link);
+        let mut i = 0;
+        while i < self.splits.len() {
+            self.move_bytes(now, i);
+            if let Some(outcome) = self.splits[i].relay.outcome() {
+                let split = self.splits.swap_remove(i);
+                self.count(outcome);
+                let _ = self.lan.release(now, split.lan);
+                let _ = self.link.release(now, split.link);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Connections accepted on `side`, each with its other half opened.
+    fn accept(&mut self, now: Instant, side: Side) {
+        loop {
+            let accepted = match side {
+                Side::Lan => self.lan.accept_transparent(self.lan_listener),
+                Side::Link => self.link.accept_transparent(self.link_listener),
+            };
+            let Some((handle, tuple)) = accepted else {
+                return;
+            };
+            // The accepted connection answered as the server the client
+            // dialled; the other half is opened from the client's address.
+            let (client, server) = (tuple.remote, tuple.local);
+            let other = side.other();
+            let config = match other {
+                Side::Lan => self.lan_config.clone(),
+                Side::Link => self.link_config.clone(),
+            };
+            match self
+                .endpoint(other)
+                .connect(now, server, Some(client), Some(config))
+            {
+                Ok(opened) => {
+                    let (lan, link) = match side {
+                        Side::Lan => (handle, opened),
+                        Side::Link => (opened, handle),
+                    };
+                    self.splits.push(Split {
+                        relay: Relay::new(now, self.relay_config, side),
+                        lan,
+                        link,
+                        opening: other,
+                    });
+                }
+                Err(_) => {
+                    self.stats.not_opened += 1;
+                    let _ = self.endpoint(side).abort(now, handle);
+                }
+            }
+        }
+    }
+
+    /// The events that concern the relays: the opening side connected or
+    /// failed, a side failed.
+    fn read_events(&mut self, now: Instant, side: Side) {
+        while let Some((handle, event)) = self.endpoint(side).poll_event() {
+            let Some(split) = self.splits.iter_mut().find(|s| s.handle(side) == handle) else {
+                continue;
+            };
+            let opening = split.opening == side && split.relay.is_opening();
+            match event {
+                Event::Connected if opening => split.relay.opened(now),
+                Event::Closed(Some(error)) if opening => split.relay.open_failed(open_failure(error)),
+                Event::Closed(Some(_)) => split.relay.failed(side),
+                _ => {}
+            }
+        }
+    }
+
+    /// Reads what the relay has room for and writes what it holds, both
+    /// sides, and carries out its actions, until nothing moves.
+    fn move_bytes(&mut self, now: Instant, index: usize) {
+        loop {
+            let mut moved = false;
+            for side in [Side::Lan, Side::Link] {
+                moved |= self.read_side(now, index, side);
+                moved |= self.write_side(now, index, side);
+            }
+            while let Some(action) = self.splits[index].relay.poll_action() {
+                moved = true;
+                let (side, reset) = match action {
+                    crate::relay::Action::Shutdown(side) => (side, false),
+                    crate::relay::Action::Reset(side) => (side, true),
+                };
+                let handle = self.splits[index].handle(side);
+                let endpoint = self.endpoint(side);
+                let _ = if reset {
+                    endpoint.abort(now, handle)
+                } else {
+                    endpoint.shutdown(handle)
+                };
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    fn read_side(&mut self, now: Instant, index: usize, side: Side) -> bool {
+        let split = &self.splits[index];
+        // No room once the side has ended, too.
+        let room = split.relay.read_room(side).min(self.buf.len());
+        if room == 0 || !connected_side(split, side) {
+            return false;
+        }
+        let handle = split.handle(side);
+        let mut buf = std::mem::take(&mut self.buf);
+        let read = self.endpoint(side).recv(handle, &mut buf[..room]);
+        let split = &mut self.splits[index];
+        let moved = match read {
+            Ok(0) => {
+                split.relay.ended(side);
+                true
+            }
+            Ok(n) => {
+                split.relay.received(now, side, &buf[..n]);
+                true
+            }
+            Err(StreamError::WouldBlock) => false,
+            Err(_) => {
+                split.relay.failed(side);
+                true
+            }
+        };
+        self.buf = buf;
+        moved
+    }
+
+    fn write_side(&mut self, now: Instant, index: usize, side: Side) -> bool {
+        let split = &self.splits[index];
+        if split.relay.to_write(side).is_empty() || !connected_side(split, side) {
+            return false;
+        }
+        let handle = split.handle(side);
+        let data = split.relay.to_write(side).to_vec();
+        match self.endpoint(side).send(handle, &data) {
+            Ok(0) | Err(StreamError::WouldBlock) => false,
+            Ok(n) => {
+                self.splits[index].relay.wrote(now, side, n);
+                true
+            }
+            Err(_) => {
+                self.splits[index].relay.failed(side);
+                true
+            }
+        }
+    }
+
+    fn count(&mut self, outcome: Outcome) {
+        let counter = match outcome {
+            Outcome::Closed => &mut self.stats.closed,
+            Outcome::Reset(_) => &mut self.stats.reset,
+            Outcome::OpenFailed(_) => &mut self.stats.open_failed,
+            Outcome::Idle => &mut self.stats.idle,
+        };
+        *counter += 1;
+    }
+}
+
+/// Whether `side` of the split can be read and written: the accepted
+/// side always, the opening side once open.
+fn connected_side(split: &Split, side: Side) -> bool {
+    side != split.opening || !split.relay.is_opening()
+}
+
+fn open_failure(error: ConnectionError) -> OpenFailure {
+    match error {
+        ConnectionError::Refused => OpenFailure::Refused,
+        ConnectionError::HandshakeTimedOut { .. } => OpenFailure::TimedOut,
+        _ => OpenFailure::Unreachable,
+    }
+}
+
+/// A packet's transport protocol and addresses, if it is IP.
+fn addresses(packet: &[u8]) -> Option<(u8, IpAddr, IpAddr)> {
+    match packet.first()? >> 4 {
+        4 if packet.len() >= 20 => {
+            let address = |at: usize| -> Option<IpAddr> {
+                let bytes: [u8; 4] = packet.get(at..at + 4)?.try_into().ok()?;
+                Some(IpAddr::from(bytes))
+            };
+            Some((packet[9], address(12)?, address(16)?))
+        }
+        6 if packet.len() >= 40 => {
+            let address = |at: usize| -> Option<IpAddr> {
+                let bytes: [u8; 16] = packet.get(at..at + 16)?.try_into().ok()?;
+                Some(IpAddr::from(bytes))
+            };
+            Some((packet[6], address(8)?, address(24)?))
+        }
+        _ => None,
+    }
+}
+
+impl Node for GatewayNode {
+    fn interface_count(&self) -> usize {
+        2
+    }
+
+    fn handle_packet(&mut self, now: Instant, interface: InterfaceId, packet: &[u8]) {
+        if !self.is_split(interface, packet) {
+            self.router.handle_packet(now, interface, packet);
+            return;
+        }
+        if interface == LAN {
+            self.lan.handle_packet(now, packet);
+        } else {
+            self.link.handle_packet(now, packet);
+        }
+        self.drive(now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<InterfaceId> {
+        if let Some(interface) = self.router.poll_transmit(now, buf) {
+            return Some(interface);
+        }
+        // In turn, so that neither side's output waits on the other's.
+        self.lan_first = !self.lan_first;
+        let order = if self.lan_first { [LAN, LINK] } else { [LINK, LAN] };
+        for interface in order {
+            let endpoint = if interface == LAN {
+                &mut self.lan
+            } else {
+                &mut self.link
+            };
+            if endpoint.poll_transmit(now, buf) {
+                // Sending may free room in a relay's buffer.
+                self.drive(now);
+                return Some(interface);
+            }
+        }
+        None
+    }
+
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        let relays = self.splits.iter().filter_map(|s| s.relay.poll_timeout());
+        [
+            self.lan.poll_timeout(),
+            self.link.poll_timeout(),
+            self.router.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .chain(relays)
+        .min()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.router.handle_timeout(now);
+        self.lan.handle_timeout(now);
+        self.link.handle_timeout(now);
+        for split in &mut self.splits {
+            split.relay.handle_timeout(now);
+        }
+        self.drive(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4 packet of `protocol` from `src` to `dst` with a valid
+    /// header checksum and a few bytes of payload.
+    fn ipv4(protocol: u8, src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+        let mut packet = vec![0x45, 0, 0, 28, 0, 0, 0, 0, 64, protocol, 0, 0];
+        packet.extend_from_slice(&src);
+        packet.extend_from_slice(&dst);
+        packet.extend_from_slice(&[0; 8]);
+        let sum = packet[..20]
+            .chunks(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum::<u32>();
+        let folded = (sum & 0xffff) + (sum >> 16);
+        packet[10..12].copy_from_slice(&(!(folded as u16)).to_be_bytes());
+        packet
+    }
+
+    fn node() -> GatewayNode {
+        GatewayNode::new(
+            GatewayNodeConfig {
+                local: vec!["10.1.0.0/16".parse().unwrap()],
+                remote: vec!["10.2.0.0/16".parse().unwrap()],
+                lan: Config::default(),
+                link: Config {
+                    scps: true,
+                    ..Config::default()
+                },
+                relay: RelayConfig {
+                    buffer: 4096,
+                    idle_timeout: None,
+                },
+            },
+            1,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn what_is_not_split_is_forwarded_local_prefixes_to_the_lan_the_rest_to_the_link() {
+        let mut gateway = node();
+        let now = Instant::ZERO;
+        let mut out = Vec::new();
+        const UDP: u8 = 17;
+        const ICMP: u8 = 1;
+        for (from, protocol, src, dst, leaves) in [
+            (LAN, UDP, [10, 1, 0, 2], [10, 2, 0, 2], LINK),
+            (LINK, ICMP, [10, 2, 0, 2], [10, 1, 0, 2], LAN),
+            // TCP, but not between the two sides' prefixes.
+            (LAN, IPPROTO_TCP, [10, 1, 0, 2], [192, 0, 2, 1], LINK),
+        ] {
+            gateway.handle_packet(now, from, &ipv4(protocol, src, dst));
+            assert_eq!(gateway.poll_transmit(now, &mut out), Some(leaves));
+            assert_eq!(&out[16..20], &dst, "forwarded as it was");
+        }
+        assert_eq!(gateway.poll_transmit(now, &mut out), None);
+        assert_eq!(
+            gateway.lan_endpoint().stats().packets_received,
+            0,
+            "no endpoint saw them"
+        );
+        assert_eq!(gateway.link_endpoint().stats().packets_received, 0);
+    }
+}
