@@ -65,7 +65,9 @@ ip netns exec "$s" nginx -p "$work" -e "$work/nginx.log" -c "$work/nginx.conf" -
 server_pids="$server_pids $!"
 ip netns exec "$s" vsftpd "$work/vsftpd.conf" &
 server_pids="$server_pids $!"
-for port in 22 8080 21; do
+ip netns exec "$s" iperf3 -s -B 10.96.4.2 >/dev/null 2>&1 &
+server_pids="$server_pids $!"
+for port in 22 8080 21 5201; do
   for _ in $(seq 200); do
     [ -n "$(ip netns exec "$s" ss -Hltn "sport = :$port")" ] && break
     sleep 0.05
@@ -126,6 +128,19 @@ for run in "${runs[@]}"; do
       echo "  ssh ${ssh_options[*]} root@10.96.4.2"
       echo "  curl -o /dev/null -w '%{speed_download}\\n' http://10.96.4.2:8080/$(basename "$(served 20MB)")"
       ip netns exec "$c" bash -i || true
+      ;;
+    parallel)
+      dropped() { emulator_stats | awk '{ for (i = 1; i <= NF; i++) if ($i == "return") print $(i + 6) }'; }
+      before=$(dropped)
+      ip netns exec "$c" iperf3 -c 10.96.4.2 -R -P "$size" -t 30 -J >"$work/iperf.json"
+      streams=$(tr -d ' \n\t' <"$work/iperf.json" | grep -o '"receiver":{[^}]*}' | head -n "$size" |
+        grep -o '"bits_per_second":[0-9.e+]*' | cut -d: -f2)
+      sum=$(echo "$streams" | awk '{ s += $1 } END { print s }')
+      least=$(echo "$streams" | sort -g | head -n 1)
+      most=$(echo "$streams" | sort -g | tail -n 1)
+      printf '%-16s %-8s %3s  sum %7.3f Mbit/s  ratio %.3f  per stream %.3f to %.3f Mbit/s  link queue drops %d\n' \
+        "$mode" parallel "$size" "$(awk "BEGIN{print $sum/1e6}")" "$(awk "BEGIN{print $sum/$limit}")" \
+        "$(awk "BEGIN{print $least/1e6}")" "$(awk "BEGIN{print $most/1e6}")" $(($(dropped) - before))
       ;;
     echo)
       printf '%-16s %-5s %6s  %s\n' "$mode" echo "$size" \
