@@ -46,7 +46,7 @@ pub(crate) struct Limits {
 
 /// What came of reading a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Request {
+pub enum Request {
     /// The bytes up to its end, the end included.
     Whole(Vec<u8>),
     /// The client closed before the end, having sent these.

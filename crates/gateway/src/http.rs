@@ -14,7 +14,7 @@ pub(crate) const METRICS_TYPE: &str = "application/openmetrics-text; version=1.0
 
 /// Where a request's head ends: after its empty line (CRLF CRLF, or LF LF
 /// from a lax client).
-pub(crate) fn head_end(bytes: &[u8]) -> Option<usize> {
+pub fn head_end(bytes: &[u8]) -> Option<usize> {
     let crlf = bytes.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
     let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
     crlf.into_iter().chain(lf).min()
@@ -22,7 +22,7 @@ pub(crate) fn head_end(bytes: &[u8]) -> Option<usize> {
 
 /// The whole answer to `request`; `metrics` writes the body of a
 /// `GET /metrics`. A client that left without a byte gets nothing.
-pub(crate) fn answer(request: Request, metrics: impl FnOnce() -> String) -> Vec<u8> {
+pub fn answer(request: Request, metrics: impl FnOnce() -> String) -> Vec<u8> {
     match request {
         Request::Whole(head) => match target(&head) {
             Ok(()) => response("200 OK", METRICS_TYPE, "", &metrics()),

@@ -24,10 +24,10 @@
 pub mod config;
 pub mod control;
 pub mod counters;
-mod exchange;
+pub mod exchange;
 pub mod explicit;
 pub mod gateway;
-mod http;
+pub mod http;
 mod metrics;
 pub mod node;
 pub mod pump;
