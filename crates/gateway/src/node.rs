@@ -329,20 +329,25 @@ impl GatewayNode {
     }
 
     fn write_side(&mut self, now: Instant, index: usize, side: Side) -> bool {
-        let split = &self.splits[index];
+        let GatewayNode {
+            lan, link, splits, ..
+        } = self;
+        let split = &mut splits[index];
         if split.relay.to_write(side).is_empty() || !connected_side(split, side) {
             return false;
         }
-        let handle = split.handle(side);
-        let data = split.relay.to_write(side).to_vec();
-        match self.endpoint(side).send(handle, &data) {
+        let endpoint = match side {
+            Side::Lan => lan,
+            Side::Link => link,
+        };
+        match endpoint.send(split.handle(side), split.relay.to_write(side)) {
             Ok(0) | Err(StreamError::WouldBlock) => false,
             Ok(n) => {
-                self.splits[index].relay.wrote(now, side, n);
+                split.relay.wrote(now, side, n);
                 true
             }
             Err(_) => {
-                self.splits[index].relay.failed(side);
+                split.relay.failed(side);
                 true
             }
         }
