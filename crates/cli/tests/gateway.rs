@@ -8,15 +8,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
+use common::loopback::{self, stop};
 use common::{free_tcp_port, free_udp_port};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use sha2::{Digest, Sha256};
 
 fn scps() -> Command {
@@ -25,54 +24,6 @@ fn scps() -> Command {
 
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `scps gateway` with `config`, once it says it is ready (it has bound
-/// its sockets and serves).
-fn start_gateway(dir: &Path, name: &str, config: &str) -> Gateway {
-    let file = dir.join(name);
-    std::fs::write(&file, config).unwrap();
-    let mut child = scps()
-        .args(["gateway", "--config"])
-        .arg(&file)
-        .env("RUST_LOG", "scps_gateway=info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start scps gateway");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    if !line.starts_with("scps gateway: ready") {
-        let status = child.wait().unwrap();
-        let mut stderr = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-        panic!("scps gateway ({status}) said {line:?}: {stderr}");
-    }
-    Gateway { child, stdout }
-}
-
-struct Gateway {
-    child: Child,
-    /// Its standard output after the ready line.
-    stdout: BufReader<ChildStdout>,
-}
-
-/// Stops a gateway with SIGTERM: its exit status and what it wrote (its
-/// summary on stdout, its log on stderr).
-fn stop(mut gateway: Gateway) -> (bool, String) {
-    kill(Pid::from_raw(gateway.child.id() as i32), Signal::SIGTERM).unwrap();
-    let status = gateway.child.wait().unwrap();
-    let mut written = String::new();
-    gateway.stdout.read_to_string(&mut written).unwrap();
-    gateway
-        .child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut written)
-        .unwrap();
-    (status.success(), written)
 }
 
 #[test]
@@ -92,7 +43,7 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
     });
 
     let far_udp = free_udp_port();
-    let far = start_gateway(
+    let far = loopback::start(
         &dir,
         "far.toml",
         &format!(
@@ -100,16 +51,18 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
              [[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
             server_addr.port()
         ),
+        &[],
     );
     // The far gateway holds its UDP port once it is up.
     let listen: SocketAddr = format!("127.0.0.1:{}", free_tcp_port()).parse().unwrap();
-    let client = start_gateway(
+    let client = loopback::start(
         &dir,
         "client.toml",
         &format!(
             "[link]\nudp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
              [[forward]]\nlisten = \"{listen}\"\nto = \"{server_addr}\"\n"
         ),
+        &[],
     );
     let upload: Vec<u8> = (0..3_000_000u32).map(|i| (i % 241) as u8).collect();
     let mut stream = TcpStream::connect(listen).unwrap();

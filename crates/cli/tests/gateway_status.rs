@@ -9,17 +9,16 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::loopback::{self, Gateway};
 use common::{TempDir, free_tcp_port, free_udp_port};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use serde_json::Value;
 
 /// Bytes the client sends, and the server sends back.
@@ -33,59 +32,17 @@ fn scps() -> Command {
     Command::new(env!("CARGO_BIN_EXE_scps"))
 }
 
-/// A running `scps gateway`, once it said it is ready.
-struct Gateway {
-    child: Child,
-    /// What it printed after the ready line.
-    stdout: BufReader<ChildStdout>,
-    /// Its ready line.
-    ready: String,
-}
-
 /// `scps gateway --config NAME --control CONTROL` with `config` written
 /// to NAME in `dir`, once it says it is ready.
 fn start_gateway(dir: &Path, name: &str, config: &str, control: &Path) -> Gateway {
-    let file = dir.join(name);
-    std::fs::write(&file, config).unwrap();
-    let mut child = scps()
-        .arg("gateway")
-        .arg("--config")
-        .arg(&file)
-        .arg("--control")
-        .arg(control)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start scps gateway");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut ready = String::new();
-    stdout.read_line(&mut ready).unwrap();
-    if !ready.starts_with("scps gateway: ready") {
-        let status = child.wait().unwrap();
-        let mut stderr = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-        panic!("scps gateway ({status}) said {ready:?}: {stderr}");
-    }
-    Gateway { child, stdout, ready }
+    loopback::start(dir, name, config, &["--control".as_ref(), control.as_os_str()])
 }
 
-/// Stops a gateway with SIGTERM; what it wrote after its ready line.
-fn stop(mut gateway: Gateway) -> String {
-    kill(Pid::from_raw(gateway.child.id() as i32), Signal::SIGTERM).unwrap();
-    let status = gateway.child.wait().unwrap();
-    let mut written = String::new();
-    gateway.stdout.read_to_string(&mut written).unwrap();
-    gateway
-        .child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut written)
-        .unwrap();
-    assert!(
-        status.success(),
-        "the gateway exits cleanly on SIGTERM: {written}"
-    );
+/// Stops a gateway with SIGTERM, which it must exit cleanly on; what it
+/// wrote after its ready line.
+fn stop(gateway: Gateway) -> String {
+    let (clean, written) = loopback::stop(gateway);
+    assert!(clean, "the gateway exits cleanly on SIGTERM: {written}");
     written
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses its own part
 
 pub mod gateways;
+pub mod loopback;
 pub mod servers;
 
 use std::path::{Path, PathBuf};
