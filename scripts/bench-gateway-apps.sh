@@ -65,14 +65,14 @@ ip netns exec "$s" nginx -p "$work" -e "$work/nginx.log" -c "$work/nginx.conf" -
 server_pids="$server_pids $!"
 ip netns exec "$s" vsftpd "$work/vsftpd.conf" &
 server_pids="$server_pids $!"
-ip netns exec "$s" iperf3 -s -B 10.96.4.2 >/dev/null 2>&1 &
-server_pids="$server_pids $!"
-for port in 22 8080 21 5201; do
+# Waits until something in the server's namespace listens on TCP PORT.
+listening() {
   for _ in $(seq 200); do
-    [ -n "$(ip netns exec "$s" ss -Hltn "sport = :$port")" ] && break
+    [ -n "$(ip netns exec "$s" ss -Hltn "sport = :$1")" ] && return
     sleep 0.05
   done
-done
+}
+for port in 22 8080 21; do listening "$port"; done
 ssh_options=(-i "$work/client_key" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
   -o BatchMode=yes -o LogLevel=ERROR)
 
@@ -132,6 +132,9 @@ for run in "${runs[@]}"; do
     parallel)
       dropped() { emulator_stats | awk '{ for (i = 1; i <= NF; i++) if ($i == "return") print $(i + 6) }'; }
       before=$(dropped)
+      # A server for this test alone: it exits when the test ends.
+      ip netns exec "$s" iperf3 -s -1 -B 10.96.4.2 >/dev/null 2>&1 &
+      listening 5201
       ip netns exec "$c" iperf3 -c 10.96.4.2 -R -P "$size" -t 30 -J >"$work/iperf.json"
       streams=$(tr -d ' \n\t' <"$work/iperf.json" | grep -o '"receiver":{[^}]*}' | head -n "$size" |
         grep -o '"bits_per_second":[0-9.e+]*' | cut -d: -f2)
