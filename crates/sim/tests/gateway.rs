@@ -211,3 +211,45 @@ fn a_refusal_at_the_server_reaches_the_client_as_a_reset() {
         stats(a)
     );
 }
+
+#[test]
+fn eight_connections_on_one_rate_route_share_it_evenly() {
+    // Eight transfers at once through the pair: the link connections at
+    // gwA draw on one budget, the route's rate, in turns.
+    let (mut world, client, server, _) = world(true, 0.0);
+    let each = 2_000_000;
+    let mut transfers = Vec::new();
+    for i in 0..8u16 {
+        let to: SocketAddr = format!("10.2.0.2:{}", 5001 + i).parse().unwrap();
+        let (sender, receiver, progress) = bulk::transfer(to, each, false, Pattern::new(1), Pattern::new(2));
+        world.endpoint_mut(server).listen(to, None).unwrap();
+        world.add_app(server, Box::new(receiver));
+        world.add_app(client, Box::new(sender));
+        transfers.push(progress);
+    }
+    world.run(Instant::from_duration(Duration::from_secs(600)), |_| {
+        transfers.iter().all(|p| p.borrow().is_done(false))
+    });
+    let finished: Vec<f64> = transfers
+        .iter()
+        .map(|p| {
+            let p = p.borrow();
+            assert_eq!(p.error, None);
+            p.finished[0].expect("finished").as_duration().as_secs_f64()
+        })
+        .collect();
+    let (first, last) = (
+        finished.iter().copied().fold(f64::MAX, f64::min),
+        finished.iter().copied().fold(0.0, f64::max),
+    );
+    let goodput = 8.0 * each as f64 * 8.0 / last;
+    println!(
+        "eight transfers end between {first:.2} s and {last:.2} s: {:.3} Mbit/s",
+        goodput / 1e6
+    );
+    assert!(last - first < 0.02 * last, "evenly: {finished:?}");
+    assert!(
+        goodput > 0.85 * LINK_RATE as f64,
+        "the route kept busy: {goodput}"
+    );
+}
