@@ -132,8 +132,14 @@ impl Turns {
             return payable_at;
         }
         if payable_at > now {
-            let position = self.queue(member);
-            return payable_at + self.bucket.time_of(self.last_packet) * position as u32;
+            // Every connection in the queue looks again when the bucket
+            // can pay, not when its place would come if all ahead of it
+            // took theirs: one ahead that leaves the queue must not leave
+            // the next asleep at its turn (a real driver's timers fire
+            // late, and a head that is late by more than the grace loses
+            // its turn).
+            self.queue(member);
+            return payable_at;
         }
         while let Some(&head) = self.waiting.front() {
             if head == member {
@@ -144,7 +150,9 @@ impl Turns {
             let since = *self.head_due_since.get_or_insert(now);
             if now < since + TURN_GRACE {
                 self.queue(member);
-                return since + TURN_GRACE;
+                // Again once the head has had time to send, or when its
+                // grace runs out.
+                return (since + TURN_GRACE).min(now + self.bucket.time_of(self.last_packet));
             }
             // The head let its turn pass.
             self.waiting.pop_front();
@@ -237,7 +245,7 @@ mod tests {
         let due = a.ready_at(Instant::ZERO, Paced::Data);
         assert_eq!(due, at_ms(90), "a queues at the head");
         let b_due = b.ready_at(Instant::ZERO, Paced::Data);
-        assert_eq!(b_due, at_ms(190), "b one packet behind");
+        assert_eq!(b_due, at_ms(90), "b looks again when the bucket can pay too");
         // a never comes back; b, asking when the bucket can pay, waits
         // out a's grace, then goes.
         assert_eq!(b.ready_at(at_ms(90), Paced::Data), at_ms(92));
