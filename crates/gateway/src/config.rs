@@ -543,15 +543,9 @@ fn one_route(
 ) -> Result<Route, Error> {
     let key = |field: &str| format!("route[{i}].{field}");
     let prefix = |field: &str, text: &Option<String>| -> Result<Option<IpPrefix>, Error> {
-        let Some(text) = text else { return Ok(None) };
-        let prefix: IpPrefix = text.parse().map_err(|e| {
-            Error::invalid(
-                key(field),
-                text,
-                format!("an address prefix such as 10.1.0.0/16 or 2001:db8::/32 ({e})"),
-            )
-        })?;
-        Ok(Some(prefix))
+        text.as_deref()
+            .map(|text| address_prefix(&key(field), text))
+            .transpose()
     };
     let matching = RouteMatch {
         source: prefix("source", &route.source)?,
@@ -757,16 +751,19 @@ fn prefixes(key: &str, texts: &[String]) -> Result<Vec<IpPrefix>, Error> {
     texts
         .iter()
         .enumerate()
-        .map(|(i, text)| {
-            text.parse().map_err(|e| {
-                Error::invalid(
-                    format!("{key}[{i}]"),
-                    text,
-                    format!("an address prefix such as 10.1.0.0/16 or 2001:db8::/32 ({e})"),
-                )
-            })
-        })
+        .map(|(i, text)| address_prefix(&format!("{key}[{i}]"), text))
         .collect()
+}
+
+/// An IPv4 or IPv6 prefix, the value of `key`.
+fn address_prefix(key: &str, text: &str) -> Result<IpPrefix, Error> {
+    text.parse().map_err(|e| {
+        Error::invalid(
+            key,
+            text,
+            format!("an address prefix such as 10.1.0.0/16 or 2001:db8::/32 ({e})"),
+        )
+    })
 }
 
 fn socket_addr(key: &str, text: &str) -> Result<SocketAddr, Error> {
@@ -801,13 +798,7 @@ fn destination(key: &str, text: &str) -> Result<Destination, Error> {
 }
 
 fn allow_rule(i: usize, allow: &AllowSpec) -> Result<AllowRule, Error> {
-    let prefix: IpPrefix = allow.prefix.parse().map_err(|e| {
-        Error::invalid(
-            format!("allow[{i}].prefix"),
-            &allow.prefix,
-            format!("an address prefix such as 10.1.0.0/16 or 2001:db8::/32 ({e})"),
-        )
-    })?;
+    let prefix = address_prefix(&format!("allow[{i}].prefix"), &allow.prefix)?;
     let ports = match &allow.ports {
         None => (1, 65535),
         Some(text) => port_range(&format!("allow[{i}].ports"), text)?,

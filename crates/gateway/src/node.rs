@@ -80,8 +80,6 @@ pub struct GatewayNode {
     link_listener: TransparentListenerId,
     local: Vec<IpPrefix>,
     remote: Vec<IpPrefix>,
-    link_config: Config,
-    lan_config: Config,
     relay_config: RelayConfig,
     router: Router,
     splits: Vec<Split>,
@@ -138,8 +136,6 @@ impl GatewayNode {
             router: Router::new(2, routes)?,
             local: config.local,
             remote: config.remote,
-            link_config: config.link,
-            lan_config: config.lan,
             relay_config: config.relay,
             splits: Vec::new(),
             lan_first: true,
@@ -224,14 +220,8 @@ impl GatewayNode {
             // dialled; the other half is opened from the client's address.
             let (client, server) = (tuple.remote, tuple.local);
             let other = side.other();
-            let config = match other {
-                Side::Lan => self.lan_config.clone(),
-                Side::Link => self.link_config.clone(),
-            };
-            match self
-                .endpoint(other)
-                .connect(now, server, Some(client), Some(config))
-            {
+            // With the endpoint's own configuration: its side's engine.
+            match self.endpoint(other).connect(now, server, Some(client), None) {
                 Ok(opened) => {
                     let (lan, link) = match side {
                         Side::Lan => (handle, opened),
