@@ -33,14 +33,7 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
     let server = TcpListener::bind("127.0.0.1:0").unwrap();
     let server_addr = server.local_addr().unwrap();
     let download: Vec<u8> = (0..2_000_000u32).map(|i| (i % 251) as u8).collect();
-    let reply = download.clone();
-    let server_thread = std::thread::spawn(move || {
-        let (mut stream, _) = server.accept().unwrap();
-        let mut received = Vec::new();
-        stream.read_to_end(&mut received).unwrap();
-        stream.write_all(&Sha256::digest(&received)).unwrap();
-        stream.write_all(&reply).unwrap();
-    });
+    let server_thread = common::digest_server(server, download.clone());
 
     let far_udp = free_udp_port();
     let far = loopback::start(

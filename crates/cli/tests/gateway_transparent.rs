@@ -53,15 +53,7 @@ fn transparent_gateways_carry_kernel_tcp_keeping_the_client_address() {
         .run(|| TcpListener::bind(SERVER))
         .unwrap();
     let download: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 253) as u8).collect();
-    let reply = download.clone();
-    let server = std::thread::spawn(move || {
-        let (mut stream, peer) = listener.accept().unwrap();
-        let mut received = Vec::new();
-        stream.read_to_end(&mut received).unwrap();
-        stream.write_all(&Sha256::digest(&received)).unwrap();
-        stream.write_all(&reply).unwrap();
-        peer
-    });
+    let server = common::digest_server(listener, download.clone());
     let server_addr: SocketAddr = SERVER.parse().unwrap();
     let mut stream = testbed
         .node("client")
@@ -173,13 +165,7 @@ fn digest_server(testbed: &Testbed, address: &'static str) -> std::thread::JoinH
         .unwrap()
         .run(move || TcpListener::bind(address))
         .unwrap();
-    std::thread::spawn(move || {
-        let (mut stream, peer) = listener.accept().unwrap();
-        let mut received = Vec::new();
-        stream.read_to_end(&mut received).unwrap();
-        stream.write_all(&Sha256::digest(&received)).unwrap();
-        peer
-    })
+    common::digest_server(listener, Vec::new())
 }
 
 #[test]

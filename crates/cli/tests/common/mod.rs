@@ -62,6 +62,25 @@ pub fn free_tcp_port() -> u16 {
         .port()
 }
 
+/// A server on `listener` for one connection: it reads to the end,
+/// answers with the SHA-256 of what it read and then `reply`; the
+/// client's address.
+pub fn digest_server(
+    listener: std::net::TcpListener,
+    reply: Vec<u8>,
+) -> std::thread::JoinHandle<std::net::SocketAddr> {
+    use sha2::Digest;
+    use std::io::{Read, Write};
+    std::thread::spawn(move || {
+        let (mut stream, peer) = listener.accept().unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).unwrap();
+        stream.write_all(&sha2::Sha256::digest(&received)).unwrap();
+        stream.write_all(&reply).unwrap();
+        peer
+    })
+}
+
 /// The port the tests' receivers listen on.
 pub const PORT: u16 = 5001;
 
