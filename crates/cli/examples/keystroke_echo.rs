@@ -8,9 +8,8 @@
 //! Prints the median, the 95th percentile and the largest echo time in
 //! milliseconds, as `echo_ms median P50 p95 P95 max MAX keys N`.
 
-#[path = "../tests/common/servers.rs"]
-#[allow(dead_code)] // the tests' servers, of which only the typing is used here
-mod servers;
+#[path = "../tests/common/typing.rs"]
+mod typing;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -36,11 +35,11 @@ fn main() {
         .spawn()
         .expect("cannot run ssh");
     let mut input = session.stdin.take().expect("piped");
-    let output = servers::Reader::new(session.stdout.take().expect("piped"));
+    let output = typing::Reader::new(session.stdout.take().expect("piped"));
     output.until(b"READY", 1, Duration::from_secs(60));
     // Letters in turn, so that each echo is told from the one before.
     let typed: Vec<u8> = (0..keys).map(|i| b'a' + (i % 26) as u8).collect();
-    let mut echoes = servers::keystroke_echoes(&mut input, &output, &typed);
+    let mut echoes = typing::keystroke_echoes(&mut input, &output, &typed);
     std::io::Write::write_all(&mut input, b".").expect("the session ended early");
     let status = session.wait().expect("ssh");
     assert!(status.success(), "ssh: {status:?}");

@@ -20,6 +20,7 @@ use std::time::Duration;
 use common::TempDir;
 use common::gateways::{GatewayProcess, start, start_pair, stop, wait_ready};
 use common::servers::{self, Sshd, digest, write_pattern};
+use common::typing;
 use scps_testbed::{Node, Output, Testbed, Topology};
 
 const SERVER: &str = "10.99.4.2";
@@ -262,9 +263,9 @@ fn ssh_session(client: &Node, sshd: &Sshd, host: &str, port: &str) -> Vec<Durati
             .unwrap()
     });
     let mut input = session.stdin.take().unwrap();
-    let output = servers::Reader::new(session.stdout.take().unwrap());
+    let output = typing::Reader::new(session.stdout.take().unwrap());
     output.until(b"READY", 1, Duration::from_secs(30));
-    let echoes = servers::keystroke_echoes(&mut input, &output, b"abcdefghijklmnopqrst");
+    let echoes = typing::keystroke_echoes(&mut input, &output, b"abcdefghijklmnopqrst");
     assert_eq!(echoes.len(), 20);
     std::io::Write::write_all(&mut input, b".").unwrap();
     let status = session.wait().unwrap();
@@ -318,7 +319,7 @@ fn a_telnet_session_echoes_through_the_gateways() {
             .unwrap()
     });
     let mut input = session.stdin.take().unwrap();
-    let output = servers::Reader::new(session.stdout.take().unwrap());
+    let output = typing::Reader::new(session.stdout.take().unwrap());
     output.until(b"Escape character", 1, Duration::from_secs(30));
     // The far side's terminal echoes the line as it comes, and cat writes
     // it back once whole: twice, both from across the link (the client

@@ -6,6 +6,7 @@
 pub mod gateways;
 pub mod loopback;
 pub mod servers;
+pub mod typing;
 
 use std::path::{Path, PathBuf};
 
