@@ -509,10 +509,14 @@ fn kernel_tcp_runs_the_congestion_control_it_is_given() {
 
 #[test]
 fn engine_settings_are_checked_before_connecting() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["--udp", "127.0.0.1:1", "--stack", "scps-warp"],
             "protocol = \"scps-warp\": one of tcp-vj, tcp-cubic, scps-vj, scps-vegas, scps-rate",
+        ),
+        (
+            &["--udp", "127.0.0.1:1", "--stack", "gw-scps-rate"],
+            "protocol = gw-scps-rate: a stack this host runs itself",
         ),
         (
             &["--udp", "127.0.0.1:1", "--stack", "scps-rate"],

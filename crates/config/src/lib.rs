@@ -4,6 +4,7 @@
 //! an error names the key, the value and what is allowed.
 
 mod error;
+pub mod gateways;
 pub mod link;
 pub mod protocol;
 pub mod scenario;

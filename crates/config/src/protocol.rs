@@ -1,5 +1,6 @@
-//! Protocol labels of runs: which stack, with which congestion control.
-//! Labels are names, never numbers.
+//! Protocol labels of runs: which stack, with which congestion control,
+//! and whether it runs end to end or in two gateways that split each
+//! connection. Labels are names, never numbers.
 
 use std::fmt;
 use std::str::FromStr;
@@ -26,15 +27,26 @@ pub enum Protocol {
     ScpsVegas,
     /// SCPS-TP with no congestion control: sends at the route rate.
     ScpsRate,
+    /// The hosts run `tcp-cubic`; two gateways split each connection and
+    /// carry it across the stressed link as `scps-vj`.
+    GwScpsVj,
+    /// Through the gateways, `scps-vegas` across the link.
+    GwScpsVegas,
+    /// Through the gateways, `scps-rate` across the link (one rate shared
+    /// by all the connections the gateways carry).
+    GwScpsRate,
 }
 
 impl Protocol {
-    pub const ALL: [Protocol; 5] = [
+    pub const ALL: [Protocol; 8] = [
         Protocol::TcpVj,
         Protocol::TcpCubic,
         Protocol::ScpsVj,
         Protocol::ScpsVegas,
         Protocol::ScpsRate,
+        Protocol::GwScpsVj,
+        Protocol::GwScpsVegas,
+        Protocol::GwScpsRate,
     ];
 
     pub fn label(self) -> &'static str {
@@ -44,12 +56,40 @@ impl Protocol {
             Protocol::ScpsVj => "scps-vj",
             Protocol::ScpsVegas => "scps-vegas",
             Protocol::ScpsRate => "scps-rate",
+            Protocol::GwScpsVj => "gw-scps-vj",
+            Protocol::GwScpsVegas => "gw-scps-vegas",
+            Protocol::GwScpsRate => "gw-scps-rate",
         }
     }
 
-    /// Whether the label is an SCPS-TP stack.
+    /// Whether the hosts run an SCPS-TP stack.
     pub fn is_scps(self) -> bool {
         matches!(self, Protocol::ScpsVj | Protocol::ScpsVegas | Protocol::ScpsRate)
+    }
+
+    /// Whether two gateways split the hosts' connections around the
+    /// stressed link.
+    pub fn through_gateways(self) -> bool {
+        self.across_gateways().is_some()
+    }
+
+    /// What the hosts run: the label itself, or `tcp-cubic` behind
+    /// gateways.
+    pub fn hosts(self) -> Protocol {
+        match self.across_gateways() {
+            Some(_) => Protocol::TcpCubic,
+            None => self,
+        }
+    }
+
+    /// What the gateways run across the link, for a `gw-` label.
+    pub fn across_gateways(self) -> Option<Protocol> {
+        match self {
+            Protocol::GwScpsVj => Some(Protocol::ScpsVj),
+            Protocol::GwScpsVegas => Some(Protocol::ScpsVegas),
+            Protocol::GwScpsRate => Some(Protocol::ScpsRate),
+            _ => None,
+        }
     }
 
     /// Defaults the label brings, which a scenario's `[tcp]` and
@@ -62,12 +102,15 @@ impl Protocol {
         }
     }
 
-    /// Sets what the label decides in an engine configuration: the
-    /// congestion control, and whether SCPS-TP capabilities are offered.
+    /// Sets what the label decides in the hosts' engine configuration: the
+    /// congestion control, and whether SCPS-TP capabilities are offered
+    /// (behind gateways, the hosts' CUBIC).
     pub fn apply(self, config: &mut Config) {
         config.congestion = match self {
             Protocol::TcpVj | Protocol::ScpsVj => CongestionAlgorithm::NewReno,
-            Protocol::TcpCubic => CongestionAlgorithm::Cubic,
+            Protocol::TcpCubic | Protocol::GwScpsVj | Protocol::GwScpsVegas | Protocol::GwScpsRate => {
+                CongestionAlgorithm::Cubic
+            }
             Protocol::ScpsVegas => CongestionAlgorithm::Vegas,
             Protocol::ScpsRate => CongestionAlgorithm::Rate,
         };

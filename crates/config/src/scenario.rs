@@ -10,6 +10,7 @@ use serde::Deserialize;
 use toml::Value;
 
 use crate::error::Error;
+use crate::gateways::Gateways;
 use crate::link::{ChannelSpec, Direction, Link, sustained_rate_bps};
 use crate::protocol::Protocol;
 use crate::sweep::Sweep;
@@ -57,9 +58,13 @@ struct PointSpec {
     workload: WorkloadSpec,
     #[serde(default)]
     tcp: TcpSpec,
-    /// Settings for one protocol label only, over `[tcp]`.
+    /// Settings for one protocol label only, over `[tcp]` (over
+    /// `[gateway]` for the gateways of a `gw-` label).
     #[serde(default)]
     stacks: BTreeMap<String, TcpSpec>,
+    /// The link engine of the gateways of `gw-` labels.
+    #[serde(default)]
+    gateway: TcpSpec,
     #[serde(default)]
     limit: LimitSpec,
     /// The network of nodes; two hosts on `[link]` without it.
@@ -86,6 +91,9 @@ pub struct Point {
     pub header_bytes: u32,
     pub time_limit: Duration,
     pub topology: Topology,
+    /// The gateways that split each connection around the stressed link,
+    /// for a `gw-` label.
+    pub gateways: Option<Gateways>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -213,15 +221,15 @@ fn default_header_bytes(tcp: &scps_proto::Config) -> u32 {
     20 + transport
 }
 
-/// The engine configuration a protocol label runs with: `base`, the
-/// label's defaults, then `[tcp]`, then `[stacks.LABEL]`, then what the
+/// The engine configuration a protocol label's hosts run with: `base`,
+/// the label's defaults, then `[tcp]`, then `[stacks.LABEL]`, then what the
 /// label decides (its congestion control, whether it offers SCPS-TP); each
 /// stage checked, naming its keys.
 pub(crate) fn engine_tcp(
     protocol: Protocol,
     tcp_spec: &TcpSpec,
     stacks: &BTreeMap<String, TcpSpec>,
-    mut tcp: scps_proto::Config,
+    base: scps_proto::Config,
 ) -> Result<scps_proto::Config, Error> {
     for label in stacks.keys() {
         label.parse::<Protocol>().map_err(|_| {
@@ -232,11 +240,24 @@ pub(crate) fn engine_tcp(
             )
         })?;
     }
+    layered_tcp(protocol, protocol, (tcp_spec, "tcp"), stacks, base)
+}
+
+/// `base`, `protocol`'s defaults, then `common` (the table called
+/// `common_key`), then `[stacks.LABEL]` of `label`, then what `protocol`
+/// decides; each stage checked, naming its keys.
+pub(crate) fn layered_tcp(
+    protocol: Protocol,
+    label: Protocol,
+    (common, common_key): (&TcpSpec, &str),
+    stacks: &BTreeMap<String, TcpSpec>,
+    mut tcp: scps_proto::Config,
+) -> Result<scps_proto::Config, Error> {
     protocol.defaults(&mut tcp);
-    tcp_spec.apply(&mut tcp, "tcp")?;
-    validate(&tcp, "tcp")?;
-    if let Some(stack) = stacks.get(protocol.label()) {
-        let prefix = format!("stacks.{protocol}");
+    common.apply(&mut tcp, common_key)?;
+    validate(&tcp, common_key)?;
+    if let Some(stack) = stacks.get(label.label()) {
+        let prefix = format!("stacks.{label}");
         stack.apply(&mut tcp, &prefix)?;
         validate(&tcp, &prefix)?;
     }
@@ -251,11 +272,14 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         mtu: link.mtu,
         ..scps_proto::Config::default()
     };
-    let tcp = engine_tcp(protocol, &spec.tcp, &spec.stacks, base)?;
+    let tcp = engine_tcp(protocol.hosts(), &spec.tcp, &spec.stacks, base)?;
+    let gateways = Gateways::resolve(protocol, &spec.gateway, &spec.stacks, &link)?;
+    // The stressed link carries what the gateways send, if there are any.
+    let across = gateways.as_ref().map(|g| g.link(&link, Direction::Forward));
     let header_bytes = spec
         .limit
         .header_bytes
-        .unwrap_or_else(|| default_header_bytes(&tcp));
+        .unwrap_or_else(|| default_header_bytes(across.as_ref().unwrap_or(&tcp)));
     if header_bytes == 0 || header_bytes >= u32::from(link.mtu) {
         return Err(Error::invalid(
             "limit.header_bytes",
@@ -285,9 +309,13 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         header_bytes,
         time_limit,
         topology,
+        gateways,
     };
     for direction in [Direction::Forward, Direction::Reverse] {
         validate(&point.engine_config(direction), "tcp")?;
+        if let Some(gateways) = &point.gateways {
+            validate(&gateways.link(&point.link, direction), "gateway")?;
+        }
     }
     Ok(point)
 }
@@ -428,6 +456,41 @@ recv_buffer = "6MiB"
         );
         assert_eq!(margin("scps-rate"), Duration::from_millis(500));
         assert_eq!(margin("scps-vj"), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn behind_gateways_the_hosts_run_cubic_and_the_gateways_their_own_engine() {
+        let overrides = ["protocol=\"gw-scps-vegas\"", "link.ber=0"].map(|a| parse_assignment(a).unwrap());
+        let doc = format!(
+            "{DOC}[gateway]\nsnack_delay = \"50ms\"\n[stacks.gw-scps-vegas]\nrecv_buffer = \"3MiB\"\n"
+        );
+        let scenario = Scenario::from_text(&doc, "demo", &overrides).unwrap();
+        let point = &scenario.points[0];
+        // The hosts: [tcp] and [stacks.tcp-cubic], CUBIC, no SCPS-TP.
+        assert_eq!(point.tcp.congestion, scps_proto::cc::CongestionAlgorithm::Cubic);
+        assert_eq!(point.tcp.recv_buffer, 6 << 20);
+        assert!(!point.tcp.scps);
+        assert_eq!(point.engine_config(Direction::Forward).rate_bps, None);
+        let gateways = point.gateways.as_ref().unwrap();
+        assert_eq!(gateways.across, Protocol::ScpsVegas);
+        let across = gateways.link(&point.link, Direction::Forward);
+        assert!(across.scps);
+        assert_eq!(across.congestion, scps_proto::cc::CongestionAlgorithm::Vegas);
+        assert_eq!(across.rate_bps, Some(8_000_000), "paced at the link's rate");
+        assert_eq!(across.snack_delay, Duration::from_millis(50), "[gateway]");
+        assert_eq!(across.recv_buffer, 3 << 20, "[stacks.gw-scps-vegas]");
+        // Not [tcp]'s 4 MiB: four 8 Mbit/s x 600 ms products.
+        assert_eq!(across.send_buffer, 2_400_000);
+        assert_eq!(gateways.relay_buffer, 600_000);
+        assert_eq!(across.rto_margin_min, Duration::from_millis(500), "an SCPS stack's RTO");
+        // The limit's headers are the gateways' on the link.
+        assert_eq!(point.header_bytes, 52);
+    }
+
+    #[test]
+    fn without_gateways_a_point_has_none() {
+        let scenario = Scenario::from_text(DOC, "demo", &[]).unwrap();
+        assert!(scenario.points.iter().all(|p| p.gateways.is_none()));
     }
 
     #[test]

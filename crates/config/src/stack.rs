@@ -52,6 +52,7 @@ struct StackSpec {
     workload: Option<IgnoredAny>,
     limit: Option<IgnoredAny>,
     topology: Option<IgnoredAny>,
+    gateway: Option<IgnoredAny>,
 }
 
 /// What a real stack runs with.
@@ -140,6 +141,23 @@ impl StackSettings<'_> {
             Some(label) => label.parse()?,
             None => DEFAULT_PROTOCOL,
         };
+        if let Some(across) = protocol.across_gateways() {
+            let on_a_host: Vec<&str> = Protocol::ALL
+                .iter()
+                .filter(|p| !p.through_gateways())
+                .map(|p| p.label())
+                .collect();
+            return Err(Error::invalid(
+                "protocol",
+                protocol,
+                format!(
+                    "a stack this host runs itself ({}): {protocol} is two gateways splitting the \
+                     connection; for real, run `scps gateway` with protocol = \"{across}\" in its [engine] \
+                     (docs/gateway.md)",
+                    on_a_host.join(", ")
+                ),
+            ));
+        }
         // A link with a rate is a route to pace at; `link.mtu` alone only
         // sizes the packets.
         let link = match &spec.link {
@@ -330,7 +348,7 @@ mod tests {
     fn nonsense_is_refused_naming_the_key() {
         /// A file, a label, assignments, and the error's start.
         type Case<'a> = (Option<&'a str>, Option<&'a str>, &'a [&'a str], &'a str);
-        let cases: [Case; 7] = [
+        let cases: [Case; 8] = [
             (
                 None,
                 None,
@@ -355,6 +373,14 @@ mod tests {
                 Some("scps-rate"),
                 &[],
                 "tcp.rate = none: a rate for scps-rate",
+            ),
+            (
+                None,
+                Some("gw-scps-rate"),
+                &[],
+                "protocol = gw-scps-rate: a stack this host runs itself (tcp-vj, tcp-cubic, scps-vj, \
+                 scps-vegas, scps-rate): gw-scps-rate is two gateways splitting the connection; for \
+                 real, run `scps gateway` with protocol = \"scps-rate\"",
             ),
             (
                 Some("[sweep]\n\"link.ber\" = [0, 1e-5]\n[link]\nrate = \"8Mbit\"\n"),

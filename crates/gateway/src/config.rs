@@ -30,8 +30,6 @@ pub const DEFAULT_LINK_PORT: u16 = 7200;
 /// `relay.buffer` says: 8 Mbit/s for 1 s.
 const DEFAULT_BUFFER: u64 = 1 << 20;
 const BUFFER_RANGE: (u64, u64) = (4096, 1 << 30);
-/// The bounds of a buffer sized from the route's bandwidth-delay product.
-const BDP_BUFFER_RANGE: (u64, u64) = (256 << 10, 16 << 20);
 /// Split connections at once, and the memory of their buffers, unless
 /// `relay.max_connections` and `relay.memory` say.
 const DEFAULT_MAX_CONNECTIONS: usize = 4096;
@@ -440,15 +438,11 @@ fn control(spec: &ControlSpec) -> Result<ControlConfig, Error> {
 }
 
 /// A relay buffer of one bandwidth-delay product of the route (its rate
-/// from the engine, its RTT from `[engine.link]`), within 256 KiB and
-/// 16 MiB: enough to keep the link connection fed while the LAN side
-/// catches up, no more. [`DEFAULT_BUFFER`] when either is unknown.
+/// from the engine, its RTT from `[engine.link]`), as the simulator's
+/// gateways size theirs; [`DEFAULT_BUFFER`] when either is unknown.
 fn default_buffer(rate_bps: Option<u64>, rtt: Option<Duration>) -> u64 {
     match (rate_bps, rtt) {
-        (Some(rate), Some(rtt)) => {
-            let bdp = (rate as f64 / 8.0 * rtt.as_secs_f64()) as u64;
-            bdp.clamp(BDP_BUFFER_RANGE.0, BDP_BUFFER_RANGE.1)
-        }
+        (Some(rate), Some(rtt)) => scps_config::gateways::bdp_buffer(rate, rtt),
         _ => DEFAULT_BUFFER,
     }
 }

@@ -18,7 +18,7 @@ use scps_node::router::{Route, Router, RouterError};
 use scps_node::{InterfaceId, IpPrefix, Node};
 use scps_proto::time::Instant;
 use scps_proto::{
-    Config, ConnectionError, ConnectionHandle, Endpoint, EndpointConfig, EndpointError, Event, StreamError,
+    Config, ConnectionError, ConnectionStats, ConnectionHandle, Endpoint, EndpointConfig, EndpointError, Event, StreamError,
     TransparentListenerId,
 };
 
@@ -51,6 +51,24 @@ pub struct GatewayNodeStats {
     pub idle: u64,
     /// Split connections the endpoints refused to open.
     pub not_opened: u64,
+    /// What the link connections that ended did to recover losses.
+    pub link_recovery: Recovery,
+}
+
+/// What connections did to recover losses, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovery {
+    pub bytes_retransmitted: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+}
+
+impl Recovery {
+    fn add(&mut self, stats: &ConnectionStats) {
+        self.bytes_retransmitted += stats.bytes_retransmitted;
+        self.timeouts += stats.timeouts;
+        self.fast_recoveries += stats.fast_recoveries;
+    }
 }
 
 /// One split connection: the relay and the two connections it joins.
@@ -148,6 +166,18 @@ impl GatewayNode {
         &self.stats
     }
 
+    /// What all its link connections, ended or not, did to recover losses
+    /// across the link.
+    pub fn link_recovery(&self) -> Recovery {
+        let mut recovery = self.stats.link_recovery;
+        for split in &self.splits {
+            if let Some(stats) = self.link.stats_of(split.link) {
+                recovery.add(&stats);
+            }
+        }
+        recovery
+    }
+
     /// Split connections held now.
     pub fn splits(&self) -> usize {
         self.splits.len()
@@ -198,6 +228,9 @@ impl GatewayNode {
             if let Some(outcome) = self.splits[i].relay.outcome() {
                 let split = self.splits.swap_remove(i);
                 self.count(outcome);
+                if let Some(stats) = self.link.stats_of(split.link) {
+                    self.stats.link_recovery.add(&stats);
+                }
                 let _ = self.lan.release(now, split.lan);
                 let _ = self.link.release(now, split.link);
             } else {

@@ -1,20 +1,27 @@
 //! The world of a run, built from the point's topology: a host for each
 //! host node (an endpoint configured for the direction its data goes), a
 //! router for each router, a link for each link (the stressed one from
-//! `[link]`, the others from their LAN model), and the capture.
+//! `[link]`, the others from their LAN model), and the capture. Behind a
+//! `gw-` label, two gateways (the real gateway's sans-IO node) stand at
+//! the ends of the stressed link, each joined to the node at its end by a
+//! LAN: clients' side, gwA, the link, gwB, the server's side.
 //!
 //! Nodes are added in the topology's order, so node `i` of the world is
-//! node `i` of the topology. Seeds are derived from the run's seed so
-//! that the first client, the server and the stressed link of any
-//! topology draw what the two hosts of the default world draw.
+//! node `i` of the topology (the gateways come after). Seeds are derived
+//! from the run's seed so that the first client, the server and the
+//! stressed link of any topology draw what the two hosts of the default
+//! world draw.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
 use scps_channel::{Bundle, ChannelConfig};
+use scps_config::gateways::Gateways;
 use scps_config::topology::{self, LinkModel, NodeKind, Role, Topology};
 use scps_config::{Direction, Point};
-use scps_node::Router;
+use scps_gateway::RelayConfig;
+use scps_gateway::node::{GatewayNode, GatewayNodeConfig};
+use scps_node::{InterfaceId, IpPrefix, Router};
 use scps_proto::{Endpoint, EndpointConfig};
 
 use crate::run::{SimError, derive_seed};
@@ -42,6 +49,9 @@ pub(crate) struct Built {
     pub clients: Vec<Client>,
     pub server: NodeId,
     pub stressed: LinkId,
+    /// The two gateways of a `gw-` label: the clients' side's, the
+    /// server's.
+    pub gateways: Option<[NodeId; 2]>,
 }
 
 /// The seed of client `index`: the run's own for the first (as in the
@@ -90,21 +100,31 @@ pub(crate) fn build(
         }
     }
     let mut stressed = 0;
+    let mut gateways = None;
     for (index, link) in topology.links.iter().enumerate() {
         let [a, b] = link.ends.map(NodeInterface::from);
-        let (forward, reverse) = match &link.model {
+        match &link.model {
             LinkModel::Stressed => {
                 // Both directions of a circuit share its outages (seed 3).
                 let outages = derive_seed(seed, 3);
-                stressed = index;
-                (
+                let bundles = (
                     Bundle::with_outage_seed(point.link.forward.clone(), derive_seed(seed, 1), outages)?,
                     Bundle::with_outage_seed(point.link.reverse.clone(), derive_seed(seed, 2), outages)?,
-                )
+                );
+                stressed = match &point.gateways {
+                    None => world.connect(a, b, bundles.0, bundles.1)?,
+                    Some(engines) => {
+                        let (link, nodes) = around_gateways(&mut world, point, engines, seed, [a, b], bundles)?;
+                        gateways = Some(nodes);
+                        link
+                    }
+                };
             }
-            LinkModel::Lan(channel) => lan(channel, derive_seed(derive_seed(seed, 40), index as u64))?,
-        };
-        world.connect(a, b, forward, reverse)?;
+            LinkModel::Lan(channel) => {
+                let (forward, reverse) = lan(channel, derive_seed(derive_seed(seed, 40), index as u64))?;
+                world.connect(a, b, forward, reverse)?;
+            }
+        }
     }
     if let Some((path, at)) = capture {
         world.tap(capture_point(topology, at)?, Box::new(PcapTap::create(path)?))?;
@@ -114,7 +134,53 @@ pub(crate) fn build(
         server: topology.server,
         clients,
         stressed,
+        gateways,
     })
+}
+
+/// Puts the gateways of `engines` at the `ends` of the stressed link:
+/// `ends[0]` (the clients' side), LAN, gwA, the stressed link's
+/// `bundles`, gwB, LAN, `ends[1]` (the server's). gwA splits the clients'
+/// connections to the server, gwB the server's side of them. The stressed
+/// link, and the gateways.
+fn around_gateways(
+    world: &mut World,
+    point: &Point,
+    engines: &Gateways,
+    seed: u64,
+    ends: [NodeInterface; 2],
+    bundles: (Bundle, Bundle),
+) -> Result<(LinkId, [NodeId; 2]), SimError> {
+    let topology = &point.topology;
+    let host = |node| IpPrefix::host(topology.host_address(node));
+    let clients: Vec<IpPrefix> = topology.clients().map(host).collect();
+    let server = vec![host(topology.server)];
+    let gateway = |local, remote, sends, purpose| {
+        let config = GatewayNodeConfig {
+            local,
+            remote,
+            lan: engines.lan.clone(),
+            link: engines.link(&point.link, sends),
+            relay: RelayConfig {
+                buffer: engines.relay_buffer,
+                idle_timeout: None,
+            },
+        };
+        GatewayNode::new(config, derive_seed(seed, purpose)).map_err(SimError::Gateway)
+    };
+    let a = world.add_node(gateway(clients.clone(), server.clone(), Direction::Forward, 60)?);
+    let b = world.add_node(gateway(server, clients, Direction::Reverse, 61)?);
+    let at = |node, interface| NodeInterface {
+        node,
+        interface: InterfaceId(interface),
+    };
+    let lan_model = topology::default_lan(point.link.mtu)?;
+    let (forward, reverse) = lan(&lan_model, derive_seed(seed, 62))?;
+    world.connect(ends[0], at(a, 0), forward, reverse)?;
+    let stressed = world.connect(at(a, 1), at(b, 1), bundles.0, bundles.1)?;
+    let (forward, reverse) = lan(&lan_model, derive_seed(seed, 63))?;
+    world.connect(at(b, 0), ends[1], forward, reverse)?;
+    Ok((stressed, [a, b]))
 }
 
 /// The endpoint of a host at `address` whose data goes `sends`.

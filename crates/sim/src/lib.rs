@@ -17,7 +17,7 @@ pub mod world;
 
 pub use build::SERVER_PORT;
 pub use host::Host;
-pub use record::RunRecord;
+pub use record::{GatewayFigures, RunRecord};
 pub use result::RunResult;
 pub use run::{RunOptions, SimError, derive_seed, run, run_record};
 pub use world::{App, NodeInterface, Outcome, World};

@@ -1,10 +1,11 @@
 //! The record of a run as `scps sim --json` prints it: the run's figures
 //! (every field of [`RunResult`], unchanged), and for a topology the
-//! figures of each client host where there are several and of each
-//! router.
+//! figures of each client host where there are several, of each router
+//! and of the gateways of a `gw-` label.
 
 use std::collections::BTreeMap;
 
+use scps_gateway::node::GatewayNode;
 use scps_node::RouterStats;
 use serde::Serialize;
 
@@ -24,6 +25,40 @@ pub struct RunRecord {
     /// without routers.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub routers: Vec<RouterFigures>,
+    /// What the two gateways of a `gw-` label did (`gwA` on the clients'
+    /// side, then `gwB`); empty (and not printed) without gateways.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gateways: Vec<GatewayFigures>,
+}
+
+/// How a gateway's split connections ended, and what its link
+/// connections resent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GatewayFigures {
+    pub name: &'static str,
+    pub closed: u64,
+    pub reset: u64,
+    pub open_failed: u64,
+    /// Split connections still held when the run stopped.
+    pub open: usize,
+    pub link_retransmitted_bytes: u64,
+    pub link_timeouts: u64,
+}
+
+impl GatewayFigures {
+    pub fn of(name: &'static str, gateway: &GatewayNode) -> GatewayFigures {
+        let stats = gateway.stats();
+        let recovery = gateway.link_recovery();
+        GatewayFigures {
+            name,
+            closed: stats.closed,
+            reset: stats.reset,
+            open_failed: stats.open_failed + stats.not_opened,
+            open: gateway.splits(),
+            link_retransmitted_bytes: recovery.bytes_retransmitted,
+            link_timeouts: recovery.timeouts,
+        }
+    }
 }
 
 /// One client's workload, figured as a run of its own; its `ratio` is its

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use scps_config::{Point, Workload};
 use scps_proto::time::Instant;
-use scps_proto::{ConnectionHandle, EndpointError};
+use scps_gateway::node::GatewayNode;
+use scps_proto::{ConnectionHandle, Endpoint, EndpointError};
 
 use crate::apps::{bulk, fetch, messages};
 use crate::build::{Built, Client, build};
 use crate::payload::Pattern;
-use crate::record::{RouterFigures, RunRecord};
+use crate::record::{GatewayFigures, RouterFigures, RunRecord};
 use crate::result::{ConnectionTotals, DirectionFigures, LinkFigures, RunResult};
 use crate::tally::{BulkTally, FetchTally, MessageTally, summarize, unfinished};
 use crate::world::{App, NodeId, WorldError};
@@ -44,6 +45,8 @@ pub enum SimError {
     Config(#[from] scps_config::Error),
     #[error("router: {0}")]
     Router(scps_node::RouterError),
+    #[error("gateway: {0}")]
+    Gateway(scps_gateway::node::GatewayNodeError),
     #[error("topology: {0}")]
     World(WorldError),
     #[error(transparent)]
@@ -67,6 +70,10 @@ impl From<WorldError> for SimError {
         SimError::World(error)
     }
 }
+
+/// The gateways of a `gw-` label in the records: on the clients' side,
+/// on the server's.
+const GATEWAY_NAMES: [&str; 2] = ["gwA", "gwB"];
 
 /// A seed for one purpose within a run, so that each random process of a
 /// run depends on the run's seed and nothing else.
@@ -115,11 +122,27 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
         forward: DirectionFigures::of(&world.channel_stats(built.stressed, 0)),
         reverse: DirectionFigures::of(&world.channel_stats(built.stressed, 1)),
     };
-    let hosts = built.clients.iter().map(|c| c.node).chain([built.server]);
-    for node in hosts {
-        for (cause, count) in &world.endpoint(node).stats().drops {
+    let mut count_drops = |endpoint: &Endpoint| {
+        for (cause, count) in &endpoint.stats().drops {
             *totals.endpoint_drops.entry((*cause).to_owned()).or_default() += count;
         }
+    };
+    let hosts = built.clients.iter().map(|c| c.node).chain([built.server]);
+    for node in hosts {
+        count_drops(world.endpoint(node));
+    }
+    let mut gateways = Vec::new();
+    for (name, id) in GATEWAY_NAMES.into_iter().zip(built.gateways.into_iter().flatten()) {
+        let gateway = world.node::<GatewayNode>(id).expect("the world's gateways are gateway nodes");
+        count_drops(gateway.lan_endpoint());
+        count_drops(gateway.link_endpoint());
+        gateways.push(GatewayFigures::of(name, gateway));
+    }
+    // What crossed the stressed link was resent by the gateways: the
+    // hosts' connections end on LANs.
+    for gateway in &gateways {
+        totals.retransmitted_bytes += gateway.link_retransmitted_bytes;
+        totals.timeouts += gateway.link_timeouts;
     }
     let routers = point
         .topology
@@ -136,6 +159,7 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
         totals,
         clients,
         routers,
+        gateways,
     })
 }
 

@@ -40,12 +40,18 @@ pub const MAX_NODES: usize = 1000;
 
 /// The keys of the default LAN model: switched gigabit Ethernet, 50 us
 /// each way, the default buffer. A LAN table's keys go over these.
-fn default_lan() -> ChannelSpec {
+fn default_lan_keys() -> ChannelSpec {
     ChannelSpec {
         rate: Some(Rate(1_000_000_000)),
         delay: Some(Time(Duration::from_micros(50))),
         ..ChannelSpec::default()
     }
+}
+
+/// The default LAN model on a path of `mtu`: where the simulator joins a
+/// gateway to the node at its end of the stressed link.
+pub fn default_lan(mtu: u16) -> Result<ChannelConfig, Error> {
+    default_lan_keys().channel(&format!("topology.lans.{DEFAULT_LAN}"), mtu)
 }
 
 /// `[topology]` as the schema has it.
@@ -350,7 +356,7 @@ impl TopologySpec {
     /// The LAN models, resolved on a path of `mtu` (the default one
     /// included, changed or not).
     fn lans(&self, mtu: u16) -> Result<BTreeMap<&str, ChannelConfig>, Error> {
-        let default = default_lan();
+        let default = default_lan_keys();
         let mut lans = BTreeMap::new();
         if !self.lans.contains_key(DEFAULT_LAN) {
             lans.insert(
