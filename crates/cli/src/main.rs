@@ -1,5 +1,6 @@
 //! `scps`: the one binary of the project.
 
+mod bench;
 mod emulate;
 mod gateway;
 mod logging;
@@ -29,6 +30,10 @@ enum Command {
     /// Run a scenario in the simulator (virtual time) and report each run
     /// against the physical limit of its link.
     Sim(sim::SimArgs),
+    /// Compare stacks on the papers' scenarios (the simulator's world
+    /// today; the testbed's next), against the physical limit, with a
+    /// report of plots and tables; resumable, and in shards.
+    Bench(bench::BenchArgs),
     /// Send a bulk transfer or a message stream to `scps recv`, over our
     /// stack (TUN or UDP-encapsulated) or the kernel's TCP.
     Send(send::SendArgs),
@@ -62,9 +67,10 @@ fn main() -> std::process::ExitCode {
     logging::init(cli.log_format);
     // Only `sim` writes nothing but its output: elsewhere a closed pipe
     // may be a socket, which is worth reporting.
-    let output_only = matches!(cli.command, Command::Sim(_));
+    let output_only = matches!(cli.command, Command::Sim(_) | Command::Bench(_));
     let outcome = match cli.command {
         Command::Sim(args) => sim::main(args),
+        Command::Bench(args) => bench::main(args),
         Command::Send(args) => return transfer::exit(send::main(args)),
         Command::Recv(args) => return transfer::exit(recv::main(args)),
         Command::Emulate(args) => emulate::main(args).map(|()| sim::Completion::All),

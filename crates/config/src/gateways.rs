@@ -124,6 +124,9 @@ mod tests {
         // geo-8mbit: 8 Mbit/s for 600 ms is 600 kB.
         assert_eq!(bdp_buffer(8_000_000, Duration::from_millis(600)), 600_000);
         assert_eq!(bdp_buffer(2400, Duration::from_secs(3)), BDP_BUFFER_RANGE.0);
-        assert_eq!(bdp_buffer(10_000_000_000, Duration::from_secs(1)), BDP_BUFFER_RANGE.1);
+        assert_eq!(
+            bdp_buffer(10_000_000_000, Duration::from_secs(1)),
+            BDP_BUFFER_RANGE.1
+        );
     }
 }

@@ -482,7 +482,11 @@ recv_buffer = "6MiB"
         // Not [tcp]'s 4 MiB: four 8 Mbit/s x 600 ms products.
         assert_eq!(across.send_buffer, 2_400_000);
         assert_eq!(gateways.relay_buffer, 600_000);
-        assert_eq!(across.rto_margin_min, Duration::from_millis(500), "an SCPS stack's RTO");
+        assert_eq!(
+            across.rto_margin_min,
+            Duration::from_millis(500),
+            "an SCPS stack's RTO"
+        );
         // The limit's headers are the gateways' on the link.
         assert_eq!(point.header_bytes, 52);
     }

@@ -18,8 +18,8 @@ use scps_node::router::{Route, Router, RouterError};
 use scps_node::{InterfaceId, IpPrefix, Node};
 use scps_proto::time::Instant;
 use scps_proto::{
-    Config, ConnectionError, ConnectionStats, ConnectionHandle, Endpoint, EndpointConfig, EndpointError, Event, StreamError,
-    TransparentListenerId,
+    Config, ConnectionError, ConnectionHandle, ConnectionStats, Endpoint, EndpointConfig, EndpointError,
+    Event, StreamError, TransparentListenerId,
 };
 
 use crate::relay::{OpenFailure, Outcome, Relay, RelayConfig, Side};

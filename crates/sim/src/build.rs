@@ -114,7 +114,8 @@ pub(crate) fn build(
                 stressed = match &point.gateways {
                     None => world.connect(a, b, bundles.0, bundles.1)?,
                     Some(engines) => {
-                        let (link, nodes) = around_gateways(&mut world, point, engines, seed, [a, b], bundles)?;
+                        let (link, nodes) =
+                            around_gateways(&mut world, point, engines, seed, [a, b], bundles)?;
                         gateways = Some(nodes);
                         link
                     }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use scps_config::{Point, Workload};
-use scps_proto::time::Instant;
 use scps_gateway::node::GatewayNode;
+use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, EndpointError};
 
 use crate::apps::{bulk, fetch, messages};
@@ -132,8 +132,13 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
         count_drops(world.endpoint(node));
     }
     let mut gateways = Vec::new();
-    for (name, id) in GATEWAY_NAMES.into_iter().zip(built.gateways.into_iter().flatten()) {
-        let gateway = world.node::<GatewayNode>(id).expect("the world's gateways are gateway nodes");
+    for (name, id) in GATEWAY_NAMES
+        .into_iter()
+        .zip(built.gateways.into_iter().flatten())
+    {
+        let gateway = world
+            .node::<GatewayNode>(id)
+            .expect("the world's gateways are gateway nodes");
         count_drops(gateway.lan_endpoint());
         count_drops(gateway.link_endpoint());
         gateways.push(GatewayFigures::of(name, gateway));

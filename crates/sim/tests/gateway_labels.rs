@@ -23,11 +23,19 @@ fn across_geo_bit_errors_the_rate_gateways_do_what_scps_rate_does_end_to_end() {
         "link.ber=1e-5",
         "workload.bytes=20MB",
     ];
-    let records: Vec<RunRecord> = points("geo-8mbit", &sets).iter().map(|p| record(p, seed)).collect();
+    let records: Vec<RunRecord> = points("geo-8mbit", &sets)
+        .iter()
+        .map(|p| record(p, seed))
+        .collect();
     let [gateways, end_to_end, cubic] = [0, 1, 2].map(|i| &records[i].totals);
     for result in [gateways, end_to_end, cubic] {
         assert_eq!(result.error, None, "{}", describe(result));
-        assert_eq!(result.bytes, 20_000_000, "every byte, checked: {}", describe(result));
+        assert_eq!(
+            result.bytes,
+            20_000_000,
+            "every byte, checked: {}",
+            describe(result)
+        );
     }
     println!(
         "BER 1e-5, 600 ms: gw-scps-rate {:.3}, scps-rate {:.3}, tcp-cubic {:.3} of the limit",
@@ -40,7 +48,12 @@ fn across_geo_bit_errors_the_rate_gateways_do_what_scps_rate_does_end_to_end() {
         gateways.ratio,
         end_to_end.ratio
     );
-    assert!(gateways.ratio > 10.0 * cubic.ratio, "{} against CUBIC's {}", gateways.ratio, cubic.ratio);
+    assert!(
+        gateways.ratio > 10.0 * cubic.ratio,
+        "{} against CUBIC's {}",
+        gateways.ratio,
+        cubic.ratio
+    );
     // gwA sent the data across and resent what the bit errors took; the
     // hosts' connections end at the gateways.
     let [gw_a, gw_b] = [&records[0].gateways[0], &records[0].gateways[1]];
@@ -48,7 +61,10 @@ fn across_geo_bit_errors_the_rate_gateways_do_what_scps_rate_does_end_to_end() {
     assert!(gw_a.link_retransmitted_bytes > 0, "{gw_a:?}");
     assert_eq!(gw_b.link_retransmitted_bytes, 0, "gwB sends only ACKs: {gw_b:?}");
     assert!(gateways.retransmitted_bytes >= gw_a.link_retransmitted_bytes);
-    assert!(gateways.link.forward.dropped_bit_errors > 0, "the stressed link is the gateways'");
+    assert!(
+        gateways.link.forward.dropped_bit_errors > 0,
+        "the stressed link is the gateways'"
+    );
     assert!(records[1].gateways.is_empty(), "no gateways end to end");
 }
 
@@ -75,7 +91,12 @@ fn many_users_fetch_through_one_gateway_pair() {
         mean(&through),
         mean(&direct)
     );
-    assert!(mean(&through) < 0.7 * mean(&direct), "{} against {}", mean(&through), mean(&direct));
+    assert!(
+        mean(&through) < 0.7 * mean(&direct),
+        "{} against {}",
+        mean(&through),
+        mean(&direct)
+    );
     // Every connection of the clients went through the pair: what gwA
     // split, closed or still open, gwB split too, none failed.
     let [gw_a, gw_b] = [&through.gateways[0], &through.gateways[1]];
@@ -139,15 +160,27 @@ ends = ["remote.lan", "server.eth0"]
     assert_eq!(record.totals.bytes, 2_000_000, "both clients' megabyte, checked");
     assert_eq!(record.clients.len(), 2);
     let routers: Vec<u64> = record.routers.iter().map(|r| r.forwarded).collect();
-    assert!(routers.iter().all(|&f| f > 0), "the routers forwarded: {routers:?}");
+    assert!(
+        routers.iter().all(|&f| f > 0),
+        "the routers forwarded: {routers:?}"
+    );
     assert!(record.totals.ratio > 0.7, "{}", describe(&record.totals));
 }
 
 #[test]
 fn a_gateway_run_is_deterministic() {
-    let sets = ["protocol=gw-scps-vegas", "link.rtt=300ms", "link.ber=1e-6", "workload.bytes=2MB"];
+    let sets = [
+        "protocol=gw-scps-vegas",
+        "link.rtt=300ms",
+        "link.ber=1e-6",
+        "workload.bytes=2MB",
+    ];
     let point = &points("geo-8mbit", &sets)[0];
     let first = record(point, 7);
     assert_eq!(first, record(point, 7), "the same seed, the same record");
-    assert_ne!(first.totals, record(point, 8).totals, "another seed draws other errors");
+    assert_ne!(
+        first.totals,
+        record(point, 8).totals,
+        "another seed draws other errors"
+    );
 }

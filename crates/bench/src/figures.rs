@@ -1,0 +1,169 @@
+//! The records of a bench grouped into rows, one per scenario point,
+//! stack and world, each with its runs' figures (mean and spread over the
+//! runs that completed) and the runs that failed, as the table, the CSV
+//! and the plots show them.
+
+use serde_json::Value;
+
+use crate::store::Record;
+
+/// What a scenario's workload measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// A bulk transfer: its time and goodput.
+    Bulk,
+    /// A message stream: actual rate against offered, latency.
+    Messages,
+    /// Many users' file fetches: the mean download time.
+    Fetches,
+}
+
+impl Measure {
+    pub fn of(record: &Record) -> Measure {
+        if record.contains_key("actual_bps") {
+            Measure::Messages
+        } else if record.contains_key("download_mean_s") {
+            Measure::Fetches
+        } else {
+            Measure::Bulk
+        }
+    }
+}
+
+/// One point of one scenario, one stack, one world: its runs.
+#[derive(Debug, Clone)]
+pub struct Row<'a> {
+    pub scenario: String,
+    pub stack: String,
+    pub world: String,
+    /// The swept keys but the protocol, as text.
+    pub params: Vec<(String, String)>,
+    pub runs: Vec<&'a Record>,
+}
+
+impl<'a> Row<'a> {
+    /// The runs that completed: the only ones figures are taken from.
+    pub fn completed(&self) -> impl Iterator<Item = &'a Record> + '_ {
+        self.runs.iter().copied().filter(|r| error(r).is_none())
+    }
+
+    pub fn completed_count(&self) -> usize {
+        self.completed().count()
+    }
+
+    /// Mean and sample standard deviation of a field over the completed
+    /// runs; `None` when none completed or the field is missing.
+    pub fn stat(&self, field: &str) -> Option<Stat> {
+        let values: Vec<f64> = self.completed().filter_map(|r| number(r, field)).collect();
+        Stat::of(&values)
+    }
+
+    /// Why runs failed, each cause once, in order.
+    pub fn failures(&self) -> Vec<&'a str> {
+        let mut causes: Vec<&str> = Vec::new();
+        for cause in self.runs.iter().filter_map(|r| error(r)) {
+            if !causes.contains(&cause) {
+                causes.push(cause);
+            }
+        }
+        causes
+    }
+
+    pub fn param(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn measure(&self) -> Measure {
+        self.runs.first().map_or(Measure::Bulk, |r| Measure::of(r))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stat {
+    pub mean: f64,
+    /// 0 with one value.
+    pub sd: f64,
+    pub count: usize,
+}
+
+impl Stat {
+    pub fn of(values: &[f64]) -> Option<Stat> {
+        if values.is_empty() {
+            return None;
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let sd = if values.len() < 2 {
+            0.0
+        } else {
+            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        Some(Stat {
+            mean,
+            sd,
+            count: values.len(),
+        })
+    }
+}
+
+pub fn number(record: &Record, field: &str) -> Option<f64> {
+    record.get(field).and_then(Value::as_f64)
+}
+
+pub fn text<'r>(record: &'r Record, field: &str) -> Option<&'r str> {
+    record.get(field).and_then(Value::as_str)
+}
+
+pub fn error(record: &Record) -> Option<&str> {
+    text(record, "error")
+}
+
+/// The swept keys of a record but the protocol, as text.
+pub fn params(record: &Record) -> Vec<(String, String)> {
+    record
+        .get("params")
+        .and_then(Value::as_object)
+        .map(|params| {
+            params
+                .iter()
+                .filter(|(k, _)| k.as_str() != "protocol")
+                .map(|(k, v)| (k.clone(), value_text(v)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The records grouped into rows, in the order their first run comes.
+pub fn rows<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Row<'a>> {
+    let mut rows: Vec<Row<'a>> = Vec::new();
+    for record in records {
+        let scenario = text(record, "scenario").unwrap_or_default().to_owned();
+        let stack = text(record, "stack").unwrap_or_default().to_owned();
+        let world = text(record, "world").unwrap_or_default().to_owned();
+        let params = params(record);
+        match rows
+            .iter_mut()
+            .find(|r| r.scenario == scenario && r.stack == stack && r.world == world && r.params == params)
+        {
+            Some(row) => row.runs.push(record),
+            None => rows.push(Row {
+                scenario,
+                stack,
+                world,
+                params,
+                runs: vec![record],
+            }),
+        }
+    }
+    rows
+}

@@ -1,0 +1,17 @@
+//! `scps bench`: the papers' experiments as sweeps of stacks, in the
+//! simulator (and, next, the testbed), recorded run by run so that a
+//! bench can stop and resume or run in shards, and shown as a table and
+//! as a report in the manner of the papers.
+
+pub mod figures;
+pub mod plan;
+pub mod progress;
+pub mod report;
+pub mod run;
+pub mod stack;
+pub mod store;
+pub mod table;
+
+pub use plan::{Job, Plan, PlanError, Request, Shard};
+pub use stack::{Stack, World};
+pub use store::{Appender, Record, Store};

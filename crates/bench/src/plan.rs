@@ -1,0 +1,343 @@
+//! What a bench runs: every point of every scenario, for every stack, in
+//! every world asked for, as many runs as asked; each job named by an id
+//! that a rerun (or another shard) recognises. Everything is checked
+//! before anything runs: an unknown scenario, stack or key, a stack a
+//! world cannot run, a sweep beyond the bound.
+
+use scps_config::{Point, Scenario};
+use toml::Value;
+
+use crate::stack::{Stack, StackError, World};
+
+/// Most runs one bench may plan unless told otherwise (`--max-runs`).
+pub const DEFAULT_MAX_RUNS: usize = 5000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{scenario}: {error}")]
+    Scenario {
+        scenario: String,
+        error: scps_config::Error,
+    },
+    #[error("{scenario}: {error}")]
+    Stack { scenario: String, error: StackError },
+    #[error("protocol = {0}: a stack name or a list of them ({list})", list = Stack::names())]
+    StackList(String),
+    #[error("the sweep is {runs} runs: at most {max} (--max-runs raises the bound)")]
+    TooLarge { runs: usize, max: usize },
+    #[error("--shard {0}: K/N with 1 <= K <= N <= 1000, such as 2/8")]
+    Shard(String),
+    #[error("no scenario: name at least one (lowrate-leo-geo, geo-8mbit, t1-geo, iridium-3ch, complex-35ws)")]
+    NoScenario,
+}
+
+/// One of `count` disjoint slices of a sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// From 0.
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = PlanError;
+    /// `K/N`, K counted from 1.
+    fn from_str(text: &str) -> Result<Shard, PlanError> {
+        let refuse = || PlanError::Shard(text.to_owned());
+        let (k, n) = text.split_once('/').ok_or_else(refuse)?;
+        let (k, n): (usize, usize) = (
+            k.trim().parse().map_err(|_| refuse())?,
+            n.trim().parse().map_err(|_| refuse())?,
+        );
+        if k == 0 || k > n || n > 1000 {
+            return Err(refuse());
+        }
+        Ok(Shard {
+            index: k - 1,
+            count: n,
+        })
+    }
+}
+
+/// `--set KEY=VALUE` assignments, in order.
+pub type Sets = Vec<(String, Value)>;
+
+/// What to plan.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub scenarios: Vec<String>,
+    /// `--set`, in order; a `protocol` among them names stacks.
+    pub sets: Sets,
+    pub runs: Option<u32>,
+    pub seed: Option<u64>,
+    pub worlds: Vec<World>,
+    pub shard: Option<Shard>,
+    pub max_runs: usize,
+}
+
+/// One run to do.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// `WORLD/SCENARIO/STACK/KEY=VALUE.../seed=S`: the same job, the same
+    /// id, in any rerun or shard.
+    pub id: String,
+    pub world: World,
+    pub stack: Stack,
+    pub point: Point,
+    pub seed: u64,
+}
+
+/// A scenario of the plan, as its report describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub scenarios: Vec<ScenarioInfo>,
+    /// This shard's jobs, in the sweep's order.
+    pub jobs: Vec<Job>,
+    /// Jobs of the whole sweep, all shards.
+    pub total: usize,
+}
+
+impl Plan {
+    pub fn new(request: &Request) -> Result<Plan, PlanError> {
+        if request.scenarios.is_empty() {
+            return Err(PlanError::NoScenario);
+        }
+        let mut scenarios = Vec::new();
+        let mut jobs = Vec::new();
+        for name in &request.scenarios {
+            let at = |error| PlanError::Scenario {
+                scenario: name.clone(),
+                error,
+            };
+            let (stacks, sets) = stacks_and_sets(name, &request.sets)?;
+            for &world in &request.worlds {
+                for &stack in &stacks {
+                    let label = stack.label_in(world).map_err(|error| PlanError::Stack {
+                        scenario: name.clone(),
+                        error,
+                    })?;
+                    let mut sets = sets.clone();
+                    sets.push(("protocol".to_owned(), Value::String(label.label().to_owned())));
+                    let scenario = Scenario::load(name, &sets).map_err(at)?;
+                    let runs = request.runs.unwrap_or(scenario.runs);
+                    scenario.check_runs("--runs", runs).map_err(at)?;
+                    let first_seed = request.seed.unwrap_or(scenario.seed);
+                    let info = ScenarioInfo {
+                        name: scenario.name.clone(),
+                        description: scenario.description.clone(),
+                    };
+                    if !scenarios.contains(&info) {
+                        scenarios.push(info);
+                    }
+                    for point in scenario.points {
+                        for run in 0..runs {
+                            let seed = first_seed.wrapping_add(u64::from(run));
+                            jobs.push(Job {
+                                id: job_id(world, stack, &point, seed),
+                                world,
+                                stack,
+                                point: point.clone(),
+                                seed,
+                            });
+                        }
+                    }
+                    if jobs.len() > request.max_runs {
+                        return Err(PlanError::TooLarge {
+                            runs: jobs.len(),
+                            max: request.max_runs,
+                        });
+                    }
+                }
+            }
+        }
+        let total = jobs.len();
+        if let Some(shard) = request.shard {
+            jobs = jobs
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| i % shard.count == shard.index)
+                .map(|(_, job)| job)
+                .collect();
+        }
+        Ok(Plan {
+            scenarios,
+            jobs,
+            total,
+        })
+    }
+}
+
+/// The stacks of a scenario (the `protocol` of `sets`, else the
+/// scenario's own labels) and the other sets.
+fn stacks_and_sets(scenario: &str, sets: &[(String, Value)]) -> Result<(Vec<Stack>, Sets), PlanError> {
+    let (protocols, others): (Vec<_>, Vec<_>) = sets.iter().cloned().partition(|(key, _)| key == "protocol");
+    let stacks = match protocols.last() {
+        Some((_, value)) => {
+            let names: Vec<&Value> = match value {
+                Value::Array(values) => values.iter().collect(),
+                one => vec![one],
+            };
+            let mut stacks = Vec::new();
+            for name in names {
+                let Value::String(name) = name else {
+                    return Err(PlanError::StackList(value.to_string()));
+                };
+                let stack = name.parse::<Stack>().map_err(|error| PlanError::Stack {
+                    scenario: scenario.to_owned(),
+                    error,
+                })?;
+                if !stacks.contains(&stack) {
+                    stacks.push(stack);
+                }
+            }
+            if stacks.is_empty() {
+                return Err(PlanError::StackList(value.to_string()));
+            }
+            stacks
+        }
+        None => {
+            let loaded = Scenario::load(scenario, &others).map_err(|error| PlanError::Scenario {
+                scenario: scenario.to_owned(),
+                error,
+            })?;
+            let mut stacks = Vec::new();
+            for point in &loaded.points {
+                let stack = Stack::Ours(point.protocol);
+                if !stacks.contains(&stack) {
+                    stacks.push(stack);
+                }
+            }
+            stacks
+        }
+    };
+    Ok((stacks, others))
+}
+
+/// The id of a run of `point`: its world, scenario, stack, swept keys
+/// (but the protocol, which the stack says) and seed.
+fn job_id(world: World, stack: Stack, point: &Point, seed: u64) -> String {
+    let mut id = format!("{world}/{}/{stack}", point.scenario);
+    for (key, value) in &point.params {
+        if key != "protocol" {
+            id.push_str(&format!("/{key}={}", value.to_string().trim_matches('"')));
+        }
+    }
+    id.push_str(&format!("/seed={seed}"));
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scps_config::sweep::parse_assignment;
+
+    fn request(scenarios: &[&str], sets: &[&str], worlds: &[World]) -> Request {
+        Request {
+            scenarios: scenarios.iter().map(|s| s.to_string()).collect(),
+            sets: sets.iter().map(|s| parse_assignment(s).unwrap()).collect(),
+            runs: None,
+            seed: None,
+            worlds: worlds.to_vec(),
+            shard: None,
+            max_runs: DEFAULT_MAX_RUNS,
+        }
+    }
+
+    #[test]
+    fn stacks_come_from_the_protocol_key_or_the_scenario() {
+        let own = Plan::new(&request(&["t1-geo"], &[], &[World::Sim])).unwrap();
+        assert_eq!(own.jobs.len(), 10, "tcp-vj and tcp-cubic at five BERs");
+        assert_eq!(own.jobs[0].id, "sim/t1-geo/tcp-vj/link.ber=0.000000001/seed=1");
+        let named = Plan::new(&request(
+            &["t1-geo"],
+            &[
+                "protocol=[\"linux-cubic\", \"gw-scps-rate\"]",
+                "link.ber=[1e-9, 1e-5]",
+            ],
+            &[World::Sim],
+        ))
+        .unwrap();
+        let ids: Vec<&str> = named.jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "sim/t1-geo/linux-cubic/link.ber=0.000000001/seed=1",
+                "sim/t1-geo/linux-cubic/link.ber=0.00001/seed=1",
+                "sim/t1-geo/gw-scps-rate/link.ber=0.000000001/seed=1",
+                "sim/t1-geo/gw-scps-rate/link.ber=0.00001/seed=1",
+            ]
+        );
+        assert_eq!(
+            named.jobs[0].point.protocol,
+            scps_config::Protocol::TcpCubic,
+            "Linux's CUBIC, modelled"
+        );
+    }
+
+    #[test]
+    fn shards_are_disjoint_and_cover_the_sweep() {
+        let whole = Plan::new(&request(&["geo-8mbit"], &[], &[World::Sim])).unwrap();
+        let mut ids: Vec<String> = Vec::new();
+        for k in 1..=3 {
+            let mut sharded = request(&["geo-8mbit"], &[], &[World::Sim]);
+            sharded.shard = Some(format!("{k}/3").parse().unwrap());
+            let plan = Plan::new(&sharded).unwrap();
+            assert_eq!(plan.total, whole.jobs.len());
+            ids.extend(plan.jobs.into_iter().map(|j| j.id));
+        }
+        ids.sort();
+        let mut all: Vec<String> = whole.jobs.into_iter().map(|j| j.id).collect();
+        all.sort();
+        assert_eq!(ids, all);
+    }
+
+    #[test]
+    fn bad_requests_are_refused_naming_what_is_wrong() {
+        let err = |scenarios: &[&str], sets: &[&str], worlds: &[World]| {
+            Plan::new(&request(scenarios, sets, worlds))
+                .unwrap_err()
+                .to_string()
+        };
+        let cases = [
+            (
+                err(&["geo-9mbit"], &[], &[World::Sim]),
+                "geo-9mbit: no scenario \"geo-9mbit\"",
+            ),
+            (
+                err(&["geo-8mbit"], &["protocol=linux-vegas"], &[World::Sim]),
+                "geo-8mbit: stack \"linux-vegas\": not a stack; the stacks are linux-cubic",
+            ),
+            (
+                err(&["geo-8mbit"], &["protocol=linux-bbr"], &[World::Sim]),
+                "geo-8mbit: stack linux-bbr: the sim cannot run it",
+            ),
+            (
+                err(&["geo-8mbit"], &["link.speed=1"], &[World::Sim]),
+                "geo-8mbit: ",
+            ),
+            (
+                err(&["geo-8mbit"], &["protocol=3"], &[World::Sim]),
+                "protocol = 3: a stack name",
+            ),
+            (err(&[], &[], &[World::Sim]), "no scenario: name at least one"),
+        ];
+        for (err, expected) in cases {
+            assert!(err.starts_with(expected), "{err}");
+        }
+        let mut large = request(&["geo-8mbit"], &[], &[World::Sim]);
+        large.runs = Some(300);
+        assert_eq!(
+            Plan::new(&large).unwrap_err().to_string(),
+            "the sweep is 7200 runs: at most 5000 (--max-runs raises the bound)"
+        );
+        for bad in ["0/3", "4/3", "x", "1/1001"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The report of a bench in its directory: `index.html` (for each
+//! scenario its plots, its table and the paper's numbers beside ours; the
+//! failed runs with their causes; how the figures were made), and the raw
+//! records as `results.json` and `results.csv`.
+
+mod papers;
+mod plots;
+pub mod svg;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::figures::{self, Row, number, text};
+use crate::plan::ScenarioInfo;
+use crate::store::Record;
+use crate::table;
+use svg::escape;
+
+/// How the figures were made, for the page's footer and `meta.json`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Provenance {
+    pub command: String,
+    pub version: String,
+    pub kernel: String,
+    pub machine: String,
+    pub created: String,
+}
+
+impl Provenance {
+    /// This machine's, now.
+    pub fn here(command: String, version: &str) -> Provenance {
+        let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+        let cpu = read("/proc/cpuinfo")
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, m)| m.trim().to_owned())
+            .unwrap_or_else(|| "unknown CPU".to_owned());
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let memory = read("/proc/meminfo")
+            .lines()
+            .find(|l| l.starts_with("MemTotal"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .map_or(String::new(), |kib| {
+                format!(", {:.0} GiB", kib as f64 / 1048576.0)
+            });
+        Provenance {
+            command,
+            version: version.to_owned(),
+            kernel: format!("Linux {}", read("/proc/sys/kernel/osrelease").trim()),
+            machine: format!("{cores} x {cpu}{memory}"),
+            created: utc_now(),
+        }
+    }
+}
+
+/// Writes the report of `records` into `dir`.
+pub fn write(
+    dir: &Path,
+    scenarios: &[ScenarioInfo],
+    records: &[&Record],
+    provenance: &Provenance,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let json = serde_json::to_string_pretty(&records).expect("records serialise");
+    std::fs::write(dir.join("results.json"), json + "\n")?;
+    std::fs::write(dir.join("results.csv"), csv(records))?;
+    let meta = serde_json::to_string_pretty(provenance).expect("provenance serialises");
+    std::fs::write(dir.join("meta.json"), meta + "\n")?;
+    std::fs::write(dir.join("index.html"), html(scenarios, records, provenance))
+}
+
+/// The fields of the CSV, in order: the run, then its figures.
+const CSV_FIELDS: [&str; 22] = [
+    "id",
+    "world",
+    "stack",
+    "scenario",
+    "protocol",
+    "params",
+    "seed",
+    "bytes",
+    "duration_s",
+    "goodput_bps",
+    "limit_bps",
+    "ratio",
+    "retransmitted_bytes",
+    "offered_bps",
+    "actual_bps",
+    "latency_p50_s",
+    "latency_p95_s",
+    "fetches",
+    "download_mean_s",
+    "download_p95_s",
+    "ideal_download_mean_s",
+    "error",
+];
+
+fn csv(records: &[&Record]) -> String {
+    let quote = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_owned()
+        }
+    };
+    let mut out = CSV_FIELDS.join(",") + "\n";
+    for record in records {
+        let cells: Vec<String> = CSV_FIELDS
+            .iter()
+            .map(|field| match (field, record.get(*field)) {
+                (&"params", _) => quote(
+                    &figures::params(record)
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                (_, Some(Value::String(s))) => quote(s),
+                (_, Some(Value::Null) | None) => String::new(),
+                (_, Some(other)) => other.to_string(),
+            })
+            .collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
+table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}\
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.failed{color:#b00}\
+.plots svg{margin:0.5em 0;border:1px solid #eee}footer{color:#666;font-size:12px;margin-top:3em}";
+
+fn html(scenarios: &[ScenarioInfo], records: &[&Record], provenance: &Provenance) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>scps bench</title><style>{STYLE}</style></head><body><h1>scps bench</h1>"
+    );
+    let failed = records.iter().filter(|r| figures::error(r).is_some()).count();
+    let _ = write!(
+        out,
+        "<p>{} runs, {} failed. Every figure is judged against the physical limit of its link (SCENARIOS.md: \
+         rate &times; (1 &minus; PER(L)) &times; (L &minus; H)/L &times; time up); the ratio is the figure over it. \
+         Failed runs give no figure: they are listed with their cause.</p>",
+        records.len(),
+        failed
+    );
+    for scenario in scenarios {
+        let mine: Vec<&Record> = records
+            .iter()
+            .copied()
+            .filter(|r| text(r, "scenario") == Some(scenario.name.as_str()))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let rows = figures::rows(mine.iter().copied());
+        let _ = write!(
+            out,
+            "<section class=\"scenario\" id=\"{0}\"><h2>{0}</h2><p>{1}</p><div class=\"plots\">",
+            escape(&scenario.name),
+            escape(&scenario.description)
+        );
+        for plot in plots::plots(&scenario.name, &rows) {
+            out.push_str(&plot.svg());
+        }
+        out.push_str("</div>");
+        out.push_str(&html_table(&table::cells(&rows)));
+        out.push_str(&beside_the_paper(&scenario.name, &rows));
+        let failures: Vec<&&Record> = mine.iter().filter(|r| figures::error(r).is_some()).collect();
+        if !failures.is_empty() {
+            out.push_str("<h3>Failed runs</h3><ul class=\"failed\">");
+            for record in failures {
+                let _ = write!(
+                    out,
+                    "<li>{}: {}</li>",
+                    escape(text(record, "id").unwrap_or_default()),
+                    escape(figures::error(record).unwrap_or_default())
+                );
+            }
+            out.push_str("</ul>");
+        }
+        out.push_str("</section>");
+    }
+    let _ = write!(
+        out,
+        "<footer>Made by <code>{}</code> (scps {}) on {}, {}, {}. Seeds are in each record of results.json; \
+         the simulator's runs replay bit for bit with <code>scps sim SCENARIO --seed S</code>.</footer></body></html>",
+        escape(&provenance.command),
+        escape(&provenance.version),
+        escape(&provenance.machine),
+        escape(&provenance.kernel),
+        escape(&provenance.created)
+    );
+    out
+}
+
+fn html_table(cells: &[Vec<String>]) -> String {
+    let mut out = String::from("<table>");
+    for (i, line) in cells.iter().enumerate() {
+        let tag = if i == 0 { "th" } else { "td" };
+        out.push_str("<tr>");
+        for cell in line {
+            let _ = write!(out, "<{tag}>{}</{tag}>", escape(cell));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    out
+}
+
+/// The paper's finding, and per stack and world our figure's range over
+/// the sweep.
+fn beside_the_paper(scenario: &str, rows: &[Row]) -> String {
+    let Some(quote) = papers::quote(scenario) else {
+        return String::new();
+    };
+    let mut ours: Vec<(String, f64, f64)> = Vec::new();
+    for row in rows {
+        let name = format!("{} ({})", row.stack, row.world);
+        for value in row.completed().filter_map(|r| number(r, quote.field)) {
+            match ours.iter_mut().find(|(n, _, _)| *n == name) {
+                Some((_, low, high)) => {
+                    *low = low.min(value);
+                    *high = high.max(value);
+                }
+                None => ours.push((name.clone(), value, value)),
+            }
+        }
+    }
+    let mut out = format!(
+        "<h3>Beside the paper</h3><p>{}: {}.</p><table><tr><th>ours</th><th>{} over the sweep ({})</th></tr>",
+        escape(quote.paper),
+        escape(quote.finding),
+        escape(quote.field),
+        escape(quote.unit)
+    );
+    for (name, low, high) in ours {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{} to {}</td></tr>",
+            escape(&name),
+            table::rate(low),
+            table::rate(high)
+        );
+    }
+    out.push_str("</table>");
+    out
+}
+
+/// The current time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_now() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (seconds / 86400, seconds % 86400);
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}

@@ -1,0 +1,152 @@
+//! Running a plan's jobs: the simulator's on every core at once, each
+//! record appended to the directory's results the moment it is done (a
+//! bench stopped part way keeps them), jobs already there skipped.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use scps_config::{Point, Workload};
+use scps_sim::RunOptions;
+use serde_json::Value;
+
+use crate::plan::Job;
+use crate::store::{Appender, Record, Store, StoreError};
+
+/// The record of a job that could not give figures: what it was, and why.
+fn failed(job: &Job, why: String) -> Record {
+    let mut record = identity(job);
+    let params = job
+        .point
+        .params
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
+        .collect();
+    record.insert("scenario".into(), job.point.scenario.clone().into());
+    record.insert("protocol".into(), job.point.protocol.label().into());
+    record.insert("params".into(), Value::Object(params));
+    record.insert("seed".into(), job.seed.into());
+    record.insert("error".into(), why.into());
+    record
+}
+
+/// The fields a bench adds to a run's own.
+fn identity(job: &Job) -> Record {
+    let mut record = Record::new();
+    record.insert("id".into(), job.id.clone().into());
+    record.insert("world".into(), job.world.name().into());
+    record.insert("stack".into(), job.stack.name().into());
+    record
+}
+
+/// Runs a simulator job: the record `scps sim --json` prints, with the
+/// bench's fields; a run that cannot start or that panics (a bug) is a
+/// failed record naming how to replay it.
+pub fn run_sim(job: &Job) -> Record {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        scps_sim::run_record(&job.point, job.seed, &RunOptions::default())
+    }));
+    let replay = || format!("(replay: scps sim {} --seed {})", job.point.scenario, job.seed);
+    match outcome {
+        Ok(Ok(run)) => {
+            let mut record = identity(job);
+            if let Value::Object(fields) = serde_json::to_value(&run).expect("a run record serialises") {
+                record.extend(fields);
+            }
+            if let Some(ideal) = ideal_download_mean_s(&job.point) {
+                record.insert("ideal_download_mean_s".into(), ideal.into());
+            }
+            record
+        }
+        Ok(Err(error)) => failed(job, format!("the run could not start: {error} {}", replay())),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            failed(
+                job,
+                format!("the simulator panicked: {message} (a bug) {}", replay()),
+            )
+        }
+    }
+}
+
+/// The mean download time of a link shared perfectly at its limit: the
+/// processor-sharing queue's mean response time, the mean file's time at
+/// the limit over the share of the link left idle, `(S / C) / (1 - ρ)`;
+/// none when the load is at or beyond the limit (downloads then queue
+/// without bound) or the workload fetches no files.
+pub fn ideal_download_mean_s(point: &Point) -> Option<f64> {
+    let Workload::Fetches(fetches) = &point.workload else {
+        return None;
+    };
+    let limit = point.limit_bps(fetches.duration);
+    let size_bits = fetches.mean_size as f64 * 8.0;
+    let load = f64::from(fetches.clients) * size_bits / fetches.mean_interval.as_secs_f64() / limit;
+    (load < 1.0).then(|| size_bits / limit / (1.0 - load))
+}
+
+/// What [`execute`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Executed {
+    /// Jobs run now.
+    pub ran: usize,
+    /// Jobs whose records the directory already held.
+    pub skipped: usize,
+}
+
+/// Runs the jobs whose records `store` lacks with `run` on `workers`
+/// threads, appending each record as it is done and handing it to `done`.
+pub fn execute(
+    jobs: &[Job],
+    store: &Store,
+    appender: &mut Appender,
+    workers: usize,
+    run: impl Fn(&Job) -> Record + Sync,
+    mut done: impl FnMut(&Record),
+) -> Result<Executed, StoreError> {
+    let todo: Vec<&Job> = jobs
+        .iter()
+        .filter(|j| !store.records.contains_key(&j.id))
+        .collect();
+    let skipped = jobs.len() - todo.len();
+    let next = AtomicUsize::new(0);
+    let (sender, receiver) = mpsc::channel::<Record>();
+    let stop = Mutex::new(false);
+    let mut outcome = Ok(());
+    std::thread::scope(|scope| {
+        for _ in 0..workers.clamp(1, todo.len().max(1)) {
+            let sender = sender.clone();
+            let (next, todo, stop, run) = (&next, &todo, &stop, &run);
+            scope.spawn(move || {
+                loop {
+                    if *stop.lock().expect("no worker panics holding it") {
+                        return;
+                    }
+                    let Some(job) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        return;
+                    };
+                    if sender.send(run(job)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        for record in receiver {
+            if let Err(error) = appender.append(&record) {
+                // Stop the workers: what they would run could not be kept.
+                *stop.lock().expect("no worker panics holding it") = true;
+                outcome = Err(error);
+                break;
+            }
+            done(&record);
+        }
+    });
+    outcome.map(|()| Executed {
+        ran: todo.len(),
+        skipped,
+    })
+}

@@ -1,0 +1,167 @@
+//! The results of a bench in its directory: `results.jsonl`, one record
+//! per finished run, appended as each finishes, so that a bench stopped
+//! part way (Ctrl-C, a crash, a shard of an array job) keeps what it did
+//! and a rerun with the same directory does only the rest. A record is
+//! what `scps sim --json` prints for a run, with `id`, `world` and
+//! `stack` added.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+pub const RESULTS: &str = "results.jsonl";
+
+/// One run's record.
+pub type Record = Map<String, Value>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
+    #[error("{path} line {line}: not a bench record ({error})")]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        error: String,
+    },
+}
+
+/// The records a directory holds, by id (a later record of an id wins).
+#[derive(Debug, Default)]
+pub struct Store {
+    pub records: BTreeMap<String, Record>,
+}
+
+impl Store {
+    /// What `dir` holds; nothing if it has no results yet. A line cut
+    /// short by a stop mid-write, the file's last, is left out.
+    pub fn load(dir: &Path) -> Result<Store, StoreError> {
+        let path = dir.join(RESULTS);
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Store::default()),
+            Err(error) => return Err(StoreError::Io { path, error }),
+        };
+        let lines: Vec<String> = BufReader::new(file)
+            .lines()
+            .collect::<Result<_, _>>()
+            .map_err(|error| StoreError::Io {
+                path: path.clone(),
+                error,
+            })?;
+        let mut store = Store::default();
+        for (i, line) in lines.iter().enumerate() {
+            let parsed = serde_json::from_str::<Record>(line)
+                .map_err(|e| e.to_string())
+                .and_then(|record| match record.get("id") {
+                    Some(Value::String(id)) => Ok((id.clone(), record)),
+                    _ => Err("it has no id".to_owned()),
+                });
+            match parsed {
+                Ok((id, record)) => {
+                    store.records.insert(id, record);
+                }
+                Err(_) if i + 1 == lines.len() => {}
+                Err(error) => {
+                    return Err(StoreError::Corrupt {
+                        path,
+                        line: i + 1,
+                        error,
+                    });
+                }
+            }
+        }
+        Ok(store)
+    }
+}
+
+/// Appends records to a directory's results.
+#[derive(Debug)]
+pub struct Appender {
+    path: PathBuf,
+    file: File,
+}
+
+impl Appender {
+    pub fn open(dir: &Path) -> Result<Appender, StoreError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |error| StoreError::Io { path, error }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let path = dir.join(RESULTS);
+        let file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        // A line a stop cut short would join the next record: cut it off.
+        let contents = std::fs::read(&path).map_err(io(&path))?;
+        let whole = contents.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if whole < contents.len() {
+            file.set_len(whole as u64).map_err(io(&path))?;
+        }
+        Ok(Appender { path, file })
+    }
+
+    /// Writes one record, whole, on a line of its own.
+    pub fn append(&mut self, record: &Record) -> Result<(), StoreError> {
+        let mut line = serde_json::to_string(record).expect("a JSON map serialises");
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(|error| StoreError::Io {
+                path: self.path.clone(),
+                error,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, ratio: f64) -> Record {
+        let mut record = Record::new();
+        record.insert("id".into(), id.into());
+        record.insert("ratio".into(), ratio.into());
+        record
+    }
+
+    #[test]
+    fn records_come_back_by_id_and_a_torn_last_line_is_left_out() {
+        let dir = std::env::temp_dir().join(format!("scps-bench-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut appender = Appender::open(&dir).unwrap();
+        appender.append(&record("a", 0.5)).unwrap();
+        appender.append(&record("b", 0.7)).unwrap();
+        appender.append(&record("a", 0.6)).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(RESULTS))
+            .unwrap()
+            .write_all(b"{\"id\": \"c\", \"rat")
+            .unwrap();
+        let store = Store::load(&dir).unwrap();
+        assert_eq!(store.records.len(), 2);
+        assert_eq!(store.records["a"]["ratio"], 0.6, "the later record wins");
+        // Appending again first cuts the torn line off.
+        Appender::open(&dir).unwrap().append(&record("c", 0.9)).unwrap();
+        let store = Store::load(&dir).unwrap();
+        assert_eq!(store.records.len(), 3);
+        assert_eq!(store.records["c"]["ratio"], 0.9);
+        // A bad line before the last is an error, naming where.
+        std::fs::write(dir.join(RESULTS), "nonsense\n{\"id\":\"a\"}\n").unwrap();
+        let err = Store::load(&dir).unwrap_err().to_string();
+        assert!(
+            err.ends_with("results.jsonl line 1: not a bench record (expected ident at line 1 column 2)"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

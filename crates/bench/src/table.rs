@@ -1,0 +1,134 @@
+//! The bench's table: one line per scenario point, stack and world, with
+//! the figure, the physical limit and their ratio (means over the runs
+//! that completed, with the spread when there are several), as text for
+//! a terminal or as Markdown for docs/BENCHMARKS.md.
+
+use crate::figures::{Measure, Row, Stat};
+
+/// The table of one scenario's rows: a header, then a line per row.
+pub fn cells(rows: &[Row]) -> Vec<Vec<String>> {
+    let measure = rows.first().map_or(Measure::Bulk, Row::measure);
+    let axes: Vec<String> = rows
+        .first()
+        .map(|r| r.params.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
+    let mut header: Vec<String> = ["stack", "world"].map(String::from).to_vec();
+    header.extend(axes.iter().cloned());
+    header.push("runs".into());
+    header.extend(
+        match measure {
+            Measure::Bulk => &["time s", "goodput", "limit", "ratio", "retx bytes"][..],
+            Measure::Messages => &["offered", "actual", "limit", "ratio", "p50 s", "p95 s"][..],
+            Measure::Fetches => &[
+                "fetches",
+                "mean dl s",
+                "p95 dl s",
+                "ideal s",
+                "goodput",
+                "limit",
+                "ratio",
+            ][..],
+        }
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    header.push("note".into());
+    let mut lines = vec![header];
+    for row in rows {
+        let mut line = vec![row.stack.clone(), row.world.clone()];
+        line.extend(axes.iter().map(|a| row.param(a).unwrap_or("-").to_owned()));
+        line.push(format!("{}/{}", row.completed_count(), row.runs.len()));
+        let stat = |field: &str, format: fn(Stat) -> String| row.stat(field).map_or("-".to_owned(), format);
+        match measure {
+            Measure::Bulk => {
+                line.push(stat("duration_s", |s| with_spread(s, 1.0, 2)));
+                line.push(stat("goodput_bps", |s| rate(s.mean)));
+                line.push(stat("limit_bps", |s| rate(s.mean)));
+                line.push(stat("ratio", |s| with_spread(s, 1.0, 3)));
+                line.push(stat("retransmitted_bytes", |s| format!("{:.0}", s.mean)));
+            }
+            Measure::Messages => {
+                line.push(stat("offered_bps", |s| rate(s.mean)));
+                line.push(stat("actual_bps", |s| rate(s.mean)));
+                line.push(stat("limit_bps", |s| rate(s.mean)));
+                line.push(stat("ratio", |s| with_spread(s, 1.0, 3)));
+                line.push(stat("latency_p50_s", |s| format!("{:.2}", s.mean)));
+                line.push(stat("latency_p95_s", |s| format!("{:.2}", s.mean)));
+            }
+            Measure::Fetches => {
+                line.push(stat("fetches", |s| format!("{:.0}", s.mean)));
+                line.push(stat("download_mean_s", |s| with_spread(s, 1.0, 2)));
+                line.push(stat("download_p95_s", |s| format!("{:.2}", s.mean)));
+                line.push(stat("ideal_download_mean_s", |s| format!("{:.2}", s.mean)));
+                line.push(stat("goodput_bps", |s| rate(s.mean)));
+                line.push(stat("limit_bps", |s| rate(s.mean)));
+                line.push(stat("ratio", |s| with_spread(s, 1.0, 3)));
+            }
+        }
+        line.push(row.failures().join("; "));
+        lines.push(line);
+    }
+    lines
+}
+
+/// Mean, and "±sd" when there is more than one run.
+fn with_spread(stat: Stat, scale: f64, decimals: usize) -> String {
+    if stat.count < 2 {
+        format!("{:.*}", decimals, stat.mean / scale)
+    } else {
+        format!(
+            "{:.*}±{:.*}",
+            decimals,
+            stat.mean / scale,
+            decimals,
+            stat.sd / scale
+        )
+    }
+}
+
+pub fn rate(bps: f64) -> String {
+    match bps {
+        b if b >= 1e6 => format!("{:.3}M", b / 1e6),
+        b if b >= 1e3 => format!("{:.2}k", b / 1e3),
+        b => format!("{b:.0}"),
+    }
+}
+
+/// Columns padded to their widest cell.
+pub fn text(lines: &[Vec<String>]) -> String {
+    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            lines
+                .iter()
+                .filter_map(|l| l.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for line in lines {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// A Markdown table (`|` in a cell escaped).
+pub fn markdown(lines: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let cells: Vec<String> = line.iter().map(|c| c.replace('|', "\\|")).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        if i == 0 {
+            out.push_str(&format!("|{}\n", "---|".repeat(line.len())));
+        }
+    }
+    out
+}
