@@ -4,7 +4,7 @@
 //! before anything runs: an unknown scenario, stack or key, a stack a
 //! world cannot run, a sweep beyond the bound.
 
-use scps_config::{Point, Scenario};
+use scps_config::{Point, Scenario, Workload};
 use toml::Value;
 
 use crate::stack::{Stack, StackError, World};
@@ -85,6 +85,10 @@ pub struct Job {
     pub stack: Stack,
     pub point: Point,
     pub seed: u64,
+    /// Whether to capture the stressed link's packets (their headers) for
+    /// the report's time-sequence graph: the first run of each stack's
+    /// last point (the sweep's hardest, usually) of a bulk transfer.
+    pub capture: bool,
 }
 
 /// A scenario of the plan, as its report describes it.
@@ -135,7 +139,9 @@ impl Plan {
                     if !scenarios.contains(&info) {
                         scenarios.push(info);
                     }
-                    for point in scenario.points {
+                    let last = scenario.points.len().saturating_sub(1);
+                    for (index, point) in scenario.points.into_iter().enumerate() {
+                        let bulk = matches!(point.workload, Workload::Bulk { .. });
                         for run in 0..runs {
                             let seed = first_seed.wrapping_add(u64::from(run));
                             jobs.push(Job {
@@ -144,6 +150,7 @@ impl Plan {
                                 stack,
                                 point: point.clone(),
                                 seed,
+                                capture: bulk && index == last && run == 0,
                             });
                         }
                     }

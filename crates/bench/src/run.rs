@@ -2,6 +2,7 @@
 //! record appended to the directory's results the moment it is done (a
 //! bench stopped part way keeps them), jobs already there skipped.
 
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -39,12 +40,47 @@ fn identity(job: &Job) -> Record {
     record
 }
 
-/// Runs a simulator job: the record `scps sim --json` prints, with the
-/// bench's fields; a run that cannot start or that panics (a bug) is a
-/// failed record naming how to replay it.
-pub fn run_sim(job: &Job) -> Record {
+/// Bytes of each packet a bench's captures keep: the IP and TCP headers
+/// with their options, which a time-sequence graph needs.
+const CAPTURE_SNAPLEN: u32 = 80;
+
+/// Where a job's capture goes, relative to the bench's directory.
+pub fn capture_path(job: &Job) -> PathBuf {
+    let name: String = job
+        .id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-.=".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Path::new("captures").join(format!("{name}.pcap"))
+}
+
+/// Runs a simulator job for a bench in `dir`: the record `scps sim
+/// --json` prints, with the bench's fields (and `capture`, the file of its
+/// capture if it has one); a run that cannot start or that panics (a bug)
+/// is a failed record naming how to replay it.
+pub fn run_sim(job: &Job, dir: &Path) -> Record {
+    let capture = job.capture.then(|| capture_path(job));
+    if capture.is_some()
+        && let Err(error) = std::fs::create_dir_all(dir.join("captures"))
+    {
+        return failed(
+            job,
+            format!("cannot make {}: {error}", dir.join("captures").display()),
+        );
+    }
+    let options = RunOptions {
+        capture: capture.as_ref().map(|c| dir.join(c)),
+        capture_snaplen: Some(CAPTURE_SNAPLEN),
+        ..RunOptions::default()
+    };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        scps_sim::run_record(&job.point, job.seed, &RunOptions::default())
+        scps_sim::run_record(&job.point, job.seed, &options)
     }));
     let replay = || format!("(replay: scps sim {} --seed {})", job.point.scenario, job.seed);
     match outcome {
@@ -55,6 +91,9 @@ pub fn run_sim(job: &Job) -> Record {
             }
             if let Some(ideal) = ideal_download_mean_s(&job.point) {
                 record.insert("ideal_download_mean_s".into(), ideal.into());
+            }
+            if let Some(capture) = capture {
+                record.insert("capture".into(), capture.to_string_lossy().into_owned().into());
             }
             record
         }

@@ -136,7 +136,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
         &store,
         &mut appender,
         workers,
-        run::run_sim,
+        |job| run::run_sim(job, &out),
         |record| {
             progress.tick();
             if args.json && printing.is_ok() {

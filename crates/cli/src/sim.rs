@@ -126,6 +126,7 @@ fn run_one(job: &Job) -> anyhow::Result<RunRecord> {
     let options = RunOptions {
         capture: job.capture.clone(),
         capture_at: job.capture_at.map(str::to_owned),
+        ..RunOptions::default()
     };
     let describe = || format!("run with seed {} at {}", job.seed, job.point.describe());
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -25,7 +25,12 @@ pub struct CaptureError {
 pub struct Capture {
     path: PathBuf,
     writer: PcapWriter<BufWriter<File>>,
+    /// Bytes of each packet kept; the rest is counted, not written.
+    snaplen: usize,
 }
+
+/// The pcap header's snapshot length for whole packets.
+const WHOLE_PACKETS: u32 = 65535;
 
 impl std::fmt::Debug for Capture {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -35,6 +40,12 @@ impl std::fmt::Debug for Capture {
 
 impl Capture {
     pub fn create(path: &Path) -> Result<Capture, CaptureError> {
+        Capture::create_with_snaplen(path, WHOLE_PACKETS)
+    }
+
+    /// A capture that keeps the first `snaplen` bytes of each packet
+    /// (its headers, for a time-sequence graph of a long transfer).
+    pub fn create_with_snaplen(path: &Path, snaplen: u32) -> Result<Capture, CaptureError> {
         let error = |message: String| CaptureError {
             path: path.to_owned(),
             message,
@@ -43,12 +54,14 @@ impl Capture {
         let header = PcapHeader {
             datalink: DataLink::RAW,
             ts_resolution: TsResolution::NanoSecond,
+            snaplen,
             ..PcapHeader::default()
         };
         let writer = PcapWriter::with_header(BufWriter::new(file), header).map_err(|e| error(describe(e)))?;
         Ok(Capture {
             path: path.to_owned(),
             writer,
+            snaplen: snaplen as usize,
         })
     }
 
@@ -67,8 +80,9 @@ impl Capture {
     /// capture, since the start of a run for a simulated one).
     pub fn record(&mut self, timestamp: Duration, packet: &[u8]) -> Result<(), CaptureError> {
         let len = u32::try_from(packet.len()).unwrap_or(u32::MAX);
+        let kept = &packet[..packet.len().min(self.snaplen)];
         self.writer
-            .write_packet(&PcapPacket::new(timestamp, len, packet))
+            .write_packet(&PcapPacket::new(timestamp, len, kept))
             .map(|_| ())
             .map_err(|e| CaptureError {
                 path: self.path.clone(),
@@ -90,6 +104,21 @@ fn describe(error: pcap_file::PcapError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_snapshot_keeps_the_headers_and_the_original_length() {
+        let path = std::env::temp_dir().join(format!("scps-pcap-snaplen-{}.pcap", std::process::id()));
+        let mut capture = Capture::create_with_snaplen(&path, 64).unwrap();
+        capture.record(Duration::from_millis(5), &[7; 1500]).unwrap();
+        capture.finish().unwrap();
+        let mut reader = pcap_file::pcap::PcapReader::new(File::open(&path).unwrap()).unwrap();
+        assert_eq!(reader.header().snaplen, 64);
+        // pcap-file's own check refuses an original length beyond the
+        // snapshot length (tshark reads it): read the raw record.
+        let packet = reader.next_raw_packet().unwrap().unwrap();
+        assert_eq!((packet.data.len(), packet.orig_len), (64, 1500));
+        std::fs::remove_file(&path).unwrap();
+    }
 
     #[test]
     fn a_full_disk_is_reported_as_such() {
@@ -117,8 +146,13 @@ pub struct PcapTap {
 
 impl PcapTap {
     pub fn create(path: &Path) -> Result<PcapTap, CaptureError> {
+        PcapTap::create_with_snaplen(path, WHOLE_PACKETS)
+    }
+
+    /// A tap that keeps the first `snaplen` bytes of each packet.
+    pub fn create_with_snaplen(path: &Path, snaplen: u32) -> Result<PcapTap, CaptureError> {
         Ok(PcapTap {
-            capture: Some(Capture::create(path)?),
+            capture: Some(Capture::create_with_snaplen(path, snaplen)?),
             error: None,
             epoch: Duration::ZERO,
         })

@@ -13,7 +13,6 @@
 //! world draw.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
 
 use scps_channel::{Bundle, ChannelConfig};
 use scps_config::gateways::Gateways;
@@ -24,7 +23,7 @@ use scps_gateway::node::{GatewayNode, GatewayNodeConfig};
 use scps_node::{InterfaceId, IpPrefix, Router};
 use scps_proto::{Endpoint, EndpointConfig};
 
-use crate::run::{SimError, derive_seed};
+use crate::run::{RunOptions, SimError, derive_seed};
 use crate::world::{LinkId, NodeId, NodeInterface, World};
 use scps_pcap::PcapTap;
 
@@ -63,14 +62,9 @@ fn client_seed(seed: u64, index: usize) -> u64 {
     }
 }
 
-/// Builds the world of `point` for a run with `seed`, with a capture to
-/// `capture` at the interface `capture_at` names (`NODE.INTERFACE`; the
-/// first client's by default).
-pub(crate) fn build(
-    point: &Point,
-    seed: u64,
-    capture: Option<(&Path, Option<&str>)>,
-) -> Result<Built, SimError> {
+/// Builds the world of `point` for a run with `seed`, with the capture
+/// `options` ask for.
+pub(crate) fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Built, SimError> {
     let topology = &point.topology;
     let server_addr = topology.host_address(topology.server);
     let mut world = World::new();
@@ -127,8 +121,16 @@ pub(crate) fn build(
             }
         }
     }
-    if let Some((path, at)) = capture {
-        world.tap(capture_point(topology, at)?, Box::new(PcapTap::create(path)?))?;
+    if let Some(path) = &options.capture {
+        let tap = PcapTap::create_with_snaplen(path, options.capture_snaplen.unwrap_or(65535))?;
+        let at = match (options.capture_at.as_deref(), gateways) {
+            (None, Some([gw_a, _])) => NodeInterface {
+                node: gw_a,
+                interface: InterfaceId(1),
+            },
+            (at, _) => capture_point(topology, at)?,
+        };
+        world.tap(at, Box::new(tap))?;
     }
     Ok(Built {
         world,

@@ -25,9 +25,12 @@ pub struct RunOptions {
     /// Write a capture of what crosses one interface: what leaves and
     /// what arrives there.
     pub capture: Option<PathBuf>,
-    /// The interface to capture at, `NODE.INTERFACE`; the first client's
-    /// without it.
+    /// The interface to capture at, `NODE.INTERFACE`; without it the
+    /// first client's, or behind gateways gwA's link interface (where the
+    /// stressed link's traffic is the gateways').
     pub capture_at: Option<String>,
+    /// Bytes kept of each packet captured; whole packets without it.
+    pub capture_snaplen: Option<u32>,
 }
 
 /// A run that could not be set up, or whose output could not be written.
@@ -92,11 +95,7 @@ pub fn run(point: &Point, seed: u64, options: &RunOptions) -> Result<RunResult, 
 /// Runs `point` once with `seed`: the figures of all clients together,
 /// and of each client and router of a topology.
 pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunRecord, SimError> {
-    let capture = options
-        .capture
-        .as_deref()
-        .map(|path| (path, options.capture_at.as_deref()));
-    let mut built = build(point, seed, capture)?;
+    let mut built = build(point, seed, options)?;
     let limit = Instant::ZERO + point.time_limit;
     let names: Vec<String> = built.clients.iter().map(|c| c.name.clone()).collect();
     let (mut totals, clients) = match &point.workload {

@@ -86,6 +86,7 @@ fn routers_take_one_from_the_ttl_and_a_capture_at_a_router_decodes_in_tshark() {
         let options = RunOptions {
             capture: Some(path.clone()),
             capture_at: Some(at.to_owned()),
+            ..RunOptions::default()
         };
         (record(point, seed(), &options), path)
     };

@@ -5,6 +5,7 @@
 
 mod papers;
 mod plots;
+mod sequence;
 pub mod svg;
 
 use std::fmt::Write as _;
@@ -69,7 +70,7 @@ pub fn write(
     std::fs::write(dir.join("results.csv"), csv(records))?;
     let meta = serde_json::to_string_pretty(provenance).expect("provenance serialises");
     std::fs::write(dir.join("meta.json"), meta + "\n")?;
-    std::fs::write(dir.join("index.html"), html(scenarios, records, provenance))
+    std::fs::write(dir.join("index.html"), html(dir, scenarios, records, provenance))
 }
 
 /// The fields of the CSV, in order: the run, then its figures.
@@ -134,7 +135,7 @@ table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px soli
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.failed{color:#b00}\
 .plots svg{margin:0.5em 0;border:1px solid #eee}footer{color:#666;font-size:12px;margin-top:3em}";
 
-fn html(scenarios: &[ScenarioInfo], records: &[&Record], provenance: &Provenance) -> String {
+fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance: &Provenance) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -168,6 +169,7 @@ fn html(scenarios: &[ScenarioInfo], records: &[&Record], provenance: &Provenance
         for plot in plots::plots(&scenario.name, &rows) {
             out.push_str(&plot.svg());
         }
+        out.push_str(&time_sequence(dir, &scenario.name, &mine));
         out.push_str("</div>");
         out.push_str(&html_table(&table::cells(&rows)));
         out.push_str(&beside_the_paper(&scenario.name, &rows));
@@ -197,6 +199,44 @@ fn html(scenarios: &[ScenarioInfo], records: &[&Record], provenance: &Provenance
         escape(&provenance.created)
     );
     out
+}
+
+/// The time-sequence graph of the transfers a scenario's runs captured
+/// (the stacks' runs at one point), or why there is none.
+fn time_sequence(dir: &Path, scenario: &str, records: &[&Record]) -> String {
+    let captured: Vec<&&Record> = records.iter().filter(|r| text(r, "capture").is_some()).collect();
+    let Some(first) = captured.first() else {
+        return String::new();
+    };
+    let paths: Vec<std::path::PathBuf> = captured
+        .iter()
+        .map(|r| dir.join(text(r, "capture").unwrap_or_default()))
+        .collect();
+    let transfers: Vec<sequence::Transfer> = captured
+        .iter()
+        .zip(&paths)
+        .map(|(record, path)| sequence::Transfer {
+            name: format!(
+                "{} ({})",
+                text(record, "stack").unwrap_or_default(),
+                text(record, "world").unwrap_or_default()
+            ),
+            capture: path,
+            limit_bps: number(record, "limit_bps").unwrap_or(0.0),
+        })
+        .collect();
+    let at: Vec<String> = figures::params(first)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let title = format!("{scenario}: time-sequence of one transfer, {}", at.join(" "));
+    match sequence::graph(title, &transfers) {
+        Ok(plot) => plot.svg(),
+        Err(error) => format!(
+            "<p class=\"failed\">No time-sequence graph: {}</p>",
+            escape(&error)
+        ),
+    }
 }
 
 fn html_table(cells: &[Vec<String>]) -> String {

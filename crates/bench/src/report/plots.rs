@@ -113,13 +113,7 @@ fn categorical(
                 y: stat.mean,
                 err: stat.sd,
             };
-            match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push(point),
-                None => series.push(Series {
-                    name,
-                    points: vec![point],
-                }),
-            }
+            add_point(&mut series, name, point);
         }
         // One reference line per setting of the other keys, for the
         // stacks share the limit.
@@ -129,10 +123,7 @@ fn categorical(
             let line = match references.iter_mut().find(|s| s.name == ref_name) {
                 Some(line) => line,
                 None => {
-                    references.push(Series {
-                        name: ref_name,
-                        points: Vec::new(),
-                    });
+                    references.push(Series::line(ref_name, Vec::new()));
                     references.last_mut().expect("just pushed")
                 }
             };
@@ -169,10 +160,7 @@ fn reference(row: &Row, field: &str) -> Option<f64> {
 /// arrives).
 fn messages(scenario: &str, rows: &[Row], field: &str, y_label: &str, ideal: bool) -> Plot {
     let mut series: Vec<Series> = Vec::new();
-    let mut limit = Series {
-        name: "physical limit".into(),
-        points: Vec::new(),
-    };
+    let mut limit = Series::line("physical limit", Vec::new());
     let mut offered_max: f64 = 0.0;
     for row in rows {
         let (Some(offered), Some(stat)) = (row.stat("offered_bps"), row.stat(field)) else {
@@ -185,13 +173,7 @@ fn messages(scenario: &str, rows: &[Row], field: &str, y_label: &str, ideal: boo
             y: stat.mean,
             err: stat.sd,
         };
-        match series.iter_mut().find(|s| s.name == name) {
-            Some(s) => s.points.push(point),
-            None => series.push(Series {
-                name,
-                points: vec![point],
-            }),
-        }
+        add_point(&mut series, name, point);
         if let Some(l) = row.stat("limit_bps") {
             limit.points.push(XY {
                 x: offered.mean,
@@ -208,9 +190,9 @@ fn messages(scenario: &str, rows: &[Row], field: &str, y_label: &str, ideal: boo
     let mut references = Vec::new();
     if ideal {
         references.push(limit);
-        references.push(Series {
-            name: "ideal (actual = offered)".into(),
-            points: vec![
+        references.push(Series::line(
+            "ideal (actual = offered)",
+            vec![
                 XY {
                     x: 0.0,
                     y: 0.0,
@@ -222,7 +204,7 @@ fn messages(scenario: &str, rows: &[Row], field: &str, y_label: &str, ideal: boo
                     err: 0.0,
                 },
             ],
-        });
+        ));
     }
     Plot {
         title: format!("{scenario}: {y_label} against offered rate"),
@@ -231,5 +213,13 @@ fn messages(scenario: &str, rows: &[Row], field: &str, y_label: &str, ideal: boo
         x_axis: XAxis::Linear,
         series,
         references,
+    }
+}
+
+/// Adds `point` to the series called `name`, a new line if there is none.
+fn add_point(series: &mut Vec<Series>, name: String, point: XY) {
+    match series.iter_mut().find(|s| s.name == name) {
+        Some(s) => s.points.push(point),
+        None => series.push(Series::line(name, vec![point])),
     }
 }

@@ -5,10 +5,10 @@
 
 use std::fmt::Write;
 
-const WIDTH: f64 = 720.0;
+const WIDTH: f64 = 820.0;
 const HEIGHT: f64 = 400.0;
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 210.0;
+const RIGHT: f64 = 280.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 56.0;
 const COLOURS: [&str; 8] = [
@@ -37,6 +37,18 @@ pub struct XY {
 pub struct Series {
     pub name: String,
     pub points: Vec<XY>,
+    /// Points only, unjoined (the segments of a time-sequence graph).
+    pub dots: bool,
+}
+
+impl Series {
+    pub fn line(name: impl Into<String>, points: Vec<XY>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+            dots: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -70,8 +82,7 @@ impl Plot {
         let _ = write!(out, r#"<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#);
         let _ = write!(
             out,
-            r#"<text x="{}" y="20" text-anchor="middle" font-size="14" font-weight="bold">{}</text>"#,
-            LEFT + plot_w / 2.0,
+            r#"<text x="10" y="20" font-size="14" font-weight="bold">{}</text>"#,
             escape(&self.title)
         );
         // Axes, ticks, grid, labels.
@@ -145,7 +156,10 @@ impl Plot {
         for (i, series) in self.series.iter().enumerate() {
             let colour = COLOURS[i % COLOURS.len()];
             out.push_str(r#"<g class="data">"#);
-            out.push_str(&polyline(&series.points, colour, false, &sx, &sy));
+            if !series.dots {
+                out.push_str(&polyline(&series.points, colour, false, &sx, &sy));
+            }
+            let radius = if series.dots { 1.5 } else { 3.5 };
             for p in &series.points {
                 if p.err > 0.0 {
                     let _ = write!(
@@ -158,7 +172,7 @@ impl Plot {
                 }
                 let _ = write!(
                     out,
-                    r#"<circle cx="{}" cy="{}" r="3.5" fill="{colour}"><title>{}: {}</title></circle>"#,
+                    r#"<circle cx="{}" cy="{}" r="{radius}" fill="{colour}"><title>{}: {}</title></circle>"#,
                     sx(p.x),
                     sy(p.y),
                     escape(&series.name),
@@ -255,6 +269,10 @@ mod tests {
         assert_eq!(tick(0.0), "0");
     }
 
+    fn xy(x: f64, y: f64, err: f64) -> XY {
+        XY { x, y, err }
+    }
+
     #[test]
     fn a_plot_has_its_axes_its_data_and_its_reference() {
         let plot = Plot {
@@ -262,36 +280,8 @@ mod tests {
             x_label: "RTT".into(),
             y_label: "goodput".into(),
             x_axis: XAxis::Categories(vec!["0ms".into(), "600ms".into()]),
-            series: vec![Series {
-                name: "a".into(),
-                points: vec![
-                    XY {
-                        x: 0.0,
-                        y: 1.0,
-                        err: 0.1,
-                    },
-                    XY {
-                        x: 1.0,
-                        y: 2.0,
-                        err: 0.0,
-                    },
-                ],
-            }],
-            references: vec![Series {
-                name: "limit".into(),
-                points: vec![
-                    XY {
-                        x: 0.0,
-                        y: 3.0,
-                        err: 0.0,
-                    },
-                    XY {
-                        x: 1.0,
-                        y: 3.0,
-                        err: 0.0,
-                    },
-                ],
-            }],
+            series: vec![Series::line("a", vec![xy(0.0, 1.0, 0.1), xy(1.0, 2.0, 0.0)])],
+            references: vec![Series::line("limit", vec![xy(0.0, 3.0, 0.0), xy(1.0, 3.0, 0.0)])],
         };
         let svg = plot.svg();
         assert_eq!(svg.matches("<circle").count(), 2);

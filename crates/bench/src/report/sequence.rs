@@ -1,0 +1,254 @@
+//! Time-sequence graphs from a capture: each data segment of the
+//! transfer's data direction as a dot at (time since the first, offset of
+//! its first byte from the initial sequence number), resent segments
+//! apart, as Stevens drew them and tcptrace does. Reads the pcap a bench
+//! run wrote (IPv4 or IPv6, TCP headers; other packets are skipped).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::net::IpAddr;
+use std::path::Path;
+
+use pcap_file::pcap::PcapReader;
+
+use crate::report::svg::{Plot, Series, XAxis, XY};
+
+/// Most dots a series of the graph draws: a long transfer is thinned to
+/// this many, evenly (resent segments are kept first, they are few).
+const MAX_DOTS: usize = 2500;
+
+/// A capture's transfer, as its stack and world name it, and the limit
+/// its link allows.
+#[derive(Debug, Clone)]
+pub struct Transfer<'a> {
+    pub name: String,
+    pub capture: &'a Path,
+    pub limit_bps: f64,
+}
+
+/// The time-sequence graph of some transfers of one point, each stack's
+/// data segments and its resent ones, and the limit's slope; over four
+/// times the time the transfer takes at the limit, so that a stack many
+/// times slower does not squeeze the others into a corner.
+pub fn graph(title: String, transfers: &[Transfer]) -> Result<Plot, String> {
+    let captured: Vec<(&Transfer, Vec<Segment>)> = transfers
+        .iter()
+        .map(|t| segments(t.capture).map(|s| (t, s)))
+        .collect::<Result<_, _>>()?;
+    let bytes = captured
+        .iter()
+        .flat_map(|(_, segments)| segments.iter().map(|s| s.offset))
+        .fold(0.0, f64::max);
+    let limit = transfers.iter().map(|t| t.limit_bps).fold(0.0, f64::max);
+    let at_limit = if limit > 0.0 { bytes * 8.0 / limit } else { 0.0 };
+    let latest = captured
+        .iter()
+        .flat_map(|(_, segments)| segments.iter().map(|s| s.time))
+        .fold(0.0, f64::max);
+    let shown = if at_limit > 0.0 {
+        latest.min(4.0 * at_limit)
+    } else {
+        latest
+    };
+    let mut series = Vec::new();
+    for (transfer, segments) in &captured {
+        for (resent, label) in [(false, "sent"), (true, "resent")] {
+            let mine: Vec<XY> = segments
+                .iter()
+                .filter(|s| s.resent == resent && s.time <= shown)
+                .map(|s| XY {
+                    x: s.time,
+                    y: s.offset,
+                    err: 0.0,
+                })
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let step = mine.len().div_ceil(MAX_DOTS);
+            series.push(Series {
+                name: format!("{} {label}", transfer.name),
+                points: mine.into_iter().step_by(step).collect(),
+                dots: true,
+            });
+        }
+    }
+    let slope = Series::line(
+        "physical limit",
+        vec![
+            XY {
+                x: 0.0,
+                y: 0.0,
+                err: 0.0,
+            },
+            XY {
+                x: at_limit.min(shown),
+                y: limit / 8.0 * at_limit.min(shown),
+                err: 0.0,
+            },
+        ],
+    );
+    let title = if shown < latest {
+        format!("{title} (first {shown:.0} s of {latest:.0} s)")
+    } else {
+        title
+    };
+    Ok(Plot {
+        title,
+        x_label: "time (s)".into(),
+        y_label: "sequence offset (bytes)".into(),
+        x_axis: XAxis::Linear,
+        series,
+        references: vec![slope],
+    })
+}
+
+/// One data segment seen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    /// Seconds since the first packet of the capture.
+    pub time: f64,
+    /// Bytes from the initial sequence number to its first byte.
+    pub offset: f64,
+    /// Whether it sends bytes sent before.
+    pub resent: bool,
+}
+
+type Flow = (IpAddr, u16, IpAddr, u16);
+
+/// The data segments of the flow that carried the most data, in the order
+/// the capture saw them.
+pub fn segments(path: &Path) -> Result<Vec<Segment>, String> {
+    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut reader = PcapReader::new(BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))?;
+    let nanos = matches!(reader.header().ts_resolution, pcap_file::TsResolution::NanoSecond);
+    let mut first_time = None;
+    let mut flows: HashMap<Flow, Vec<(f64, u32, u32)>> = HashMap::new();
+    // pcap-file's checked reader refuses captures cut to a snapshot
+    // length: read the raw records.
+    while let Some(packet) = reader.next_raw_packet() {
+        let packet = packet.map_err(|e| format!("{}: {e}", path.display()))?;
+        let fraction = if nanos { 1e-9 } else { 1e-6 };
+        let time = f64::from(packet.ts_sec) + f64::from(packet.ts_frac) * fraction;
+        let start = *first_time.get_or_insert(time);
+        if let Some((flow, seq, length)) = tcp_data(&packet.data, packet.orig_len) {
+            flows.entry(flow).or_default().push((time - start, seq, length));
+        }
+    }
+    let Some(data) = flows
+        .into_values()
+        .max_by_key(|segments| segments.iter().map(|s| u64::from(s.2)).sum::<u64>())
+    else {
+        return Ok(Vec::new());
+    };
+    let initial = data[0].1;
+    let mut highest: u64 = 0;
+    Ok(data
+        .into_iter()
+        .map(|(time, seq, length)| {
+            let offset = u64::from(seq.wrapping_sub(initial));
+            let end = offset + u64::from(length);
+            let resent = end <= highest;
+            highest = highest.max(end);
+            Segment {
+                time,
+                offset: offset as f64,
+                resent,
+            }
+        })
+        .collect())
+}
+
+/// A TCP segment's flow, sequence number and data length, if it carries
+/// data; `length` is the packet's length on the wire (the capture may
+/// have kept its headers only).
+fn tcp_data(packet: &[u8], length: u32) -> Option<(Flow, u32, u32)> {
+    let (source, destination, header, total) = match packet.first()? >> 4 {
+        4 => {
+            let ihl = usize::from(packet.first()? & 0x0f) * 4;
+            if *packet.get(9)? != 6 || ihl < 20 {
+                return None;
+            }
+            let address = |at: usize| -> Option<IpAddr> {
+                let bytes: [u8; 4] = packet.get(at..at + 4)?.try_into().ok()?;
+                Some(IpAddr::from(bytes))
+            };
+            (address(12)?, address(16)?, ihl, length)
+        }
+        6 => {
+            if *packet.get(6)? != 6 {
+                return None;
+            }
+            let address = |at: usize| -> Option<IpAddr> {
+                let bytes: [u8; 16] = packet.get(at..at + 16)?.try_into().ok()?;
+                Some(IpAddr::from(bytes))
+            };
+            (address(8)?, address(24)?, 40, length)
+        }
+        _ => return None,
+    };
+    let tcp = packet.get(header..)?;
+    let field =
+        |at: usize| -> Option<u16> { Some(u16::from_be_bytes(tcp.get(at..at + 2)?.try_into().ok()?)) };
+    let seq = u32::from_be_bytes(tcp.get(4..8)?.try_into().ok()?);
+    let tcp_header = usize::from(tcp.get(12)? >> 4) * 4;
+    let data = (total as usize).checked_sub(header + tcp_header)?;
+    (data > 0).then_some(((source, field(0)?, destination, field(2)?), seq, data as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4 TCP segment with `data` bytes from `seq`, headers only.
+    fn segment(seq: u32, data: u16) -> (Vec<u8>, u32) {
+        let mut packet = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        packet.extend([0x13, 0x89, 0x13, 0x8a]);
+        packet.extend(seq.to_be_bytes());
+        packet.extend([0, 0, 0, 0, 0x50, 0x10, 0, 0, 0, 0, 0, 0]);
+        (packet, 40 + u32::from(data))
+    }
+
+    #[test]
+    fn resent_segments_are_told_apart_across_sequence_wrap() {
+        let path = std::env::temp_dir().join(format!("scps-bench-seq-{}.pcap", std::process::id()));
+        let mut capture = scps_pcap_writer(&path);
+        let start = u32::MAX - 1000;
+        for (i, (seq, data)) in [
+            (start, 1000u16),
+            (start.wrapping_add(1000), 1000),
+            (start, 1000),
+            (start.wrapping_add(2000), 1000),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (packet, length) = segment(seq, data);
+            let header = pcap_file::pcap::PcapPacket::new(
+                std::time::Duration::from_millis(10 * i as u64),
+                length,
+                &packet,
+            );
+            capture.write_packet(&header).unwrap();
+        }
+        drop(capture);
+        let seen = segments(&path).unwrap();
+        let offsets: Vec<(f64, bool)> = seen.iter().map(|s| (s.offset, s.resent)).collect();
+        assert_eq!(
+            offsets,
+            [(0.0, false), (1000.0, false), (0.0, true), (2000.0, false)]
+        );
+        assert!((seen[3].time - 0.03).abs() < 1e-9);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    fn scps_pcap_writer(path: &Path) -> pcap_file::pcap::PcapWriter<File> {
+        let header = pcap_file::pcap::PcapHeader {
+            datalink: pcap_file::DataLink::RAW,
+            snaplen: 65535,
+            ..Default::default()
+        };
+        pcap_file::pcap::PcapWriter::with_header(File::create(path).unwrap(), header).unwrap()
+    }
+}
