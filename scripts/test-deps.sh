@@ -25,6 +25,7 @@ needs=(
   "vsftpd vsftpd"              # FTP, passive and active
   "telnet telnet"
   "telnetd inetutils-telnetd"
+  "chromium-headless-shell chromium-headless-shell"  # the bench report, checked in a real browser
 )
 missing=()
 for entry in "${needs[@]}"; do

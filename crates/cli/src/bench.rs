@@ -223,7 +223,8 @@ fn finish(
 }
 
 /// `scps bench merge DIR... --out DIR`: every record of the directories
-/// (a later directory's record of a run wins), in one report.
+/// (a later directory's record of a run wins) and their captures, in one
+/// report.
 fn merge(args: &BenchArgs) -> anyhow::Result<Completion> {
     let dirs = &args.scenarios[1..];
     if dirs.is_empty() {
@@ -242,7 +243,16 @@ fn merge(args: &BenchArgs) -> anyhow::Result<Completion> {
                 scps_bench::store::RESULTS
             );
         }
-        merged.records.extend(Store::load(dir)?.records);
+        let store = Store::load(dir)?;
+        // The captures the records name come along.
+        for capture in store.records.values().filter_map(|r| figures::text(r, "capture")) {
+            let (from, to) = (dir.join(capture), out.join(capture));
+            if from != to && from.exists() {
+                std::fs::create_dir_all(to.parent().unwrap_or(out))?;
+                std::fs::copy(&from, &to).with_context(|| format!("cannot copy {}", from.display()))?;
+            }
+        }
+        merged.records.extend(store.records);
     }
     let mut appender = Appender::open(out)?;
     let existing = Store::load(out)?;
