@@ -94,8 +94,27 @@ pub fn rate(bps: f64) -> String {
     }
 }
 
+/// The lines without the columns whose every cell below the header is
+/// empty (a note column when no run failed).
+fn without_empty_columns(lines: &[Vec<String>]) -> Vec<Vec<String>> {
+    let columns = lines.first().map_or(0, Vec::len);
+    let kept: Vec<usize> = (0..columns)
+        .filter(|&c| {
+            lines
+                .iter()
+                .skip(1)
+                .any(|l| l.get(c).is_some_and(|cell| !cell.is_empty()))
+        })
+        .collect();
+    lines
+        .iter()
+        .map(|line| kept.iter().filter_map(|&c| line.get(c).cloned()).collect())
+        .collect()
+}
+
 /// Columns padded to their widest cell.
 pub fn text(lines: &[Vec<String>]) -> String {
+    let lines = &without_empty_columns(lines);
     let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
@@ -122,6 +141,7 @@ pub fn text(lines: &[Vec<String>]) -> String {
 
 /// A Markdown table (`|` in a cell escaped).
 pub fn markdown(lines: &[Vec<String>]) -> String {
+    let lines = &without_empty_columns(lines);
     let mut out = String::new();
     for (i, line) in lines.iter().enumerate() {
         let cells: Vec<String> = line.iter().map(|c| c.replace('|', "\\|")).collect();

@@ -193,13 +193,12 @@ fn finish(
             }
             let cells = table::cells(&rows);
             if args.markdown {
-                write!(
-                    stdout,
-                    "{}: {}\n\n{}",
-                    scenario.name,
-                    scenario.description,
-                    table::markdown(&cells)
-                )?;
+                // One scenario's table goes under its own heading in a
+                // document; several are told apart.
+                if scenarios.len() > 1 {
+                    write!(stdout, "**{}**: {}\n\n", scenario.name, scenario.description)?;
+                }
+                write!(stdout, "{}", table::markdown(&cells))?;
             } else {
                 write!(
                     stdout,
