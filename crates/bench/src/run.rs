@@ -7,7 +7,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use scps_config::{Point, Workload};
 use scps_sim::RunOptions;
 use serde_json::Value;
 
@@ -89,9 +88,6 @@ pub fn run_sim(job: &Job, dir: &Path) -> Record {
             if let Value::Object(fields) = serde_json::to_value(&run).expect("a run record serialises") {
                 record.extend(fields);
             }
-            if let Some(ideal) = ideal_download_mean_s(&job.point) {
-                record.insert("ideal_download_mean_s".into(), ideal.into());
-            }
             if let Some(capture) = capture {
                 record.insert("capture".into(), capture.to_string_lossy().into_owned().into());
             }
@@ -110,21 +106,6 @@ pub fn run_sim(job: &Job, dir: &Path) -> Record {
             )
         }
     }
-}
-
-/// The mean download time of a link shared perfectly at its limit: the
-/// processor-sharing queue's mean response time, the mean file's time at
-/// the limit over the share of the link left idle, `(S / C) / (1 - ρ)`;
-/// none when the load is at or beyond the limit (downloads then queue
-/// without bound) or the workload fetches no files.
-pub fn ideal_download_mean_s(point: &Point) -> Option<f64> {
-    let Workload::Fetches(fetches) = &point.workload else {
-        return None;
-    };
-    let limit = point.limit_bps(fetches.duration);
-    let size_bits = fetches.mean_size as f64 * 8.0;
-    let load = f64::from(fetches.clients) * size_bits / fetches.mean_interval.as_secs_f64() / limit;
-    (load < 1.0).then(|| size_bits / limit / (1.0 - load))
 }
 
 /// What [`execute`] did.

@@ -59,7 +59,7 @@ pub fn cells(rows: &[Row]) -> Vec<Vec<String>> {
                 line.push(stat("fetches", |s| format!("{:.0}", s.mean)));
                 line.push(stat("download_mean_s", |s| with_spread(s, 1.0, 2)));
                 line.push(stat("download_p95_s", |s| format!("{:.2}", s.mean)));
-                line.push(stat("ideal_download_mean_s", |s| format!("{:.2}", s.mean)));
+                line.push(stat("download_ideal_mean_s", |s| format!("{:.2}", s.mean)));
                 line.push(stat("goodput_bps", |s| rate(s.mean)));
                 line.push(stat("limit_bps", |s| rate(s.mean)));
                 line.push(stat("ratio", |s| with_spread(s, 1.0, 3)));

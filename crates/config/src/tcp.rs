@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use scps_proto::Config;
-use scps_proto::config::{Keepalive, LossSource};
+use scps_proto::config::{Keepalive, LossSource, RateOrder};
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 
@@ -68,8 +68,18 @@ pub struct TcpSpec {
     pub rate_framing: Option<u32>,
     /// "congestion" or "corruption".
     pub loss_source: Option<LossSourceSpec>,
+    /// "turns" or "shortest": the order in which the connections sharing
+    /// the route's rate send.
+    pub rate_order: Option<RateOrderSpec>,
     pub vegas: Option<VegasSpec>,
     pub outage: Option<OutageSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateOrderSpec {
+    Turns,
+    Shortest,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -194,6 +204,12 @@ impl TcpSpec {
             config.rate_bps = Some(rate.0);
         }
         config.rate_framing_bytes = self.rate_framing.unwrap_or(config.rate_framing_bytes);
+        if let Some(order) = self.rate_order {
+            config.rate_order = match order {
+                RateOrderSpec::Turns => RateOrder::Turns,
+                RateOrderSpec::Shortest => RateOrder::Shortest,
+            };
+        }
         if let Some(source) = self.loss_source {
             config.loss_source = match source {
                 LossSourceSpec::Congestion => LossSource::Congestion,

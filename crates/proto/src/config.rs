@@ -28,6 +28,32 @@ impl LossSource {
     }
 }
 
+/// The order in which the connections that share a route's rate take
+/// their turns (connection/pacer.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RateOrder {
+    /// In turn, a packet each, in the order they came: every connection
+    /// gets an equal share, none starves.
+    #[default]
+    Turns,
+    /// The connection with the fewest bytes still to deliver first (its
+    /// send buffer: unsent and unacknowledged), the others in turn behind
+    /// it: short transfers finish first, which lowers the mean completion
+    /// time of many users' downloads (shortest remaining processing time
+    /// first), at the cost of holding a long transfer back while short
+    /// ones keep coming.
+    Shortest,
+}
+
+impl RateOrder {
+    pub fn label(self) -> &'static str {
+        match self {
+            RateOrder::Turns => "turns",
+            RateOrder::Shortest => "shortest",
+        }
+    }
+}
+
 /// Vegas thresholds, in segments of queued data (Brakmo and Peterson 1995;
 /// the SCPS reference implementation's defaults: alpha 3, beta 5, gamma 4).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -197,6 +223,8 @@ pub struct Config {
     /// routes; everything else leaves it 0, so that all its connections on
     /// one link share the link's rate.
     pub rate_route: u32,
+    /// The order of the turns of the connections sharing the route's rate.
+    pub rate_order: RateOrder,
     pub vegas: VegasParams,
     pub loss_source: LossSource,
     pub outage: OutagePolicy,
@@ -243,6 +271,7 @@ impl Default for Config {
             rate_bps: None,
             rate_framing_bytes: 0,
             rate_route: 0,
+            rate_order: RateOrder::Turns,
             vegas: VegasParams::default(),
             loss_source: LossSource::Congestion,
             outage: OutagePolicy::default(),

@@ -50,7 +50,7 @@ use std::sync::Arc;
 
 use scps_node::IpPrefix;
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, RateOrder};
 use crate::connection::{
     Connection, ConnectionParams, ConnectionStats, Event, FourTuple, RateBudget, State, StreamError,
     default_mss,
@@ -285,9 +285,9 @@ pub struct Endpoint {
     rate_budgets: HashMap<RateKey, RateBudget>,
 }
 
-/// What makes two connections' routes one: the route, its rate and its
-/// framing.
-type RateKey = (u32, u64, u32);
+/// What makes two connections' routes one: the route, its rate, its
+/// framing and the order of its turns.
+type RateKey = (u32, u64, u32, RateOrder);
 
 const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
 
@@ -544,11 +544,16 @@ impl Endpoint {
     fn rate_budget(&mut self, now: Instant, config: &Config) -> Option<RateBudget> {
         let rate = config.rate_bps?;
         self.rate_budgets.retain(|_, budget| budget.members() > 0);
-        let key = (config.rate_route, rate, config.rate_framing_bytes);
+        let key = (
+            config.rate_route,
+            rate,
+            config.rate_framing_bytes,
+            config.rate_order,
+        );
         let budget = self
             .rate_budgets
             .entry(key)
-            .or_insert_with(|| RateBudget::new(rate, config.rate_framing_bytes, now));
+            .or_insert_with(|| RateBudget::new(rate, config.rate_framing_bytes, config.rate_order, now));
         Some(budget.clone())
     }
 

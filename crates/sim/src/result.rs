@@ -94,6 +94,11 @@ pub struct FetchFigures {
     pub download_p50_s: f64,
     pub download_p95_s: f64,
     pub download_max_s: f64,
+    /// The mean download time of the same requests on the link shared
+    /// perfectly at its limit (apps/shared_link.rs): the ideal. For a
+    /// whole run only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub download_ideal_mean_s: Option<f64>,
 }
 
 /// What the link did to the packets in each direction.

@@ -10,7 +10,7 @@ use scps_gateway::node::GatewayNode;
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, EndpointError};
 
-use crate::apps::{bulk, fetch, messages};
+use crate::apps::{bulk, fetch, messages, shared_link};
 use crate::build::{Built, Client, build};
 use crate::payload::Pattern;
 use crate::record::{GatewayFigures, RouterFigures, RunRecord};
@@ -113,7 +113,17 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
         }
         Workload::Fetches(workload) => {
             let tallies = run_fetches(&mut built, workload, limit)?;
-            summarize(point, seed, &names, tallies)
+            let (mut totals, clients) = summarize(point, seed, &names, tallies);
+            if let Some(fetches) = &mut totals.fetches {
+                let requests: Vec<(f64, u64)> = built
+                    .clients
+                    .iter()
+                    .flat_map(|c| fetch::requests(workload, fetch_seed(c)))
+                    .collect();
+                let capacity = point.limit_bps(workload.duration);
+                fetches.download_ideal_mean_s = shared_link::mean_download_s(&requests, capacity);
+            }
+            (totals, clients)
         }
     };
     let world = &mut built.world;
@@ -316,13 +326,18 @@ fn run_messages(
     Ok(tallies)
 }
 
+/// The seed a client's fetches are drawn from.
+fn fetch_seed(client: &Client) -> u64 {
+    derive_seed(client.seed, 30)
+}
+
 fn run_fetches(
     built: &mut Built,
     workload: &scps_config::Fetches,
     limit: Instant,
 ) -> Result<Vec<FetchTally>, SimError> {
     let progresses = install(built, |client| {
-        fetch::fetches(client.server, workload, derive_seed(client.seed, 30))
+        fetch::fetches(client.server, workload, fetch_seed(client))
     })?;
     let outcome = built
         .world

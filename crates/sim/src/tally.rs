@@ -283,6 +283,7 @@ impl Tally for FetchTally {
             download_p50_s: percentile(times, 50.0),
             download_p95_s: percentile(times, 95.0),
             download_max_s: percentile(times, 100.0),
+            download_ideal_mean_s: None,
         });
         result
     }

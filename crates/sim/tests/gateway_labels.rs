@@ -184,3 +184,43 @@ fn a_gateway_run_is_deterministic() {
         "another seed draws other errors"
     );
 }
+
+#[test]
+fn serving_the_shortest_first_brings_the_mean_download_time_down() {
+    let seed = seed();
+    let sets = [
+        "protocol=gw-scps-rate",
+        "link.ber=1e-9",
+        "workload.duration=10min",
+        "gateway.rate_order=[\"turns\", \"shortest\"]",
+    ];
+    let points = points("complex-35ws", &sets);
+    let [turns, shortest] = [0, 1].map(|i| record(&points[i], seed).totals);
+    let fetches = |r: &scps_sim::RunResult| r.fetches.clone().expect("fetch figures");
+    let (turns_f, shortest_f) = (fetches(&turns), fetches(&shortest));
+    assert_eq!(turns_f.fetches, shortest_f.fetches, "the same requests");
+    assert_eq!((turns_f.fetches_failed, shortest_f.fetches_failed), (0, 0));
+    let ideal = turns_f.download_ideal_mean_s.expect("the ideal of the load");
+    println!(
+        "mean download: in turns {:.1} s, shortest first {:.1} s, a fairly shared link {ideal:.1} s",
+        turns_f.download_mean_s, shortest_f.download_mean_s
+    );
+    // In turns, the gateways come near a fairly shared link (and cannot
+    // beat it); serving the shortest first beats it.
+    assert!(
+        turns_f.download_mean_s > ideal,
+        "{} against {ideal}",
+        turns_f.download_mean_s
+    );
+    assert!(
+        turns_f.download_mean_s < 1.5 * ideal,
+        "{} against {ideal}",
+        turns_f.download_mean_s
+    );
+    assert!(
+        shortest_f.download_mean_s < 0.8 * turns_f.download_mean_s,
+        "{} against {}",
+        shortest_f.download_mean_s,
+        turns_f.download_mean_s
+    );
+}

@@ -95,7 +95,7 @@ const CSV_FIELDS: [&str; 22] = [
     "fetches",
     "download_mean_s",
     "download_p95_s",
-    "ideal_download_mean_s",
+    "download_ideal_mean_s",
     "error",
 ];
 

@@ -150,7 +150,7 @@ fn reference(row: &Row, field: &str) -> Option<f64> {
             let bytes = row.stat("bytes")?.mean;
             Some(bytes * 8.0 / row.stat("limit_bps")?.mean)
         }
-        "download_mean_s" => row.stat("ideal_download_mean_s").map(|s| s.mean),
+        "download_mean_s" => row.stat("download_ideal_mean_s").map(|s| s.mean),
         _ => row.stat("limit_bps").map(|s| s.mean),
     }
 }

@@ -126,9 +126,9 @@ impl Connection {
             cc,
             timers: Timers::default(),
             pacer: params.rate_budget.as_ref().map(RateBudget::join).or_else(|| {
-                config
-                    .rate_bps
-                    .map(|rate| RateBudget::new(rate, config.rate_framing_bytes, params.now).join())
+                config.rate_bps.map(|rate| {
+                    RateBudget::new(rate, config.rate_framing_bytes, config.rate_order, params.now).join()
+                })
             }),
             ack: AckState::default(),
             sizer: Default::default(),

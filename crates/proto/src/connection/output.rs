@@ -123,10 +123,11 @@ impl Connection {
     /// Whether the route's token bucket lets the next packet go now; if
     /// not, the pacing timer is set for when it will.
     fn pacer_admits(&mut self, now: Instant, paced: Paced) -> bool {
+        let backlog = self.snd.buf.held() as u64;
         let Some(pacer) = self.pacer.as_mut() else {
             return true;
         };
-        let ready = pacer.ready_at(now, paced);
+        let ready = pacer.ready_at(now, paced, backlog);
         if ready <= now {
             return true;
         }

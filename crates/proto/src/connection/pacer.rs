@@ -14,6 +14,10 @@
 //! other connection would stretch their senders' round trips), but are
 //! charged like anything else.
 //!
+//! The order of the turns is the route's [`RateOrder`]: in the order the
+//! connections came, or the connection with the least still to deliver
+//! first (each tells its backlog as it asks for a turn).
+//!
 //! A connection that was queued may have nothing to send when its turn
 //! comes (its window closed meanwhile); a head that does not take its turn
 //! within [`TURN_GRACE`] of the bucket being able to pay loses it, so the
@@ -24,6 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::token_bucket::TokenBucket;
+use crate::config::RateOrder;
 use crate::time::Instant;
 
 /// How long the head of the queue has to take its turn once the bucket can
@@ -44,11 +49,19 @@ pub(crate) enum Paced {
 #[derive(Debug, Clone)]
 pub struct RateBudget(Arc<Mutex<Turns>>);
 
+/// A connection held back: who, with how much still to deliver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Waiter {
+    member: u64,
+    backlog: u64,
+}
+
 #[derive(Debug)]
 struct Turns {
     bucket: TokenBucket,
-    /// Connections held back, in the order they will send.
-    waiting: VecDeque<u64>,
+    order: RateOrder,
+    /// Connections held back, in the order they came.
+    waiting: VecDeque<Waiter>,
     /// When the bucket could first pay for the head of `waiting` while the
     /// head had not yet come for it.
     head_due_since: Option<Instant>,
@@ -60,10 +73,11 @@ struct Turns {
 
 impl RateBudget {
     /// A budget of `rate_bps` on a link that adds `framing_bytes` to every
-    /// packet, its bucket full at `now`.
-    pub fn new(rate_bps: u64, framing_bytes: u32, now: Instant) -> RateBudget {
+    /// packet, its turns in `order`, its bucket full at `now`.
+    pub fn new(rate_bps: u64, framing_bytes: u32, order: RateOrder, now: Instant) -> RateBudget {
         RateBudget(Arc::new(Mutex::new(Turns {
             bucket: TokenBucket::new(rate_bps, framing_bytes, now),
+            order,
             waiting: VecDeque::new(),
             head_due_since: None,
             last_packet: 1500,
@@ -100,8 +114,13 @@ pub(crate) struct Pacer {
 impl Pacer {
     /// When this connection's next packet may go: `now`, in which case it
     /// has taken its turn and must send, or a later instant to try again.
-    pub(crate) fn ready_at(&mut self, now: Instant, paced: Paced) -> Instant {
-        lock(&self.budget).ready_at(self.member, now, paced)
+    /// `backlog` is what it still has to deliver, in bytes.
+    pub(crate) fn ready_at(&mut self, now: Instant, paced: Paced, backlog: u64) -> Instant {
+        let waiter = Waiter {
+            member: self.member,
+            backlog,
+        };
+        lock(&self.budget).ready_at(waiter, now, paced)
     }
 
     /// Takes the credit of a packet of `bytes` (IP header included) that
@@ -117,16 +136,16 @@ impl Drop for Pacer {
     /// A connection that is gone leaves the queue.
     fn drop(&mut self) {
         let mut turns = lock(&self.budget);
-        if turns.waiting.front() == Some(&self.member) {
+        if turns.head() == Some(self.member) {
             turns.head_due_since = None;
         }
         let member = self.member;
-        turns.waiting.retain(|&m| m != member);
+        turns.waiting.retain(|w| w.member != member);
     }
 }
 
 impl Turns {
-    fn ready_at(&mut self, member: u64, now: Instant, paced: Paced) -> Instant {
+    fn ready_at(&mut self, waiter: Waiter, now: Instant, paced: Paced) -> Instant {
         let payable_at = self.bucket.ready_at(now);
         if paced == Paced::Ack {
             return payable_at;
@@ -138,38 +157,48 @@ impl Turns {
             // the next asleep at its turn (a real driver's timers fire
             // late, and a head that is late by more than the grace loses
             // its turn).
-            self.queue(member);
+            self.queue(waiter);
             return payable_at;
         }
-        while let Some(&head) = self.waiting.front() {
-            if head == member {
-                self.waiting.pop_front();
-                self.head_due_since = None;
+        self.queue(waiter);
+        while let Some(head) = self.head() {
+            if head == waiter.member {
+                self.leave(head);
                 return now;
             }
             let since = *self.head_due_since.get_or_insert(now);
             if now < since + TURN_GRACE {
-                self.queue(member);
                 // Again once the head has had time to send, or when its
                 // grace runs out.
                 return (since + TURN_GRACE).min(now + self.bucket.time_of(self.last_packet));
             }
             // The head let its turn pass.
-            self.waiting.pop_front();
-            self.head_due_since = None;
+            self.leave(head);
         }
         now
     }
 
-    /// Puts `member` in the queue unless it is there; its place (0 at the
-    /// head).
-    fn queue(&mut self, member: u64) -> usize {
-        match self.waiting.iter().position(|&m| m == member) {
-            Some(place) => place,
-            None => {
-                self.waiting.push_back(member);
-                self.waiting.len() - 1
-            }
+    /// The connection whose turn it is: the first to come, or with
+    /// [`RateOrder::Shortest`] the one with the least to deliver (the
+    /// first to come of those).
+    fn head(&self) -> Option<u64> {
+        let head = match self.order {
+            RateOrder::Turns => self.waiting.front(),
+            RateOrder::Shortest => self.waiting.iter().min_by_key(|w| w.backlog),
+        };
+        head.map(|w| w.member)
+    }
+
+    fn leave(&mut self, member: u64) {
+        self.waiting.retain(|w| w.member != member);
+        self.head_due_since = None;
+    }
+
+    /// Puts `waiter` in the queue, or tells the queue its new backlog.
+    fn queue(&mut self, waiter: Waiter) {
+        match self.waiting.iter_mut().find(|w| w.member == waiter.member) {
+            Some(queued) => queued.backlog = waiter.backlog,
+            None => self.waiting.push_back(waiter),
         }
     }
 }
@@ -201,7 +230,7 @@ mod tests {
             if now >= end {
                 return sent;
             }
-            let ready = pacers[i].ready_at(now, Paced::Data);
+            let ready = pacers[i].ready_at(now, Paced::Data, 1 << 20);
             if ready == now {
                 pacers[i].consume(now, 1500);
                 sent[i] += 1;
@@ -215,7 +244,7 @@ mod tests {
     #[test]
     fn connections_on_one_route_share_its_rate_evenly() {
         // 680 kbit/s for 60 s: 3400 packets of 1500 bytes in all.
-        let budget = RateBudget::new(680_000, 0, Instant::ZERO);
+        let budget = RateBudget::new(680_000, 0, RateOrder::Turns, Instant::ZERO);
         let sent = saturate(&budget, 35, Duration::from_secs(60));
         let total: u64 = sent.iter().sum();
         assert!(
@@ -230,8 +259,31 @@ mod tests {
     }
 
     #[test]
+    fn shortest_first_sends_the_smallest_backlog_before_the_others() {
+        // 12 Mbit/s: a 1500-byte packet a millisecond. a has 100 kB to
+        // deliver, b 3 kB; both wait for the bucket.
+        for (order, first) in [(RateOrder::Turns, "a"), (RateOrder::Shortest, "b")] {
+            let budget = RateBudget::new(12_000_000, 0, order, Instant::ZERO);
+            let (mut a, mut b) = (budget.join(), budget.join());
+            a.consume(Instant::ZERO, 16_500); // 11 ms of debt, less the bucket's 10
+            assert_eq!(a.ready_at(Instant::ZERO, Paced::Data, 100_000), at_ms(1));
+            assert_eq!(b.ready_at(Instant::ZERO, Paced::Data, 3_000), at_ms(1));
+            // Once the bucket can pay, the one whose turn it is not asks
+            // first, and must wait; then the other goes.
+            let goes =
+                |pacer: &mut Pacer, backlog| pacer.ready_at(at_ms(1), Paced::Data, backlog) == at_ms(1);
+            let (early, late) = if first == "a" {
+                (goes(&mut b, 3_000), goes(&mut a, 100_000))
+            } else {
+                (goes(&mut a, 100_000), goes(&mut b, 3_000))
+            };
+            assert_eq!((early, late), (false, true), "{order:?}: {first} first");
+        }
+    }
+
+    #[test]
     fn a_lone_connection_paces_at_the_whole_rate() {
-        let budget = RateBudget::new(12_000_000, 0, Instant::ZERO);
+        let budget = RateBudget::new(12_000_000, 0, RateOrder::Turns, Instant::ZERO);
         let sent = saturate(&budget, 1, Duration::from_secs(1));
         // 1000 packets a second, and the full bucket's 10 ms at the start.
         assert_eq!(sent, vec![1010]);
@@ -239,33 +291,37 @@ mod tests {
 
     #[test]
     fn a_head_that_lets_its_turn_pass_holds_the_others_for_the_grace_only() {
-        let budget = RateBudget::new(120_000, 0, Instant::ZERO);
+        let budget = RateBudget::new(120_000, 0, RateOrder::Turns, Instant::ZERO);
         let (mut a, mut b) = (budget.join(), budget.join());
         a.consume(Instant::ZERO, 1500); // 100 ms of debt, less the bucket's 10
-        let due = a.ready_at(Instant::ZERO, Paced::Data);
+        let due = a.ready_at(Instant::ZERO, Paced::Data, 1 << 20);
         assert_eq!(due, at_ms(90), "a queues at the head");
-        let b_due = b.ready_at(Instant::ZERO, Paced::Data);
+        let b_due = b.ready_at(Instant::ZERO, Paced::Data, 1 << 20);
         assert_eq!(b_due, at_ms(90), "b looks again when the bucket can pay too");
         // a never comes back; b, asking when the bucket can pay, waits
         // out a's grace, then goes.
-        assert_eq!(b.ready_at(at_ms(90), Paced::Data), at_ms(92));
-        assert_eq!(b.ready_at(at_ms(92), Paced::Data), at_ms(92));
+        assert_eq!(b.ready_at(at_ms(90), Paced::Data, 1 << 20), at_ms(92));
+        assert_eq!(b.ready_at(at_ms(92), Paced::Data, 1 << 20), at_ms(92));
     }
 
     #[test]
     fn acks_do_not_wait_for_turns_and_a_connection_gone_leaves_the_queue() {
-        let budget = RateBudget::new(120_000, 0, Instant::ZERO);
+        let budget = RateBudget::new(120_000, 0, RateOrder::Turns, Instant::ZERO);
         let (mut a, mut b, mut c) = (budget.join(), budget.join(), budget.join());
         a.consume(Instant::ZERO, 1500);
-        a.ready_at(Instant::ZERO, Paced::Data);
-        b.ready_at(Instant::ZERO, Paced::Data);
+        a.ready_at(Instant::ZERO, Paced::Data, 1 << 20);
+        b.ready_at(Instant::ZERO, Paced::Data, 1 << 20);
         assert_eq!(
-            c.ready_at(at_ms(90), Paced::Ack),
+            c.ready_at(at_ms(90), Paced::Ack, 1 << 20),
             at_ms(90),
             "an ACK goes when it can be paid"
         );
         drop(a);
-        assert_eq!(b.ready_at(at_ms(90), Paced::Data), at_ms(90), "b is the head now");
+        assert_eq!(
+            b.ready_at(at_ms(90), Paced::Data, 1 << 20),
+            at_ms(90),
+            "b is the head now"
+        );
         assert_eq!(budget.members(), 2);
     }
 }

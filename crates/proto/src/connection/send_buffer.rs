@@ -36,6 +36,11 @@ impl SendBuffer {
         self.ring.free()
     }
 
+    /// Bytes held: not yet acknowledged, sent or not.
+    pub(crate) fn held(&self) -> usize {
+        self.ring.len()
+    }
+
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.ring.is_empty()

@@ -58,6 +58,15 @@ fn exponential(rng: &mut ChaCha8Rng, mean: f64) -> f64 {
     -mean * (1.0 - rng.random::<f64>()).ln()
 }
 
+/// The requests of a workload drawn with `seed`: when (seconds from the
+/// start) and how many bytes, in time order.
+pub fn requests(workload: &Fetches, seed: u64) -> Vec<(f64, u64)> {
+    plan(workload, seed)
+        .iter()
+        .map(|p| (p.at.as_duration().as_secs_f64(), p.size))
+        .collect()
+}
+
 /// The request schedule of all clients, in time order.
 fn plan(workload: &Fetches, seed: u64) -> Vec<Planned> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

@@ -4,6 +4,7 @@
 pub mod bulk;
 pub mod fetch;
 pub mod messages;
+pub mod shared_link;
 mod stream;
 
 pub use stream::{StreamReader, StreamWriter};
