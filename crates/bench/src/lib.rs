@@ -11,6 +11,7 @@ pub mod run;
 pub mod stack;
 pub mod store;
 pub mod table;
+pub mod testbed;
 
 pub use plan::{Job, Plan, PlanError, Request, Shard};
 pub use stack::{Stack, World};

@@ -16,6 +16,23 @@ use crate::store::{Appender, Record, Store, StoreError};
 /// The record of a job that could not give figures: what it was, and why.
 fn failed(job: &Job, why: String) -> Record {
     let mut record = identity(job);
+    describe(&mut record, job);
+    record.insert("error".into(), why.into());
+    record
+}
+
+/// The fields a bench adds to a run's own.
+pub(crate) fn identity(job: &Job) -> Record {
+    let mut record = Record::new();
+    record.insert("id".into(), job.id.clone().into());
+    record.insert("world".into(), job.world.name().into());
+    record.insert("stack".into(), job.stack.name().into());
+    record
+}
+
+/// What run a record is of, as the simulator's records say it: scenario,
+/// protocol, params and seed.
+pub(crate) fn describe(record: &mut Record, job: &Job) {
     let params = job
         .point
         .params
@@ -26,17 +43,19 @@ fn failed(job: &Job, why: String) -> Record {
     record.insert("protocol".into(), job.point.protocol.label().into());
     record.insert("params".into(), Value::Object(params));
     record.insert("seed".into(), job.seed.into());
-    record.insert("error".into(), why.into());
-    record
 }
 
-/// The fields a bench adds to a run's own.
-fn identity(job: &Job) -> Record {
-    let mut record = Record::new();
-    record.insert("id".into(), job.id.clone().into());
-    record.insert("world".into(), job.world.name().into());
-    record.insert("stack".into(), job.stack.name().into());
-    record
+/// A file name for what belongs to the job with `id`.
+pub(crate) fn file_name(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-.=".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Bytes of each packet a bench's captures keep: the IP and TCP headers
@@ -127,10 +146,7 @@ pub fn execute(
     run: impl Fn(&Job) -> Record + Sync,
     mut done: impl FnMut(&Record),
 ) -> Result<Executed, StoreError> {
-    let todo: Vec<&Job> = jobs
-        .iter()
-        .filter(|j| !store.records.contains_key(&j.id))
-        .collect();
+    let todo: Vec<&Job> = jobs.iter().filter(|j| !store.finished(&j.id, j.world)).collect();
     let skipped = jobs.len() - todo.len();
     let next = AtomicUsize::new(0);
     let (sender, receiver) = mpsc::channel::<Record>();

@@ -78,6 +78,17 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Whether the run with `id` in `world` needs no running again: it is
+    /// recorded, and either completed or failed in the simulator (which
+    /// would fail the same way again). A failed testbed run is run again.
+    pub fn finished(&self, id: &str, world: crate::stack::World) -> bool {
+        self.records
+            .get(id)
+            .is_some_and(|r| world == crate::stack::World::Sim || !r.contains_key("error"))
+    }
+}
+
 /// Appends records to a directory's results.
 #[derive(Debug)]
 pub struct Appender {

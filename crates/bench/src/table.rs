@@ -152,3 +152,74 @@ pub fn markdown(lines: &[Vec<String>]) -> String {
     }
     out
 }
+
+/// The simulator against the testbed for every point and stack both ran:
+/// the ratio to the limit in each (mean ± sd over the runs), their
+/// difference, and whether it is beyond the spread of the runs (twice the
+/// larger standard deviation); with one run a side there is no spread to
+/// judge by, and the table says so. Empty (a header only) when no point
+/// ran in both.
+pub fn worlds(rows: &[Row]) -> Vec<Vec<String>> {
+    let mut lines = vec![
+        [
+            "stack",
+            "point",
+            "sim ratio",
+            "testbed ratio",
+            "difference",
+            "beyond the spread",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for sim in rows.iter().filter(|r| r.world == "sim") {
+        let Some(testbed) = rows
+            .iter()
+            .find(|r| r.world == "testbed" && r.stack == sim.stack && r.params == sim.params)
+        else {
+            continue;
+        };
+        let point = sim
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (Some(a), Some(b)) = (sim.stat("ratio"), testbed.stat("ratio")) else {
+            let failed = if sim.stat("ratio").is_none() {
+                "sim"
+            } else {
+                "testbed"
+            };
+            lines.push(vec![
+                sim.stack.clone(),
+                point,
+                sim.stat("ratio").map_or("-".into(), |s| with_spread(s, 1.0, 3)),
+                testbed
+                    .stat("ratio")
+                    .map_or("-".into(), |s| with_spread(s, 1.0, 3)),
+                "-".into(),
+                format!("no figure in the {failed}"),
+            ]);
+            continue;
+        };
+        let difference = b.mean - a.mean;
+        let spread = 2.0 * a.sd.max(b.sd);
+        let verdict = if a.count < 2 && b.count < 2 {
+            "one run each: no spread".to_owned()
+        } else if difference.abs() > spread {
+            format!("yes (spread {spread:.3})")
+        } else {
+            format!("no (spread {spread:.3})")
+        };
+        lines.push(vec![
+            sim.stack.clone(),
+            point,
+            with_spread(a, 1.0, 3),
+            with_spread(b, 1.0, 3),
+            format!("{difference:+.3}"),
+            verdict,
+        ]);
+    }
+    lines
+}

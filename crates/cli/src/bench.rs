@@ -11,7 +11,8 @@ use scps_bench::figures;
 use scps_bench::plan::{DEFAULT_MAX_RUNS, ScenarioInfo};
 use scps_bench::progress::Progress;
 use scps_bench::report::{self, Provenance};
-use scps_bench::{Appender, Plan, Record, Request, Store, World, run, table};
+use scps_bench::testbed::TestbedWorld;
+use scps_bench::{Appender, Job, Plan, Record, Request, Store, World, run, table};
 use scps_config::sweep::parse_assignment;
 
 use crate::sim::Completion;
@@ -40,9 +41,12 @@ pub struct BenchArgs {
     /// First seed (default: the scenario's `seed`).
     #[arg(long)]
     seed: Option<u64>,
-    /// Where the runs happen.
-    #[arg(long, value_enum, default_value = "sim")]
-    world: WorldChoice,
+    /// Where the runs happen: the simulator (virtual time), the testbed
+    /// (network namespaces and the live emulator, real time; as root or in
+    /// a user namespace of its own), or both. Default: sim, or testbed for
+    /// the quick default.
+    #[arg(long, value_enum)]
+    world: Option<WorldChoice>,
     /// Print each run's record as one JSON object per line (the fields of
     /// `scps sim --json`, with `id`, `world` and `stack`) instead of tables.
     #[arg(long, conflicts_with = "markdown")]
@@ -78,38 +82,11 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
     if args.scenarios.first().map(String::as_str) == Some("merge") {
         return merge(&args);
     }
-    let worlds = match args.world {
-        WorldChoice::Sim => vec![World::Sim],
-        WorldChoice::Testbed | WorldChoice::Both => anyhow::bail!(
-            "--world {}: the testbed world of the bench is not built yet (issue 14); run the simulator's \
-             (--world sim), or the testbed's gateway benchmark, scripts/bench-gateway.sh",
-            if args.world == WorldChoice::Both {
-                "both"
-            } else {
-                "testbed"
-            }
-        ),
-    };
-    if args.scenarios.is_empty() {
-        anyhow::bail!(
-            "no scenario: the quick default (geo-8mbit in the testbed) comes with the testbed world; name \
-             scenarios, such as `scps bench geo-8mbit`"
-        );
-    }
-    let request = Request {
-        scenarios: args.scenarios.clone(),
-        sets: args
-            .sets
-            .iter()
-            .map(|s| parse_assignment(s))
-            .collect::<Result<_, _>>()?,
-        runs: args.runs,
-        seed: args.seed,
-        worlds,
-        shard: args.shard.as_deref().map(str::parse).transpose()?,
-        max_runs: args.max_runs,
-    };
+    let request = request(&args)?;
     let plan = Plan::new(&request)?;
+    if plan.jobs.iter().any(|j| j.world == World::Testbed) {
+        enter_a_user_namespace_unless_root()?;
+    }
     let out = args.out.clone().unwrap_or_else(default_out);
     let store = Store::load(&out)?;
     let mut appender = Appender::open(&out)?;
@@ -120,7 +97,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
     let todo = plan
         .jobs
         .iter()
-        .filter(|j| !store.records.contains_key(&j.id))
+        .filter(|j| !store.finished(&j.id, j.world))
         .count();
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -131,19 +108,39 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
     }
     let mut progress = Progress::new(todo);
     let mut printing = Ok(());
-    let executed = run::execute(
-        &plan.jobs,
+    let mut done = |record: &Record| {
+        progress.tick();
+        if args.json && printing.is_ok() {
+            printing = print_record(&mut stdout, record);
+        }
+    };
+    let (sim_jobs, testbed_jobs): (Vec<Job>, Vec<Job>) =
+        plan.jobs.iter().cloned().partition(|j| j.world == World::Sim);
+    let mut executed = run::execute(
+        &sim_jobs,
         &store,
         &mut appender,
         workers,
         |job| run::run_sim(job, &out),
-        |record| {
-            progress.tick();
-            if args.json && printing.is_ok() {
-                printing = print_record(&mut stdout, record);
-            }
-        },
+        &mut done,
     )?;
+    if testbed_jobs.iter().any(|j| !store.finished(&j.id, j.world)) {
+        let scps = std::env::current_exe().context("cannot find the scps binary to run in the testbed")?;
+        let world = TestbedWorld::new(scps, &out).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let on_testbed = run::execute(
+            &testbed_jobs,
+            &store,
+            &mut appender,
+            1,
+            |job| world.run(job),
+            &mut done,
+        )?;
+        executed.ran += on_testbed.ran;
+        executed.skipped += on_testbed.skipped;
+    } else {
+        executed.skipped += testbed_jobs.len();
+    }
+    drop(done);
     progress.finish();
     printing?;
     if executed.skipped > 0 {
@@ -162,6 +159,52 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
         .collect();
     finish(&out, &plan.scenarios, &records, &args, &mut stdout)
 }
+
+/// The scenarios, settings and worlds the arguments ask for; without a
+/// scenario, the quick default: geo-8mbit at 600 ms, BER 0 and 1e-5, 10 MB
+/// over Linux's CUBIC and BBR directly and through the gateways' `rate`
+/// and `vegas` stacks, in the testbed.
+fn request(args: &BenchArgs) -> anyhow::Result<Request> {
+    let quick = args.scenarios.is_empty();
+    let worlds = match args.world.unwrap_or(if quick {
+        WorldChoice::Testbed
+    } else {
+        WorldChoice::Sim
+    }) {
+        WorldChoice::Sim => vec![World::Sim],
+        WorldChoice::Testbed => vec![World::Testbed],
+        WorldChoice::Both => vec![World::Sim, World::Testbed],
+    };
+    let (scenarios, mut sets) = if quick {
+        let sets = QUICK_SETS
+            .iter()
+            .map(|s| parse_assignment(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        (vec!["geo-8mbit".to_owned()], sets)
+    } else {
+        (args.scenarios.clone(), Vec::new())
+    };
+    for set in &args.sets {
+        sets.push(parse_assignment(set)?);
+    }
+    Ok(Request {
+        scenarios,
+        sets,
+        runs: args.runs,
+        seed: args.seed,
+        worlds,
+        shard: args.shard.as_deref().map(str::parse).transpose()?,
+        max_runs: args.max_runs,
+    })
+}
+
+/// The quick default's settings of geo-8mbit (`--set` goes over them).
+const QUICK_SETS: [&str; 4] = [
+    "link.rtt=600ms",
+    "link.ber=[0, 1e-5]",
+    "workload.bytes=10MB",
+    "protocol=[\"linux-cubic\", \"linux-bbr\", \"gw-scps-rate\", \"gw-scps-vegas\"]",
+];
 
 /// Writes the report, prints the tables (unless `--json`), and says how
 /// it went.
@@ -207,6 +250,18 @@ fn finish(
                     scenario.description,
                     table::text(&cells)
                 )?;
+            }
+            let worlds = table::worlds(&rows);
+            if worlds.len() > 1 {
+                let rendered = if args.markdown {
+                    format!(
+                        "\nThe two worlds, point by point:\n\n{}",
+                        table::markdown(&worlds)
+                    )
+                } else {
+                    format!("the two worlds, point by point:\n{}", table::text(&worlds))
+                };
+                write!(stdout, "{rendered}")?;
             }
         }
     }
@@ -276,6 +331,36 @@ fn merge(args: &BenchArgs) -> anyhow::Result<Completion> {
         }
     }
     finish(out, &scenarios, &records, args, &mut std::io::stdout().lock())
+}
+
+/// The environment variable a bench re-executed in a user namespace of
+/// its own carries, so that it does not try again.
+const IN_USER_NAMESPACE: &str = "SCPS_BENCH_IN_USER_NAMESPACE";
+
+/// Without root, runs this command again as root of a user namespace of
+/// its own (`unshare --user --map-root-user`), where the testbed may make
+/// its namespaces; returns only as root (or with the reason it cannot).
+fn enter_a_user_namespace_unless_root() -> anyhow::Result<()> {
+    if nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
+    if std::env::var_os(IN_USER_NAMESPACE).is_some() {
+        anyhow::bail!(
+            "the testbed needs root or a user namespace, and this user namespace is not root in itself"
+        );
+    }
+    use std::os::unix::process::CommandExt;
+    let me = std::env::current_exe().context("cannot find the scps binary")?;
+    let error = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--net", "--"])
+        .arg(me)
+        .args(std::env::args_os().skip(1))
+        .env(IN_USER_NAMESPACE, "1")
+        .exec();
+    Err(anyhow::anyhow!(
+        "the testbed needs root, or a user namespace of its own, and `unshare --user --map-root-user` could not \
+         run: {error}"
+    ))
 }
 
 fn print_record(out: &mut impl Write, record: &Record) -> std::io::Result<()> {

@@ -94,6 +94,35 @@ pub struct Point {
     /// The gateways that split each connection around the stressed link,
     /// for a `gw-` label.
     pub gateways: Option<Gateways>,
+    /// Tables of the point's document that configure real programs the
+    /// way this point configures the simulator.
+    pub tables: PointTables,
+}
+
+/// The point's `[link]` (for `scps emulate`), and for a `gw-` label the
+/// gateways' keys (`[gateway]`, then `[stacks.LABEL]` over it, for `scps
+/// gateway`'s `[engine.tcp]`), as the document gives them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PointTables {
+    pub link: toml::Table,
+    pub gateway: toml::Table,
+}
+
+impl PointTables {
+    fn of(document: &toml::Table, protocol: Protocol) -> PointTables {
+        let table = |value: Option<&Value>| value.and_then(Value::as_table).cloned().unwrap_or_default();
+        let mut gateway = table(document.get("gateway"));
+        if protocol.through_gateways() {
+            let stack = table(document.get("stacks").and_then(|s| s.get(protocol.label())));
+            gateway.extend(stack);
+        } else {
+            gateway.clear();
+        }
+        PointTables {
+            link: table(document.get("link")),
+            gateway,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -187,7 +216,8 @@ impl Scenario {
                 }
             };
             let spec: PointSpec = crate::deserialize(document.document.clone()).map_err(at)?;
-            let point = resolve(&spec, document.params.clone()).map_err(at)?;
+            let mut point = resolve(&spec, document.params.clone()).map_err(at)?;
+            point.tables = PointTables::of(&document.document, point.protocol);
             scenario.get_or_insert_with(|| Scenario {
                 name: spec.name.clone(),
                 description: spec.description.clone(),
@@ -310,6 +340,7 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         time_limit,
         topology,
         gateways,
+        tables: PointTables::default(),
     };
     for direction in [Direction::Forward, Direction::Reverse] {
         validate(&point.engine_config(direction), "tcp")?;

@@ -172,6 +172,10 @@ fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance:
         out.push_str(&time_sequence(dir, &scenario.name, &mine));
         out.push_str("</div>");
         out.push_str(&html_table(&table::cells(&rows)));
+        out.push_str(&html_table_titled(
+            "The two worlds, point by point",
+            &table::worlds(&rows),
+        ));
         out.push_str(&beside_the_paper(&scenario.name, &rows));
         let failures: Vec<&&Record> = mine.iter().filter(|r| figures::error(r).is_some()).collect();
         if !failures.is_empty() {
@@ -237,6 +241,15 @@ fn time_sequence(dir: &Path, scenario: &str, records: &[&Record]) -> String {
             escape(&error)
         ),
     }
+}
+
+/// A table under a heading, or nothing if it has no line below its
+/// header.
+fn html_table_titled(title: &str, cells: &[Vec<String>]) -> String {
+    if cells.len() < 2 {
+        return String::new();
+    }
+    format!("<h3>{}</h3>{}", escape(title), html_table(cells))
 }
 
 fn html_table(cells: &[Vec<String>]) -> String {

@@ -1,0 +1,414 @@
+//! The testbed's world: a run on real packets in network namespaces,
+//! client, gwA, the live emulator, gwB and server (scps-testbed's
+//! `Topology::with_gateways`), in real time. The emulator takes the
+//! point's `[link]` as it is; `linux-*` stacks are the kernel's TCP end to
+//! end (`scps send`/`recv --tcp=CONTROLLER`, the gateways' nodes plain
+//! routers); `gw-*` stacks start two transparent `scps gateway`s whose
+//! link engine takes the point's `[link]`, its gateways' keys and the
+//! buffers the simulator's gateways have. The transfer's content is
+//! checked by SHA-256 at both ends; a run that does not verify, a process
+//! that dies, or a transfer not done within its time is a failed record.
+//!
+//! Everything a run starts is stopped before the next starts; the
+//! namespaces and whatever still runs in them go with the [`Testbed`]
+//! (also when this process is killed: the testbed crate's processes die
+//! with their parent, its namespaces with their last holder).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use scps_config::{Direction, Point, Workload};
+use scps_testbed::{EMU, EMU_SIDE_A, EMU_SIDE_B, Output, Process, Testbed, Topology};
+use serde_json::Value;
+
+use crate::plan::Job;
+use crate::stack::{LinuxTcp, Stack};
+use crate::store::Record;
+
+/// The server's port.
+const PORT: u16 = 5001;
+/// The least time a transfer is given; otherwise four times what it takes
+/// at the link's limit.
+const MIN_TIME: Duration = Duration::from_secs(60);
+/// How long a program has to say it is ready.
+const START_TIME: Duration = Duration::from_secs(15);
+
+/// A testbed for a bench's runs, one at a time.
+#[derive(Debug)]
+pub struct TestbedWorld {
+    testbed: Testbed,
+    /// The `scps` binary the runs' programs are.
+    scps: PathBuf,
+    /// Where each run keeps its configurations and logs.
+    dir: PathBuf,
+}
+
+/// Why a testbed run failed.
+type Failure = String;
+
+impl TestbedWorld {
+    /// Builds the namespaces (as root, or root in a user namespace).
+    pub fn new(scps: PathBuf, dir: &Path) -> Result<TestbedWorld, String> {
+        let testbed = Testbed::build(Topology::with_gateways()).map_err(|e| format!("the testbed: {e}"))?;
+        Ok(TestbedWorld {
+            testbed,
+            scps,
+            dir: dir.join("testbed"),
+        })
+    }
+
+    /// What the testbed cannot run of a plan's jobs, before anything
+    /// starts (jobs of other worlds pass).
+    pub fn refuses_in_its_world(job: &Job) -> Option<String> {
+        if job.world != crate::stack::World::Testbed {
+            return None;
+        }
+        if !matches!(job.point.workload, Workload::Bulk { both_ways: false, .. }) {
+            return Some(format!(
+                "{}: the testbed runs one-way bulk transfers so far (message streams and fetches are next)",
+                job.point.scenario
+            ));
+        }
+        match job.stack {
+            Stack::Linux(_) => None,
+            Stack::Ours(protocol) if protocol.through_gateways() => None,
+            Stack::Ours(protocol) => Some(format!(
+                "stack {protocol}: the testbed runs linux-* and gw-* stacks so far (our stack end to end is next)"
+            )),
+        }
+    }
+
+    /// Runs `job`: its record, as the simulator's has it.
+    pub fn run(&self, job: &Job) -> Record {
+        let mut record = crate::run::identity(job);
+        crate::run::describe(&mut record, job);
+        let started = Instant::now();
+        match self.transfer(job) {
+            Ok(report) => {
+                let bytes = report.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+                let duration = report.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
+                let goodput = report.get("goodput_bps").and_then(Value::as_f64).unwrap_or(0.0);
+                let limit = job.point.limit_bps(Duration::from_secs_f64(duration.max(1e-3)));
+                record.insert("bytes".into(), bytes.into());
+                record.insert("duration_s".into(), duration.into());
+                record.insert("goodput_bps".into(), goodput.into());
+                record.insert("limit_bps".into(), limit.into());
+                record.insert("ratio".into(), (goodput / limit).into());
+                if let Some(resent) = report.get("retransmitted_bytes") {
+                    record.insert("retransmitted_bytes".into(), resent.clone());
+                }
+            }
+            Err(why) => {
+                record.insert("error".into(), why.into());
+            }
+        }
+        record.insert("wall_s".into(), started.elapsed().as_secs_f64().into());
+        record
+    }
+
+    /// Starts the link (and the gateways), moves the bytes, stops all; the
+    /// sender's report.
+    fn transfer(&self, job: &Job) -> Result<serde_json::Map<String, Value>, Failure> {
+        let Workload::Bulk { bytes, .. } = job.point.workload else {
+            return Err("not a bulk transfer".into());
+        };
+        let dir = self.dir.join(crate::run::file_name(&job.id));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        let mut started = Started {
+            scps: self.scps.clone(),
+            ..Started::default()
+        };
+        let outcome = self.transfer_in(job, bytes, &dir, &mut started);
+        started.stop();
+        outcome
+    }
+
+    fn transfer_in(
+        &self,
+        job: &Job,
+        bytes: u64,
+        dir: &Path,
+        started: &mut Started,
+    ) -> Result<serde_json::Map<String, Value>, Failure> {
+        let emulator = self.start_emulator(job, dir)?;
+        started.processes.push(emulator);
+        let controller = match job.stack {
+            Stack::Linux(tcp) => tcp,
+            Stack::Ours(_) => {
+                for (node, local, remote, direction) in [
+                    ("gwA", "client", "server", Direction::Forward),
+                    ("gwB", "server", "client", Direction::Reverse),
+                ] {
+                    let gateway = self.start_gateway(job, dir, node, [local, remote], direction)?;
+                    started.gateways.push((gateway, socket_path(node)));
+                }
+                // The hosts' TCP behind the gateways, as in the simulator.
+                LinuxTcp::Cubic
+            }
+        };
+        let server = self.address("server")?;
+        let tcp = format!("--tcp={}", controller.kernel_name());
+        let recv_log = dir.join("recv.log");
+        let port = PORT.to_string();
+        let recv = self.spawn_logged(
+            "server",
+            &recv_log,
+            &["recv", "--once", "--json", &tcp, "--port", &port],
+        )?;
+        started.processes.push(recv.clone());
+        wait_for_line(&recv_log, "listening", &recv, "scps recv")?;
+        let to = format!("{server}:{PORT}");
+        let bytes_text = bytes.to_string();
+        let send = self.spawn_logged(
+            "client",
+            &dir.join("send.log"),
+            &["send", "--json", "--bytes", &bytes_text, &to, &tcp],
+        )?;
+        started.processes.push(send.clone());
+        let allowed = time_allowed(&job.point, bytes);
+        let status = send
+            .wait_timeout(allowed)
+            .map_err(|e| format!("scps send: {e}"))?
+            .ok_or_else(|| format!("not finished within {} s (wall clock)", allowed.as_secs()))?;
+        let stdout = send.read_stdout().map_err(|e| format!("scps send: {e}"))?;
+        let report: serde_json::Map<String, Value> = serde_json::from_str(stdout.trim()).map_err(|_| {
+            format!(
+                "scps send ended ({status}) without a report: {}",
+                last_line(&dir.join("send.log"))
+            )
+        })?;
+        if let Some(error) = report.get("error").and_then(Value::as_str) {
+            return Err(format!("scps send: {error}"));
+        }
+        if report.get("verified") != Some(&Value::Bool(true)) {
+            return Err("the receiver did not verify the content (SHA-256)".into());
+        }
+        Ok(report)
+    }
+
+    fn address(&self, node: &str) -> Result<std::net::IpAddr, Failure> {
+        self.testbed.address(node).map_err(|e| e.to_string())
+    }
+
+    /// `scps ARGS...` in `node`, its standard error to `log`, its standard
+    /// output kept.
+    fn spawn_logged(&self, node: &str, log: &Path, args: &[&str]) -> Result<Process, Failure> {
+        self.spawn_with(node, log, r#"log=$1; shift; exec "$@" 2>>"$log""#, args)
+    }
+
+    /// `scps ARGS...` in `node`, all its output to `log` (a daemon's).
+    fn spawn_daemon(&self, node: &str, log: &Path, args: &[&str]) -> Result<Process, Failure> {
+        self.spawn_with(node, log, r#"log=$1; shift; exec "$@" >>"$log" 2>&1"#, args)
+    }
+
+    /// `scps ARGS...` in `node` through `sh -c SCRIPT sh LOG SCPS ARGS...`.
+    fn spawn_with(&self, node: &str, log: &Path, script: &str, args: &[&str]) -> Result<Process, Failure> {
+        let node = self.testbed.node(node).map_err(|e| e.to_string())?;
+        let mut all: Vec<&std::ffi::OsStr> = vec![
+            "-c".as_ref(),
+            script.as_ref(),
+            "sh".as_ref(),
+            log.as_os_str(),
+            self.scps.as_os_str(),
+        ];
+        all.extend(args.iter().map(std::ffi::OsStr::new));
+        node.spawn("sh", &all, Output::Piped).map_err(|e| e.to_string())
+    }
+
+    /// `scps emulate` in the middle with the point's `[link]` and the
+    /// run's seed; returns once it answers on its control socket.
+    fn start_emulator(&self, job: &Job, dir: &Path) -> Result<Process, Failure> {
+        let socket = socket_path("emu");
+        let mut config = toml::Table::new();
+        config.insert("seed".into(), toml::Value::Integer(job.seed as i64));
+        let mut emulate = toml::Table::new();
+        emulate.insert("side_a".into(), EMU_SIDE_A.into());
+        emulate.insert("side_b".into(), EMU_SIDE_B.into());
+        emulate.insert("control".into(), socket.to_string_lossy().into_owned().into());
+        config.insert("emulate".into(), emulate.into());
+        config.insert("link".into(), job.point.tables.link.clone().into());
+        let path = dir.join("emulate.toml");
+        write(&path, &config.to_string())?;
+        let path_text = path.to_string_lossy().into_owned();
+        let emulator = self.spawn_daemon(
+            EMU,
+            &dir.join("emulate.log"),
+            &["emulate", "--config", &path_text],
+        )?;
+        let deadline = Instant::now() + START_TIME;
+        let socket_text = socket.to_string_lossy().into_owned();
+        loop {
+            let answered = std::process::Command::new(&self.scps)
+                .args(["emulate", "ctl", "--socket", &socket_text, "stats"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if answered {
+                return Ok(emulator);
+            }
+            if emulator.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
+                return Err(format!(
+                    "scps emulate did not start: {}",
+                    last_line(&dir.join("emulate.log"))
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A transparent `scps gateway` in `node` between the prefixes of
+    /// `sides` (its own, the far one's); returns once it says it is ready.
+    fn start_gateway(
+        &self,
+        job: &Job,
+        dir: &Path,
+        node: &str,
+        sides: [&str; 2],
+        sends: Direction,
+    ) -> Result<Process, Failure> {
+        let Some(gateways) = &job.point.gateways else {
+            return Err("a gw- stack without gateways".into());
+        };
+        let prefix = |host: &str| -> Result<String, Failure> {
+            match self.address(host)? {
+                std::net::IpAddr::V4(v4) => {
+                    let [a, b, c, _] = v4.octets();
+                    Ok(format!("{a}.{b}.{c}.0/24"))
+                }
+                std::net::IpAddr::V6(_) => Err(format!("{host} has no IPv4 address")),
+            }
+        };
+        let mut transparent = toml::Table::new();
+        transparent.insert("lan".into(), "lan0".into());
+        transparent.insert("link".into(), "sat0".into());
+        transparent.insert("local".into(), vec![toml::Value::from(prefix(sides[0])?)].into());
+        transparent.insert("remote".into(), vec![toml::Value::from(prefix(sides[1])?)].into());
+        // The engine the simulator's gateway of this side runs: the
+        // label's stack, the point's link (its route rate and RTT), the
+        // gateways' keys, and the buffers the simulator gives them.
+        let link_engine = gateways.link(&job.point.link, sends);
+        let mut tcp = job.point.tables.gateway.clone();
+        tcp.entry("send_buffer")
+            .or_insert((link_engine.send_buffer as i64).into());
+        tcp.entry("recv_buffer")
+            .or_insert((link_engine.recv_buffer as i64).into());
+        let mut engine = toml::Table::new();
+        engine.insert("protocol".into(), gateways.across.label().into());
+        engine.insert("link".into(), job.point.tables.link.clone().into());
+        engine.insert("tcp".into(), tcp.into());
+        let mut relay = toml::Table::new();
+        relay.insert("buffer".into(), (gateways.relay_buffer as i64).into());
+        // A control socket of its own: two gateways of one host (and of
+        // other benches) must not meet on the default one.
+        let mut control = toml::Table::new();
+        let socket = socket_path(node);
+        control.insert("socket".into(), socket.to_string_lossy().into_owned().into());
+        let mut config = toml::Table::new();
+        config.insert("transparent".into(), transparent.into());
+        config.insert("engine".into(), engine.into());
+        config.insert("relay".into(), relay.into());
+        config.insert("control".into(), control.into());
+        let path = dir.join(format!("{node}.toml"));
+        write(&path, &config.to_string())?;
+        let log = dir.join(format!("{node}.log"));
+        let path_text = path.to_string_lossy().into_owned();
+        let gateway = self.spawn_daemon(node, &log, &["gateway", "--config", &path_text])?;
+        wait_for_line(&log, "scps gateway: ready", &gateway, "scps gateway")?;
+        Ok(gateway)
+    }
+}
+
+/// What a run started, stopped when it ends: gateways, once their
+/// connections have closed, by SIGTERM (they remove their rules and say
+/// what they did), the rest killed.
+#[derive(Debug, Default)]
+struct Started {
+    /// With their control sockets.
+    gateways: Vec<(Process, PathBuf)>,
+    processes: Vec<Process>,
+    /// The `scps` binary, to ask the gateways how they are.
+    scps: PathBuf,
+}
+
+/// How long the gateways have to finish closing a run's connections, and
+/// then to stop (they give theirs 5 s).
+const GATEWAY_STOP: Duration = Duration::from_secs(10);
+
+impl Started {
+    fn stop(&mut self) {
+        for (gateway, socket) in &self.gateways {
+            let deadline = Instant::now() + GATEWAY_STOP;
+            while Instant::now() < deadline && holds_connections(&self.scps, socket) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = gateway.signal(nix::sys::signal::Signal::SIGTERM);
+        }
+        for (gateway, _) in self.gateways.drain(..) {
+            if !matches!(gateway.wait_timeout(GATEWAY_STOP), Ok(Some(_))) {
+                let _ = gateway.kill();
+            }
+        }
+        for process in self.processes.drain(..).rev() {
+            let _ = process.kill();
+        }
+    }
+}
+
+/// Whether the gateway behind `socket` answers and holds a connection.
+fn holds_connections(scps: &Path, socket: &Path) -> bool {
+    let Ok(output) = std::process::Command::new(scps)
+        .args(["status", "--json", "--control"])
+        .arg(socket)
+        .output()
+    else {
+        return false;
+    };
+    serde_json::from_slice::<Value>(&output.stdout)
+        .ok()
+        .and_then(|status| Some(!status.get("connections")?.as_array()?.is_empty()))
+        .unwrap_or(false)
+}
+
+/// The wall-clock time a transfer of `bytes` over `point`'s link is
+/// given: four times what it takes at the limit, at least [`MIN_TIME`].
+pub fn time_allowed(point: &Point, bytes: u64) -> Duration {
+    let at_limit = bytes as f64 * 8.0 / point.limit_bps(Duration::from_secs(3600)).max(1.0);
+    MIN_TIME.max(Duration::from_secs_f64(4.0 * at_limit))
+}
+
+/// A Unix socket's path for `what` of this bench: short (a socket's path
+/// holds at most 107 bytes), and its own, so that two gateways of one
+/// host, or two benches, never meet on one.
+fn socket_path(what: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("scps-bench-{}-{what}.sock", std::process::id()))
+}
+
+/// Waits until `log` holds a line containing `text`, while `process`
+/// runs.
+fn wait_for_line(log: &Path, text: &str, process: &Process, what: &str) -> Result<(), Failure> {
+    let deadline = Instant::now() + START_TIME;
+    loop {
+        if std::fs::read_to_string(log).is_ok_and(|l| l.contains(text)) {
+            return Ok(());
+        }
+        if process.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
+            return Err(format!("{what} did not start: {}", last_line(log)));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn last_line(log: &Path) -> String {
+    std::fs::read_to_string(log)
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| format!("nothing in {}", log.display()))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Failure> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

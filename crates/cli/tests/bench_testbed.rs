@@ -1,0 +1,222 @@
+//! `scps bench` in the testbed's world: namespaces, the live emulator and
+//! two transparent gateways, real time. Needs root, or makes a user
+//! namespace of its own (the bench does so itself). A transfer's content
+//! is checked by SHA-256 at both ends; the two worlds agree on a clean
+//! link; Ctrl-C leaves no process behind and a rerun resumes.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::TempDir;
+use serde_json::Value;
+
+fn scps(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scps"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn records(dir: &Path) -> Vec<serde_json::Map<String, Value>> {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Processes whose command line names `dir`: what a bench there started.
+fn processes_naming(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(&needle) {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+#[test]
+fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
+    let dir = TempDir::new("bench-testbed");
+    let out = dir.path().join("results");
+    let output = scps(&[
+        "bench",
+        "geo-8mbit",
+        "--world",
+        "both",
+        "--set",
+        "protocol=[\"linux-cubic\", \"gw-scps-rate\"]",
+        "--set",
+        "link.rtt=100ms",
+        "--set",
+        "link.ber=0",
+        "--set",
+        "workload.bytes=2MB",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    let records = records(&out);
+    assert_eq!(records.len(), 4, "two stacks in two worlds");
+    let ratio = |world: &str, stack: &str| {
+        let record = records
+            .iter()
+            .find(|r| r["world"] == world && r["stack"] == stack)
+            .unwrap_or_else(|| panic!("{world} {stack} in {records:?}"));
+        assert!(!record.contains_key("error"), "{record:?}");
+        assert_eq!(record["bytes"], 2_000_000, "{record:?}");
+        record["ratio"].as_f64().unwrap()
+    };
+    for stack in ["linux-cubic", "gw-scps-rate"] {
+        let (sim, testbed) = (ratio("sim", stack), ratio("testbed", stack));
+        println!("{stack}: sim {sim:.3}, testbed {testbed:.3}");
+        assert!(testbed > 0.6 && testbed < 1.05, "{stack}: {testbed}");
+        assert!(
+            (sim - testbed).abs() < 0.15,
+            "{stack}: the worlds agree: sim {sim}, testbed {testbed}"
+        );
+    }
+    assert!(stdout.contains("the two worlds, point by point"), "{stdout}");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("The two worlds, point by point"));
+    // The gateways' own logs say they carried the connection and closed it.
+    let logs: String = std::fs::read_dir(out.join("testbed"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("gw-scps-rate"))
+        .flat_map(|e| ["gwA.log", "gwB.log"].map(|log| std::fs::read_to_string(e.path().join(log)).unwrap()))
+        .collect();
+    assert_eq!(logs.matches("connections closed 1,").count(), 2, "{logs}");
+    assert!(processes_naming(&out).is_empty(), "nothing left running");
+}
+
+#[test]
+fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
+    let dir = TempDir::new("bench-testbed-refusals");
+    let out = dir.path().join("never");
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["geo-8mbit", "--set", "protocol=scps-rate"],
+            "stack scps-rate: the testbed runs linux-* and gw-* stacks so far",
+        ),
+        (
+            &["iridium-3ch"],
+            "iridium-3ch: the testbed runs one-way bulk transfers so far",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["bench", "--world", "testbed", "--out", out.to_str().unwrap()];
+        all.extend(args);
+        let output = scps(&all);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        assert!(
+            text(&output.stderr).contains(expected),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn ctrl_c_leaves_nothing_running_and_a_rerun_resumes() {
+    let dir = TempDir::new("bench-testbed-interrupted");
+    let out = dir.path().join("results");
+    // CUBIC at BER 1e-5 and 600 ms moves a few kB a second: the run is
+    // surely under way when it is interrupted.
+    let args = [
+        "bench",
+        "geo-8mbit",
+        "--world",
+        "testbed",
+        "--set",
+        "protocol=[\"gw-scps-rate\", \"linux-cubic\"]",
+        "--set",
+        "link.rtt=600ms",
+        "--set",
+        "link.ber=1e-5",
+        "--set",
+        "workload.bytes=200kB",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let mut bench = Command::new(env!("CARGO_BIN_EXE_scps"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first run is recorded and the second has started.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let second_started = std::fs::read_dir(out.join("testbed"))
+            .map(|d| {
+                d.flatten().any(|e| {
+                    e.file_name().to_string_lossy().contains("linux-cubic")
+                        && e.path().join("send.log").exists()
+                })
+            })
+            .unwrap_or(false);
+        if records(&out).len() == 1 && second_started {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the bench did not get under way");
+        assert!(bench.try_wait().unwrap().is_none(), "the bench ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !processes_naming(&out).is_empty(),
+        "the run's programs are running"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(bench.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = bench.wait().unwrap();
+    assert!(!status.success(), "stopped by Ctrl-C: {status:?}");
+    // The testbed's programs die with it (their parent-death signal).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_naming(&out).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "left running: {:?}",
+            processes_naming(&out)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kept = records(&out);
+    assert_eq!(kept.len(), 1, "the finished run is kept: {kept:?}");
+    assert_eq!(kept[0]["stack"], "gw-scps-rate");
+    // A rerun of the finished run's point in the same directory does not
+    // run it again.
+    let mut rerun: Vec<&str> = args.to_vec();
+    rerun.extend(["--set", "protocol=gw-scps-rate"]);
+    let output = scps(&rerun);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("1 runs were in"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(records(&out).len(), 1, "nothing run twice");
+}
