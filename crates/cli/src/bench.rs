@@ -140,7 +140,6 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
     } else {
         executed.skipped += testbed_jobs.len();
     }
-    drop(done);
     progress.finish();
     printing?;
     if executed.skipped > 0 {
