@@ -5,7 +5,7 @@
 
 mod papers;
 mod plots;
-mod sequence;
+pub mod sequence;
 pub mod svg;
 
 use std::fmt::Write as _;

@@ -117,18 +117,25 @@ pub struct Segment {
 
 type Flow = (IpAddr, u16, IpAddr, u16);
 
-/// The data segments of the flow that carried the most data, in the order
-/// the capture saw them.
+/// The data segments of the flow that carried the most data in the
+/// capture at `path`, in the order the capture saw them.
 pub fn segments(path: &Path) -> Result<Vec<Segment>, String> {
     let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut reader = PcapReader::new(BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))?;
+    segments_in(BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The data segments of the flow that carried the most data in a pcap
+/// capture read from `capture`; a capture that is not pcap, or cut short,
+/// is an error naming what was wrong.
+pub fn segments_in(capture: impl std::io::Read) -> Result<Vec<Segment>, String> {
+    let mut reader = PcapReader::new(capture).map_err(|e| e.to_string())?;
     let nanos = matches!(reader.header().ts_resolution, pcap_file::TsResolution::NanoSecond);
     let mut first_time = None;
     let mut flows: HashMap<Flow, Vec<(f64, u32, u32)>> = HashMap::new();
     // pcap-file's checked reader refuses captures cut to a snapshot
     // length: read the raw records.
     while let Some(packet) = reader.next_raw_packet() {
-        let packet = packet.map_err(|e| format!("{}: {e}", path.display()))?;
+        let packet = packet.map_err(|e| e.to_string())?;
         let fraction = if nanos { 1e-9 } else { 1e-6 };
         let time = f64::from(packet.ts_sec) + f64::from(packet.ts_frac) * fraction;
         let start = *first_time.get_or_insert(time);
