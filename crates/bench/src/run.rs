@@ -60,7 +60,7 @@ pub(crate) fn file_name(id: &str) -> String {
 
 /// Bytes of each packet a bench's captures keep: the IP and TCP headers
 /// with their options, which a time-sequence graph needs.
-const CAPTURE_SNAPLEN: u32 = 80;
+pub(crate) const CAPTURE_SNAPLEN: u32 = 80;
 
 /// Where a job's capture goes, relative to the bench's directory.
 pub fn capture_path(job: &Job) -> PathBuf {

@@ -85,6 +85,10 @@ impl TestbedWorld {
         let started = Instant::now();
         match self.transfer(job) {
             Ok(report) => {
+                if job.capture {
+                    let capture = crate::run::capture_path(job);
+                    record.insert("capture".into(), capture.to_string_lossy().into_owned().into());
+                }
                 let bytes = report.get("bytes").and_then(Value::as_u64).unwrap_or(0);
                 let duration = report.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
                 let goodput = report.get("goodput_bps").and_then(Value::as_f64).unwrap_or(0.0);
@@ -132,6 +136,10 @@ impl TestbedWorld {
     ) -> Result<serde_json::Map<String, Value>, Failure> {
         let emulator = self.start_emulator(job, dir)?;
         started.processes.push(emulator);
+        if job.capture {
+            let capture = self.start_capture(job, dir)?;
+            started.captures.push(capture);
+        }
         let controller = match job.stack {
             Stack::Linux(tcp) => tcp,
             Stack::Ours(_) => {
@@ -255,6 +263,38 @@ impl TestbedWorld {
         }
     }
 
+    /// `dumpcap` on the emulator's side towards the client, headers only,
+    /// into the job's capture file (the report's time-sequence graph);
+    /// returns once it captures.
+    fn start_capture(&self, job: &Job, dir: &Path) -> Result<Process, Failure> {
+        let path = self
+            .dir
+            .parent()
+            .unwrap_or(&self.dir)
+            .join(crate::run::capture_path(job));
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+        }
+        let log = dir.join("dumpcap.log");
+        let node = self.testbed.node(EMU).map_err(|e| e.to_string())?;
+        let path_text = path.to_string_lossy().into_owned();
+        let log_text = log.to_string_lossy().into_owned();
+        let script = r#"log=$1; shift; exec "$@" >>"$log" 2>&1"#;
+        let snaplen = crate::run::CAPTURE_SNAPLEN + 14;
+        let snaplen = snaplen.to_string();
+        let args = [
+            "-c", script, "sh", &log_text, "dumpcap", "-q", "-P", "-i", EMU_SIDE_A, "-s", &snaplen, "-w",
+            &path_text,
+        ];
+        let capture = node
+            .spawn("sh", &args, Output::Null)
+            .map_err(|e| format!("dumpcap: {e}"))?;
+        // dumpcap says on its standard error which interface it captures
+        // on once it does.
+        wait_for_line(&log, "Capturing on", &capture, "dumpcap")?;
+        Ok(capture)
+    }
+
     /// A transparent `scps gateway` in `node` between the prefixes of
     /// `sides` (its own, the far one's); returns once it says it is ready.
     fn start_gateway(
@@ -317,11 +357,13 @@ impl TestbedWorld {
     }
 }
 
-/// What a run started, stopped when it ends: gateways, once their
-/// connections have closed, by SIGTERM (they remove their rules and say
-/// what they did), the rest killed.
+/// What a run started, stopped when it ends: captures by SIGINT (they
+/// write out what they hold), gateways, once their connections have
+/// closed, by SIGTERM (they remove their rules and say what they did),
+/// the rest killed.
 #[derive(Debug, Default)]
 struct Started {
+    captures: Vec<Process>,
     /// With their control sockets.
     gateways: Vec<(Process, PathBuf)>,
     processes: Vec<Process>,
@@ -335,6 +377,12 @@ const GATEWAY_STOP: Duration = Duration::from_secs(10);
 
 impl Started {
     fn stop(&mut self) {
+        for capture in self.captures.drain(..) {
+            let _ = capture.signal(nix::sys::signal::Signal::SIGINT);
+            if !matches!(capture.wait_timeout(GATEWAY_STOP), Ok(Some(_))) {
+                let _ = capture.kill();
+            }
+        }
         for (gateway, socket) in &self.gateways {
             let deadline = Instant::now() + GATEWAY_STOP;
             while Instant::now() < deadline && holds_connections(&self.scps, socket) {

@@ -93,6 +93,12 @@ fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
     assert!(stdout.contains("the two worlds, point by point"), "{stdout}");
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("The two worlds, point by point"));
+    // Each testbed transfer was captured (dumpcap, headers only) and drawn.
+    for record in records.iter().filter(|r| r["world"] == "testbed") {
+        let capture = out.join(record["capture"].as_str().expect("a capture"));
+        assert!(std::fs::metadata(&capture).unwrap().len() > 10_000, "{}", capture.display());
+        assert!(html.contains(&format!("{} (testbed) sent", record["stack"].as_str().unwrap())));
+    }
     // The gateways' own logs say they carried the connection and closed it.
     let logs: String = std::fs::read_dir(out.join("testbed"))
         .unwrap()

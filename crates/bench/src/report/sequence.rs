@@ -130,6 +130,12 @@ pub fn segments(path: &Path) -> Result<Vec<Segment>, String> {
 pub fn segments_in(capture: impl std::io::Read) -> Result<Vec<Segment>, String> {
     let mut reader = PcapReader::new(capture).map_err(|e| e.to_string())?;
     let nanos = matches!(reader.header().ts_resolution, pcap_file::TsResolution::NanoSecond);
+    // The simulator's captures begin at the IP header; a capture of an
+    // Ethernet interface (the testbed's veths) has 14 bytes before it.
+    let link_header = match reader.header().datalink {
+        pcap_file::DataLink::ETHERNET => 14,
+        _ => 0,
+    };
     let mut first_time = None;
     let mut flows: HashMap<Flow, Vec<(f64, u32, u32)>> = HashMap::new();
     // pcap-file's checked reader refuses captures cut to a snapshot
@@ -139,7 +145,13 @@ pub fn segments_in(capture: impl std::io::Read) -> Result<Vec<Segment>, String> 
         let fraction = if nanos { 1e-9 } else { 1e-6 };
         let time = f64::from(packet.ts_sec) + f64::from(packet.ts_frac) * fraction;
         let start = *first_time.get_or_insert(time);
-        if let Some((flow, seq, length)) = tcp_data(&packet.data, packet.orig_len) {
+        let (Some(ip), Some(length)) = (
+            packet.data.get(link_header..),
+            packet.orig_len.checked_sub(link_header as u32),
+        ) else {
+            continue;
+        };
+        if let Some((flow, seq, length)) = tcp_data(ip, length) {
             flows.entry(flow).or_default().push((time - start, seq, length));
         }
     }
