@@ -4,6 +4,7 @@
 //! as a report in the manner of the papers.
 
 pub mod figures;
+pub mod merge;
 pub mod plan;
 pub mod progress;
 pub mod report;

@@ -286,49 +286,10 @@ fn merge(args: &BenchArgs) -> anyhow::Result<Completion> {
     let Some(out) = &args.out else {
         anyhow::bail!("merge: --out DIR, the directory of the joined results and report");
     };
-    let mut merged = Store::default();
-    for dir in dirs {
-        let dir = Path::new(dir);
-        if !dir.join(scps_bench::store::RESULTS).exists() {
-            anyhow::bail!(
-                "merge: {} holds no bench results ({})",
-                dir.display(),
-                scps_bench::store::RESULTS
-            );
-        }
-        let store = Store::load(dir)?;
-        // The captures the records name come along.
-        for capture in store.records.values().filter_map(|r| figures::text(r, "capture")) {
-            let (from, to) = (dir.join(capture), out.join(capture));
-            if from != to && from.exists() {
-                std::fs::create_dir_all(to.parent().unwrap_or(out))?;
-                std::fs::copy(&from, &to).with_context(|| format!("cannot copy {}", from.display()))?;
-            }
-        }
-        merged.records.extend(store.records);
-    }
-    let mut appender = Appender::open(out)?;
-    let existing = Store::load(out)?;
-    for (id, record) in &merged.records {
-        if existing.records.get(id) != Some(record) {
-            appender.append(record)?;
-        }
-    }
-    let store = Store::load(out)?;
+    let dirs: Vec<PathBuf> = dirs.iter().map(PathBuf::from).collect();
+    let store = scps_bench::merge::merge(&dirs, out)?;
     let records: Vec<&Record> = store.records.values().collect();
-    let mut scenarios: Vec<ScenarioInfo> = Vec::new();
-    for record in &records {
-        let name = figures::text(record, "scenario").unwrap_or_default();
-        if !scenarios.iter().any(|s| s.name == name) {
-            let description = scps_config::Scenario::load(name, &[])
-                .map(|s| s.description)
-                .unwrap_or_default();
-            scenarios.push(ScenarioInfo {
-                name: name.to_owned(),
-                description,
-            });
-        }
-    }
+    let scenarios = scps_bench::merge::scenarios_of(records.iter().copied());
     finish(out, &scenarios, &records, args, &mut std::io::stdout().lock())
 }
 

@@ -210,7 +210,7 @@ fn bad_input_is_refused_before_anything_starts() {
         ),
         (
             &["geo-8mbit", "--world", "testbed"],
-            "--world testbed: the testbed world of the bench is not built yet",
+            "stack tcp-cubic: the testbed runs linux-* and gw-* stacks so far",
         ),
         (&["merge", "--out", out_text], "merge: name the directories"),
     ];

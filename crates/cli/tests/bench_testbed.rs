@@ -96,7 +96,11 @@ fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
     // Each testbed transfer was captured (dumpcap, headers only) and drawn.
     for record in records.iter().filter(|r| r["world"] == "testbed") {
         let capture = out.join(record["capture"].as_str().expect("a capture"));
-        assert!(std::fs::metadata(&capture).unwrap().len() > 10_000, "{}", capture.display());
+        assert!(
+            std::fs::metadata(&capture).unwrap().len() > 10_000,
+            "{}",
+            capture.display()
+        );
         assert!(html.contains(&format!("{} (testbed) sent", record["stack"].as_str().unwrap())));
     }
     // The gateways' own logs say they carried the connection and closed it.
