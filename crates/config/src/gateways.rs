@@ -38,6 +38,15 @@ pub fn bdp_buffer(rate_bps: u64, rtt: Duration) -> u64 {
     bdp.clamp(BDP_BUFFER_RANGE.0, BDP_BUFFER_RANGE.1)
 }
 
+/// A gateway's link engine's send and receive buffers on a link of
+/// `rate_bps` and `rtt` that no key sizes: four bandwidth-delay products
+/// (within the bounds of one), so that data keeps flowing while holes wait
+/// several round trips for their repair. The simulator's gateways and
+/// `scps gateway` both take it.
+pub fn link_engine_buffer(rate_bps: u64, rtt: Duration) -> usize {
+    bdp_buffer(rate_bps.saturating_mul(4), rtt) as usize
+}
+
 /// What the gateways of a point run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gateways {
@@ -73,7 +82,7 @@ impl Gateways {
         };
         let rtt = round_trip(link);
         let rate = link.route(Direction::Forward).rate_bps;
-        let engine_buffer = bdp_buffer(rate.saturating_mul(4), rtt) as usize;
+        let engine_buffer = link_engine_buffer(rate, rtt);
         let base = Config {
             mtu: link.mtu,
             send_buffer: engine_buffer,

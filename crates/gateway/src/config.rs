@@ -465,7 +465,23 @@ fn check_buffer(key: &str, buffer: u64) -> Result<(), Error> {
 /// The link connections' engine: `[engine]` is a scenario document
 /// (`protocol`, `[engine.tcp]`, `[engine.link]`, ...) read as `scps send
 /// --config` reads one; `within` names it in errors.
+/// Buffers of a route whose keys do not size them follow its link
+/// (`scps_config::gateways::link_engine_buffer`, as the simulator's
+/// gateways): when `[engine.link]` gives the route's rate and RTT.
 fn engine(table: Option<toml::Table>, within: &str, direction: Direction) -> Result<RealStack, Error> {
+    let rtt = table.as_ref().and_then(link_rtt);
+    let sized = |key: &str| {
+        let Some(table) = &table else {
+            return false;
+        };
+        let in_tcp = table.get("tcp").and_then(|t| t.get(key)).is_some();
+        let in_stacks = table
+            .get("stacks")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|stacks| stacks.values().any(|stack| stack.get(key).is_some()));
+        in_tcp || in_stacks
+    };
+    let (send_sized, recv_sized) = (sized("send_buffer"), sized("recv_buffer"));
     let text = table.map(|t| t.to_string()).unwrap_or_default();
     let settings = StackSettings {
         file: Some((within, &text)),
@@ -475,7 +491,17 @@ fn engine(table: Option<toml::Table>, within: &str, direction: Direction) -> Res
     };
     // The UDP path's packets: an Ethernet MTU less the outer IPv4 and UDP
     // headers and the frame check.
-    settings.resolve(direction, 1500 - 28 - 4)
+    let mut stack = settings.resolve(direction, 1500 - 28 - 4)?;
+    if let (Some(rate), Some(rtt)) = (stack.config.rate_bps, rtt) {
+        let size = scps_config::gateways::link_engine_buffer(rate, rtt);
+        if !send_sized {
+            stack.config.send_buffer = size;
+        }
+        if !recv_sized {
+            stack.config.recv_buffer = size;
+        }
+    }
+    Ok(stack)
 }
 
 /// The transparent mode's routes: `[[route]]`, each with `[engine]`
@@ -1120,6 +1146,11 @@ mod tests {
             (Some(8_000_000), 3)
         );
         assert_eq!(rest.relay.buffer, 600_000, "8 Mbit/s for 600 ms");
+        assert_eq!(
+            (rest.engine.send_buffer, rest.engine.recv_buffer),
+            (2_400_000, 2_400_000),
+            "the link engine's buffers: four products, as the simulator's gateways"
+        );
         assert!(
             table.carried(client, "10.99.4.2:22".parse().unwrap()).is_none(),
             "ssh passes"
@@ -1139,6 +1170,22 @@ mod tests {
             1,
             "without routes, one carries everything"
         );
+    }
+
+    #[test]
+    fn buffers_a_key_sizes_are_kept() {
+        let config = parse(&format!(
+            "{TRANSPARENT}[engine]\nprotocol = \"scps-rate\"\n[engine.link]\nrate = \"8Mbit\"\nrtt = \"600ms\"\n\
+             [engine.tcp]\nrecv_buffer = \"6MiB\"\n"
+        ))
+        .unwrap();
+        let client: IpAddr = "10.99.1.5".parse().unwrap();
+        let (_, carried) = config
+            .routes
+            .carried(client, "10.99.4.2:80".parse().unwrap())
+            .unwrap();
+        assert_eq!(carried.engine.recv_buffer, 6 << 20, "the key's");
+        assert_eq!(carried.engine.send_buffer, 2_400_000, "the link's");
     }
 
     #[test]
