@@ -2,7 +2,8 @@
 //! client, gwA, the live emulator, gwB and server (scps-testbed's
 //! `Topology::with_gateways`), in real time. The emulator takes the
 //! point's `[link]` as it is; `linux-*` stacks are the kernel's TCP end to
-//! end (`scps send`/`recv --tcp=CONTROLLER`, the gateways' nodes plain
+//! end (`scps send`/`recv --tcp=CONTROLLER`, a bulk transfer or a message
+//! stream, the gateways' nodes plain
 //! routers); `gw-*` stacks start two transparent `scps gateway`s whose
 //! link engine takes the point's `[link]`, its gateways' keys and the
 //! buffers the simulator's gateways have. The transfer's content is
@@ -27,6 +28,16 @@ use crate::store::Record;
 
 /// The server's port.
 const PORT: u16 = 5001;
+/// What a message stream's report gives that its record keeps, with the
+/// simulator's names.
+const MESSAGE_FIELDS: [&str; 6] = [
+    "offered_bps",
+    "actual_bps",
+    "messages",
+    "latency_p50_s",
+    "latency_p95_s",
+    "latency_max_s",
+];
 /// The least time a transfer is given; otherwise four times what it takes
 /// at the link's limit.
 const MIN_TIME: Duration = Duration::from_secs(60);
@@ -63,9 +74,13 @@ impl TestbedWorld {
         if job.world != crate::stack::World::Testbed {
             return None;
         }
-        if !matches!(job.point.workload, Workload::Bulk { both_ways: false, .. }) {
+        if !matches!(
+            job.point.workload,
+            Workload::Bulk { both_ways: false, .. } | Workload::Messages { .. }
+        ) {
             return Some(format!(
-                "{}: the testbed runs one-way bulk transfers so far (message streams and fetches are next)",
+                "{}: the testbed runs one-way bulk transfers and message streams so far (two-way bulk and \
+                 file fetches are next)",
                 job.point.scenario
             ));
         }
@@ -91,8 +106,18 @@ impl TestbedWorld {
                 }
                 let bytes = report.get("bytes").and_then(Value::as_u64).unwrap_or(0);
                 let duration = report.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
-                let goodput = report.get("goodput_bps").and_then(Value::as_f64).unwrap_or(0.0);
+                // A message stream's figure is its actual rate.
+                let goodput = report
+                    .get("actual_bps")
+                    .or_else(|| report.get("goodput_bps"))
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
                 let limit = job.point.limit_bps(Duration::from_secs_f64(duration.max(1e-3)));
+                for field in MESSAGE_FIELDS {
+                    if let Some(value) = report.get(field) {
+                        record.insert(field.into(), value.clone());
+                    }
+                }
                 record.insert("bytes".into(), bytes.into());
                 record.insert("duration_s".into(), duration.into());
                 record.insert("goodput_bps".into(), goodput.into());
@@ -113,16 +138,14 @@ impl TestbedWorld {
     /// Starts the link (and the gateways), moves the bytes, stops all; the
     /// sender's report.
     fn transfer(&self, job: &Job) -> Result<serde_json::Map<String, Value>, Failure> {
-        let Workload::Bulk { bytes, .. } = job.point.workload else {
-            return Err("not a bulk transfer".into());
-        };
+        let workload = workload_options(&job.point.workload)?;
         let dir = self.dir.join(crate::run::file_name(&job.id));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
         let mut started = Started {
             scps: self.scps.clone(),
             ..Started::default()
         };
-        let outcome = self.transfer_in(job, bytes, &dir, &mut started);
+        let outcome = self.transfer_in(job, &workload, &dir, &mut started);
         started.stop();
         outcome
     }
@@ -130,7 +153,7 @@ impl TestbedWorld {
     fn transfer_in(
         &self,
         job: &Job,
-        bytes: u64,
+        workload: &[String],
         dir: &Path,
         started: &mut Started,
     ) -> Result<serde_json::Map<String, Value>, Failure> {
@@ -166,14 +189,11 @@ impl TestbedWorld {
         started.processes.push(recv.clone());
         wait_for_line(&recv_log, "listening", &recv, "scps recv")?;
         let to = format!("{server}:{PORT}");
-        let bytes_text = bytes.to_string();
-        let send = self.spawn_logged(
-            "client",
-            &dir.join("send.log"),
-            &["send", "--json", "--bytes", &bytes_text, &to, &tcp],
-        )?;
+        let mut args: Vec<&str> = vec!["send", "--json", &to, &tcp];
+        args.extend(workload.iter().map(String::as_str));
+        let send = self.spawn_logged("client", &dir.join("send.log"), &args)?;
         started.processes.push(send.clone());
-        let allowed = time_allowed(&job.point, bytes);
+        let allowed = time_allowed(&job.point);
         let status = send
             .wait_timeout(allowed)
             .map_err(|e| format!("scps send: {e}"))?
@@ -188,7 +208,7 @@ impl TestbedWorld {
         if let Some(error) = report.get("error").and_then(Value::as_str) {
             return Err(format!("scps send: {error}"));
         }
-        if report.get("verified") != Some(&Value::Bool(true)) {
+        if report.get("verified").is_some_and(|v| v != &Value::Bool(true)) {
             return Err("the receiver did not verify the content (SHA-256)".into());
         }
         Ok(report)
@@ -416,11 +436,55 @@ fn holds_connections(scps: &Path, socket: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// The wall-clock time a transfer of `bytes` over `point`'s link is
-/// given: four times what it takes at the limit, at least [`MIN_TIME`].
-pub fn time_allowed(point: &Point, bytes: u64) -> Duration {
-    let at_limit = bytes as f64 * 8.0 / point.limit_bps(Duration::from_secs(3600)).max(1.0);
-    MIN_TIME.max(Duration::from_secs_f64(4.0 * at_limit))
+/// The wall-clock time a run of `point` is given: for a transfer, four
+/// times what it takes at the limit, at least [`MIN_TIME`]; for a message
+/// stream, its window twice over and [`MIN_TIME`] (its messages drain
+/// after the window).
+pub fn time_allowed(point: &Point) -> Duration {
+    match &point.workload {
+        Workload::Messages { duration, .. } => *duration * 2 + MIN_TIME,
+        Workload::Bulk { bytes, .. } => {
+            let at_limit = *bytes as f64 * 8.0 / point.limit_bps(Duration::from_secs(3600)).max(1.0);
+            MIN_TIME.max(Duration::from_secs_f64(4.0 * at_limit))
+        }
+        Workload::Fetches(fetches) => fetches.duration * 2 + MIN_TIME,
+    }
+}
+
+/// `scps send`'s options for a workload the testbed runs.
+fn workload_options(workload: &Workload) -> Result<Vec<String>, Failure> {
+    match workload {
+        Workload::Bulk {
+            bytes,
+            both_ways: false,
+        } => Ok(vec!["--bytes".into(), bytes.to_string()]),
+        Workload::Messages {
+            forward,
+            reverse,
+            duration,
+        } => {
+            let mut options: Vec<String> = vec![
+                "--messages".into(),
+                "--size".into(),
+                forward.size.to_string(),
+                "--rate".into(),
+                format!("{}bps", forward.rate_bps),
+                "--duration".into(),
+                format!("{}ms", duration.as_millis()),
+            ];
+            if let Some(reverse) = reverse {
+                options.extend([
+                    "--two-way".into(),
+                    "--reverse-size".into(),
+                    reverse.size.to_string(),
+                    "--reverse-rate".into(),
+                    format!("{}bps", reverse.rate_bps),
+                ]);
+            }
+            Ok(options)
+        }
+        _ => Err("a workload the testbed does not run".into()),
+    }
 }
 
 /// A Unix socket's path for `what` of this bench: short (a socket's path

@@ -115,6 +115,52 @@ fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
 }
 
 #[test]
+fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
+    let dir = TempDir::new("bench-testbed-messages");
+    let out = dir.path().join("results");
+    // iridium-3ch's three 2400 bit/s circuits with their call drops, live,
+    // 20 s of 64-byte messages at 2048 bit/s. How many arrive in the
+    // window depends on when the emulator's circuits drop (a call takes a
+    // minute to come back), so the figures are checked for what they are,
+    // not for a rate.
+    let output = scps(&[
+        "bench",
+        "iridium-3ch",
+        "--world",
+        "testbed",
+        "--set",
+        "protocol=gw-scps-rate",
+        "--set",
+        "workload.rate=2048bps",
+        "--set",
+        "workload.duration=20s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    let records = records(&out);
+    let record = &records[0];
+    assert!(!record.contains_key("error"), "{record:?}");
+    assert_eq!(record["offered_bps"], 2048.0, "{record:?}");
+    let actual = record["actual_bps"].as_f64().unwrap();
+    let p50 = record["latency_p50_s"].as_f64().unwrap();
+    println!("through the gateways: {actual:.0} bit/s of 2048, median latency {p50:.2} s");
+    assert!(actual > 0.0 && actual <= 2048.0 * 1.05, "{record:?}");
+    // Half of a 3.1 s round trip at the least.
+    assert!(p50 > 1.5, "{record:?}");
+    assert!(record["latency_p95_s"].as_f64().unwrap() >= p50, "{record:?}");
+    assert!(record["messages"].as_u64().unwrap() > 0, "{record:?}");
+    let limit = record["limit_bps"].as_f64().unwrap();
+    assert_eq!(limit, 2048.0, "the offered rate bounds a stream's limit");
+    assert!((record["ratio"].as_f64().unwrap() - actual / limit).abs() < 1e-9);
+}
+
+#[test]
 fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
     let dir = TempDir::new("bench-testbed-refusals");
     let out = dir.path().join("never");
@@ -124,8 +170,8 @@ fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
             "stack scps-rate: the testbed runs linux-* and gw-* stacks so far",
         ),
         (
-            &["iridium-3ch"],
-            "iridium-3ch: the testbed runs one-way bulk transfers so far",
+            &["complex-35ws", "--set", "protocol=linux-cubic"],
+            "complex-35ws: the testbed runs one-way bulk transfers and message streams so far",
         ),
     ];
     for (args, expected) in cases {
