@@ -36,8 +36,9 @@ pub struct SimArgs {
     /// One JSON object per run and per line, instead of a table.
     #[arg(long)]
     json: bool,
-    /// Capture what leaves and arrives at one interface (the client's,
-    /// unless `--pcap-at` says) into this pcap file (for several runs, `-N`
+    /// Capture what leaves and arrives at one interface (the client's, or
+    /// for a `gw-` label gwA's on the stressed link, unless `--pcap-at`
+    /// says) into this pcap file (for several runs, `-N`
     /// is added before the extension).
     #[arg(long, value_name = "FILE")]
     pcap: Option<PathBuf>,
