@@ -179,17 +179,27 @@ impl TestbedWorld {
         };
         let server = self.address("server")?;
         let tcp = format!("--tcp={}", controller.kernel_name());
+        let keepalive = format!("{}s", host_patience(&job.point).as_secs());
         let recv_log = dir.join("recv.log");
         let port = PORT.to_string();
         let recv = self.spawn_logged(
             "server",
             &recv_log,
-            &["recv", "--once", "--json", &tcp, "--port", &port],
+            &[
+                "recv",
+                "--once",
+                "--json",
+                &tcp,
+                "--port",
+                &port,
+                "--keepalive",
+                &keepalive,
+            ],
         )?;
         started.processes.push(recv.clone());
         wait_for_line(&recv_log, "listening", &recv, "scps recv")?;
         let to = format!("{server}:{PORT}");
-        let mut args: Vec<&str> = vec!["send", "--json", &to, &tcp];
+        let mut args: Vec<&str> = vec!["send", "--json", &to, &tcp, "--keepalive", &keepalive];
         args.extend(workload.iter().map(String::as_str));
         let send = self.spawn_logged("client", &dir.join("send.log"), &args)?;
         started.processes.push(send.clone());
@@ -451,6 +461,15 @@ pub fn time_allowed(point: &Point) -> Duration {
     }
 }
 
+/// How long the testbed's hosts wait on a silent peer between keepalive
+/// probes (`scps send`/`recv --keepalive`, which also sets the kernel's
+/// user timeout to four times it): the scenario's longest RTO, so that
+/// they ride out what the simulator's hosts, with the scenario's timers,
+/// ride out (a 60 s redial on iridium-3ch), and at least the tools' 15 s.
+fn host_patience(point: &Point) -> Duration {
+    point.tcp.rto_max.max(Duration::from_secs(15))
+}
+
 /// `scps send`'s options for a workload the testbed runs.
 fn workload_options(workload: &Workload) -> Result<Vec<String>, Failure> {
     match workload {
@@ -523,4 +542,66 @@ fn last_line(log: &Path) -> String {
 
 fn write(path: &Path, text: &str) -> Result<(), Failure> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(scenario: &str, sets: &[&str]) -> Point {
+        let sets: Vec<_> = sets
+            .iter()
+            .map(|s| scps_config::sweep::parse_assignment(s).unwrap())
+            .collect();
+        scps_config::Scenario::load(scenario, &sets)
+            .unwrap()
+            .points
+            .remove(0)
+    }
+
+    #[test]
+    fn hosts_wait_on_a_silent_peer_as_long_as_the_scenario_s_timers_do() {
+        // iridium-3ch's hosts back off to 64 s: a 60 s redial is ridden out.
+        let iridium = point("iridium-3ch", &["workload.rate=2048bps"]);
+        assert_eq!(host_patience(&iridium), Duration::from_secs(64));
+        let geo = point(
+            "geo-8mbit",
+            &["protocol=tcp-cubic", "link.rtt=600ms", "link.ber=0"],
+        );
+        assert_eq!(
+            host_patience(&geo),
+            Duration::from_secs(60),
+            "the engine's RTO ceiling"
+        );
+    }
+
+    #[test]
+    fn a_transfer_gets_four_times_its_ideal_and_a_stream_its_window_twice() {
+        let geo = point(
+            "geo-8mbit",
+            &[
+                "protocol=tcp-cubic",
+                "link.rtt=600ms",
+                "link.ber=0",
+                "workload.bytes=100MB",
+            ],
+        );
+        // 100 MB at 7.72 Mbit/s: 103.6 s, four times.
+        assert_eq!(time_allowed(&geo).as_secs(), 414);
+        let small = point(
+            "geo-8mbit",
+            &[
+                "protocol=tcp-cubic",
+                "link.rtt=600ms",
+                "link.ber=0",
+                "workload.bytes=1MB",
+            ],
+        );
+        assert_eq!(time_allowed(&small), MIN_TIME);
+        let iridium = point(
+            "iridium-3ch",
+            &["workload.rate=2048bps", "workload.duration=3min"],
+        );
+        assert_eq!(time_allowed(&iridium), Duration::from_secs(420));
+    }
 }
