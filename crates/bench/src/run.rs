@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use scps_sim::RunOptions;
+use scps_sim::{RunFailure, RunOptions};
 use serde_json::Value;
 
 use crate::plan::Job;
@@ -64,18 +64,7 @@ pub(crate) const CAPTURE_SNAPLEN: u32 = 80;
 
 /// Where a job's capture goes, relative to the bench's directory.
 pub fn capture_path(job: &Job) -> PathBuf {
-    let name: String = job
-        .id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-.=".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    Path::new("captures").join(format!("{name}.pcap"))
+    Path::new("captures").join(format!("{}.pcap", file_name(&job.id)))
 }
 
 /// Runs a simulator job for a bench in `dir`: the record `scps sim
@@ -97,12 +86,9 @@ pub fn run_sim(job: &Job, dir: &Path) -> Record {
         capture_snaplen: Some(CAPTURE_SNAPLEN),
         ..RunOptions::default()
     };
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        scps_sim::run_record(&job.point, job.seed, &options)
-    }));
     let replay = || format!("(replay: scps sim {} --seed {})", job.point.scenario, job.seed);
-    match outcome {
-        Ok(Ok(run)) => {
+    match scps_sim::run_record_guarded(&job.point, job.seed, &options) {
+        Ok(run) => {
             let mut record = identity(job);
             if let Value::Object(fields) = serde_json::to_value(&run).expect("a run record serialises") {
                 record.extend(fields);
@@ -112,18 +98,13 @@ pub fn run_sim(job: &Job, dir: &Path) -> Record {
             }
             record
         }
-        Ok(Err(error)) => failed(job, format!("the run could not start: {error} {}", replay())),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            failed(
-                job,
-                format!("the simulator panicked: {message} (a bug) {}", replay()),
-            )
+        Err(RunFailure::Setup(error)) => {
+            failed(job, format!("the run could not start: {error} {}", replay()))
         }
+        Err(RunFailure::Panic(message)) => failed(
+            job,
+            format!("the simulator panicked: {message} (a bug) {}", replay()),
+        ),
     }
 }
 

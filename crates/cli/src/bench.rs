@@ -266,13 +266,7 @@ fn finish(
     }
     eprintln!("scps bench: report in {}", out.join("index.html").display());
     let failed = records.iter().filter(|r| figures::error(r).is_some()).count();
-    Ok(match failed {
-        0 => Completion::All,
-        failed => Completion::SomeFailed {
-            failed,
-            total: records.len(),
-        },
-    })
+    Ok(Completion::of(failed, records.len()))
 }
 
 /// `scps bench merge DIR... --out DIR`: every record of the directories

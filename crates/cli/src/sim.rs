@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use scps_config::sweep::parse_assignment;
 use scps_config::{Point, Scenario};
-use scps_sim::{RunOptions, RunRecord, RunResult};
+use scps_sim::{RunFailure, RunOptions, RunRecord, RunResult};
 
 use crate::table;
 
@@ -66,6 +66,16 @@ pub enum Completion {
     SomeFailed { failed: usize, total: usize },
 }
 
+impl Completion {
+    /// Of `total` runs, `failed` did not complete.
+    pub fn of(failed: usize, total: usize) -> Completion {
+        match failed {
+            0 => Completion::All,
+            failed => Completion::SomeFailed { failed, total },
+        }
+    }
+}
+
 pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
     let sets = args
         .sets
@@ -112,13 +122,7 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
         table::print(&scenario, &results, runs)?;
     }
     let failed = results.iter().filter(|r| r.error.is_some()).count();
-    Ok(match failed {
-        0 => Completion::All,
-        failed => Completion::SomeFailed {
-            failed,
-            total: results.len(),
-        },
-    })
+    Ok(Completion::of(failed, results.len()))
 }
 
 /// Runs one job; a panic (a bug) becomes an error naming the run so that
@@ -130,22 +134,13 @@ fn run_one(job: &Job) -> anyhow::Result<RunRecord> {
         ..RunOptions::default()
     };
     let describe = || format!("run with seed {} at {}", job.seed, job.point.describe());
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        scps_sim::run_record(job.point, job.seed, &options)
-    }));
-    match outcome {
-        Ok(result) => result.with_context(describe),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Err(anyhow::anyhow!(
-                "{} panicked: {message} (a bug: please report it with this command)",
-                describe()
-            ))
-        }
+    match scps_sim::run_record_guarded(job.point, job.seed, &options) {
+        Ok(record) => Ok(record),
+        Err(RunFailure::Setup(error)) => Err(error).with_context(describe),
+        Err(RunFailure::Panic(message)) => Err(anyhow::anyhow!(
+            "{} panicked: {message} (a bug: please report it with this command)",
+            describe()
+        )),
     }
 }
 

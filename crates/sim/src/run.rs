@@ -92,6 +92,33 @@ pub fn run(point: &Point, seed: u64, options: &RunOptions) -> Result<RunResult, 
     run_record(point, seed, options).map(|record| record.totals)
 }
 
+/// Why a guarded run gave no record.
+#[derive(Debug, thiserror::Error)]
+pub enum RunFailure {
+    /// It could not be set up, or its output could not be written.
+    #[error(transparent)]
+    Setup(#[from] SimError),
+    /// The simulator panicked: a bug; the panic's message.
+    #[error("the simulator panicked: {0}")]
+    Panic(String),
+}
+
+/// [`run_record`], with a panic (a bug) caught and turned into a
+/// [`RunFailure::Panic`] that the caller can report with the run's seed,
+/// so that one bad run does not take a whole sweep down.
+pub fn run_record_guarded(point: &Point, seed: u64, options: &RunOptions) -> Result<RunRecord, RunFailure> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_record(point, seed, options))) {
+        Ok(outcome) => Ok(outcome?),
+        Err(panic) => Err(RunFailure::Panic(
+            panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default(),
+        )),
+    }
+}
+
 /// Runs `point` once with `seed`: the figures of all clients together,
 /// and of each client and router of a topology.
 pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunRecord, SimError> {
