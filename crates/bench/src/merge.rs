@@ -46,13 +46,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Store, MergeError> {
         merged.records.extend(store.records);
     }
     let mut appender = Appender::open(out)?;
-    let existing = Store::load(out)?;
-    for (id, record) in &merged.records {
-        if existing.records.get(id) != Some(record) {
-            appender.append(record)?;
+    let mut joined = Store::load(out)?;
+    for (id, record) in merged.records {
+        if joined.records.get(&id) != Some(&record) {
+            appender.append(&record)?;
+            joined.records.insert(id, record);
         }
     }
-    Ok(Store::load(out)?)
+    Ok(joined)
 }
 
 /// The scenarios records are of, in the order they come, described as

@@ -117,20 +117,26 @@ pub struct Executed {
     pub skipped: usize,
 }
 
+/// The jobs `store` has no finished run of.
+pub fn to_do<'a>(jobs: &'a [Job], store: &Store) -> Vec<&'a Job> {
+    jobs.iter().filter(|j| !store.finished(&j.id, j.world)).collect()
+}
+
 /// Runs the jobs whose records `store` lacks with `run` on `workers`
-/// threads, appending each record as it is done and handing it to `done`.
+/// threads, appending each record as it is done (to the directory and to
+/// `store`) and handing it to `done`.
 pub fn execute(
     jobs: &[Job],
-    store: &Store,
+    store: &mut Store,
     appender: &mut Appender,
     workers: usize,
     run: impl Fn(&Job) -> Record + Sync,
     mut done: impl FnMut(&Record),
 ) -> Result<Executed, StoreError> {
-    let todo: Vec<&Job> = jobs.iter().filter(|j| !store.finished(&j.id, j.world)).collect();
+    let todo = to_do(jobs, store);
     let skipped = jobs.len() - todo.len();
     let next = AtomicUsize::new(0);
-    let (sender, receiver) = mpsc::channel::<Record>();
+    let (sender, receiver) = mpsc::channel::<(String, Record)>();
     let stop = Mutex::new(false);
     let mut outcome = Ok(());
     std::thread::scope(|scope| {
@@ -145,14 +151,14 @@ pub fn execute(
                     let Some(job) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         return;
                     };
-                    if sender.send(run(job)).is_err() {
+                    if sender.send((job.id.clone(), run(job))).is_err() {
                         return;
                     }
                 }
             });
         }
         drop(sender);
-        for record in receiver {
+        for (id, record) in receiver {
             if let Err(error) = appender.append(&record) {
                 // Stop the workers: what they would run could not be kept.
                 *stop.lock().expect("no worker panics holding it") = true;
@@ -160,6 +166,7 @@ pub fn execute(
                 break;
             }
             done(&record);
+            store.records.insert(id, record);
         }
     });
     outcome.map(|()| Executed {

@@ -88,17 +88,13 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
         enter_a_user_namespace_unless_root()?;
     }
     let out = args.out.clone().unwrap_or_else(default_out);
-    let store = Store::load(&out)?;
+    let mut store = Store::load(&out)?;
     let mut appender = Appender::open(&out)?;
     let workers = args
         .jobs
         .map(usize::from)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let todo = plan
-        .jobs
-        .iter()
-        .filter(|j| !store.finished(&j.id, j.world))
-        .count();
+    let todo = run::to_do(&plan.jobs, &store).len();
     let mut stdout = std::io::stdout().lock();
     if args.json {
         // Runs done before, resumed: their records first.
@@ -118,18 +114,18 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
         plan.jobs.iter().cloned().partition(|j| j.world == World::Sim);
     let mut executed = run::execute(
         &sim_jobs,
-        &store,
+        &mut store,
         &mut appender,
         workers,
         |job| run::run_sim(job, &out),
         &mut done,
     )?;
-    if testbed_jobs.iter().any(|j| !store.finished(&j.id, j.world)) {
+    if !run::to_do(&testbed_jobs, &store).is_empty() {
         let scps = std::env::current_exe().context("cannot find the scps binary to run in the testbed")?;
         let world = TestbedWorld::new(scps, &out).map_err(|e| anyhow::anyhow!("{e}"))?;
         let on_testbed = run::execute(
             &testbed_jobs,
-            &store,
+            &mut store,
             &mut appender,
             1,
             |job| world.run(job),
@@ -150,7 +146,6 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
             executed.ran
         );
     }
-    let store = Store::load(&out)?;
     let records: Vec<&Record> = plan
         .jobs
         .iter()
