@@ -43,6 +43,10 @@ const MESSAGE_FIELDS: [&str; 6] = [
 const MIN_TIME: Duration = Duration::from_secs(60);
 /// How long a program has to say it is ready.
 const START_TIME: Duration = Duration::from_secs(15);
+/// `sh -c` scripts that run `"$@"` with its standard error, or all its
+/// output, appended to the log given before it.
+const STDERR_TO_LOG: &str = r#"log=$1; shift; exec "$@" 2>>"$log""#;
+const ALL_TO_LOG: &str = r#"log=$1; shift; exec "$@" >>"$log" 2>&1"#;
 
 /// A testbed for a bench's runs, one at a time.
 #[derive(Debug)]
@@ -50,8 +54,9 @@ pub struct TestbedWorld {
     testbed: Testbed,
     /// The `scps` binary the runs' programs are.
     scps: PathBuf,
-    /// Where each run keeps its configurations and logs.
-    dir: PathBuf,
+    /// The bench's directory: captures under it as the simulator's are,
+    /// each run's configurations and logs in `testbed/`.
+    out: PathBuf,
 }
 
 /// Why a testbed run failed.
@@ -59,12 +64,12 @@ type Failure = String;
 
 impl TestbedWorld {
     /// Builds the namespaces (as root, or root in a user namespace).
-    pub fn new(scps: PathBuf, dir: &Path) -> Result<TestbedWorld, String> {
+    pub fn new(scps: PathBuf, out: &Path) -> Result<TestbedWorld, String> {
         let testbed = Testbed::build(Topology::with_gateways()).map_err(|e| format!("the testbed: {e}"))?;
         Ok(TestbedWorld {
             testbed,
             scps,
-            dir: dir.join("testbed"),
+            out: out.to_owned(),
         })
     }
 
@@ -139,7 +144,7 @@ impl TestbedWorld {
     /// sender's report.
     fn transfer(&self, job: &Job) -> Result<serde_json::Map<String, Value>, Failure> {
         let workload = workload_options(&job.point.workload)?;
-        let dir = self.dir.join(crate::run::file_name(&job.id));
+        let dir = self.out.join("testbed").join(crate::run::file_name(&job.id));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
         let mut started = Started {
             scps: self.scps.clone(),
@@ -231,23 +236,31 @@ impl TestbedWorld {
     /// `scps ARGS...` in `node`, its standard error to `log`, its standard
     /// output kept.
     fn spawn_logged(&self, node: &str, log: &Path, args: &[&str]) -> Result<Process, Failure> {
-        self.spawn_with(node, log, r#"log=$1; shift; exec "$@" 2>>"$log""#, args)
+        self.spawn_with(node, log, STDERR_TO_LOG, self.scps.as_os_str(), args)
     }
 
     /// `scps ARGS...` in `node`, all its output to `log` (a daemon's).
     fn spawn_daemon(&self, node: &str, log: &Path, args: &[&str]) -> Result<Process, Failure> {
-        self.spawn_with(node, log, r#"log=$1; shift; exec "$@" >>"$log" 2>&1"#, args)
+        self.spawn_with(node, log, ALL_TO_LOG, self.scps.as_os_str(), args)
     }
 
-    /// `scps ARGS...` in `node` through `sh -c SCRIPT sh LOG SCPS ARGS...`.
-    fn spawn_with(&self, node: &str, log: &Path, script: &str, args: &[&str]) -> Result<Process, Failure> {
+    /// `PROGRAM ARGS...` in `node` through `sh -c SCRIPT sh LOG PROGRAM
+    /// ARGS...`, which sends its output where `script` says.
+    fn spawn_with(
+        &self,
+        node: &str,
+        log: &Path,
+        script: &str,
+        program: &std::ffi::OsStr,
+        args: &[&str],
+    ) -> Result<Process, Failure> {
         let node = self.testbed.node(node).map_err(|e| e.to_string())?;
         let mut all: Vec<&std::ffi::OsStr> = vec![
             "-c".as_ref(),
             script.as_ref(),
             "sh".as_ref(),
             log.as_os_str(),
-            self.scps.as_os_str(),
+            program,
         ];
         all.extend(args.iter().map(std::ffi::OsStr::new));
         node.spawn("sh", &all, Output::Piped).map_err(|e| e.to_string())
@@ -297,27 +310,17 @@ impl TestbedWorld {
     /// into the job's capture file (the report's time-sequence graph);
     /// returns once it captures.
     fn start_capture(&self, job: &Job, dir: &Path) -> Result<Process, Failure> {
-        let path = self
-            .dir
-            .parent()
-            .unwrap_or(&self.dir)
-            .join(crate::run::capture_path(job));
+        let path = self.out.join(crate::run::capture_path(job));
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
         }
         let log = dir.join("dumpcap.log");
-        let node = self.testbed.node(EMU).map_err(|e| e.to_string())?;
         let path_text = path.to_string_lossy().into_owned();
-        let log_text = log.to_string_lossy().into_owned();
-        let script = r#"log=$1; shift; exec "$@" >>"$log" 2>&1"#;
-        let snaplen = crate::run::CAPTURE_SNAPLEN + 14;
-        let snaplen = snaplen.to_string();
-        let args = [
-            "-c", script, "sh", &log_text, "dumpcap", "-q", "-P", "-i", EMU_SIDE_A, "-s", &snaplen, "-w",
-            &path_text,
-        ];
-        let capture = node
-            .spawn("sh", &args, Output::Null)
+        // The veth's Ethernet header comes before the headers kept.
+        let snaplen = (crate::run::CAPTURE_SNAPLEN + 14).to_string();
+        let args = ["-q", "-P", "-i", EMU_SIDE_A, "-s", &snaplen, "-w", &path_text];
+        let capture = self
+            .spawn_with(EMU, &log, ALL_TO_LOG, "dumpcap".as_ref(), &args)
             .map_err(|e| format!("dumpcap: {e}"))?;
         // dumpcap says on its standard error which interface it captures
         // on once it does.

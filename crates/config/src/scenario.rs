@@ -111,12 +111,12 @@ pub struct PointTables {
 impl PointTables {
     fn of(document: &toml::Table, protocol: Protocol) -> PointTables {
         let table = |value: Option<&Value>| value.and_then(Value::as_table).cloned().unwrap_or_default();
-        let mut gateway = table(document.get("gateway"));
+        let mut gateway = toml::Table::new();
         if protocol.through_gateways() {
-            let stack = table(document.get("stacks").and_then(|s| s.get(protocol.label())));
-            gateway.extend(stack);
-        } else {
-            gateway.clear();
+            gateway = table(document.get("gateway"));
+            gateway.extend(table(
+                document.get("stacks").and_then(|s| s.get(protocol.label())),
+            ));
         }
         PointTables {
             link: table(document.get("link")),
@@ -216,8 +216,7 @@ impl Scenario {
                 }
             };
             let spec: PointSpec = crate::deserialize(document.document.clone()).map_err(at)?;
-            let mut point = resolve(&spec, document.params.clone()).map_err(at)?;
-            point.tables = PointTables::of(&document.document, point.protocol);
+            let point = resolve(&spec, document.params.clone(), &document.document).map_err(at)?;
             scenario.get_or_insert_with(|| Scenario {
                 name: spec.name.clone(),
                 description: spec.description.clone(),
@@ -295,7 +294,9 @@ pub(crate) fn layered_tcp(
     Ok(tcp)
 }
 
-fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Error> {
+/// The point `spec` describes, at `params` of the sweep; `document` is
+/// its text as a table, whose tables for real programs it keeps.
+fn resolve(spec: &PointSpec, params: Vec<(String, Value)>, document: &toml::Table) -> Result<Point, Error> {
     let protocol: Protocol = spec.protocol.parse()?;
     let link = spec.link.resolve()?;
     let base = scps_proto::Config {
@@ -340,7 +341,7 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>) -> Result<Point, Erro
         time_limit,
         topology,
         gateways,
-        tables: PointTables::default(),
+        tables: PointTables::of(document, protocol),
     };
     for direction in [Direction::Forward, Direction::Reverse] {
         validate(&point.engine_config(direction), "tcp")?;

@@ -128,7 +128,7 @@ fn categorical(
                 }
             };
             if !line.points.iter().any(|p| p.x == x) {
-                line.points.push(XY { x, y, err: 0.0 });
+                line.points.push(XY::at(x, y));
                 line.points.sort_by(|a, b| a.x.total_cmp(&b.x));
             }
         }
@@ -175,11 +175,7 @@ fn messages(scenario: &str, rows: &[Row], field: &str, y_label: &str, ideal: boo
         };
         add_point(&mut series, name, point);
         if let Some(l) = row.stat("limit_bps") {
-            limit.points.push(XY {
-                x: offered.mean,
-                y: l.mean,
-                err: 0.0,
-            });
+            limit.points.push(XY::at(offered.mean, l.mean));
         }
     }
     for s in &mut series {
@@ -192,18 +188,7 @@ fn messages(scenario: &str, rows: &[Row], field: &str, y_label: &str, ideal: boo
         references.push(limit);
         references.push(Series::line(
             "ideal (actual = offered)",
-            vec![
-                XY {
-                    x: 0.0,
-                    y: 0.0,
-                    err: 0.0,
-                },
-                XY {
-                    x: offered_max,
-                    y: offered_max,
-                    err: 0.0,
-                },
-            ],
+            vec![XY::at(0.0, 0.0), XY::at(offered_max, offered_max)],
         ));
     }
     Plot {

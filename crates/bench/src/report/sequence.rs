@@ -57,11 +57,7 @@ pub fn graph(title: String, transfers: &[Transfer]) -> Result<Plot, String> {
             let mine: Vec<XY> = segments
                 .iter()
                 .filter(|s| s.resent == resent && s.time <= shown)
-                .map(|s| XY {
-                    x: s.time,
-                    y: s.offset,
-                    err: 0.0,
-                })
+                .map(|s| XY::at(s.time, s.offset))
                 .collect();
             if mine.is_empty() {
                 continue;
@@ -77,16 +73,8 @@ pub fn graph(title: String, transfers: &[Transfer]) -> Result<Plot, String> {
     let slope = Series::line(
         "physical limit",
         vec![
-            XY {
-                x: 0.0,
-                y: 0.0,
-                err: 0.0,
-            },
-            XY {
-                x: at_limit.min(shown),
-                y: limit / 8.0 * at_limit.min(shown),
-                err: 0.0,
-            },
+            XY::at(0.0, 0.0),
+            XY::at(at_limit.min(shown), limit / 8.0 * at_limit.min(shown)),
         ],
     );
     let title = if shown < latest {
@@ -129,7 +117,10 @@ pub fn segments(path: &Path) -> Result<Vec<Segment>, String> {
 /// is an error naming what was wrong.
 pub fn segments_in(capture: impl std::io::Read) -> Result<Vec<Segment>, String> {
     let mut reader = PcapReader::new(capture).map_err(|e| e.to_string())?;
-    let nanos = matches!(reader.header().ts_resolution, pcap_file::TsResolution::NanoSecond);
+    let fraction = match reader.header().ts_resolution {
+        pcap_file::TsResolution::NanoSecond => 1e-9,
+        pcap_file::TsResolution::MicroSecond => 1e-6,
+    };
     // The simulator's captures begin at the IP header; a capture of an
     // Ethernet interface (the testbed's veths) has 14 bytes before it.
     let link_header = match reader.header().datalink {
@@ -142,7 +133,6 @@ pub fn segments_in(capture: impl std::io::Read) -> Result<Vec<Segment>, String> 
     // length: read the raw records.
     while let Some(packet) = reader.next_raw_packet() {
         let packet = packet.map_err(|e| e.to_string())?;
-        let fraction = if nanos { 1e-9 } else { 1e-6 };
         let time = f64::from(packet.ts_sec) + f64::from(packet.ts_frac) * fraction;
         let start = *first_time.get_or_insert(time);
         let (Some(ip), Some(length)) = (

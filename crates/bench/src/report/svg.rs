@@ -33,6 +33,13 @@ pub struct XY {
     pub err: f64,
 }
 
+impl XY {
+    /// A point without an error bar.
+    pub fn at(x: f64, y: f64) -> XY {
+        XY { x, y, err: 0.0 }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub name: String,
