@@ -6,21 +6,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::TempDir;
+use common::{TempDir, assert_refused, scps, text};
 use serde_json::Value;
-
-fn scps(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scps"))
-        .args(args)
-        .output()
-        .expect("scps runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// A small sweep: t1-geo at two BERs, two stacks, 300 kB.
 const SWEEP: [&str; 7] = [
@@ -220,15 +209,7 @@ fn bad_input_is_refused_before_anything_starts() {
         if args[0] != "merge" {
             all.extend(["--out", out_text]);
         }
-        let output = scps(&all);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
-        let stderr = text(&output.stderr);
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert_refused(&all, expected);
         assert!(
             !out.exists(),
             "{args:?}: nothing written before the input is checked"

@@ -36,15 +36,13 @@ for (const svg of document.querySelectorAll('svg.plot')) {
 document.body.setAttribute('data-check', JSON.stringify(plots));
 </script>"#;
 
-fn scps(args: &[&str]) {
-    let output = Command::new(env!("CARGO_BIN_EXE_scps"))
-        .args(args)
-        .output()
-        .unwrap();
+/// `scps ARGS...`, which must succeed.
+fn scps_ok(args: &[&str]) {
+    let output = common::scps(args);
     assert!(
         output.status.success(),
         "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
+        common::text(&output.stderr)
     );
 }
 
@@ -101,7 +99,7 @@ fn every_plot_of_the_report_renders_with_its_axes_and_its_data() {
     // A bulk sweep (goodput against RTT, the time-sequence graph), a
     // message stream (offered against actual, latency) and many users'
     // fetches (mean download time), small enough to be quick.
-    scps(&[
+    scps_ok(&[
         "bench",
         "geo-8mbit",
         "--set",
@@ -115,7 +113,7 @@ fn every_plot_of_the_report_renders_with_its_axes_and_its_data() {
         "--out",
         out_text,
     ]);
-    scps(&[
+    scps_ok(&[
         "bench",
         "iridium-3ch",
         "--set",
@@ -125,7 +123,7 @@ fn every_plot_of_the_report_renders_with_its_axes_and_its_data() {
         "--out",
         out_text,
     ]);
-    scps(&[
+    scps_ok(&[
         "bench",
         "complex-35ws",
         "--set",
@@ -136,7 +134,7 @@ fn every_plot_of_the_report_renders_with_its_axes_and_its_data() {
         out_text,
     ]);
     let merged = dir.path().join("merged");
-    scps(&["bench", "merge", out_text, "--out", merged.to_str().unwrap()]);
+    scps_ok(&["bench", "merge", out_text, "--out", merged.to_str().unwrap()]);
     let page = merged.join("index.html");
     let plots = measured(&page);
     let titles: Vec<&str> = plots.iter().map(|p| p["title"].as_str().unwrap()).collect();

@@ -7,22 +7,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::TempDir;
+use common::{TempDir, assert_refused, scps, text};
 use serde_json::Value;
-
-fn scps(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scps"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn records(dir: &Path) -> Vec<serde_json::Map<String, Value>> {
     std::fs::read_to_string(dir.join("results.jsonl"))
@@ -177,18 +166,7 @@ fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
     for (args, expected) in cases {
         let mut all = vec!["bench", "--world", "testbed", "--out", out.to_str().unwrap()];
         all.extend(args);
-        let output = scps(&all);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
-        assert!(
-            text(&output.stderr).contains(expected),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
+        assert_refused(&all, expected);
         assert!(!out.exists());
     }
 }

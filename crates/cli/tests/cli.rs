@@ -1,17 +1,10 @@
 //! `scps sim` as a user runs it.
 
-use std::process::{Command, Output};
+mod common;
 
-fn scps(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scps"))
-        .args(args)
-        .output()
-        .expect("scps runs")
-}
+use std::process::Command;
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{scps, text};
 
 const ONE_POINT: [&str; 10] = [
     "--set",

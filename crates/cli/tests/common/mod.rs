@@ -9,6 +9,29 @@ pub mod servers;
 pub mod typing;
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `scps ARGS...` run to its end.
+pub fn scps(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scps"))
+        .args(args)
+        .output()
+        .expect("scps runs")
+}
+
+/// A program's output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `scps ARGS...`, which must refuse them (exit status 2) saying
+/// `expected`.
+pub fn assert_refused(args: &[&str], expected: &str) {
+    let output = scps(args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+}
 
 /// A temporary directory of this test process, removed when dropped (also
 /// when the test panics).
