@@ -15,7 +15,7 @@ use scps_bench::testbed::TestbedWorld;
 use scps_bench::{Appender, Job, Plan, Record, Request, Store, World, run, table};
 use scps_config::sweep::parse_assignment;
 
-use crate::sim::Completion;
+use crate::sim::{Completion, SweepArgs};
 
 #[derive(Debug, Args)]
 #[command(
@@ -31,16 +31,10 @@ pub struct BenchArgs {
     /// results of several benches' directories.
     #[arg(value_name = "SCENARIO")]
     scenarios: Vec<String>,
-    /// Pin a key of every scenario (dotted path), as `scps sim --set`;
-    /// `protocol` takes stacks: `--set 'protocol=["linux-cubic","gw-scps-rate"]'`.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    sets: Vec<String>,
-    /// Runs per point (default: the scenario's `runs`); run i uses seed S + i.
-    #[arg(long)]
-    runs: Option<u32>,
-    /// First seed (default: the scenario's `seed`).
-    #[arg(long)]
-    seed: Option<u64>,
+    /// `--set` pins a key of every scenario; `protocol` takes stacks
+    /// (below).
+    #[command(flatten)]
+    sweep: SweepArgs,
     /// Where the runs happen: the simulator (virtual time), the testbed
     /// (network namespaces and the live emulator, real time; as root or in
     /// a user namespace of its own), or both. Default: sim, or testbed for
@@ -66,9 +60,6 @@ pub struct BenchArgs {
     /// Refuse a sweep of more runs than this.
     #[arg(long, default_value_t = DEFAULT_MAX_RUNS)]
     max_runs: usize,
-    /// Simulations to run at once (default: the number of CPUs).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
-    jobs: Option<u16>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -90,10 +81,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
     let out = args.out.clone().unwrap_or_else(default_out);
     let mut store = Store::load(&out)?;
     let mut appender = Appender::open(&out)?;
-    let workers = args
-        .jobs
-        .map(usize::from)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let workers = args.sweep.workers();
     let todo = run::to_do(&plan.jobs, &store).len();
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -178,14 +166,12 @@ fn request(args: &BenchArgs) -> anyhow::Result<Request> {
     } else {
         (args.scenarios.clone(), Vec::new())
     };
-    for set in &args.sets {
-        sets.push(parse_assignment(set)?);
-    }
+    sets.extend(args.sweep.assignments()?);
     Ok(Request {
         scenarios,
         sets,
-        runs: args.runs,
-        seed: args.seed,
+        runs: args.sweep.runs,
+        seed: args.sweep.seed,
         worlds,
         shard: args.shard.as_deref().map(str::parse).transpose()?,
         max_runs: args.max_runs,

@@ -22,17 +22,8 @@ pub struct SimArgs {
     /// A built-in scenario (lowrate-leo-geo, geo-8mbit, t1-geo,
     /// iridium-3ch, complex-35ws) or the path of a scenario file.
     scenario: String,
-    /// Pin a key of the scenario (dotted path), e.g. `link.delay=120ms`,
-    /// `protocol=tcp-vj`; a list (`link.ber=[0,1e-5]`) makes a sweep axis.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    sets: Vec<String>,
-    /// Runs per point (default: the scenario's `runs`, else 1); run i
-    /// uses seed S + i.
-    #[arg(long)]
-    runs: Option<u32>,
-    /// First seed (default: the scenario's `seed`, else 1).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    sweep: SweepArgs,
     /// One JSON object per run and per line, instead of a table.
     #[arg(long)]
     json: bool,
@@ -46,9 +37,44 @@ pub struct SimArgs {
     /// names it (`r1.sat`); default: the first client's.
     #[arg(long, value_name = "NODE.INTERFACE", requires = "pcap")]
     pcap_at: Option<String>,
+}
+
+/// What `scps sim` and `scps bench` take of a sweep: its keys, runs,
+/// seeds, and how many simulations run at once.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Pin a key of the scenario (dotted path), e.g. `link.delay=120ms`,
+    /// `protocol=tcp-vj`; a list (`link.ber=[0,1e-5]`) makes a sweep axis.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Runs per point (default: the scenario's `runs`, else 1); run i
+    /// uses seed S + i.
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// First seed (default: the scenario's `seed`, else 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Simulations to run at once (default: the number of CPUs).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
-    jobs: Option<u16>,
+    pub jobs: Option<u16>,
+}
+
+impl SweepArgs {
+    /// `--set`s, parsed, in order.
+    pub fn assignments(&self) -> anyhow::Result<scps_bench::plan::Sets> {
+        Ok(self
+            .sets
+            .iter()
+            .map(|s| parse_assignment(s))
+            .collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Simulations to run at once: `--jobs`, else one per CPU.
+    pub fn workers(&self) -> usize {
+        self.jobs
+            .map(usize::from)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
 }
 
 /// One run to do: which point, which seed, where to capture.
@@ -77,15 +103,10 @@ impl Completion {
 }
 
 pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
-    let sets = args
-        .sets
-        .iter()
-        .map(|s| parse_assignment(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let scenario = Scenario::load(&args.scenario, &sets)?;
-    let runs = args.runs.unwrap_or(scenario.runs);
+    let scenario = Scenario::load(&args.scenario, &args.sweep.assignments()?)?;
+    let runs = args.sweep.runs.unwrap_or(scenario.runs);
     scenario.check_runs("--runs", runs)?;
-    let first_seed = args.seed.unwrap_or(scenario.seed);
+    let first_seed = args.sweep.seed.unwrap_or(scenario.seed);
     let total = scenario.points.len() * runs as usize;
     let jobs: Vec<Job> = scenario
         .points
@@ -109,11 +130,7 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
     for path in jobs.iter().filter_map(|job| job.capture.as_ref()) {
         std::fs::File::create(path).with_context(|| format!("cannot write capture {}", path.display()))?;
     }
-    let workers = args
-        .jobs
-        .map(usize::from)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, jobs.len().max(1));
+    let workers = args.sweep.workers().clamp(1, jobs.len().max(1));
     let results: Vec<RunResult> = run_all(&jobs, workers, args.json)?
         .into_iter()
         .map(|record| record.totals)
