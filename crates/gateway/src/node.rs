@@ -60,14 +60,12 @@ pub struct GatewayNodeStats {
 pub struct Recovery {
     pub bytes_retransmitted: u64,
     pub timeouts: u64,
-    pub fast_recoveries: u64,
 }
 
 impl Recovery {
     fn add(&mut self, stats: &ConnectionStats) {
         self.bytes_retransmitted += stats.bytes_retransmitted;
         self.timeouts += stats.timeouts;
-        self.fast_recoveries += stats.fast_recoveries;
     }
 }
 

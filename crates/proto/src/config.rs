@@ -45,15 +45,6 @@ pub enum RateOrder {
     Shortest,
 }
 
-impl RateOrder {
-    pub fn label(self) -> &'static str {
-        match self {
-            RateOrder::Turns => "turns",
-            RateOrder::Shortest => "shortest",
-        }
-    }
-}
-
 /// Vegas thresholds, in segments of queued data (Brakmo and Peterson 1995;
 /// the SCPS reference implementation's defaults: alpha 3, beta 5, gamma 4).
 #[derive(Debug, Clone, Copy, PartialEq)]

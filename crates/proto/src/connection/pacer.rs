@@ -150,6 +150,7 @@ impl Turns {
         if paced == Paced::Ack {
             return payable_at;
         }
+        self.queue(waiter);
         if payable_at > now {
             // Every connection in the queue looks again when the bucket
             // can pay, not when its place would come if all ahead of it
@@ -157,10 +158,8 @@ impl Turns {
             // the next asleep at its turn (a real driver's timers fire
             // late, and a head that is late by more than the grace loses
             // its turn).
-            self.queue(waiter);
             return payable_at;
         }
-        self.queue(waiter);
         while let Some(head) = self.head() {
             if head == waiter.member {
                 self.leave(head);
