@@ -30,7 +30,7 @@ pub struct Capture {
 }
 
 /// The pcap header's snapshot length for whole packets.
-const WHOLE_PACKETS: u32 = 65535;
+pub const WHOLE_PACKETS: u32 = 65535;
 
 impl std::fmt::Debug for Capture {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

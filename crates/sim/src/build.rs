@@ -122,7 +122,8 @@ pub(crate) fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Bu
         }
     }
     if let Some(path) = &options.capture {
-        let tap = PcapTap::create_with_snaplen(path, options.capture_snaplen.unwrap_or(65535))?;
+        let tap =
+            PcapTap::create_with_snaplen(path, options.capture_snaplen.unwrap_or(scps_pcap::WHOLE_PACKETS))?;
         let at = match (options.capture_at.as_deref(), gateways) {
             (None, Some([gw_a, _])) => NodeInterface {
                 node: gw_a,
