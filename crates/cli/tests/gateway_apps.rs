@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::TempDir;
 use common::gateways::{GatewayProcess, start, start_pair, stop, wait_ready};
-use common::servers::{self, Sshd, digest, write_pattern};
+use common::servers::{self, Sshd, digest, wait_connections_ended, write_pattern};
 use common::typing;
 use scps_testbed::{Node, Output, Testbed, Topology};
 
@@ -376,7 +376,11 @@ fn iperf3_runs_both_ways_through_the_gateways() {
     // Each iperf3 test is two connections, control and data; iperf3
     // closes a data connection with bytes still unread at its end, which
     // resets it (as it would without the gateways), and the gateways pass
-    // that on.
+    // that on, once the last of them has ended at both gateways (iperf3
+    // returns before its server has closed).
+    for gateway in ["gwA", "gwB"] {
+        wait_connections_ended(testbed.node(gateway).unwrap(), 5201);
+    }
     for said in [stop(&a), stop(&b)] {
         assert!(
             count(&said, "closed") + count(&said, "reset") >= 4,

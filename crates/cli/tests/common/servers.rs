@@ -32,6 +32,50 @@ pub fn wait_listening(node: &Node, port: u16) {
     }
 }
 
+/// Waits until `node` holds no TCP connection to or from `port` that is
+/// open or closing (TIME-WAIT, where nothing is left to do, aside): a
+/// gateway there has seen the ends of the connections it carried.
+pub fn wait_connections_ended(node: &Node, port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let filter = format!("( sport = :{port} or dport = :{port} )");
+    loop {
+        let open = node
+            .output(
+                "ss",
+                &[
+                    "-Htn",
+                    "state",
+                    "established",
+                    "state",
+                    "syn-sent",
+                    "state",
+                    "syn-recv",
+                    "state",
+                    "fin-wait-1",
+                    "state",
+                    "fin-wait-2",
+                    "state",
+                    "close-wait",
+                    "state",
+                    "last-ack",
+                    "state",
+                    "closing",
+                    &filter,
+                ],
+            )
+            .unwrap();
+        if open.trim().is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "connections of port {port} still open in {}: {open}",
+            node.name()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Writes `bytes` of a pattern that never repeats within a file into
 /// `path`; its SHA-256.
 pub fn write_pattern(path: &Path, bytes: u64, seed: u64) -> Vec<u8> {
