@@ -2,9 +2,10 @@
 //! client, gwA, the live emulator, gwB and server (scps-testbed's
 //! `Topology::with_gateways`), in real time. The emulator takes the
 //! point's `[link]` as it is; `linux-*` stacks are the kernel's TCP end to
-//! end (`scps send`/`recv --tcp=CONTROLLER`, a bulk transfer or a message
-//! stream, the gateways' nodes plain
-//! routers); `gw-*` stacks start two transparent `scps gateway`s whose
+//! end (`scps send`/`recv --tcp=CONTROLLER`, a bulk transfer, a message
+//! stream, or many users' file fetches, each a `scps send --fetch` started
+//! when the simulator's run of the same seed starts it; the gateways'
+//! nodes plain routers); `gw-*` stacks start two transparent `scps gateway`s whose
 //! link engine takes the point's `[link]`, its gateways' keys and the
 //! buffers the simulator's gateways have. The transfer's content is
 //! checked by SHA-256 at both ends; a run that does not verify, a process
@@ -18,7 +19,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use scps_config::{Direction, Point, Workload};
+use scps_config::{Direction, Fetches, Point, Workload};
+use scps_sim::apps::shared_link;
+use scps_sim::result::FetchFigures;
 use scps_testbed::{EMU, EMU_SIDE_A, EMU_SIDE_B, Output, Process, Testbed, Topology};
 use serde_json::Value;
 
@@ -79,13 +82,10 @@ impl TestbedWorld {
         if job.world != crate::stack::World::Testbed {
             return None;
         }
-        if !matches!(
-            job.point.workload,
-            Workload::Bulk { both_ways: false, .. } | Workload::Messages { .. }
-        ) {
+        if matches!(job.point.workload, Workload::Bulk { both_ways: true, .. }) {
             return Some(format!(
-                "{}: the testbed runs one-way bulk transfers and message streams so far (two-way bulk and \
-                 file fetches are next)",
+                "{}: the testbed runs one-way bulk transfers, message streams and file fetches so far \
+                 (two-way bulk is next)",
                 job.point.scenario
             ));
         }
@@ -104,33 +104,12 @@ impl TestbedWorld {
         crate::run::describe(&mut record, job);
         let started = Instant::now();
         match self.transfer(job) {
-            Ok(report) => {
+            Ok(figures) => {
                 if job.capture {
                     let capture = crate::run::capture_path(job);
                     record.insert("capture".into(), capture.to_string_lossy().into_owned().into());
                 }
-                let bytes = report.get("bytes").and_then(Value::as_u64).unwrap_or(0);
-                let duration = report.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
-                // A message stream's figure is its actual rate.
-                let goodput = report
-                    .get("actual_bps")
-                    .or_else(|| report.get("goodput_bps"))
-                    .and_then(Value::as_f64)
-                    .unwrap_or(0.0);
-                let limit = job.point.limit_bps(Duration::from_secs_f64(duration.max(1e-3)));
-                for field in MESSAGE_FIELDS {
-                    if let Some(value) = report.get(field) {
-                        record.insert(field.into(), value.clone());
-                    }
-                }
-                record.insert("bytes".into(), bytes.into());
-                record.insert("duration_s".into(), duration.into());
-                record.insert("goodput_bps".into(), goodput.into());
-                record.insert("limit_bps".into(), limit.into());
-                record.insert("ratio".into(), (goodput / limit).into());
-                if let Some(resent) = report.get("retransmitted_bytes") {
-                    record.insert("retransmitted_bytes".into(), resent.clone());
-                }
+                record.extend(figures);
             }
             Err(why) => {
                 record.insert("error".into(), why.into());
@@ -140,36 +119,75 @@ impl TestbedWorld {
         record
     }
 
-    /// Starts the link (and the gateways), moves the bytes, stops all; the
-    /// sender's report.
-    fn transfer(&self, job: &Job) -> Result<serde_json::Map<String, Value>, Failure> {
-        let workload = workload_options(&job.point.workload)?;
+    /// Starts the link (and the gateways) and the server, moves the
+    /// bytes, stops all; the run's figures.
+    fn transfer(&self, job: &Job) -> Result<Figures, Failure> {
         let dir = self.out.join("testbed").join(crate::run::file_name(&job.id));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
         let mut started = Started {
             scps: self.scps.clone(),
             ..Started::default()
         };
-        let outcome = self.transfer_in(job, &workload, &dir, &mut started);
+        let outcome = self.transfer_in(job, &dir, &mut started);
         started.stop();
         outcome
     }
 
-    fn transfer_in(
-        &self,
-        job: &Job,
-        workload: &[String],
-        dir: &Path,
-        started: &mut Started,
-    ) -> Result<serde_json::Map<String, Value>, Failure> {
+    fn transfer_in(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Figures, Failure> {
+        let controller = self.start_link(job, dir, started)?;
+        let hosts = vec![
+            format!("--tcp={}", controller.kernel_name()),
+            "--keepalive".into(),
+            format!("{}s", host_patience(&job.point).as_secs()),
+        ];
+        let recv_log = dir.join("recv.log");
+        let port = PORT.to_string();
+        let mut args = vec!["recv", "--json", "--port", &port];
+        args.extend(hosts.iter().map(String::as_str));
+        let fetches = match &job.point.workload {
+            Workload::Fetches(fetches) => Some(fetches),
+            _ => None,
+        };
+        // One transfer, or every fetch of the run at once.
+        let max_connections = MAX_FETCHES_AT_ONCE.to_string();
+        if fetches.is_some() {
+            args.extend(["--max-connections", &max_connections]);
+        } else {
+            args.push("--once");
+        }
+        let recv = self.spawn_logged("server", &recv_log, &args)?;
+        started.processes.push(recv.clone());
+        wait_for_line(&recv_log, "listening", &recv, "scps recv")?;
+        let to = format!("{}:{PORT}", self.address("server")?);
+        let mut sender: Vec<String> = vec!["send".into(), "--json".into(), to];
+        sender.extend(hosts);
+        if let Some(fetches) = fetches {
+            return self.fetches(job, fetches, &sender, dir);
+        }
+        sender.extend(workload_options(&job.point.workload)?);
+        let args: Vec<&str> = sender.iter().map(String::as_str).collect();
+        let log = dir.join("send.log");
+        let send = self.spawn_logged("client", &log, &args)?;
+        started.processes.push(send.clone());
+        let allowed = time_allowed(&job.point);
+        send.wait_timeout(allowed)
+            .map_err(|e| format!("scps send: {e}"))?
+            .ok_or_else(|| format!("not finished within {} s (wall clock)", allowed.as_secs()))?;
+        let report = sender_report(&send, &log)?;
+        Ok(transfer_figures(&job.point, &report))
+    }
+
+    /// Starts the emulator in the middle, the capture and, for a `gw-`
+    /// stack, the gateways; the congestion controller the hosts' TCP runs.
+    fn start_link(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<LinuxTcp, Failure> {
         let emulator = self.start_emulator(job, dir)?;
         started.processes.push(emulator);
         if job.capture {
             let capture = self.start_capture(job, dir)?;
             started.captures.push(capture);
         }
-        let controller = match job.stack {
-            Stack::Linux(tcp) => tcp,
+        match job.stack {
+            Stack::Linux(tcp) => Ok(tcp),
             Stack::Ours(_) => {
                 for (node, local, remote, direction) in [
                     ("gwA", "client", "server", Direction::Forward),
@@ -179,56 +197,66 @@ impl TestbedWorld {
                     started.gateways.push((gateway, socket_path(node)));
                 }
                 // The hosts' TCP behind the gateways, as in the simulator.
-                LinuxTcp::Cubic
+                Ok(LinuxTcp::Cubic)
             }
-        };
-        let server = self.address("server")?;
-        let tcp = format!("--tcp={}", controller.kernel_name());
-        let keepalive = format!("{}s", host_patience(&job.point).as_secs());
-        let recv_log = dir.join("recv.log");
-        let port = PORT.to_string();
-        let recv = self.spawn_logged(
-            "server",
-            &recv_log,
-            &[
-                "recv",
-                "--once",
-                "--json",
-                &tcp,
-                "--port",
-                &port,
-                "--keepalive",
-                &keepalive,
-            ],
-        )?;
-        started.processes.push(recv.clone());
-        wait_for_line(&recv_log, "listening", &recv, "scps recv")?;
-        let to = format!("{server}:{PORT}");
-        let mut args: Vec<&str> = vec!["send", "--json", &to, &tcp, "--keepalive", &keepalive];
-        args.extend(workload.iter().map(String::as_str));
-        let send = self.spawn_logged("client", &dir.join("send.log"), &args)?;
-        started.processes.push(send.clone());
-        let allowed = time_allowed(&job.point);
-        let status = send
-            .wait_timeout(allowed)
-            .map_err(|e| format!("scps send: {e}"))?
-            .ok_or_else(|| format!("not finished within {} s (wall clock)", allowed.as_secs()))?;
-        let stdout = send.read_stdout().map_err(|e| format!("scps send: {e}"))?;
-        let report: serde_json::Map<String, Value> = serde_json::from_str(stdout.trim()).map_err(|_| {
-            format!(
-                "scps send ended ({status}) without a report: {}",
-                last_line(&dir.join("send.log"))
-            )
-        })?;
-        if let Some(error) = report.get("error").and_then(Value::as_str) {
-            return Err(format!("scps send: {error}"));
         }
-        if report.get("verified").is_some_and(|v| v != &Value::Bool(true)) {
-            return Err("the receiver did not verify the content (SHA-256)".into());
-        }
-        Ok(report)
     }
 
+    /// The simulator's requests of this run, each a `scps send --fetch`
+    /// started at its time (`sender`: the command line without the
+    /// workload); their figures as the simulator computes them.
+    fn fetches(
+        &self,
+        job: &Job,
+        workload: &Fetches,
+        sender: &[String],
+        dir: &Path,
+    ) -> Result<Figures, Failure> {
+        let requests = scps_sim::run::fetch_requests(&job.point, job.seed, workload);
+        let log = dir.join("fetch.log");
+        let deadline = Instant::now() + time_allowed(&job.point);
+        let start = Instant::now();
+        let mut running: Vec<(usize, Process)> = Vec::new();
+        let mut done = FetchesDone::default();
+        let mut next = 0;
+        while next < requests.len() || !running.is_empty() {
+            let now = Instant::now();
+            while let Some(&(at, bytes)) = requests.get(next)
+                && start + Duration::from_secs_f64(at) <= now
+            {
+                let mut args: Vec<String> = sender.to_vec();
+                args.extend([
+                    "--fetch".into(),
+                    bytes.to_string(),
+                    "--seed".into(),
+                    next.to_string(),
+                ]);
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                running.push((next, self.spawn_logged("client", &log, &args)?));
+                next += 1;
+            }
+            running.retain(|(id, fetch)| {
+                if !matches!(fetch.try_wait(), Ok(Some(_))) {
+                    return true;
+                }
+                done.add(*id, requests[*id].0, sender_report(fetch, &log));
+                false
+            });
+            if now > deadline {
+                for (_, fetch) in &running {
+                    let _ = fetch.kill();
+                }
+                return Err(format!(
+                    "{} of {} fetches not finished within {} s (wall clock)",
+                    running.len() + requests.len() - next,
+                    requests.len(),
+                    time_allowed(&job.point).as_secs()
+                ));
+            }
+            std::thread::sleep(FETCH_POLL);
+        }
+        done.figures(&job.point, workload, &requests)
+    }
     fn address(&self, node: &str) -> Result<std::net::IpAddr, Failure> {
         self.testbed.address(node).map_err(|e| e.to_string())
     }
@@ -471,6 +499,128 @@ pub fn time_allowed(point: &Point) -> Duration {
 /// ride out (a 60 s redial on iridium-3ch), and at least the tools' 15 s.
 fn host_patience(point: &Point) -> Duration {
     point.tcp.rto_max.max(Duration::from_secs(15))
+}
+
+/// The figures a run's record keeps, with the simulator's names.
+type Figures = serde_json::Map<String, Value>;
+
+/// The fetches a server takes at once (`scps recv`'s most): complex-35ws
+/// at 1e-5 keeps a few dozen open.
+const MAX_FETCHES_AT_ONCE: u16 = 1024;
+/// How often the fetches are started and collected: a start is late by at
+/// most this (each fetch times itself from its connect).
+const FETCH_POLL: Duration = Duration::from_millis(10);
+
+/// What a finished `scps send` reported: its JSON report, if it verified.
+fn sender_report(send: &Process, log: &Path) -> Result<Figures, Failure> {
+    let stdout = send.read_stdout().map_err(|e| format!("scps send: {e}"))?;
+    let report: Figures = serde_json::from_str(stdout.trim())
+        .map_err(|_| format!("scps send ended without a report: {}", last_line(log)))?;
+    if let Some(error) = report.get("error").and_then(Value::as_str) {
+        return Err(format!("scps send: {error}"));
+    }
+    if report.get("verified").is_some_and(|v| v != &Value::Bool(true)) {
+        return Err("the receiver did not verify the content (SHA-256)".into());
+    }
+    Ok(report)
+}
+
+/// The figures of one transfer or message stream from its sender's
+/// report.
+fn transfer_figures(point: &Point, report: &Figures) -> Figures {
+    let mut figures = Figures::new();
+    let bytes = report.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+    let duration = report.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
+    // A message stream's figure is its actual rate.
+    let goodput = report
+        .get("actual_bps")
+        .or_else(|| report.get("goodput_bps"))
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    for field in MESSAGE_FIELDS {
+        if let Some(value) = report.get(field) {
+            figures.insert(field.into(), value.clone());
+        }
+    }
+    if let Some(resent) = report.get("retransmitted_bytes") {
+        figures.insert("retransmitted_bytes".into(), resent.clone());
+    }
+    throughput_figures(&mut figures, point, bytes, duration, goodput);
+    figures
+}
+
+/// Bytes, time, goodput and its ratio to the point's limit.
+fn throughput_figures(figures: &mut Figures, point: &Point, bytes: u64, duration_s: f64, goodput_bps: f64) {
+    let limit = point.limit_bps(Duration::from_secs_f64(duration_s.max(1e-3)));
+    figures.insert("bytes".into(), bytes.into());
+    figures.insert("duration_s".into(), duration_s.into());
+    figures.insert("goodput_bps".into(), goodput_bps.into());
+    figures.insert("limit_bps".into(), limit.into());
+    figures.insert("ratio".into(), (goodput_bps / limit).into());
+}
+
+/// The fetches of a run that have ended.
+#[derive(Debug, Default)]
+struct FetchesDone {
+    downloads: Vec<Duration>,
+    bytes: u64,
+    /// When the last one ended, from the start of the run.
+    end_s: f64,
+    /// What the serving ends retransmitted.
+    retransmitted_bytes: u64,
+    failed: usize,
+    first_error: Option<String>,
+}
+
+impl FetchesDone {
+    /// Fetch `id`, requested at `at` seconds, has ended with `report`.
+    fn add(&mut self, id: usize, at: f64, report: Result<Figures, Failure>) {
+        let report = match report {
+            Ok(report) => report,
+            Err(why) => {
+                self.failed += 1;
+                self.first_error
+                    .get_or_insert_with(|| format!("fetch {id}: {why}"));
+                return;
+            }
+        };
+        let duration = report.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
+        self.downloads.push(Duration::from_secs_f64(duration));
+        self.bytes += report.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+        self.end_s = self.end_s.max(at + duration);
+        self.retransmitted_bytes += report
+            .get("peer_report")
+            .and_then(|peer| peer.get("retransmitted_bytes"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+    }
+
+    /// The run's figures, as the simulator's (its ideal on the same
+    /// requests); a failed fetch fails the run.
+    fn figures(
+        mut self,
+        point: &Point,
+        workload: &Fetches,
+        requests: &[(f64, u64)],
+    ) -> Result<Figures, Failure> {
+        if let Some(first) = &self.first_error {
+            return Err(format!(
+                "{} of {} fetches failed, the first: {first}",
+                self.failed,
+                requests.len()
+            ));
+        }
+        let mut fetches = FetchFigures::of(&mut self.downloads, self.failed);
+        let capacity = point.limit_bps(workload.duration);
+        fetches.download_ideal_mean_s = shared_link::mean_download_s(requests, capacity);
+        let Ok(Value::Object(mut figures)) = serde_json::to_value(&fetches) else {
+            return Err("the fetch figures do not serialise".into());
+        };
+        figures.insert("retransmitted_bytes".into(), self.retransmitted_bytes.into());
+        let goodput = self.bytes as f64 * 8.0 / self.end_s.max(1e-3);
+        throughput_figures(&mut figures, point, self.bytes, self.end_s, goodput);
+        Ok(figures)
+    }
 }
 
 /// `scps send`'s options for a workload the testbed runs.

@@ -150,6 +150,74 @@ fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
 }
 
 #[test]
+fn many_users_fetch_the_simulator_s_requests_through_the_gateways_in_the_testbed() {
+    let dir = TempDir::new("bench-testbed-fetches");
+    let out = dir.path().join("results");
+    // complex-35ws's link (680 kbit/s, 1.4 s RTT) with a minute of small
+    // requests from 5 clients: each fetch is its own `scps send --fetch`,
+    // its content checked by SHA-256, started when the simulator's run of
+    // the same seed starts it.
+    let output = scps(&[
+        "bench",
+        "complex-35ws",
+        "--world",
+        "both",
+        "--set",
+        "protocol=gw-scps-rate",
+        "--set",
+        "link.ber=1e-9",
+        "--set",
+        "workload.clients=5",
+        "--set",
+        "workload.interval=10s",
+        "--set",
+        "workload.duration=60s",
+        "--set",
+        "workload.size=20KB",
+        "--set",
+        "workload.size_max=100KB",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    let records = records(&out);
+    let of = |world: &str| {
+        let record = records
+            .iter()
+            .find(|r| r["world"] == world)
+            .unwrap_or_else(|| panic!("{world} in {records:?}"));
+        assert!(!record.contains_key("error"), "{record:?}");
+        record
+    };
+    let (sim, testbed) = (of("sim"), of("testbed"));
+    // The same requests: as many fetches, as many bytes, the same ideal.
+    assert!(sim["fetches"].as_u64().unwrap() > 10, "{sim:?}");
+    for field in ["fetches", "bytes", "download_ideal_mean_s"] {
+        assert_eq!(sim[field], testbed[field], "{field}: {sim:?} {testbed:?}");
+    }
+    assert_eq!(testbed["fetches_failed"], 0);
+    let mean = |record: &serde_json::Map<String, Value>| record["download_mean_s"].as_f64().unwrap();
+    println!(
+        "mean download: sim {:.2} s, testbed {:.2} s, ideal {:.2} s",
+        mean(sim),
+        mean(testbed),
+        testbed["download_ideal_mean_s"].as_f64().unwrap()
+    );
+    // A fetch takes a round trip at the least (request, first byte).
+    assert!(testbed["download_p50_s"].as_f64().unwrap() > 1.4, "{testbed:?}");
+    assert!(
+        (mean(testbed) / mean(sim) - 1.0).abs() < 0.3,
+        "the worlds agree within 30%: {testbed:?} {sim:?}"
+    );
+    assert!(processes_naming(&out).is_empty(), "nothing left running");
+}
+
+#[test]
 fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
     let dir = TempDir::new("bench-testbed-refusals");
     let out = dir.path().join("never");
@@ -159,8 +227,14 @@ fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
             "stack scps-rate: the testbed runs linux-* and gw-* stacks so far",
         ),
         (
-            &["complex-35ws", "--set", "protocol=linux-cubic"],
-            "complex-35ws: the testbed runs one-way bulk transfers and message streams so far",
+            &[
+                "geo-8mbit",
+                "--set",
+                "protocol=linux-cubic",
+                "--set",
+                "workload.both_ways=true",
+            ],
+            "geo-8mbit: the testbed runs one-way bulk transfers, message streams and file fetches so far",
         ),
     ];
     for (args, expected) in cases {

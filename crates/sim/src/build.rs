@@ -55,7 +55,7 @@ pub(crate) struct Built {
 
 /// The seed of client `index`: the run's own for the first (as in the
 /// two-host world), one of its own for each other.
-fn client_seed(seed: u64, index: usize) -> u64 {
+pub(crate) fn client_seed(seed: u64, index: usize) -> u64 {
     match index {
         0 => seed,
         _ => derive_seed(derive_seed(seed, 50), index as u64),

@@ -101,6 +101,24 @@ pub struct FetchFigures {
     pub download_ideal_mean_s: Option<f64>,
 }
 
+impl FetchFigures {
+    /// The figures of the downloads that completed, in any order, and of
+    /// the fetches that failed (the ideal is the caller's to add).
+    pub fn of(downloads: &mut [Duration], failed: usize) -> FetchFigures {
+        let count = downloads.len();
+        let mean = downloads.iter().map(Duration::as_secs_f64).sum::<f64>() / count.max(1) as f64;
+        FetchFigures {
+            fetches: count,
+            fetches_failed: failed,
+            download_mean_s: mean,
+            download_p50_s: percentile(downloads, 50.0),
+            download_p95_s: percentile(downloads, 95.0),
+            download_max_s: percentile(downloads, 100.0),
+            download_ideal_mean_s: None,
+        }
+    }
+}
+
 /// What the link did to the packets in each direction.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct LinkFigures {

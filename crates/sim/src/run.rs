@@ -5,13 +5,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use scps_config::topology::{NodeKind, Role};
 use scps_config::{Point, Workload};
 use scps_gateway::node::GatewayNode;
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, EndpointError};
 
 use crate::apps::{bulk, fetch, messages, shared_link};
-use crate::build::{Built, Client, build};
+use crate::build::{Built, Client, build, client_seed};
 use crate::payload::Pattern;
 use crate::record::{GatewayFigures, RouterFigures, RunRecord};
 use crate::result::{ConnectionTotals, DirectionFigures, LinkFigures, RunResult};
@@ -142,11 +143,7 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
             let tallies = run_fetches(&mut built, workload, limit)?;
             let (mut totals, clients) = summarize(point, seed, &names, tallies);
             if let Some(fetches) = &mut totals.fetches {
-                let requests: Vec<(f64, u64)> = built
-                    .clients
-                    .iter()
-                    .flat_map(|c| fetch::requests(workload, fetch_seed(c)))
-                    .collect();
+                let requests = fetch_requests(point, seed, workload);
                 let capacity = point.limit_bps(workload.duration);
                 fetches.download_ideal_mean_s = shared_link::mean_download_s(&requests, capacity);
             }
@@ -353,9 +350,27 @@ fn run_messages(
     Ok(tallies)
 }
 
-/// The seed a client's fetches are drawn from.
-fn fetch_seed(client: &Client) -> u64 {
-    derive_seed(client.seed, 30)
+/// The seed the fetches of a client drawing from `client_seed` are drawn
+/// from.
+fn fetch_seed(client_seed: u64) -> u64 {
+    derive_seed(client_seed, 30)
+}
+
+/// The requests a run of `point` with `seed` makes, of all its clients:
+/// when (seconds from the start) and how many bytes, in time order. The
+/// testbed makes the same requests.
+pub fn fetch_requests(point: &Point, seed: u64, workload: &scps_config::Fetches) -> Vec<(f64, u64)> {
+    let clients = point
+        .topology
+        .nodes
+        .iter()
+        .filter(|node| node.kind == NodeKind::Host(Role::Client))
+        .count();
+    let mut requests: Vec<(f64, u64)> = (0..clients)
+        .flat_map(|index| fetch::requests(workload, fetch_seed(client_seed(seed, index))))
+        .collect();
+    requests.sort_by(|a, b| a.0.total_cmp(&b.0));
+    requests
 }
 
 fn run_fetches(
@@ -364,7 +379,7 @@ fn run_fetches(
     limit: Instant,
 ) -> Result<Vec<FetchTally>, SimError> {
     let progresses = install(built, |client| {
-        fetch::fetches(client.server, workload, fetch_seed(client))
+        fetch::fetches(client.server, workload, fetch_seed(client.seed))
     })?;
     let outcome = built
         .world

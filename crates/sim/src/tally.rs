@@ -273,18 +273,7 @@ impl Tally for FetchTally {
         let end = progress.last_completion.unwrap_or(self.stopped);
         let mut result = result(point, seed, progress.bytes, end.as_duration(), error);
         result.set_connection_totals(progress.connections);
-        let count = progress.completed.len();
-        let mean = progress.completed.iter().map(Duration::as_secs_f64).sum::<f64>() / count.max(1) as f64;
-        let times = &mut progress.completed;
-        result.fetches = Some(FetchFigures {
-            fetches: count,
-            fetches_failed: progress.failed,
-            download_mean_s: mean,
-            download_p50_s: percentile(times, 50.0),
-            download_p95_s: percentile(times, 95.0),
-            download_max_s: percentile(times, 100.0),
-            download_ideal_mean_s: None,
-        });
+        result.fetches = Some(FetchFigures::of(&mut progress.completed, progress.failed));
         result
     }
 }
