@@ -7,7 +7,9 @@
 //! when the simulator's run of the same seed starts it; the gateways'
 //! nodes plain routers); `gw-*` stacks start two transparent `scps gateway`s whose
 //! link engine takes the point's `[link]`, its gateways' keys and the
-//! buffers the simulator's gateways have. The transfer's content is
+//! buffers the simulator's gateways have; our stack end to end (`scps-*`,
+//! `tcp-*`) is `scps send`/`recv` over their UDP path, configured by the
+//! point's document. The transfer's content is
 //! checked by SHA-256 at both ends; a run that does not verify, a process
 //! that dies, or a transfer not done within its time is a failed record.
 //!
@@ -19,7 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use scps_config::{Direction, Fetches, Point, Workload};
+use scps_config::{Direction, Fetches, Point, Protocol, Workload};
 use scps_sim::apps::shared_link;
 use scps_sim::result::FetchFigures;
 use scps_testbed::{EMU, EMU_SIDE_A, EMU_SIDE_B, Output, Process, Testbed, Topology};
@@ -89,13 +91,7 @@ impl TestbedWorld {
                 job.point.scenario
             ));
         }
-        match job.stack {
-            Stack::Linux(_) => None,
-            Stack::Ours(protocol) if protocol.through_gateways() => None,
-            Stack::Ours(protocol) => Some(format!(
-                "stack {protocol}: the testbed runs linux-* and gw-* stacks so far (our stack end to end is next)"
-            )),
-        }
+        None
     }
 
     /// Runs `job`: its record, as the simulator's has it.
@@ -134,16 +130,13 @@ impl TestbedWorld {
     }
 
     fn transfer_in(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Figures, Failure> {
-        let controller = self.start_link(job, dir, started)?;
-        let hosts = vec![
-            format!("--tcp={}", controller.kernel_name()),
-            "--keepalive".into(),
-            format!("{}s", host_patience(&job.point).as_secs()),
-        ];
+        let hosts = self.start_link(job, dir, started)?;
+        let server = self.address("server")?;
+        let [receiving, sending] = hosts.options(job, dir, server)?;
         let recv_log = dir.join("recv.log");
         let port = PORT.to_string();
         let mut args = vec!["recv", "--json", "--port", &port];
-        args.extend(hosts.iter().map(String::as_str));
+        args.extend(receiving.iter().map(String::as_str));
         let fetches = match &job.point.workload {
             Workload::Fetches(fetches) => Some(fetches),
             _ => None,
@@ -158,9 +151,8 @@ impl TestbedWorld {
         let recv = self.spawn_logged("server", &recv_log, &args)?;
         started.processes.push(recv.clone());
         wait_for_line(&recv_log, "listening", &recv, "scps recv")?;
-        let to = format!("{}:{PORT}", self.address("server")?);
-        let mut sender: Vec<String> = vec!["send".into(), "--json".into(), to];
-        sender.extend(hosts);
+        let mut sender: Vec<String> = vec!["send".into(), "--json".into(), format!("{server}:{PORT}")];
+        sender.extend(sending);
         if let Some(fetches) = fetches {
             return self.fetches(job, fetches, &sender, dir);
         }
@@ -178,8 +170,8 @@ impl TestbedWorld {
     }
 
     /// Starts the emulator in the middle, the capture and, for a `gw-`
-    /// stack, the gateways; the congestion controller the hosts' TCP runs.
-    fn start_link(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<LinuxTcp, Failure> {
+    /// stack, the gateways; what the hosts run.
+    fn start_link(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Hosts, Failure> {
         let emulator = self.start_emulator(job, dir)?;
         started.processes.push(emulator);
         if job.capture {
@@ -187,8 +179,8 @@ impl TestbedWorld {
             started.captures.push(capture);
         }
         match job.stack {
-            Stack::Linux(tcp) => Ok(tcp),
-            Stack::Ours(_) => {
+            Stack::Linux(tcp) => Ok(Hosts::Kernel(tcp)),
+            Stack::Ours(protocol) if protocol.through_gateways() => {
                 for (node, local, remote, direction) in [
                     ("gwA", "client", "server", Direction::Forward),
                     ("gwB", "server", "client", Direction::Reverse),
@@ -197,8 +189,9 @@ impl TestbedWorld {
                     started.gateways.push((gateway, socket_path(node)));
                 }
                 // The hosts' TCP behind the gateways, as in the simulator.
-                Ok(LinuxTcp::Cubic)
+                Ok(Hosts::Kernel(LinuxTcp::Cubic))
             }
+            Stack::Ours(protocol) => Ok(Hosts::Ours(protocol)),
         }
     }
 
@@ -415,6 +408,56 @@ impl TestbedWorld {
         let gateway = self.spawn_daemon(node, &log, &["gateway", "--config", &path_text])?;
         wait_for_line(&log, "scps gateway: ready", &gateway, "scps gateway")?;
         Ok(gateway)
+    }
+}
+
+/// What carries a run's bytes between the hosts.
+#[derive(Debug, Clone, Copy)]
+enum Hosts {
+    /// The kernel's TCP with this congestion control.
+    Kernel(LinuxTcp),
+    /// Our stack end to end over its UDP path, configured by the point's
+    /// document as the simulator's hosts are.
+    Ours(Protocol),
+}
+
+/// The UDP port our stack's receiver takes its packets on.
+const OUR_UDP_PORT: u16 = 7168;
+
+impl Hosts {
+    /// The options of `scps recv` and of `scps send` (after its
+    /// destination) for a run of `job` towards `server`.
+    fn options(self, job: &Job, dir: &Path, server: std::net::IpAddr) -> Result<[Vec<String>; 2], Failure> {
+        let keepalive = [
+            "--keepalive".to_owned(),
+            format!("{}s", host_patience(&job.point).as_secs()),
+        ];
+        let mut both: Vec<String> = keepalive.into();
+        let (mut receiving, mut sending) = match self {
+            Hosts::Kernel(tcp) => {
+                both.push(format!("--tcp={}", tcp.kernel_name()));
+                (Vec::new(), Vec::new())
+            }
+            Hosts::Ours(protocol) => {
+                let config = dir.join("hosts.toml");
+                write(&config, &job.point.tables.document.to_string())?;
+                both.extend([
+                    "--config".into(),
+                    config.to_string_lossy().into_owned(),
+                    "--stack".into(),
+                    protocol.label().into(),
+                ]);
+                let any = std::net::SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), OUR_UDP_PORT);
+                let peer = std::net::SocketAddr::new(server, OUR_UDP_PORT);
+                (
+                    vec!["--udp".into(), any.to_string()],
+                    vec!["--udp".into(), peer.to_string()],
+                )
+            }
+        };
+        receiving.extend(both.iter().cloned());
+        sending.extend(both);
+        Ok([receiving, sending])
     }
 }
 

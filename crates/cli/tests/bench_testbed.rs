@@ -47,7 +47,7 @@ fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
         "--world",
         "both",
         "--set",
-        "protocol=[\"linux-cubic\", \"gw-scps-rate\"]",
+        "protocol=[\"linux-cubic\", \"gw-scps-rate\", \"scps-rate\"]",
         "--set",
         "link.rtt=100ms",
         "--set",
@@ -60,7 +60,7 @@ fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
     let records = records(&out);
-    assert_eq!(records.len(), 4, "two stacks in two worlds");
+    assert_eq!(records.len(), 6, "three stacks in two worlds");
     let ratio = |world: &str, stack: &str| {
         let record = records
             .iter()
@@ -70,7 +70,9 @@ fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
         assert_eq!(record["bytes"], 2_000_000, "{record:?}");
         record["ratio"].as_f64().unwrap()
     };
-    for stack in ["linux-cubic", "gw-scps-rate"] {
+    // Our stack end to end runs over its UDP path in the testbed, whose 32
+    // bytes of encapsulation a packet (2% of it) the simulator has not.
+    for stack in ["linux-cubic", "gw-scps-rate", "scps-rate"] {
         let (sim, testbed) = (ratio("sim", stack), ratio("testbed", stack));
         println!("{stack}: sim {sim:.3}, testbed {testbed:.3}");
         assert!(testbed > 0.6 && testbed < 1.05, "{stack}: {testbed}");
@@ -221,28 +223,22 @@ fn many_users_fetch_the_simulator_s_requests_through_the_gateways_in_the_testbed
 fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
     let dir = TempDir::new("bench-testbed-refusals");
     let out = dir.path().join("never");
-    let cases: [(&[&str], &str); 2] = [
-        (
-            &["geo-8mbit", "--set", "protocol=scps-rate"],
-            "stack scps-rate: the testbed runs linux-* and gw-* stacks so far",
-        ),
-        (
-            &[
-                "geo-8mbit",
-                "--set",
-                "protocol=linux-cubic",
-                "--set",
-                "workload.both_ways=true",
-            ],
-            "geo-8mbit: the testbed runs one-way bulk transfers, message streams and file fetches so far",
-        ),
-    ];
-    for (args, expected) in cases {
-        let mut all = vec!["bench", "--world", "testbed", "--out", out.to_str().unwrap()];
-        all.extend(args);
-        assert_refused(&all, expected);
-        assert!(!out.exists());
-    }
+    assert_refused(
+        &[
+            "bench",
+            "--world",
+            "testbed",
+            "--out",
+            out.to_str().unwrap(),
+            "geo-8mbit",
+            "--set",
+            "protocol=linux-cubic",
+            "--set",
+            "workload.both_ways=true",
+        ],
+        "geo-8mbit: the testbed runs one-way bulk transfers, message streams and file fetches so far",
+    );
+    assert!(!out.exists());
 }
 
 #[test]

@@ -99,13 +99,16 @@ pub struct Point {
     pub tables: PointTables,
 }
 
-/// The point's `[link]` (for `scps emulate`), and for a `gw-` label the
+/// The point's `[link]` (for `scps emulate`), for a `gw-` label the
 /// gateways' keys (`[gateway]`, then `[stacks.LABEL]` over it, for `scps
-/// gateway`'s `[engine.tcp]`), as the document gives them.
+/// gateway`'s `[engine.tcp]`), as the document gives them, and the whole
+/// document (for `scps send`/`recv --config`, which take its `[tcp]`,
+/// `[stacks]` and `[link]`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PointTables {
     pub link: toml::Table,
     pub gateway: toml::Table,
+    pub document: toml::Table,
 }
 
 impl PointTables {
@@ -121,6 +124,7 @@ impl PointTables {
         PointTables {
             link: table(document.get("link")),
             gateway,
+            document: document.clone(),
         }
     }
 }

@@ -171,39 +171,99 @@ pub fn segments_in(capture: impl std::io::Read) -> Result<Vec<Segment>, String> 
 
 /// A TCP segment's flow, sequence number and data length, if it carries
 /// data; `length` is the packet's length on the wire (the capture may
-/// have kept its headers only).
+/// have kept its headers only). A segment our stack's UDP path carries
+/// (an IP packet alone in a datagram, perhaps with its 4-byte frame check
+/// after it) is read inside its datagram.
 fn tcp_data(packet: &[u8], length: u32) -> Option<(Flow, u32, u32)> {
-    let (source, destination, header, total) = match packet.first()? >> 4 {
+    let mut ip = ip_payload(packet, length)?;
+    if ip.protocol == UDP {
+        let inner = ip.payload.get(UDP_HEADER..)?;
+        let inner_length = ip.length.checked_sub(UDP_HEADER as u32)?;
+        let declared = ip_length(inner)?;
+        if declared != inner_length && declared + FRAME_CHECK != inner_length {
+            return None;
+        }
+        ip = ip_payload(inner, declared)?;
+    }
+    if !matches!(ip.protocol, TCP | SCPS_TP) {
+        return None;
+    }
+    let tcp = ip.payload;
+    let field =
+        |at: usize| -> Option<u16> { Some(u16::from_be_bytes(tcp.get(at..at + 2)?.try_into().ok()?)) };
+    let seq = u32::from_be_bytes(tcp.get(4..8)?.try_into().ok()?);
+    let tcp_header = usize::from(tcp.get(12)? >> 4) * 4;
+    let data = (ip.length as usize).checked_sub(tcp_header)?;
+    (data > 0).then_some((
+        (ip.source, field(0)?, ip.destination, field(2)?),
+        seq,
+        data as u32,
+    ))
+}
+
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+/// SCPS-TP's own IP protocol number (the reference implementation's).
+const SCPS_TP: u8 = 106;
+const UDP_HEADER: usize = 8;
+/// The CRC-32C our UDP path puts after the packet.
+const FRAME_CHECK: u32 = 4;
+
+/// What an IP packet carries: its addresses, the protocol, the payload as
+/// captured and its length on the wire.
+struct IpPayload<'a> {
+    source: IpAddr,
+    destination: IpAddr,
+    protocol: u8,
+    payload: &'a [u8],
+    length: u32,
+}
+
+/// The payload of the IPv4 or IPv6 packet (no extension headers) that
+/// begins `packet`, which was `length` bytes on the wire.
+fn ip_payload(packet: &[u8], length: u32) -> Option<IpPayload<'_>> {
+    let (source, destination, protocol, header) = match packet.first()? >> 4 {
         4 => {
             let ihl = usize::from(packet.first()? & 0x0f) * 4;
-            if *packet.get(9)? != 6 || ihl < 20 {
+            if ihl < 20 {
                 return None;
             }
             let address = |at: usize| -> Option<IpAddr> {
                 let bytes: [u8; 4] = packet.get(at..at + 4)?.try_into().ok()?;
                 Some(IpAddr::from(bytes))
             };
-            (address(12)?, address(16)?, ihl, length)
+            (address(12)?, address(16)?, *packet.get(9)?, ihl)
         }
         6 => {
-            if *packet.get(6)? != 6 {
-                return None;
-            }
             let address = |at: usize| -> Option<IpAddr> {
                 let bytes: [u8; 16] = packet.get(at..at + 16)?.try_into().ok()?;
                 Some(IpAddr::from(bytes))
             };
-            (address(8)?, address(24)?, 40, length)
+            (address(8)?, address(24)?, *packet.get(6)?, 40)
         }
         _ => return None,
     };
-    let tcp = packet.get(header..)?;
-    let field =
-        |at: usize| -> Option<u16> { Some(u16::from_be_bytes(tcp.get(at..at + 2)?.try_into().ok()?)) };
-    let seq = u32::from_be_bytes(tcp.get(4..8)?.try_into().ok()?);
-    let tcp_header = usize::from(tcp.get(12)? >> 4) * 4;
-    let data = (total as usize).checked_sub(header + tcp_header)?;
-    (data > 0).then_some(((source, field(0)?, destination, field(2)?), seq, data as u32))
+    Some(IpPayload {
+        source,
+        destination,
+        protocol,
+        payload: packet.get(header..)?,
+        length: length.checked_sub(header as u32)?,
+    })
+}
+
+/// The length an IP header at the start of `packet` gives its packet.
+fn ip_length(packet: &[u8]) -> Option<u32> {
+    let field = |at: usize| -> Option<u32> {
+        Some(u32::from(u16::from_be_bytes(
+            packet.get(at..at + 2)?.try_into().ok()?,
+        )))
+    };
+    match packet.first()? >> 4 {
+        4 => field(2),
+        6 => Some(field(4)? + 40),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -250,6 +310,29 @@ mod tests {
         );
         assert!((seen[3].time - 0.03).abs() < 1e-9);
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn our_udp_path_s_segments_are_read_inside_their_datagrams() {
+        let (inner, inner_length) = segment(7, 1000);
+        let mut inner = inner;
+        inner[2..4].copy_from_slice(&(inner_length as u16).to_be_bytes());
+        for trailer in [0u32, FRAME_CHECK] {
+            let outer_length = 20 + 8 + inner_length + trailer;
+            let mut packet = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, UDP, 0, 0, 10, 1, 0, 1, 10, 2, 0, 2];
+            packet[2..4].copy_from_slice(&(outer_length as u16).to_be_bytes());
+            packet.extend([0x1c, 0x00, 0x1c, 0x00, 0, 0, 0, 0]);
+            packet.extend(&inner);
+            let (flow, seq, data) = tcp_data(&packet, outer_length).expect("a segment inside");
+            assert_eq!((seq, data), (7, 1000));
+            assert_eq!(
+                flow.0,
+                IpAddr::from([10, 0, 0, 1]),
+                "the inner packet's addresses"
+            );
+            // A datagram whose payload is not one IP packet is not read.
+            assert_eq!(tcp_data(&packet, outer_length + 1), None);
+        }
     }
 
     fn scps_pcap_writer(path: &Path) -> pcap_file::pcap::PcapWriter<File> {
