@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use scps_config::{Direction, Fetches, Point, Protocol, Workload};
+use scps_config::{Direction, Fetches, MessageFlow, Point, Protocol, Workload};
 use scps_sim::apps::shared_link;
 use scps_sim::result::FetchFigures;
 use scps_testbed::{EMU, EMU_SIDE_A, EMU_SIDE_B, Output, Process, Testbed, Topology};
@@ -156,7 +156,7 @@ impl TestbedWorld {
         if let Some(fetches) = fetches {
             return self.fetches(job, fetches, &sender, dir);
         }
-        sender.extend(workload_options(&job.point.workload)?);
+        sender.extend(workload_options(&job.point)?);
         let args: Vec<&str> = sender.iter().map(String::as_str).collect();
         let log = dir.join("send.log");
         let send = self.spawn_logged("client", &log, &args)?;
@@ -526,7 +526,7 @@ fn holds_connections(scps: &Path, socket: &Path) -> bool {
 /// after the window).
 pub fn time_allowed(point: &Point) -> Duration {
     match &point.workload {
-        Workload::Messages { duration, .. } => *duration * 2 + MIN_TIME,
+        Workload::Messages { duration, .. } | Workload::Echo { duration, .. } => *duration * 2 + MIN_TIME,
         Workload::Bulk { bytes, .. } => {
             let at_limit = *bytes as f64 * 8.0 / point.limit_bps(Duration::from_secs(3600)).max(1.0);
             MIN_TIME.max(Duration::from_secs_f64(4.0 * at_limit))
@@ -666,8 +666,20 @@ impl FetchesDone {
     }
 }
 
-/// `scps send`'s options for a workload the testbed runs.
-fn workload_options(workload: &Workload) -> Result<Vec<String>, Failure> {
+/// `scps send`'s options for the workload of `point` (the testbed runs
+/// all but two-way bulk). Messages keep Nagle's algorithm as the point's
+/// hosts do in the simulator (on unless `tcp.nagle = false`); the tools
+/// turn it off unless told.
+fn workload_options(point: &Point) -> Result<Vec<String>, Failure> {
+    let mut options = workload_only_options(&point.workload)?;
+    let messages = matches!(point.workload, Workload::Messages { .. } | Workload::Echo { .. });
+    if messages && point.tcp.nagle {
+        options.push("--nagle".into());
+    }
+    Ok(options)
+}
+
+fn workload_only_options(workload: &Workload) -> Result<Vec<String>, Failure> {
     match workload {
         Workload::Bulk {
             bytes,
@@ -678,15 +690,7 @@ fn workload_options(workload: &Workload) -> Result<Vec<String>, Failure> {
             reverse,
             duration,
         } => {
-            let mut options: Vec<String> = vec![
-                "--messages".into(),
-                "--size".into(),
-                forward.size.to_string(),
-                "--rate".into(),
-                format!("{}bps", forward.rate_bps),
-                "--duration".into(),
-                format!("{}ms", duration.as_millis()),
-            ];
+            let mut options = message_options("--messages", forward, *duration);
             if let Some(reverse) = reverse {
                 options.extend([
                     "--two-way".into(),
@@ -698,8 +702,23 @@ fn workload_options(workload: &Workload) -> Result<Vec<String>, Failure> {
             }
             Ok(options)
         }
+        Workload::Echo { flow, duration } => Ok(message_options("--echo", flow, *duration)),
         _ => Err("a workload the testbed does not run".into()),
     }
+}
+
+/// `scps send`'s options for messages of `flow` over `duration`, sent as
+/// `kind` says (`--messages`, `--echo`).
+fn message_options(kind: &str, flow: &MessageFlow, duration: Duration) -> Vec<String> {
+    vec![
+        kind.into(),
+        "--size".into(),
+        flow.size.to_string(),
+        "--rate".into(),
+        format!("{}bps", flow.rate_bps),
+        "--duration".into(),
+        format!("{}ms", duration.as_millis()),
+    ]
 }
 
 /// A Unix socket's path for `what` of this bench: short (a socket's path

@@ -220,6 +220,67 @@ fn many_users_fetch_the_simulator_s_requests_through_the_gateways_in_the_testbed
 }
 
 #[test]
+fn interactive_echo_takes_a_round_trip_in_both_worlds_with_nagle_as_the_hosts_have_it() {
+    let dir = TempDir::new("bench-testbed-echo");
+    let out = dir.path().join("results");
+    let scenario = dir.path().join("echo.toml");
+    // Keystroke-sized messages, 20 a second, echoed over a 300 ms link,
+    // by the kernel's TCP directly and through the gateways; the hosts
+    // turn Nagle's algorithm off, as an interactive application does, and
+    // so do the gateways' link connections (a route for interactive
+    // traffic).
+    std::fs::write(
+        &scenario,
+        r#"
+        name = "echo"
+        [link]
+        rate = "2Mbit"
+        rtt = "300ms"
+        [tcp]
+        nagle = false
+        [gateway]
+        nagle = false
+        [workload]
+        kind = "echo"
+        size = 50
+        rate = "8kbps"
+        duration = "10s"
+        "#,
+    )
+    .unwrap();
+    let output = scps(&[
+        "bench",
+        scenario.to_str().unwrap(),
+        "--set",
+        "protocol=[\"linux-cubic\", \"gw-scps-rate\"]",
+        "--world",
+        "both",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    let records = records(&out);
+    assert_eq!(records.len(), 4, "{records:?}");
+    for record in &records {
+        assert!(!record.contains_key("error"), "{record:?}");
+        let p50 = record["latency_p50_s"].as_f64().unwrap();
+        println!("{} {}: median echo {p50:.3} s", record["world"], record["stack"]);
+        // A round trip and the messages' own transmission, not one way,
+        // and no wait for an acknowledgement (up to a round trip more).
+        assert!(p50 > 0.3 && p50 < 0.33, "{record:?}");
+        assert!(record["latency_p95_s"].as_f64().unwrap() < 0.4, "{record:?}");
+        // All but those still on their way back when the window closed.
+        let messages = record["messages"].as_u64().unwrap();
+        assert!((190..=200).contains(&messages), "{record:?}");
+    }
+}
+
+#[test]
 fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
     let dir = TempDir::new("bench-testbed-refusals");
     let out = dir.path().join("never");

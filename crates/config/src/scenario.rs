@@ -421,6 +421,11 @@ impl Point {
                 let offered = |flow: &crate::workload::MessageFlow| flow.rate_bps as f64 * clients;
                 forward.min(offered(f)) + r.as_ref().map_or(0.0, |r| reverse.min(offered(r)))
             }
+            // Each message crosses both ways.
+            Workload::Echo { flow, .. } => {
+                let clients = self.topology.clients().count() as f64;
+                forward.min(reverse).min(flow.rate_bps as f64 * clients)
+            }
             // Files flow from the server back to the clients.
             Workload::Fetches(_) => reverse,
         }

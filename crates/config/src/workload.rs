@@ -38,6 +38,10 @@ pub enum WorkloadSpec {
         reverse_size: Option<Bytes>,
         reverse_rate: Option<Rate>,
     },
+    /// Interactive echo: timestamped messages of `size` bytes offered at
+    /// `rate` for `duration`, which the server sends back as they arrive;
+    /// each one's latency is its round trip.
+    Echo { size: Bytes, rate: Rate, duration: Time },
     /// `clients` each request a file every `interval` on average
     /// (exponential), of exponentially distributed size with mean `size`,
     /// kept within `size_min`..`size_max`; requests start during
@@ -89,6 +93,11 @@ pub enum Workload {
         reverse: Option<MessageFlow>,
         duration: Duration,
     },
+    /// Messages of `flow` that the server sends back as they arrive.
+    Echo {
+        flow: MessageFlow,
+        duration: Duration,
+    },
     Fetches(Fetches),
 }
 
@@ -112,19 +121,6 @@ impl WorkloadSpec {
                 reverse_size,
                 reverse_rate,
             } => {
-                let flow = |key: &str, size: Bytes, rate: Rate| {
-                    if !(MESSAGE_HEADER..=1 << 20).contains(&size.0) {
-                        return Err(Error::invalid(
-                            format!("workload.{key}"),
-                            size,
-                            "12 bytes (timestamp and length) to 1MiB",
-                        ));
-                    }
-                    Ok(MessageFlow {
-                        size: size.0 as usize,
-                        rate_bps: rate.bps(),
-                    })
-                };
                 if duration.0.is_zero() {
                     return Err(Error::invalid("workload.duration", duration, "longer than zero"));
                 }
@@ -135,39 +131,28 @@ impl WorkloadSpec {
                         "only with two_way = true",
                     ));
                 }
-                let messages = |key: &str, size: Bytes, rate: Rate| {
-                    let count = rate.bps() as f64 * duration.0.as_secs_f64() / (8.0 * size.0 as f64);
-                    if count > MAX_MESSAGES {
-                        return Err(Error::invalid(
-                            format!("workload.{key}"),
-                            rate,
-                            format!(
-                                "a rate that offers at most {MAX_MESSAGES} messages of {size} in {duration} (this one offers {count:.0})"
-                            ),
-                        ));
-                    }
-                    Ok(())
-                };
-                messages("rate", size, rate)?;
-                if two_way {
-                    messages(
-                        "reverse_rate",
-                        reverse_size.unwrap_or(size),
-                        reverse_rate.unwrap_or(rate),
-                    )?;
-                }
-                let forward = flow("size", size, rate)?;
+                let forward = message_flow(["size", "rate"], size, rate, duration)?;
                 let reverse = match two_way {
                     false => None,
-                    true => Some(flow(
-                        "reverse_size",
+                    true => Some(message_flow(
+                        ["reverse_size", "reverse_rate"],
                         reverse_size.unwrap_or(size),
                         reverse_rate.unwrap_or(rate),
+                        duration,
                     )?),
                 };
                 Ok(Workload::Messages {
                     forward,
                     reverse,
+                    duration: duration.0,
+                })
+            }
+            WorkloadSpec::Echo { size, rate, duration } => {
+                if duration.0.is_zero() {
+                    return Err(Error::invalid("workload.duration", duration, "longer than zero"));
+                }
+                Ok(Workload::Echo {
+                    flow: message_flow(["size", "rate"], size, rate, duration)?,
                     duration: duration.0,
                 })
             }
@@ -222,6 +207,32 @@ impl WorkloadSpec {
     }
 }
 
+/// A flow of messages of `size` offered at `rate` for `duration`, checked:
+/// `keys` name the size's and the rate's keys in errors.
+fn message_flow(keys: [&str; 2], size: Bytes, rate: Rate, duration: Time) -> Result<MessageFlow, Error> {
+    if !(MESSAGE_HEADER..=1 << 20).contains(&size.0) {
+        return Err(Error::invalid(
+            format!("workload.{}", keys[0]),
+            size,
+            "12 bytes (timestamp and length) to 1MiB",
+        ));
+    }
+    let count = rate.bps() as f64 * duration.0.as_secs_f64() / (8.0 * size.0 as f64);
+    if count > MAX_MESSAGES {
+        return Err(Error::invalid(
+            format!("workload.{}", keys[1]),
+            rate,
+            format!(
+                "a rate that offers at most {MAX_MESSAGES} messages of {size} in {duration} (this one offers {count:.0})"
+            ),
+        ));
+    }
+    Ok(MessageFlow {
+        size: size.0 as usize,
+        rate_bps: rate.bps(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +278,22 @@ mod tests {
     }
 
     #[test]
+    fn echo_resolves_to_one_flow_sent_back() {
+        let echo: WorkloadSpec =
+            toml::from_str("kind = \"echo\"\nsize = 50\nrate = \"8kbps\"\nduration = \"1min\"").unwrap();
+        assert_eq!(
+            echo.resolve().unwrap(),
+            Workload::Echo {
+                flow: MessageFlow {
+                    size: 50,
+                    rate_bps: 8000
+                },
+                duration: Duration::from_secs(60)
+            }
+        );
+    }
+
+    #[test]
     fn bad_workloads_are_refused_with_the_key() {
         let tiny: WorkloadSpec =
             toml::from_str("kind = \"messages\"\nsize = 8\nrate = \"1kbit\"\nduration = \"1s\"").unwrap();
@@ -291,6 +318,21 @@ mod tests {
         assert!(
             err.starts_with("workload.interval = 1us: at least 36s with 1000 clients for 1h"),
             "{err}"
+        );
+        let echo: WorkloadSpec =
+            toml::from_str("kind = \"echo\"\nsize = 2000000\nrate = \"1kbit\"\nduration = \"1s\"").unwrap();
+        assert_eq!(
+            echo.resolve().unwrap_err().to_string(),
+            "workload.size = 2000000B: 12 bytes (timestamp and length) to 1MiB"
+        );
+        let still: WorkloadSpec =
+            toml::from_str("kind = \"echo\"\nsize = 50\nrate = \"1kbit\"\nduration = \"0s\"").unwrap();
+        assert!(
+            still
+                .resolve()
+                .unwrap_err()
+                .to_string()
+                .starts_with("workload.duration = ")
         );
         let kind = toml::from_str::<WorkloadSpec>("kind = \"video\"").unwrap_err();
         assert!(kind.to_string().contains("unknown variant `video`"), "{kind}");

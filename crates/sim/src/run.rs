@@ -136,7 +136,11 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
             reverse,
             duration,
         } => {
-            let tallies = run_messages(&mut built, (*forward, *reverse), *duration, limit)?;
+            let tallies = run_messages(&mut built, (*forward, *reverse), *duration, limit, false)?;
+            summarize(point, seed, &names, tallies)
+        }
+        Workload::Echo { flow, duration } => {
+            let tallies = run_messages(&mut built, (*flow, None), *duration, limit, true)?;
             summarize(point, seed, &names, tallies)
         }
         Workload::Fetches(workload) => {
@@ -309,14 +313,23 @@ fn run_messages(
     flows: (scps_config::MessageFlow, Option<scps_config::MessageFlow>),
     duration: Duration,
     limit: Instant,
+    echo: bool,
 ) -> Result<Vec<MessageTally>, SimError> {
-    let progresses = install(built, |client| {
-        let patterns = [
+    let patterns = |client: &Client| {
+        [
             Pattern::new(derive_seed(client.seed, 20)),
             Pattern::new(derive_seed(client.seed, 21)),
-        ];
-        messages::stream(client.server, flows.0, flows.1, duration, patterns)
-    })?;
+        ]
+    };
+    let progresses = if echo {
+        install(built, |client| {
+            messages::echo(client.server, flows.0, duration, patterns(client)[0])
+        })?
+    } else {
+        install(built, |client| {
+            messages::stream(client.server, flows.0, flows.1, duration, patterns(client))
+        })?
+    };
     let senders = if flows.1.is_some() { 2 } else { 1 };
     let finished = |progress: &messages::MessageProgress, now: Instant| {
         progress.error.is_some()

@@ -57,6 +57,66 @@ fn two_way_streams_report_both_directions() {
     );
 }
 
+/// A clean 2 Mbit/s link of `rtt` carrying interactive echo of 64-byte
+/// messages at 8 kbit/s for a minute, over `protocol`, Nagle's algorithm
+/// as `nagle` says at the hosts and at the gateways of a `gw-` label.
+fn echo_point(protocol: &str, rtt: &str, nagle: bool) -> scps_config::Point {
+    point_from(&format!(
+        r#"
+        name = "echo"
+        protocol = "{protocol}"
+        [tcp]
+        nagle = {nagle}
+        [gateway]
+        nagle = {nagle}
+        [link]
+        rate = "2Mbit"
+        rtt = "{rtt}"
+        [workload]
+        kind = "echo"
+        size = 64
+        rate = "8kbps"
+        duration = "60s"
+        "#
+    ))
+}
+
+#[test]
+fn interactive_echo_measures_the_round_trip_of_every_message() {
+    for protocol in ["tcp-cubic", "scps-rate", "gw-scps-rate"] {
+        let result = run(&echo_point(protocol, "200ms", false), seed());
+        let what = describe(&result);
+        assert_eq!(result.error, None, "{what}");
+        let figures = &result.messages.as_ref().expect("message figures").forward;
+        assert_eq!(figures.offered_bps, 8000.0, "{what}");
+        // Each message's latency is a round trip, not one way: above the
+        // link's 200 ms, by less than the messages' own transmission and
+        // the wait of a message sent just before its echo (Nagle is off).
+        assert!(
+            figures.latency_p50_s > 0.2 && figures.latency_p50_s < 0.21,
+            "{what}: {figures:?}"
+        );
+        // All but those still on their way back when the window closed.
+        assert!(
+            figures.messages >= 930 && figures.messages <= 938,
+            "{what}: {figures:?}"
+        );
+        assert!(result.retransmitted_bytes == 0, "{what}");
+    }
+    // The round trip follows the link's.
+    let longer = run(&echo_point("scps-rate", "600ms", false), seed());
+    let figures = &longer.messages.as_ref().expect("message figures").forward;
+    assert!(
+        figures.latency_p50_s > 0.6 && figures.latency_p50_s < 0.61,
+        "{figures:?}"
+    );
+    // With Nagle's algorithm on, an echo waits while the one before it is
+    // unacknowledged: up to a round trip more.
+    let nagle = run(&echo_point("tcp-cubic", "200ms", true), seed());
+    let figures = &nagle.messages.as_ref().expect("message figures").forward;
+    assert!(figures.latency_p95_s > 0.3, "{figures:?}");
+}
+
 #[test]
 fn every_planned_fetch_completes_over_a_clean_link() {
     let point = &points("complex-35ws", &["link.ber=1e-9", "workload.duration=5min"])[0];

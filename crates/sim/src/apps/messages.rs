@@ -159,6 +159,9 @@ pub struct MessageEnd {
     server: SocketAddr,
     /// 0 for the client, 1 for the server: the index of the flow it sends.
     end: usize,
+    /// The index of the flow its receiver takes: the other end's, or its
+    /// own sent back by an echoing server.
+    hears: usize,
     duration: Duration,
     sender: Option<Sender>,
     receiver: Option<Receiver>,
@@ -176,22 +179,10 @@ pub fn stream(
     patterns: [Pattern; 2],
 ) -> (MessageEnd, MessageEnd, Shared) {
     let progress = Shared::default();
-    let sender = |flow: MessageFlow, pattern| Sender {
-        flow,
-        pattern,
-        next_index: 0,
-        writing: None,
-    };
-    let receiver = |flow: MessageFlow, pattern| Receiver {
-        size: flow.size,
-        pattern,
-        offset: 0,
-        partial: Vec::new(),
-        buf: vec![0; 64 * 1024],
-    };
     let client = MessageEnd {
         server,
         end: 0,
+        hears: 1,
         duration,
         sender: Some(sender(forward, patterns[0])),
         receiver: reverse.map(|flow| receiver(flow, patterns[1])),
@@ -201,6 +192,7 @@ pub fn stream(
     let server_end = MessageEnd {
         server,
         end: 1,
+        hears: 0,
         duration,
         sender: reverse.map(|flow| sender(flow, patterns[1])),
         receiver: Some(receiver(forward, patterns[0])),
@@ -208,6 +200,107 @@ pub fn stream(
         polled_at: Instant::ZERO,
     };
     (client, server_end, progress)
+}
+
+fn sender(flow: MessageFlow, pattern: Pattern) -> Sender {
+    Sender {
+        flow,
+        pattern,
+        next_index: 0,
+        writing: None,
+    }
+}
+
+fn receiver(flow: MessageFlow, pattern: Pattern) -> Receiver {
+    Receiver {
+        size: flow.size,
+        pattern,
+        offset: 0,
+        partial: Vec::new(),
+        buf: vec![0; 64 * 1024],
+    }
+}
+
+/// The two ends of an interactive echo test: the client sends `flow` and
+/// measures each message as it comes back (its latency is the round
+/// trip); the server sends back what arrives, as it arrives.
+pub fn echo(
+    server: SocketAddr,
+    flow: MessageFlow,
+    duration: Duration,
+    pattern: Pattern,
+) -> (MessageEnd, EchoServer, Shared) {
+    let progress = Shared::default();
+    let client = MessageEnd {
+        server,
+        end: 0,
+        hears: 0,
+        duration,
+        sender: Some(sender(flow, pattern)),
+        receiver: Some(receiver(flow, pattern)),
+        progress: progress.clone(),
+        polled_at: Instant::ZERO,
+    };
+    let echo = EchoServer {
+        server,
+        pending: Vec::new(),
+        buf: vec![0; 64 * 1024],
+        progress: progress.clone(),
+    };
+    (client, echo, progress)
+}
+
+/// Sends back what arrives on its one connection.
+#[derive(Debug)]
+pub struct EchoServer {
+    server: SocketAddr,
+    /// Bytes received and not yet taken back by the connection.
+    pending: Vec<u8>,
+    buf: Vec<u8>,
+    progress: Shared,
+}
+
+impl App for EchoServer {
+    fn poll(&mut self, _now: Instant, endpoint: &mut Endpoint) {
+        let mut progress = self.progress.borrow_mut();
+        if progress.server.is_none() {
+            progress.server = endpoint.accept(self.server);
+        }
+        let Some(handle) = progress.server else {
+            return;
+        };
+        loop {
+            if !self.pending.is_empty() {
+                match endpoint.send(handle, &self.pending) {
+                    Ok(n) => {
+                        self.pending.drain(..n);
+                    }
+                    Err(StreamError::WouldBlock) => {}
+                    Err(error) => {
+                        progress
+                            .error
+                            .get_or_insert_with(|| format!("echoing failed: {error}"));
+                        return;
+                    }
+                }
+            }
+            // Take more only once what came is on its way back: the
+            // connection's windows, not this buffer, hold the backlog.
+            if !self.pending.is_empty() {
+                return;
+            }
+            match endpoint.recv(handle, &mut self.buf) {
+                Ok(0) | Err(StreamError::WouldBlock) => return,
+                Ok(n) => self.pending.extend_from_slice(&self.buf[..n]),
+                Err(error) => {
+                    progress
+                        .error
+                        .get_or_insert_with(|| format!("echo server: {error}"));
+                    return;
+                }
+            }
+        }
+    }
 }
 
 impl MessageEnd {
@@ -270,11 +363,11 @@ impl App for MessageEnd {
                 .get_or_insert_with(|| format!("sending failed: {error}"));
             return;
         }
-        let other = 1 - self.end;
-        let window_end = progress.windows[other].map(|w| w.1);
+        let heard = self.hears;
+        let window_end = progress.windows[heard].map(|w| w.1);
         if let Some(receiver) = &mut self.receiver
             && let Err(error) =
-                receiver.pump(now, endpoint, handle, window_end, &mut progress.received[other])
+                receiver.pump(now, endpoint, handle, window_end, &mut progress.received[heard])
         {
             progress.error.get_or_insert(error);
         }
