@@ -20,6 +20,19 @@ pub struct Bundle {
     next: usize,
 }
 
+/// A seed for one purpose within a run, so that each random process of a
+/// run depends on the run's seed and nothing else. The simulator and the
+/// emulator derive a link's bundles from their seed with it alike
+/// (purposes 1 and 2 for the forward and return channels, 3 for the
+/// circuits' call drops), so that both worlds run with one seed drop the
+/// same calls at the same times from their start.
+pub fn derive_seed(seed: u64, purpose: u64) -> u64 {
+    let mut z = seed ^ purpose.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Seed of channel `index` of a bundle built with `bundle_seed`
 /// (SplitMix64 of the pair), so channels are independent yet reproducible.
 pub fn channel_seed(bundle_seed: u64, index: usize) -> u64 {

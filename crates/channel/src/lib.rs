@@ -95,7 +95,7 @@ mod stats;
 mod time;
 mod token_bucket;
 
-pub use bundle::{Bundle, channel_seed};
+pub use bundle::{Bundle, channel_seed, derive_seed};
 pub use channel::{Channel, DropCause, Fate};
 pub use config::{
     BurstErrors, CallDrops, ChannelConfig, ConfigError, ErrorMode, FrameCheck, Jitter, OutageConfig,

@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use scps_channel::{Bundle, Fate, channel_seed};
+use scps_channel::{Bundle, Fate, derive_seed};
 use scps_config::link::{ChannelSpec, CircuitSpec};
 use scps_config::sweep::parse_value;
 
@@ -102,13 +102,14 @@ pub struct LinkState {
 
 impl LinkState {
     /// Builds the channels of `config`: forward channels from seed
-    /// `channel_seed(seed, 1)`, return ones from `channel_seed(seed, 2)`,
+    /// `derive_seed(seed, 1)`, return ones from `derive_seed(seed, 2)`,
     /// and both directions of a circuit share the call drops of
-    /// `channel_seed(seed, 3)`.
+    /// `derive_seed(seed, 3)`: the simulator's link of a run with the same
+    /// seed.
     pub fn new(config: &EmulatorConfig) -> Result<LinkState, scps_channel::ConfigError> {
-        let outages = channel_seed(config.seed, 3);
+        let outages = derive_seed(config.seed, 3);
         let bundle = |configs: &Vec<_>, purpose| {
-            Bundle::with_outage_seed(configs.clone(), channel_seed(config.seed, purpose), outages)
+            Bundle::with_outage_seed(configs.clone(), derive_seed(config.seed, purpose), outages)
         };
         Ok(LinkState {
             mtu: config.mtu,
@@ -333,6 +334,46 @@ mod tests {
     }
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn a_seed_draws_the_simulator_s_link_of_that_seed() {
+        // Three circuits that drop calls every minute or two: which
+        // packets of a steady stream cross, and when, is decided by the
+        // call drops and the delays the seed draws.
+        let link = "rate = \"2400bps\"\nrtt = \"3.1s\"\njitter = \"1.27s\"\nchannels = 3\n\
+                    call_drop_interval = \"60s\"\nredial_min = \"55s\"\nredial_max = \"60s\"\nbuffer = \"4KB\"";
+        let mut emulated = state(link);
+        let text = format!("[emulate]\nside_a = \"a\"\nside_b = \"b\"\n[link]\n{link}");
+        let config = EmulatorConfig::from_text(&text, "test").unwrap();
+        // As scps-sim's build.rs makes a run's stressed link.
+        let mut simulated = Bundle::with_outage_seed(
+            config.link.forward.clone(),
+            derive_seed(config.seed, 1),
+            derive_seed(config.seed, 3),
+        )
+        .unwrap();
+        let mut crossed = (Vec::new(), Vec::new());
+        for second in 0..1800u64 {
+            let now = Duration::from_secs(second);
+            let packet = second.to_be_bytes().to_vec();
+            emulated.offer(Direction::Forward, now, packet.clone());
+            if let (_, Fate::Delivered { at, .. }) = simulated.transmit(now, &mut packet.clone()) {
+                crossed.1.push((at, second));
+            }
+        }
+        while let Some(packet) = emulated.take_due(Direction::Forward, Duration::MAX) {
+            crossed.0.push(u64::from_be_bytes(packet.try_into().unwrap()));
+        }
+        crossed.1.sort();
+        let simulated: Vec<u64> = crossed.1.iter().map(|(_, second)| *second).collect();
+        assert!(simulated.len() < 1500, "calls dropped: {}", simulated.len());
+        let first_difference = crossed.0.iter().zip(&simulated).position(|(a, b)| a != b);
+        assert_eq!(
+            (crossed.0.len(), first_difference),
+            (simulated.len(), None),
+            "the same packets, in the same order"
+        );
+    }
 
     #[test]
     fn packets_leave_when_their_fate_says() {

@@ -23,8 +23,9 @@ use scps_gateway::node::{GatewayNode, GatewayNodeConfig};
 use scps_node::{InterfaceId, IpPrefix, Router};
 use scps_proto::{Endpoint, EndpointConfig};
 
-use crate::run::{RunOptions, SimError, derive_seed};
+use crate::run::{RunOptions, SimError};
 use crate::world::{LinkId, NodeId, NodeInterface, World};
+use scps_channel::derive_seed;
 use scps_pcap::PcapTap;
 
 /// The server's port for the first client; client `i` talks to port

@@ -19,5 +19,6 @@ pub use build::SERVER_PORT;
 pub use host::Host;
 pub use record::{GatewayFigures, RunRecord};
 pub use result::RunResult;
-pub use run::{RunFailure, RunOptions, SimError, derive_seed, run, run_record, run_record_guarded};
+pub use run::{RunFailure, RunOptions, SimError, run, run_record, run_record_guarded};
+pub use scps_channel::derive_seed;
 pub use world::{App, NodeInterface, Outcome, World};

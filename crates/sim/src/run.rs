@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use scps_channel::derive_seed;
 use scps_config::topology::{NodeKind, Role};
 use scps_config::{Point, Workload};
 use scps_gateway::node::GatewayNode;
@@ -78,15 +79,6 @@ impl From<WorldError> for SimError {
 /// The gateways of a `gw-` label in the records: on the clients' side,
 /// on the server's.
 const GATEWAY_NAMES: [&str; 2] = ["gwA", "gwB"];
-
-/// A seed for one purpose within a run, so that each random process of a
-/// run depends on the run's seed and nothing else.
-pub fn derive_seed(seed: u64, purpose: u64) -> u64 {
-    let mut z = seed ^ purpose.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// Runs `point` once with `seed`: the figures of all clients together.
 pub fn run(point: &Point, seed: u64, options: &RunOptions) -> Result<RunResult, SimError> {
