@@ -78,22 +78,6 @@ impl TestbedWorld {
         })
     }
 
-    /// What the testbed cannot run of a plan's jobs, before anything
-    /// starts (jobs of other worlds pass).
-    pub fn refuses_in_its_world(job: &Job) -> Option<String> {
-        if job.world != crate::stack::World::Testbed {
-            return None;
-        }
-        if matches!(job.point.workload, Workload::Bulk { both_ways: true, .. }) {
-            return Some(format!(
-                "{}: the testbed runs one-way bulk transfers, message streams and file fetches so far \
-                 (two-way bulk is next)",
-                job.point.scenario
-            ));
-        }
-        None
-    }
-
     /// Runs `job`: its record, as the simulator's has it.
     pub fn run(&self, job: &Job) -> Record {
         let mut record = crate::run::identity(job);
@@ -527,8 +511,9 @@ fn holds_connections(scps: &Path, socket: &Path) -> bool {
 pub fn time_allowed(point: &Point) -> Duration {
     match &point.workload {
         Workload::Messages { duration, .. } | Workload::Echo { duration, .. } => *duration * 2 + MIN_TIME,
-        Workload::Bulk { bytes, .. } => {
-            let at_limit = *bytes as f64 * 8.0 / point.limit_bps(Duration::from_secs(3600)).max(1.0);
+        Workload::Bulk { bytes, both_ways } => {
+            let moved = *bytes as f64 * if *both_ways { 2.0 } else { 1.0 };
+            let at_limit = moved * 8.0 / point.limit_bps(Duration::from_secs(3600)).max(1.0);
             MIN_TIME.max(Duration::from_secs_f64(4.0 * at_limit))
         }
         Workload::Fetches(fetches) => fetches.duration * 2 + MIN_TIME,
@@ -666,8 +651,7 @@ impl FetchesDone {
     }
 }
 
-/// `scps send`'s options for the workload of `point` (the testbed runs
-/// all but two-way bulk). Messages keep Nagle's algorithm as the point's
+/// `scps send`'s options for the workload of `point`. Messages keep Nagle's algorithm as the point's
 /// hosts do in the simulator (on unless `tcp.nagle = false`); the tools
 /// turn it off unless told.
 fn workload_options(point: &Point) -> Result<Vec<String>, Failure> {
@@ -681,10 +665,13 @@ fn workload_options(point: &Point) -> Result<Vec<String>, Failure> {
 
 fn workload_only_options(workload: &Workload) -> Result<Vec<String>, Failure> {
     match workload {
-        Workload::Bulk {
-            bytes,
-            both_ways: false,
-        } => Ok(vec!["--bytes".into(), bytes.to_string()]),
+        Workload::Bulk { bytes, both_ways } => {
+            let mut options = vec!["--bytes".into(), bytes.to_string()];
+            if *both_ways {
+                options.push("--both-ways".into());
+            }
+            Ok(options)
+        }
         Workload::Messages {
             forward,
             reverse,

@@ -324,10 +324,20 @@ async fn serve(
     let (reader, mut writer) = tokio::io::split(conn);
     let mut reader = BufReader::new(reading.wrap(reader));
     match hello {
-        Hello::Bulk { bytes } => {
+        Hello::Bulk { bytes, both_ways } => {
             report.workload = "bulk".into();
             report.expect_data(bytes, 0);
-            let received = bulk::read_data(&mut reader, bytes, output).await?;
+            let back = bulk::Source::Generated {
+                bytes,
+                seed: bulk::RETURN_SEED,
+            };
+            let sending_back = async {
+                match both_ways {
+                    true => bulk::write_data(&mut writer, &back, bytes, None).await.map(Some),
+                    false => Ok(None),
+                }
+            };
+            let (received, _) = tokio::try_join!(bulk::read_data(&mut reader, bytes, output), sending_back)?;
             report.set_moved(received.bytes, start);
             report.sha256 = Some(received.sha256);
             report.verified = Some(received.verified);

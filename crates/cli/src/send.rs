@@ -52,6 +52,10 @@ pub struct SendArgs {
     /// Bulk: send this file.
     #[arg(long, value_name = "FILE", group = "workload")]
     file: Option<PathBuf>,
+    /// Bulk: the receiver sends as many bytes back at the same time (its
+    /// own, checked here by their SHA-256); the figures count both ways.
+    #[arg(long)]
+    both_ways: bool,
     /// Plain bytes (ttcp-like) for any TCP listener: the data of --bytes or
     /// --file alone, then the close; no hello, no digest, no report from
     /// the peer. The SHA-256 of what was sent is printed, to compare with
@@ -107,7 +111,8 @@ fn flow(size: Bytes, rate: Rate, what: &str) -> anyhow::Result<Flow> {
 }
 
 enum Workload {
-    Bulk(Source),
+    /// With `both_ways`, the receiver sends as many bytes back at once.
+    Bulk { source: Source, both_ways: bool },
     /// Plain bytes to any listener: no hello, no digest, no report back.
     Raw(Source),
     /// A workload its hello names whole: message streams, echo, fetch.
@@ -146,7 +151,16 @@ impl SendArgs {
     }
 
     fn workload(&self) -> anyhow::Result<Workload> {
-        let bulk = if self.raw { Workload::Raw } else { Workload::Bulk };
+        if self.both_ways && (self.raw || (self.bytes.is_none() && self.file.is_none())) {
+            bail!("--both-ways makes a bulk transfer two-way: give it with --bytes or --file, without --raw");
+        }
+        let bulk = |source| match self.raw {
+            true => Workload::Raw(source),
+            false => Workload::Bulk {
+                source,
+                both_ways: self.both_ways,
+            },
+        };
         if self.nagle && !self.messages && !self.echo {
             bail!("--nagle keeps small messages waiting: give it with --messages or --echo");
         }
@@ -323,15 +337,36 @@ async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: In
             report.record_connection(reader.into_inner().unsplit(writer).figures());
             return Ok(());
         }
-        Workload::Bulk(source) => {
+        Workload::Bulk { source, both_ways } => {
             report.workload = "bulk".into();
             let (len, file) = bulk::open(source).await?;
-            let hello = write_hello(&mut writer, &Hello::Bulk { bytes: len }).await?;
+            let both_ways = *both_ways;
+            let hello = write_hello(
+                &mut writer,
+                &Hello::Bulk {
+                    bytes: len,
+                    both_ways,
+                },
+            )
+            .await?;
             report.expect_data(len, hello);
-            let sha = bulk::write_data(&mut writer, source, len, file).await?;
+            let sending = bulk::write_data(&mut writer, source, len, file);
+            // What the receiver sends back meanwhile, checked by its digest.
+            let receiving = async {
+                match both_ways {
+                    true => bulk::read_data(&mut reader, len, None).await.map(Some),
+                    false => Ok(None),
+                }
+            };
+            let (sha, back) = tokio::try_join!(sending, receiving)?;
             let peer = read_report(&mut reader).await?;
-            report.set_moved(peer.bytes, start);
-            report.verified = Some(peer.verified == Some(true) && peer.sha256.as_deref() == Some(&sha));
+            let back_bytes = back.as_ref().map_or(0, |b| b.bytes);
+            report.set_moved(peer.bytes + back_bytes, start);
+            report.verified = Some(
+                peer.verified == Some(true)
+                    && peer.sha256.as_deref() == Some(&sha)
+                    && back.as_ref().is_none_or(|b| b.verified),
+            );
             report.sha256 = Some(sha);
             report.peer_report = Some(Box::new(peer));
         }

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TempDir, assert_refused, scps, text};
+use common::{TempDir, scps, text};
 use serde_json::Value;
 
 fn records(dir: &Path) -> Vec<serde_json::Map<String, Value>> {
@@ -103,6 +103,61 @@ fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
         .collect();
     assert_eq!(logs.matches("connections closed 1,").count(), 2, "{logs}");
     assert!(processes_naming(&out).is_empty(), "nothing left running");
+}
+
+#[test]
+fn a_two_way_transfer_moves_checked_bytes_both_ways_in_both_worlds() {
+    let dir = TempDir::new("bench-testbed-two-way");
+    let out = dir.path().join("results");
+    let output = scps(&[
+        "bench",
+        "geo-8mbit",
+        "--world",
+        "both",
+        "--set",
+        "protocol=[\"linux-cubic\", \"gw-scps-rate\"]",
+        "--set",
+        "link.rtt=100ms",
+        "--set",
+        "link.ber=0",
+        "--set",
+        "workload.bytes=2MB",
+        "--set",
+        "workload.both_ways=true",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    let records = records(&out);
+    assert_eq!(records.len(), 4, "{records:?}");
+    for stack in ["linux-cubic", "gw-scps-rate"] {
+        let of = |world: &str| {
+            let record = records
+                .iter()
+                .find(|r| r["world"] == world && r["stack"] == stack)
+                .unwrap_or_else(|| panic!("{world} {stack} in {records:?}"));
+            assert!(!record.contains_key("error"), "{record:?}");
+            // Each way's 2 MB, each checked by its SHA-256.
+            assert_eq!(record["bytes"], 4_000_000, "{record:?}");
+            // Both directions' limits: each way's 7.72 Mbit/s.
+            assert!(
+                (record["limit_bps"].as_f64().unwrap() - 2.0 * 7.723e6).abs() < 0.01e6,
+                "{record:?}"
+            );
+            record["ratio"].as_f64().unwrap()
+        };
+        let (sim, testbed) = (of("sim"), of("testbed"));
+        println!("{stack} two ways: sim {sim:.3}, testbed {testbed:.3}");
+        assert!(
+            (sim - testbed).abs() < 0.15,
+            "{stack}: the worlds agree: sim {sim}, testbed {testbed}"
+        );
+    }
 }
 
 #[test]
@@ -278,28 +333,6 @@ fn interactive_echo_takes_a_round_trip_in_both_worlds_with_nagle_as_the_hosts_ha
         let messages = record["messages"].as_u64().unwrap();
         assert!((190..=200).contains(&messages), "{record:?}");
     }
-}
-
-#[test]
-fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
-    let dir = TempDir::new("bench-testbed-refusals");
-    let out = dir.path().join("never");
-    assert_refused(
-        &[
-            "bench",
-            "--world",
-            "testbed",
-            "--out",
-            out.to_str().unwrap(),
-            "geo-8mbit",
-            "--set",
-            "protocol=linux-cubic",
-            "--set",
-            "workload.both_ways=true",
-        ],
-        "geo-8mbit: the testbed runs one-way bulk transfers, message streams and file fetches so far",
-    );
-    assert!(!out.exists());
 }
 
 #[test]

@@ -378,6 +378,50 @@ fn echo_brings_every_message_back() {
     assert!(stderr.contains("give --messages or --echo"), "{stderr}");
 }
 
+/// A two-way bulk transfer: each end sends the other as many bytes at
+/// once, each checked by its SHA-256; over our stack and the kernel's TCP.
+#[test]
+fn a_two_way_transfer_checks_both_directions() {
+    let (sent, received) = udp_transfer(&[], &["--bytes", "2MB", "--both-ways", "--seed", "5"]);
+    assert_eq!(sent["workload"], "bulk", "{sent}");
+    assert_eq!(sent["bytes"], 4_000_000, "both ways: {sent}");
+    assert_eq!(sent["verified"], true, "{sent}");
+    assert_eq!(received["bytes"], 2_000_000, "what the receiver took: {received}");
+    assert_eq!(received["verified"], true, "{received}");
+    let receiver = Receiver::start(&["--tcp", "--port", "0", "--once", "--json"]);
+    let (status, stdout, stderr) = run_send(&[
+        "--tcp",
+        &receiver.address(),
+        "--bytes",
+        "1MB",
+        "--both-ways",
+        "--json",
+    ]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    assert_eq!(json(&stdout)["bytes"], 2_000_000, "{stdout}");
+    assert_eq!(json(&stdout)["verified"], true, "{stdout}");
+    let (status, _, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stderr}");
+    for (args, expected) in [
+        (
+            &["--tcp", "127.0.0.1:9", "--both-ways", "--fetch", "1MB"][..],
+            "--both-ways makes a bulk transfer two-way",
+        ),
+        (
+            &["--tcp", "127.0.0.1:9", "--both-ways", "--bytes", "1MB", "--raw"][..],
+            "without --raw",
+        ),
+        (
+            &["--tcp", "127.0.0.1:9", "--nagle", "--bytes", "1MB"][..],
+            "--nagle keeps small messages waiting",
+        ),
+    ] {
+        let (status, _, stderr) = run_send(args);
+        assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
 /// Issue 11 point 5: a file fetch, the receiver sending and the sender
 /// checking, over our stack and over the kernel's TCP.
 #[test]

@@ -25,6 +25,10 @@ pub enum Source {
     File(PathBuf),
 }
 
+/// The seed of what a receiver sends back in a two-way bulk transfer (its
+/// SHA-256 follows it, so any pattern serves).
+pub const RETURN_SEED: u64 = 0x7e7u64;
+
 pub fn hex(digest: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }

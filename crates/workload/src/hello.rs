@@ -23,8 +23,14 @@ pub struct Flow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Hello {
-    /// `bytes` follow, then their SHA-256 (32 bytes).
-    Bulk { bytes: u64 },
+    /// `bytes` follow, then their SHA-256 (32 bytes); with `both_ways`,
+    /// the receiver sends as many bytes back at the same time, then theirs
+    /// (absent when false, as senders before it wrote the hello).
+    Bulk {
+        bytes: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        both_ways: bool,
+    },
     /// Interactive echo: messages of `flow` for `duration_s`, which the
     /// receiver sends back as they arrive; their latency is the round
     /// trip. `seed` and `nagle` as for [`Hello::Messages`].
