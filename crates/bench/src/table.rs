@@ -65,7 +65,7 @@ pub fn cells(rows: &[Row]) -> Vec<Vec<String>> {
                 line.push(stat("ratio", |s| with_spread(s, 1.0, 3)));
             }
         }
-        line.push(row.failures().join("; "));
+        line.push(note(&row.failures()));
         lines.push(line);
     }
     lines
@@ -91,6 +91,17 @@ pub fn rate(bps: f64) -> String {
         b if b >= 1e6 => format!("{:.3}M", b / 1e6),
         b if b >= 1e3 => format!("{:.2}k", b / 1e3),
         b => format!("{b:.0}"),
+    }
+}
+
+/// The note of a row: the cause of its failed runs, the first of them
+/// and how many others there are when they differ (a thousand runs may
+/// fail a thousand ways; the report lists them all).
+fn note(causes: &[&str]) -> String {
+    match causes {
+        [] => String::new(),
+        [only] => (*only).to_owned(),
+        [first, others @ ..] => format!("{first} (and {} other causes)", others.len()),
     }
 }
 
@@ -222,4 +233,19 @@ pub fn worlds(rows: &[Row]) -> Vec<Vec<String>> {
         ]);
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_names_the_first_cause_and_counts_the_others() {
+        assert_eq!(note(&[]), "");
+        assert_eq!(note(&["timed out"]), "timed out");
+        assert_eq!(
+            note(&["differs at byte 5", "differs at byte 9", "timed out"]),
+            "differs at byte 5 (and 2 other causes)"
+        );
+    }
 }

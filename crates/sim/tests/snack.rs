@@ -9,7 +9,7 @@ use common::*;
 #[test]
 fn snack_without_sack_resends_each_lost_segment_about_once() {
     let seed = seed();
-    // Case 2B of the Xiphos paper (scripts/t1-geo-cases.sh) at BER 1e-5:
+    // Case 2B of the Xiphos paper (docs/BENCHMARKS.md, t1-geo) at BER 1e-5:
     // about one 1500-byte packet in nine is lost.
     let point = &points(
         "t1-geo",
