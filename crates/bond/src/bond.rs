@@ -1,0 +1,394 @@
+//! The bond: one path over several channels, as a sans-IO node. The
+//! sending side stripes packets over the channels that are up, each packet
+//! to the channel where it would have left soonest at that channel's
+//! measured rate (so each carries in proportion to what it delivers), and
+//! gives no channel more than `channel_queue` of sending beyond what it
+//! has sent; what no channel can take yet waits in the bond. Every channel
+//! is probed every `probe_interval`; the far end answers each probe on
+//! the channel it came by, saying how many bytes it has received there.
+//! From the answers the sender learns each channel's round trip, loss and
+//! delivery rate, marks a channel down when `down_after_intervals` pass
+//! without an answer, up again when one comes, and puts on standby a
+//! channel far worse than its peers (never the last one carrying data).
+//! Both ends run the same node: each answers the other's probes.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::channel::{Channel, ChannelState};
+use crate::config::{BondConfig, ConfigError};
+use crate::wire::{Frame, FrameError, PROBE_LEN, Probe, is_control};
+
+/// A channel changed state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub at: Duration,
+    pub channel: usize,
+    pub from: ChannelState,
+    pub to: ChannelState,
+    /// Why, for a log line.
+    pub why: String,
+}
+
+/// What a bond counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BondStats {
+    /// Packets dropped because every channel was full and the bond's own
+    /// queue too.
+    pub dropped_full: u64,
+    /// Control frames that could not be read, by cause.
+    pub bad_frames: u64,
+    pub last_bad_frame: Option<FrameError>,
+    /// Answers that came on another channel than their probe left by (the
+    /// channels are crossed somewhere), or for a channel we do not have.
+    pub misrouted_answers: u64,
+    /// Answers to no probe on its way (late, or duplicated).
+    pub stale_answers: u64,
+}
+
+/// A channel as reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelReport {
+    pub state: ChannelState,
+    pub rate_bps: f64,
+    pub srtt: Option<Duration>,
+    pub loss: f64,
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
+}
+
+#[derive(Debug)]
+pub struct Bond {
+    config: BondConfig,
+    channels: Vec<Channel>,
+    /// Bytes received on each channel (what answers tell the far end).
+    received: Vec<u64>,
+    /// Packets waiting for a channel, and their bytes.
+    held: VecDeque<Vec<u8>>,
+    held_bytes: usize,
+    /// Answers to send, on their channels.
+    answers: VecDeque<(usize, Vec<u8>)>,
+    events: VecDeque<Event>,
+    stats: BondStats,
+    /// The clock origin of the probes' timestamps.
+    epoch: Duration,
+}
+
+/// A packet the bond could not take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the bond's queue is full: every channel has {0:?} of sending queued")]
+pub struct Full(pub Duration);
+
+impl Bond {
+    /// A bond started at `now`, every channel up until its probes say
+    /// otherwise; the first probes are spread over one interval.
+    pub fn new(config: BondConfig, now: Duration) -> Result<Bond, ConfigError> {
+        config.check()?;
+        let count = config.channel_rates_bps.len();
+        let hold = config.probe_interval * config.marginal.min_answers * 2;
+        let channels = config
+            .channel_rates_bps
+            .iter()
+            .enumerate()
+            .map(|(index, rate)| {
+                let first = now + config.probe_interval * index as u32 / count as u32;
+                Channel::new(*rate, now, first, hold)
+            })
+            .collect();
+        Ok(Bond {
+            channels,
+            received: vec![0; count],
+            held: VecDeque::new(),
+            held_bytes: 0,
+            answers: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: BondStats::default(),
+            epoch: now,
+            config,
+        })
+    }
+
+    /// A packet to carry: it leaves by [`Bond::poll_transmit`].
+    pub fn send(&mut self, packet: Vec<u8>) -> Result<(), Full> {
+        if self.held_bytes + packet.len() > self.config.hold_bytes {
+            self.stats.dropped_full += 1;
+            return Err(Full(self.config.channel_queue));
+        }
+        self.held_bytes += packet.len();
+        self.held.push_back(packet);
+        Ok(())
+    }
+
+    /// The next datagram to put on a channel now, if any: answers first,
+    /// then probes that are due, then data a channel can take.
+    pub fn poll_transmit(&mut self, now: Duration) -> Option<(usize, Vec<u8>)> {
+        self.find_down(now);
+        self.reinstate_rested(now);
+        if let Some((channel, answer)) = self.answers.pop_front() {
+            self.channels[channel].give(now, answer.len());
+            return Some((channel, answer));
+        }
+        if let Some(index) = self.channels.iter().position(|c| c.next_probe_at <= now) {
+            let (interval, queue) = (self.config.probe_interval, self.config.channel_queue);
+            let channel = &mut self.channels[index];
+            let seq = channel.probe_sent(now, PROBE_LEN, interval, queue);
+            let probe = Probe {
+                channel: index as u8,
+                seq,
+                sent_ns: self.clock_ns(now),
+            };
+            return Some((index, Frame::Probe(probe).to_bytes()));
+        }
+        let len = self.held.front()?.len();
+        let index = self.best_channel(now, len)?;
+        let packet = self.held.pop_front()?;
+        self.held_bytes -= packet.len();
+        self.channels[index].give(now, len);
+        Some((index, packet))
+    }
+
+    /// The up channel where a packet of `len` bytes would leave soonest,
+    /// if one can take it now.
+    fn best_channel(&self, now: Duration, len: usize) -> Option<usize> {
+        let (index, channel) = self
+            .channels
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.state == ChannelState::Up)
+            .min_by_key(|(_, c)| c.finish(now, len))?;
+        (channel.backlog(now) <= self.config.channel_queue).then_some(index)
+    }
+
+    /// A datagram arrived on `channel`: the IP packet it carries, if it
+    /// is data; control frames are handled here.
+    pub fn handle(&mut self, now: Duration, channel: usize, datagram: Vec<u8>) -> Option<Vec<u8>> {
+        let Some(received) = self.received.get_mut(channel) else {
+            self.stats.misrouted_answers += 1;
+            return None;
+        };
+        *received += datagram.len() as u64;
+        let received = *received;
+        if !is_control(&datagram) {
+            return Some(datagram);
+        }
+        match Frame::parse(&datagram) {
+            Err(error) => {
+                self.stats.bad_frames += 1;
+                self.stats.last_bad_frame = Some(error);
+            }
+            Ok(Frame::Probe(probe)) => {
+                let answer = Frame::Answer { probe, received };
+                self.answers.push_back((channel, answer.to_bytes()));
+            }
+            Ok(Frame::Answer { probe, received }) => self.answered(now, channel, probe, received),
+        }
+        None
+    }
+
+    fn answered(&mut self, now: Duration, channel: usize, probe: Probe, received: u64) {
+        if usize::from(probe.channel) != channel {
+            self.stats.misrouted_answers += 1;
+            return;
+        }
+        if !self.channels[channel].answered(now, probe.seq, received) {
+            self.stats.stale_answers += 1;
+            return;
+        }
+        let state = &self.channels[channel];
+        if state.state == ChannelState::Down {
+            // Back as it was, unless it was down as long as a dropped call
+            // takes to notice twice over: then it starts afresh, in the
+            // stripe.
+            let outage = now.saturating_sub(state.down_since) > self.silence() * 2;
+            let back = match state.before_down {
+                ChannelState::Standby if !outage && now < state.standby_until => ChannelState::Standby,
+                _ => ChannelState::Up,
+            };
+            self.change(now, channel, back, "its probes are answered again".into(), outage);
+        }
+        self.judge(now, channel);
+    }
+
+    /// Puts `channel` on standby if it is far worse than its peers.
+    fn judge(&mut self, now: Duration, index: usize) {
+        let channel = &self.channels[index];
+        if channel.state != ChannelState::Up || channel.answers < self.config.marginal.min_answers {
+            return;
+        }
+        if let Some(why) = self.worse_than_peers(index, 1.0) {
+            let hold = channel.standby_hold;
+            // Back on standby soon after coming back: it stays longer.
+            let next_hold = if now.saturating_sub(channel.up_since) < hold * 4 {
+                (hold * 2).min(Duration::from_secs(3600))
+            } else {
+                hold
+            };
+            let channel = &mut self.channels[index];
+            channel.standby_until = now + hold;
+            channel.standby_hold = next_hold;
+            self.change(now, index, ChannelState::Standby, why, false);
+        }
+    }
+
+    /// Why channel `index` is marginal against the best of the other
+    /// channels in the stripe, its thresholds scaled towards 1 by `strictness`
+    /// (1: as configured; 0.5: halfway, for a channel to come back); `None`
+    /// when it is not, or has no peer to be judged against.
+    fn worse_than_peers(&self, index: usize, strictness: f64) -> Option<String> {
+        let thresholds = &self.config.marginal;
+        let peers: Vec<&Channel> = self
+            .channels
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| *i != index && c.state == ChannelState::Up)
+            .map(|(_, c)| c)
+            .collect();
+        if peers.is_empty() {
+            return None;
+        }
+        let channel = &self.channels[index];
+        let scaled = |ratio: f64| 1.0 + (ratio - 1.0) * strictness;
+        let best_loss = peers.iter().map(|c| c.loss).fold(f64::INFINITY, f64::min);
+        if channel.loss >= thresholds.loss * strictness
+            && channel.loss >= scaled(thresholds.loss_ratio) * best_loss
+        {
+            return Some(format!(
+                "it loses {:.1}% of its bytes, its best peer {:.1}%",
+                channel.loss * 100.0,
+                best_loss * 100.0
+            ));
+        }
+        // The least round trips lately, less the queue the bond allows a
+        // channel (a slow channel's queue adds to its round trip more).
+        let best_rtt = peers.iter().filter_map(|c| c.base_rtt()).min()?;
+        let rtt = channel.base_rtt()?.saturating_sub(self.config.channel_queue);
+        if rtt.as_secs_f64() >= scaled(thresholds.rtt_ratio) * best_rtt.as_secs_f64() {
+            return Some(format!(
+                "its round trip is {:.2} s beyond its queue, its best peer's {:.2} s",
+                rtt.as_secs_f64(),
+                best_rtt.as_secs_f64()
+            ));
+        }
+        None
+    }
+
+    /// Channels on standby that have rested and look well again, back in
+    /// the stripe; and any on standby when none other carries data.
+    fn reinstate_rested(&mut self, now: Duration) {
+        let usable = |bond: &Bond| bond.channels.iter().any(|c| c.state == ChannelState::Up);
+        for index in 0..self.channels.len() {
+            let channel = &self.channels[index];
+            if channel.state != ChannelState::Standby {
+                continue;
+            }
+            if !usable(self) {
+                self.change(
+                    now,
+                    index,
+                    ChannelState::Up,
+                    "no other channel carries data".into(),
+                    false,
+                );
+            } else if now >= channel.standby_until && self.worse_than_peers(index, 0.5).is_none() {
+                self.change(now, index, ChannelState::Up, "it has recovered".into(), false);
+            }
+        }
+    }
+
+    /// Channels whose last answer is too long ago, down.
+    fn find_down(&mut self, now: Duration) {
+        let silence = self.silence();
+        for index in 0..self.channels.len() {
+            let channel = &self.channels[index];
+            if channel.state != ChannelState::Down && now > channel.last_answer_at + silence {
+                let why = format!(
+                    "no answer for {:.1} s",
+                    (now - channel.last_answer_at).as_secs_f64()
+                );
+                self.change(now, index, ChannelState::Down, why, false);
+            }
+        }
+    }
+
+    /// How long a channel may go without an answer before it is down.
+    fn silence(&self) -> Duration {
+        self.config.probe_interval * self.config.down_after_intervals
+    }
+
+    /// The channel's socket or device failed: it is down until its probes
+    /// are answered again.
+    pub fn channel_failed(&mut self, now: Duration, channel: usize, why: String) {
+        if self
+            .channels
+            .get(channel)
+            .is_some_and(|c| c.state != ChannelState::Down)
+        {
+            self.change(now, channel, ChannelState::Down, why, false);
+        }
+    }
+
+    fn change(&mut self, now: Duration, channel: usize, to: ChannelState, why: String, after_outage: bool) {
+        let from = self.channels[channel].state;
+        self.channels[channel].set_state(now, to, after_outage);
+        self.events.push_back(Event {
+            at: now,
+            channel,
+            from,
+            to,
+            why,
+        });
+    }
+
+    /// When the bond next has something to do.
+    pub fn next_wake(&self, now: Duration) -> Option<Duration> {
+        if !self.answers.is_empty() {
+            return Some(now);
+        }
+        let silence = self.silence();
+        let probes = self.channels.iter().map(|c| c.next_probe_at);
+        let deadlines = self.channels.iter().filter_map(|c| match c.state {
+            ChannelState::Down => None,
+            ChannelState::Up => Some(c.last_answer_at + silence),
+            ChannelState::Standby => Some((c.last_answer_at + silence).min(c.standby_until)),
+        });
+        // When the channel the next packet would go by can take it.
+        let room = self.held.front().and_then(|packet| {
+            self.channels
+                .iter()
+                .filter(|c| c.state == ChannelState::Up)
+                .min_by_key(|c| c.finish(now, packet.len()))
+                .map(|c| c.free_at.saturating_sub(self.config.channel_queue).max(now))
+        });
+        probes.chain(deadlines).chain(room).min()
+    }
+
+    /// State changes since last asked, oldest first.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    pub fn stats(&self) -> &BondStats {
+        &self.stats
+    }
+
+    /// Each channel's state and figures.
+    pub fn channels(&self) -> Vec<ChannelReport> {
+        self.channels
+            .iter()
+            .zip(&self.received)
+            .map(|(c, received)| ChannelReport {
+                state: c.state,
+                rate_bps: c.rate_bps,
+                srtt: c.srtt,
+                loss: c.loss,
+                sent_bytes: c.sent_bytes,
+                received_bytes: *received,
+            })
+            .collect()
+    }
+
+    /// Nanoseconds since the bond started: the probes' clock.
+    fn clock_ns(&self, now: Duration) -> u64 {
+        u64::try_from(now.saturating_sub(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+    }
+}

@@ -1,0 +1,379 @@
+//! Two bonds joined by model channels, in virtual time: what the sending
+//! bond stripes, what it learns of each channel from its probes, and how
+//! it takes down and marginal channels out of the stripe.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use scps_bond::{Bond, BondConfig, ChannelState, Event};
+
+const STEP: Duration = Duration::from_millis(1);
+
+/// One direction of a channel: packets leave one at a time at `rate_bps`
+/// and arrive `delay` later, unless lost or the channel is down.
+#[derive(Debug, Clone)]
+struct Wire {
+    rate_bps: f64,
+    delay: Duration,
+    /// Share of packets lost (every n-th, deterministically).
+    loss_every: Option<u64>,
+    down: Vec<(Duration, Duration)>,
+    free_at: Duration,
+    sent: u64,
+    in_flight: VecDeque<(Duration, Vec<u8>)>,
+}
+
+impl Wire {
+    fn new(rate_bps: f64, delay_ms: u64) -> Wire {
+        Wire {
+            rate_bps,
+            delay: Duration::from_millis(delay_ms),
+            loss_every: None,
+            down: Vec::new(),
+            free_at: Duration::ZERO,
+            sent: 0,
+            in_flight: VecDeque::new(),
+        }
+    }
+
+    fn is_down(&self, at: Duration) -> bool {
+        self.down.iter().any(|(from, to)| (*from..*to).contains(&at))
+    }
+
+    fn put(&mut self, now: Duration, packet: Vec<u8>) {
+        let leaves =
+            self.free_at.max(now) + Duration::from_secs_f64(packet.len() as f64 * 8.0 / self.rate_bps);
+        self.free_at = leaves;
+        self.sent += 1;
+        let lost = self.loss_every.is_some_and(|n| self.sent.is_multiple_of(n));
+        if !lost && !self.is_down(leaves) {
+            self.in_flight.push_back((leaves + self.delay, packet));
+        }
+    }
+
+    fn take(&mut self, now: Duration) -> Option<Vec<u8>> {
+        if self.in_flight.front().is_some_and(|(at, _)| *at <= now) {
+            return self.in_flight.pop_front().map(|(_, p)| p);
+        }
+        None
+    }
+}
+
+/// A sending bond, a receiving bond, and the channels between them (both
+/// directions alike).
+struct Pair {
+    a: Bond,
+    b: Bond,
+    forward: Vec<Wire>,
+    back: Vec<Wire>,
+    now: Duration,
+    /// Data packets delivered at b, by sequence number.
+    delivered: Vec<u64>,
+    /// Data packets a put on each channel.
+    data_per_channel: Vec<u64>,
+    events: Vec<Event>,
+}
+
+impl Pair {
+    fn new(config: BondConfig, wires: Vec<Wire>) -> Pair {
+        let channels = wires.len();
+        Pair {
+            a: Bond::new(config.clone(), Duration::ZERO).unwrap(),
+            b: Bond::new(config, Duration::ZERO).unwrap(),
+            back: wires.clone(),
+            forward: wires,
+            now: Duration::ZERO,
+            delivered: Vec::new(),
+            data_per_channel: vec![0; channels],
+            events: Vec::new(),
+        }
+    }
+
+    /// Runs until `until`, a sends a packet of `size` bytes every
+    /// `every` (numbered from `first`); returns the next number.
+    fn run(&mut self, until: Duration, size: usize, every: Option<Duration>, mut next: u64) -> u64 {
+        let mut due = self.now;
+        while self.now < until {
+            if let Some(every) = every
+                && self.now >= due
+            {
+                let mut packet = vec![0x45; size];
+                packet[1..9].copy_from_slice(&next.to_be_bytes());
+                let _ = self.a.send(packet);
+                next += 1;
+                due += every;
+            }
+            while let Some((channel, datagram)) = self.a.poll_transmit(self.now) {
+                if datagram[0] == 0x45 {
+                    self.data_per_channel[channel] += 1;
+                }
+                self.forward[channel].put(self.now, datagram);
+            }
+            while let Some((channel, datagram)) = self.b.poll_transmit(self.now) {
+                self.back[channel].put(self.now, datagram);
+            }
+            for channel in 0..self.forward.len() {
+                while let Some(datagram) = self.forward[channel].take(self.now) {
+                    if let Some(data) = self.b.handle(self.now, channel, datagram) {
+                        self.delivered
+                            .push(u64::from_be_bytes(data[1..9].try_into().unwrap()));
+                    }
+                }
+                while let Some(datagram) = self.back[channel].take(self.now) {
+                    assert_eq!(
+                        self.a.handle(self.now, channel, datagram),
+                        None,
+                        "b sends no data"
+                    );
+                }
+            }
+            while let Some(event) = self.a.poll_event() {
+                self.events.push(event);
+            }
+            self.now += STEP;
+        }
+        next
+    }
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+#[test]
+fn each_channel_carries_in_proportion_to_what_it_delivers() {
+    // Configured alike, the channels deliver 2400, 4800 and 9600 bit/s:
+    // the answers teach the bond their rates.
+    let wires = vec![
+        Wire::new(2400.0, 300),
+        Wire::new(4800.0, 300),
+        Wire::new(9600.0, 300),
+    ];
+    let mut pair = Pair::new(BondConfig::new(vec![4800; 3]), wires);
+    // 100-byte packets at 14 kbit/s: 83% of the 16800 bit/s they carry.
+    let sent = pair.run(secs(300.0), 100, Some(secs(100.0 * 8.0 / 14_000.0)), 0);
+    let rates: Vec<f64> = pair.a.channels().iter().map(|c| c.rate_bps).collect();
+    println!(
+        "estimated rates {rates:?}, data packets per channel {:?}",
+        pair.data_per_channel
+    );
+    for (estimate, truth) in rates.iter().zip([2400.0, 4800.0, 9600.0]) {
+        assert!((estimate / truth - 1.0).abs() < 0.2, "{rates:?}");
+    }
+    // Offered more than they carry, each channel takes its share: the
+    // shares follow the rates (below saturation the fastest channels take
+    // more, as each packet goes where it leaves soonest).
+    let before = pair.data_per_channel.clone();
+    let sent_later = pair.run(secs(400.0), 100, Some(secs(100.0 * 8.0 / 20_000.0)), sent);
+    let shares: Vec<f64> = pair
+        .data_per_channel
+        .iter()
+        .zip(&before)
+        .map(|(after, before)| (after - before) as f64)
+        .collect();
+    let total: f64 = shares.iter().sum();
+    for (share, expected) in shares.iter().zip([1.0 / 7.0, 2.0 / 7.0, 4.0 / 7.0]) {
+        assert!((share / total - expected).abs() < 0.06, "{shares:?}");
+    }
+    // What the bond took arrived: only what it could not hold was
+    // dropped, and counted.
+    pair.run(secs(440.0), 100, None, sent_later);
+    let dropped = pair.a.stats().dropped_full;
+    assert_eq!(pair.delivered.len() as u64 + dropped, sent_later);
+    // Configured at twice its rate, the slowest channel was fed a queue
+    // until its answers taught the bond better; since, none has changed.
+    assert!(
+        pair.events.iter().all(|e| e.at < secs(60.0)),
+        "no channel changed state once the rates were learnt: {:?}",
+        pair.events
+    );
+}
+
+#[test]
+fn a_channel_whose_probes_go_unanswered_is_out_within_two_intervals_and_back_when_they_return() {
+    let mut wires = vec![
+        Wire::new(2400.0, 1500),
+        Wire::new(2400.0, 1500),
+        Wire::new(2400.0, 600),
+    ];
+    // Channel 1's call drops at 60 s and is back at 120 s.
+    wires[1].down.push((secs(60.0), secs(120.0)));
+    let mut config = BondConfig::new(vec![2400; 3]);
+    config.probe_interval = secs(2.0);
+    let mut pair = Pair::new(config, wires);
+    let every = Some(secs(64.0 * 8.0 / 4096.0));
+    let next = pair.run(secs(70.0), 64, every, 0);
+    assert_eq!(pair.a.channels()[1].state, ChannelState::Down);
+    // While down it is given no data.
+    let carried_before = pair.data_per_channel[1];
+    let next = pair.run(secs(119.0), 64, every, next);
+    assert_eq!(pair.data_per_channel[1], carried_before);
+    let next = pair.run(secs(180.0), 64, every, next);
+    let down = pair
+        .events
+        .iter()
+        .find(|e| e.channel == 1 && e.to == ChannelState::Down)
+        .expect("channel 1 marked down");
+    // The last probe answered left at most one interval before the drop
+    // and came back 3 s later; down within two intervals of that answer.
+    assert!(
+        down.at > secs(60.0) && down.at <= secs(60.0 + 2.0 + 3.0 + 4.0),
+        "{down:?}"
+    );
+    let up = pair
+        .events
+        .iter()
+        .find(|e| e.channel == 1 && e.to == ChannelState::Up)
+        .expect("channel 1 back");
+    // A probe leaves within an interval of the redial and is answered a
+    // round trip later.
+    assert!(
+        up.at >= secs(120.0) && up.at <= secs(120.0 + 2.0 + 3.0 + 0.1),
+        "{up:?}"
+    );
+    println!("down at {:?}, up at {:?}", down.at, up.at);
+    assert!(
+        pair.data_per_channel[1] > carried_before,
+        "used again after the redial"
+    );
+    // Nothing offered was dropped by the bond; what the dead channel was
+    // given before it was found down is lost (the transport repairs it).
+    pair.run(secs(190.0), 64, None, next);
+    assert_eq!(pair.a.stats().dropped_full, 0);
+    let lost = next - pair.delivered.len() as u64;
+    assert!(lost > 0 && lost < 40, "lost {lost} packets in the drop");
+}
+
+#[test]
+fn a_marginal_channel_goes_to_standby_and_comes_back_when_it_recovers() {
+    let mut wires = vec![
+        Wire::new(2400.0, 300),
+        Wire::new(2400.0, 300),
+        Wire::new(2400.0, 300),
+    ];
+    // Channel 2 loses one packet in three.
+    wires[2].loss_every = Some(3);
+    let mut pair = Pair::new(BondConfig::new(vec![2400; 3]), wires);
+    // Enough for all three.
+    let every = Some(secs(100.0 * 8.0 / 5500.0));
+    let next = pair.run(secs(120.0), 100, every, 0);
+    let standby = pair
+        .events
+        .iter()
+        .find(|e| e.channel == 2 && e.to == ChannelState::Standby)
+        .expect("channel 2 on standby");
+    println!("{standby:?}");
+    assert!(standby.why.contains("loses"), "{standby:?}");
+    assert!(standby.at < secs(30.0), "{standby:?}");
+    let carried = pair.data_per_channel[2];
+    let next = pair.run(secs(240.0), 100, every, next);
+    assert_eq!(pair.data_per_channel[2], carried, "no data on standby");
+    assert_eq!(pair.a.channels()[2].state, ChannelState::Standby);
+    // The circuit is redialled and is clean again.
+    pair.forward[2].loss_every = None;
+    pair.back[2].loss_every = None;
+    pair.run(secs(600.0), 100, every, next);
+    let back = pair.events.iter().rfind(|e| e.channel == 2).expect("an event");
+    assert_eq!(back.to, ChannelState::Up, "{:?}", pair.events);
+    assert!(back.why.contains("recovered"), "{back:?}");
+}
+
+#[test]
+fn a_marginal_channel_is_used_when_no_other_carries_data() {
+    let mut wires = vec![Wire::new(2400.0, 300), Wire::new(2400.0, 300)];
+    wires[1].loss_every = Some(3);
+    wires[0].down.push((secs(100.0), secs(1000.0)));
+    let mut pair = Pair::new(BondConfig::new(vec![2400; 2]), wires);
+    let next = pair.run(secs(99.0), 100, Some(secs(0.5)), 0);
+    assert_eq!(
+        pair.a.channels()[1].state,
+        ChannelState::Standby,
+        "{:?}",
+        pair.events
+    );
+    let carried = pair.data_per_channel[1];
+    pair.run(secs(120.0), 100, Some(secs(0.5)), next);
+    let back = pair
+        .events
+        .iter()
+        .find(|e| e.channel == 1 && e.to == ChannelState::Up && e.at > secs(100.0))
+        .unwrap_or_else(|| panic!("{:?}", pair.events));
+    assert!(back.why.contains("no other channel"), "{back:?}");
+    assert!(back.at < secs(104.0), "{back:?}");
+    assert!(pair.data_per_channel[1] > carried, "it carries the data");
+}
+
+#[test]
+fn what_no_channel_can_take_waits_and_beyond_the_hold_is_dropped_and_counted() {
+    let mut config = BondConfig::new(vec![2400]);
+    config.hold_bytes = 2000;
+    let mut bond = Bond::new(config, Duration::ZERO).unwrap();
+    let mut refused = 0;
+    for _ in 0..40 {
+        if bond.send(vec![0x45; 100]).is_err() {
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 20, "2000 bytes held");
+    assert_eq!(bond.stats().dropped_full, 20);
+    // Half a second of sending at about 2400 bit/s (150 bytes), then the
+    // packet that crosses that line, go at once (with the first probe);
+    // the rest wait for room, which comes within a second.
+    let mut now_out = Vec::new();
+    while let Some(out) = bond.poll_transmit(Duration::ZERO) {
+        now_out.push(out);
+    }
+    assert_eq!(
+        now_out.iter().filter(|(_, p)| p[0] == 0x45).count(),
+        2,
+        "{now_out:?}"
+    );
+    let wake = bond.next_wake(Duration::ZERO).unwrap();
+    assert!(wake > Duration::ZERO && wake < secs(1.0), "{wake:?}");
+}
+
+#[test]
+fn frames_that_are_wrong_are_counted_not_obeyed() {
+    let mut bond = Bond::new(BondConfig::new(vec![2400, 2400]), Duration::ZERO).unwrap();
+    assert_eq!(bond.handle(Duration::ZERO, 0, vec![0, 7, 0, 0]), None);
+    assert_eq!(bond.stats().bad_frames, 1);
+    // An answer to a probe of channel 0 arriving on channel 1.
+    let (channel, probe) = bond.poll_transmit(Duration::ZERO).unwrap();
+    assert_eq!(channel, 0);
+    let mut peer = Bond::new(BondConfig::new(vec![2400, 2400]), Duration::ZERO).unwrap();
+    assert_eq!(peer.handle(Duration::ZERO, 0, probe), None);
+    let (_, answer) = peer.poll_transmit(Duration::ZERO).unwrap();
+    assert_eq!(bond.handle(secs(0.1), 1, answer.clone()), None);
+    assert_eq!(bond.stats().misrouted_answers, 1);
+    // On its own channel it counts; a second copy is stale.
+    bond.handle(secs(0.1), 0, answer.clone());
+    assert_eq!(bond.channels()[0].srtt, Some(secs(0.1)));
+    bond.handle(secs(0.2), 0, answer);
+    assert_eq!(bond.stats().stale_answers, 1);
+    // A channel we do not have.
+    assert_eq!(bond.handle(secs(0.2), 9, vec![0x45]), None);
+    assert_eq!(bond.stats().misrouted_answers, 2);
+}
+
+#[test]
+fn a_channel_far_slower_to_answer_than_its_peers_goes_to_standby() {
+    // Two circuits of 0.6 s round trip and one of 6 s (a terrestrial
+    // circuit routed over a satellite hop, say).
+    let wires = vec![
+        Wire::new(2400.0, 300),
+        Wire::new(2400.0, 300),
+        Wire::new(2400.0, 3000),
+    ];
+    let mut config = BondConfig::new(vec![2400; 3]);
+    config.probe_interval = secs(4.0);
+    let mut pair = Pair::new(config, wires);
+    pair.run(secs(120.0), 100, Some(secs(100.0 * 8.0 / 5000.0)), 0);
+    let standby = pair
+        .events
+        .iter()
+        .find(|e| e.to == ChannelState::Standby)
+        .unwrap_or_else(|| panic!("{:?}", pair.events));
+    assert_eq!(standby.channel, 2, "{:?}", pair.events);
+    assert!(standby.why.contains("round trip"), "{standby:?}");
+    assert!(pair.events.iter().all(|e| e.channel == 2), "{:?}", pair.events);
+}
