@@ -130,8 +130,9 @@ impl Bond {
         }
         if let Some(index) = self.channels.iter().position(|c| c.next_probe_at <= now) {
             let (interval, queue) = (self.config.probe_interval, self.config.channel_queue);
+            let waiting = !self.held.is_empty();
             let channel = &mut self.channels[index];
-            let seq = channel.probe_sent(now, PROBE_LEN, interval, queue);
+            let seq = channel.probe_sent(now, PROBE_LEN, interval, queue, waiting);
             let probe = Probe {
                 channel: index as u8,
                 seq,
@@ -190,7 +191,7 @@ impl Bond {
             self.stats.misrouted_answers += 1;
             return;
         }
-        if !self.channels[channel].answered(now, probe.seq, received) {
+        if !self.channels[channel].answered(now, probe.seq, received, self.config.channel_queue) {
             self.stats.stale_answers += 1;
             return;
         }
@@ -199,7 +200,7 @@ impl Bond {
             // Back as it was, unless it was down as long as a dropped call
             // takes to notice twice over: then it starts afresh, in the
             // stripe.
-            let outage = now.saturating_sub(state.down_since) > self.silence() * 2;
+            let outage = now.saturating_sub(state.down_since) > self.silence(state) * 2;
             let back = match state.before_down {
                 ChannelState::Standby if !outage && now < state.standby_until => ChannelState::Standby,
                 _ => ChannelState::Up,
@@ -258,8 +259,9 @@ impl Bond {
                 best_loss * 100.0
             ));
         }
-        // The least round trips lately, less the queue the bond allows a
-        // channel (a slow channel's queue adds to its round trip more).
+        // The least round trips since they came up, less the queue the
+        // bond allows a channel (a slow channel's queue adds to its round
+        // trip more).
         let best_rtt = peers.iter().filter_map(|c| c.base_rtt()).min()?;
         let rtt = channel.base_rtt()?.saturating_sub(self.config.channel_queue);
         if rtt.as_secs_f64() >= scaled(thresholds.rtt_ratio) * best_rtt.as_secs_f64() {
@@ -297,10 +299,9 @@ impl Bond {
 
     /// Channels whose last answer is too long ago, down.
     fn find_down(&mut self, now: Duration) {
-        let silence = self.silence();
         for index in 0..self.channels.len() {
             let channel = &self.channels[index];
-            if channel.state != ChannelState::Down && now > channel.last_answer_at + silence {
+            if channel.state != ChannelState::Down && now >= channel.last_answer_at + self.silence(channel) {
                 let why = format!(
                     "no answer for {:.1} s",
                     (now - channel.last_answer_at).as_secs_f64()
@@ -310,9 +311,11 @@ impl Bond {
         }
     }
 
-    /// How long a channel may go without an answer before it is down.
-    fn silence(&self) -> Duration {
-        self.config.probe_interval * self.config.down_after_intervals
+    /// How long a channel may go without an answer before it is down:
+    /// `down_after_intervals` probe intervals, or longer when its answers
+    /// take longer (see `Channel::answer_timeout`).
+    fn silence(&self, channel: &Channel) -> Duration {
+        (self.config.probe_interval * self.config.down_after_intervals).max(channel.answer_timeout())
     }
 
     /// The channel's socket or device failed: it is down until its probes
@@ -344,13 +347,14 @@ impl Bond {
         if !self.answers.is_empty() {
             return Some(now);
         }
-        let silence = self.silence();
         let probes = self.channels.iter().map(|c| c.next_probe_at);
-        let deadlines = self.channels.iter().filter_map(|c| match c.state {
-            ChannelState::Down => None,
-            ChannelState::Up => Some(c.last_answer_at + silence),
-            ChannelState::Standby => Some((c.last_answer_at + silence).min(c.standby_until)),
-        });
+        // When a channel is down unless an answer comes (a channel on
+        // standby comes back on an answer, which a probe brings).
+        let deadlines = self
+            .channels
+            .iter()
+            .filter(|c| c.state != ChannelState::Down)
+            .map(|c| c.last_answer_at + self.silence(c));
         // When the channel the next packet would go by can take it.
         let room = self.held.front().and_then(|packet| {
             self.channels

@@ -34,8 +34,8 @@ struct Outstanding {
     sent_at: Duration,
     /// Bytes given to the channel up to and including the probe.
     sent_bytes: u64,
-    /// Whether the channel was kept full when it left (its queue at the
-    /// bond's bound): what it then delivers is what it can carry.
+    /// Whether the bond kept the channel full when it left (its queue at
+    /// the bond's bound, and more waiting for it).
     full: bool,
 }
 
@@ -59,6 +59,10 @@ const PACING_GAINS: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 /// Delivery samples the estimate is the largest of: a channel that
 /// carries less than it did is believed within this many answers.
 const SAMPLES: usize = 10;
+/// Answers a delivery sample spans at most: the bytes received over
+/// several probe intervals, of which a jittery channel's arrivals stretch
+/// and squeeze each alone.
+const SPAN: usize = 4;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Channel {
@@ -77,13 +81,18 @@ pub(crate) struct Channel {
     last: Option<Answered>,
     pub last_answer_at: Duration,
     pub srtt: Option<Duration>,
+    pub rttvar: Duration,
     /// Where it is in [`PACING_GAINS`].
     phase: usize,
-    /// Its latest delivery rates, bit/s: the estimate is their largest.
+    /// Its latest delivery rates while full, bit/s: the estimate is their
+    /// largest.
     samples: VecDeque<f64>,
-    /// Its latest round trips: the least of them is its round trip with
-    /// the least queue.
-    rtts: VecDeque<Duration>,
+    /// Its latest answers while full: a sample spans them.
+    full_answers: VecDeque<Answered>,
+    /// Its least round trip since it came up: its round trip without a
+    /// queue (a path's delay does not change while a call lasts; a queue
+    /// does).
+    min_rtt: Option<Duration>,
     /// Share of the bytes given to it that did not arrive, smoothed.
     pub loss: f64,
     /// Answers since it last changed state: how much its figures are
@@ -115,9 +124,11 @@ impl Channel {
             last: None,
             last_answer_at: now,
             srtt: None,
+            rttvar: Duration::ZERO,
             phase: 0,
             samples: VecDeque::new(),
-            rtts: VecDeque::new(),
+            full_answers: VecDeque::new(),
+            min_rtt: None,
             loss: 0.0,
             answers: 0,
             standby_until: now,
@@ -128,9 +139,17 @@ impl Channel {
         }
     }
 
-    /// Its round trip without a queue, as far as its latest answers tell.
+    /// How long an answer may take before its absence means something:
+    /// the smoothed round trip and four times its variation (RFC 6298's
+    /// retransmission timeout), so that a jittery or queued channel is not
+    /// taken for a dead one.
+    pub fn answer_timeout(&self) -> Duration {
+        self.srtt.map_or(Duration::ZERO, |srtt| srtt + self.rttvar * 4)
+    }
+
+    /// Its round trip without a queue, as far as its answers tell.
     pub fn base_rtt(&self) -> Option<Duration> {
-        self.rtts.iter().min().copied()
+        self.min_rtt
     }
 
     /// How long what it holds takes to leave at its rate.
@@ -144,8 +163,15 @@ impl Channel {
     }
 
     fn transmission(&self, len: usize) -> Duration {
-        let pace = self.rate_bps * PACING_GAINS[self.phase];
-        Duration::from_secs_f64(len as f64 * 8.0 / pace)
+        // A channel believed at its configured rate has nothing to find
+        // out, and pacing its peers unevenly would reorder what they
+        // carry: the cycle runs only while it is believed slower.
+        let gain = if self.rate_bps < self.nominal_bps * 0.95 {
+            PACING_GAINS[self.phase]
+        } else {
+            1.0
+        };
+        Duration::from_secs_f64(len as f64 * 8.0 / (self.rate_bps * gain))
     }
 
     /// Accounts `len` bytes given to the channel at `now`.
@@ -155,9 +181,17 @@ impl Channel {
     }
 
     /// A probe of `len` bytes leaves now: its sequence number. The
-    /// channel is full if the bond keeps `queue` of sending in it.
-    pub fn probe_sent(&mut self, now: Duration, len: usize, interval: Duration, queue: Duration) -> u32 {
-        let full = self.backlog(now) >= queue / 2;
+    /// channel is full if it holds half the bond's bound, `queue`, and
+    /// the bond has more waiting (`waiting`).
+    pub fn probe_sent(
+        &mut self,
+        now: Duration,
+        len: usize,
+        interval: Duration,
+        queue: Duration,
+        waiting: bool,
+    ) -> u32 {
+        let full = waiting && self.backlog(now) >= queue / 2;
         self.give(now, len);
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
@@ -177,8 +211,11 @@ impl Channel {
 
     /// The answer to probe `seq` arrived at `now`, the far end having
     /// received `received` bytes on the channel by then; false if no such
-    /// probe is on its way (a duplicate, or one given up).
-    pub fn answered(&mut self, now: Duration, seq: u32, received: u64) -> bool {
+    /// probe is on its way (a duplicate, or one given up). A probe that
+    /// waited twice the bond's bound (`queue`) more than the channel's
+    /// least round trip found the channel busy, however the bond fed it
+    /// (it carries less than believed).
+    pub fn answered(&mut self, now: Duration, seq: u32, received: u64, queue: Duration) -> bool {
         let Some(index) = self.outstanding.iter().position(|o| o.seq == seq) else {
             return false;
         };
@@ -187,14 +224,22 @@ impl Channel {
         // in the next sample's loss.
         self.outstanding.drain(..=index);
         let rtt = now.saturating_sub(probe.sent_at);
-        self.srtt = Some(match self.srtt {
-            None => rtt,
-            Some(srtt) => srtt.mul_f64(1.0 - GAIN) + rtt.mul_f64(GAIN),
-        });
-        if self.rtts.len() == SAMPLES {
-            self.rtts.pop_front();
+        // As RFC 6298 smooths a round trip and its variation.
+        match self.srtt {
+            None => {
+                self.srtt = Some(rtt);
+                self.rttvar = rtt / 2;
+            }
+            Some(srtt) => {
+                let deviation = rtt.abs_diff(srtt);
+                self.rttvar = self.rttvar.mul_f64(0.75) + deviation.mul_f64(0.25);
+                self.srtt = Some(srtt.mul_f64(0.875) + rtt.mul_f64(0.125));
+            }
         }
-        self.rtts.push_back(rtt);
+        let queued = self
+            .base_rtt()
+            .is_some_and(|base| rtt.saturating_sub(base) >= queue * 2);
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |least| least.min(rtt)));
         if let Some(last) = self.last
             && probe.sent_bytes > last.sent_bytes
             && received >= last.received
@@ -205,29 +250,42 @@ impl Channel {
             let arrived = (received - last.received) as f64;
             let loss = (1.0 - arrived / sent).clamp(0.0, 1.0);
             self.loss = self.loss * (1.0 - GAIN) + loss * GAIN;
-            // Answers arrive as their probes did, a return trip later:
-            // their spacing is the probes' arrival spacing.
-            let elapsed = now.saturating_sub(last.arrived_at).as_secs_f64();
-            if elapsed > 0.0 {
-                let delivered = arrived * 8.0 / elapsed;
-                // A channel given less than it carries delivers what it
-                // was given: that says nothing of its rate, unless more
-                // than believed.
-                if probe.full || delivered > self.rate_bps {
-                    if self.samples.len() == SAMPLES {
-                        self.samples.pop_front();
-                    }
-                    self.samples.push_back(delivered);
-                    let largest = self.samples.iter().copied().fold(0.0, f64::max);
-                    self.rate_bps = largest.clamp(self.nominal_bps / 64.0, self.nominal_bps * 2.0);
-                }
-            }
         }
-        self.last = Some(Answered {
+        let answer = Answered {
             arrived_at: now,
             sent_bytes: probe.sent_bytes,
             received,
-        });
+        };
+        // Answers arrive as their probes did, a return trip later: the
+        // bytes received between two of them over the time between them
+        // is what the channel delivered. A channel given less than it
+        // carries delivers what it was given, which says nothing of its
+        // rate: only answers to probes sent while it was full (or busy
+        // with a queue of its own) count.
+        if probe.full || queued {
+            if let Some(first) = self.full_answers.front()
+                && received >= first.received
+                && now > first.arrived_at
+            {
+                let delivered =
+                    (received - first.received) as f64 * 8.0 / (now - first.arrived_at).as_secs_f64();
+                if self.samples.len() == SAMPLES {
+                    self.samples.pop_front();
+                }
+                self.samples.push_back(delivered);
+                let largest = self.samples.iter().copied().fold(0.0, f64::max);
+                // Never above the configured (line) rate.
+                self.rate_bps = largest.clamp(self.nominal_bps / 64.0, self.nominal_bps);
+            }
+            if self.full_answers.len() == SPAN {
+                self.full_answers.pop_front();
+            }
+            self.full_answers.push_back(answer);
+        } else {
+            // A sample spans busy time only.
+            self.full_answers.clear();
+        }
+        self.last = Some(answer);
         self.last_answer_at = now;
         self.answers += 1;
         true
@@ -254,7 +312,10 @@ impl Channel {
             self.loss = 0.0;
             self.answers = 0;
             self.last = None;
-            self.rtts.clear();
+            self.full_answers.clear();
+            self.samples.clear();
+            self.min_rtt = None;
+            self.srtt = None;
         }
         self.state = state;
     }

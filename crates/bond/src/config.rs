@@ -11,7 +11,9 @@ pub struct BondConfig {
     /// How often each channel is probed, whatever its state.
     pub probe_interval: Duration,
     /// A channel is down once this many probe intervals pass without an
-    /// answer on it (2: "within two probe intervals of its last answer").
+    /// answer on it (2: "within two probe intervals of its last answer"),
+    /// or its retransmission timeout (smoothed round trip and four times
+    /// its variation) if longer: a jittery or queued channel is not dead.
     pub down_after_intervals: u32,
     /// How much a channel is given beyond what it has sent, in time at its
     /// rate: its queue (in a modem, a socket) stays this short.
@@ -42,7 +44,7 @@ impl Default for MarginalThresholds {
         MarginalThresholds {
             loss: 0.1,
             loss_ratio: 4.0,
-            rtt_ratio: 3.0,
+            rtt_ratio: 8.0,
             min_answers: 8,
         }
     }

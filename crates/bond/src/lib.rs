@@ -11,8 +11,10 @@
 mod bond;
 mod channel;
 pub mod config;
+pub mod node;
 pub mod wire;
 
 pub use bond::{Bond, BondStats, ChannelReport, Event, Full};
 pub use channel::ChannelState;
 pub use config::{BondConfig, ConfigError, MarginalThresholds};
+pub use node::BondNode;

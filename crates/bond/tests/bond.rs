@@ -112,6 +112,17 @@ impl Pair {
             while let Some((channel, datagram)) = self.b.poll_transmit(self.now) {
                 self.back[channel].put(self.now, datagram);
             }
+            // With nothing more to send now, a bond wakes later, never now
+            // (a driver would spin).
+            for bond in [&self.a, &self.b] {
+                if let Some(wake) = bond.next_wake(self.now) {
+                    assert!(
+                        wake > self.now,
+                        "woken at {wake:?} with nothing to do at {:?}",
+                        self.now
+                    );
+                }
+            }
             for channel in 0..self.forward.len() {
                 while let Some(datagram) = self.forward[channel].take(self.now) {
                     if let Some(data) = self.b.handle(self.now, channel, datagram) {
@@ -130,6 +141,7 @@ impl Pair {
             while let Some(event) = self.a.poll_event() {
                 self.events.push(event);
             }
+
             self.now += STEP;
         }
         next
@@ -142,24 +154,27 @@ fn secs(s: f64) -> Duration {
 
 #[test]
 fn each_channel_carries_in_proportion_to_what_it_delivers() {
-    // Configured alike, the channels deliver 2400, 4800 and 9600 bit/s:
-    // the answers teach the bond their rates.
+    // Channels of 2400, 4800 and 9600 bit/s, configured so; the middle one
+    // degrades to half its rate after five minutes (a worse modulation),
+    // which its answers tell.
     let wires = vec![
         Wire::new(2400.0, 300),
         Wire::new(4800.0, 300),
         Wire::new(9600.0, 300),
     ];
-    let mut pair = Pair::new(BondConfig::new(vec![4800; 3]), wires);
+    let mut pair = Pair::new(BondConfig::new(vec![2400, 4800, 9600]), wires);
     // 100-byte packets at 14 kbit/s: 83% of the 16800 bit/s they carry.
     let sent = pair.run(secs(300.0), 100, Some(secs(100.0 * 8.0 / 14_000.0)), 0);
-    let rates: Vec<f64> = pair.a.channels().iter().map(|c| c.rate_bps).collect();
+    let rates = |pair: &Pair| -> Vec<f64> { pair.a.channels().iter().map(|c| c.rate_bps).collect() };
     println!(
-        "estimated rates {rates:?}, data packets per channel {:?}",
+        "estimated rates {:?}, data packets per channel {:?}",
+        rates(&pair),
         pair.data_per_channel
     );
-    for (estimate, truth) in rates.iter().zip([2400.0, 4800.0, 9600.0]) {
-        assert!((estimate / truth - 1.0).abs() < 0.2, "{rates:?}");
+    for (estimate, truth) in rates(&pair).iter().zip([2400.0, 4800.0, 9600.0]) {
+        assert!((estimate / truth - 1.0).abs() < 0.2, "{:?}", rates(&pair));
     }
+    pair.forward[1].rate_bps = 2400.0;
     // Offered more than they carry, each channel takes its share: the
     // shares follow the rates (below saturation the fastest channels take
     // more, as each packet goes where it leaves soonest).
@@ -172,19 +187,24 @@ fn each_channel_carries_in_proportion_to_what_it_delivers() {
         .map(|(after, before)| (after - before) as f64)
         .collect();
     let total: f64 = shares.iter().sum();
-    for (share, expected) in shares.iter().zip([1.0 / 7.0, 2.0 / 7.0, 4.0 / 7.0]) {
+    println!("estimated rates {:?}, shares {shares:?}", rates(&pair));
+    assert!((rates(&pair)[1] / 2400.0 - 1.0).abs() < 0.2, "{:?}", rates(&pair));
+    for (share, expected) in shares.iter().zip([1.0 / 6.0, 1.0 / 6.0, 4.0 / 6.0]) {
         assert!((share / total - expected).abs() < 0.06, "{shares:?}");
     }
     // What the bond took arrived: only what it could not hold was
     // dropped, and counted.
-    pair.run(secs(440.0), 100, None, sent_later);
+    pair.run(secs(470.0), 100, None, sent_later);
     let dropped = pair.a.stats().dropped_full;
     assert_eq!(pair.delivered.len() as u64 + dropped, sent_later);
-    // Configured at twice its rate, the slowest channel was fed a queue
-    // until its answers taught the bond better; since, none has changed.
+    // Until the degraded channel's answers taught the bond, the queue it
+    // was fed delayed them past the down mark now and then; before and
+    // since, nothing changed.
     assert!(
-        pair.events.iter().all(|e| e.at < secs(60.0)),
-        "no channel changed state once the rates were learnt: {:?}",
+        pair.events
+            .iter()
+            .all(|e| e.channel == 1 && (secs(300.0)..secs(360.0)).contains(&e.at)),
+        "{:?}",
         pair.events
     );
 }
@@ -264,7 +284,7 @@ fn a_marginal_channel_goes_to_standby_and_comes_back_when_it_recovers() {
         .expect("channel 2 on standby");
     println!("{standby:?}");
     assert!(standby.why.contains("loses"), "{standby:?}");
-    assert!(standby.at < secs(30.0), "{standby:?}");
+    assert!(standby.at < secs(60.0), "{standby:?}");
     let carried = pair.data_per_channel[2];
     let next = pair.run(secs(240.0), 100, every, next);
     assert_eq!(pair.data_per_channel[2], carried, "no data on standby");
@@ -357,12 +377,12 @@ fn frames_that_are_wrong_are_counted_not_obeyed() {
 
 #[test]
 fn a_channel_far_slower_to_answer_than_its_peers_goes_to_standby() {
-    // Two circuits of 0.6 s round trip and one of 6 s (a terrestrial
-    // circuit routed over a satellite hop, say).
+    // Two circuits of 0.6 s round trip and one of 12 s (a circuit
+    // routed over two geostationary hops and more, say).
     let wires = vec![
         Wire::new(2400.0, 300),
         Wire::new(2400.0, 300),
-        Wire::new(2400.0, 3000),
+        Wire::new(2400.0, 6000),
     ];
     let mut config = BondConfig::new(vec![2400; 3]);
     config.probe_interval = secs(4.0);

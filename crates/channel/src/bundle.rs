@@ -43,6 +43,19 @@ pub fn channel_seed(bundle_seed: u64, index: usize) -> u64 {
 }
 
 impl Bundle {
+    /// Each channel as a bundle of its own, as it is (the draws it has
+    /// made and will make unchanged): the circuits of a link that a
+    /// bonding layer stripes itself.
+    pub fn into_channels(self) -> Vec<Bundle> {
+        self.channels
+            .into_iter()
+            .map(|channel| Bundle {
+                channels: vec![channel],
+                next: 0,
+            })
+            .collect()
+    }
+
     /// Builds one channel per config, channel `i` seeded with
     /// [`channel_seed`]`(seed, i)`. The error names the offending channel.
     pub fn new(configs: Vec<ChannelConfig>, seed: u64) -> Result<Bundle, ConfigError> {

@@ -76,6 +76,13 @@ pub struct ChannelSpec {
     pub redial_max: Option<Time>,
     /// Parallel circuits (only in `[link]`).
     pub channels: Option<u32>,
+    /// How packets are striped over the circuits (only in `[link]`):
+    /// round-robin over those up (the Iridium paper's teql), or the
+    /// bonding scheduler (crates/bond: by measured delivery rate, with
+    /// probes, down and marginal circuits out).
+    pub bond: Option<BondKind>,
+    /// The scheduler's probe interval (only in `[link]`).
+    pub bond_probe_interval: Option<Time>,
     /// Largest IP packet (only in `[link]`); wider than the `u16` it
     /// becomes, so that a value too large is refused with the MTU's range.
     pub mtu: Option<u32>,
@@ -85,6 +92,26 @@ pub struct ChannelSpec {
     /// Per-circuit overrides (only in `[link]`).
     pub channel: Option<Vec<ChannelSpec>>,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BondKind {
+    RoundRobin,
+    Scheduler,
+}
+
+/// How a link's packets are striped over its circuits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Striping {
+    /// Round-robin over the circuits that are up.
+    #[default]
+    RoundRobin,
+    /// The bonding scheduler, probing every circuit this often.
+    Scheduler { probe_interval: Duration },
+}
+
+/// The scheduler's probe interval when `bond_probe_interval` does not say.
+pub const DEFAULT_BOND_PROBE_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -138,6 +165,7 @@ pub struct Link {
     pub mtu: u16,
     pub forward: Vec<ChannelConfig>,
     pub reverse: Vec<ChannelConfig>,
+    pub striping: Striping,
 }
 
 /// Which way a node's data goes over a link.
@@ -414,7 +442,32 @@ impl ChannelSpec {
             mtu,
             forward,
             reverse,
+            striping: self.striping()?,
         })
+    }
+
+    /// How the circuits are striped.
+    pub fn striping(&self) -> Result<Striping, Error> {
+        let interval = self.bond_probe_interval.map(|t| t.0);
+        match (self.bond.unwrap_or(BondKind::RoundRobin), interval) {
+            (BondKind::RoundRobin, None) => Ok(Striping::RoundRobin),
+            (BondKind::RoundRobin, Some(_)) => Err(Error::invalid(
+                "link.bond_probe_interval",
+                "set",
+                "only with bond = \"scheduler\"",
+            )),
+            (BondKind::Scheduler, interval) => {
+                let probe_interval = interval.unwrap_or(DEFAULT_BOND_PROBE_INTERVAL);
+                if !(Duration::from_millis(10)..=Duration::from_secs(3600)).contains(&probe_interval) {
+                    return Err(Error::invalid(
+                        "link.bond_probe_interval",
+                        format!("{probe_interval:?}"),
+                        "10ms to 1h",
+                    ));
+                }
+                Ok(Striping::Scheduler { probe_interval })
+            }
+        }
     }
 
     /// `mtu`, or the default, within what IP allows.
@@ -476,6 +529,8 @@ impl ChannelSpec {
     pub fn refuse_structure(&self, key: &str) -> Result<(), Error> {
         let misplaced = [
             ("channels", self.channels.is_some()),
+            ("bond", self.bond.is_some()),
+            ("bond_probe_interval", self.bond_probe_interval.is_some()),
             ("mtu", self.mtu.is_some()),
             ("return", self.reverse.is_some()),
             ("channel", self.channel.is_some()),

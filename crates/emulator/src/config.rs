@@ -123,6 +123,14 @@ impl EmulatorConfig {
             ));
         }
         let link = spec.link.resolve()?;
+        if link.striping != scps_config::link::Striping::RoundRobin {
+            return Err(Error::invalid(
+                "link.bond",
+                "scheduler",
+                "round-robin: the emulator stripes its circuits round-robin; the bonding scheduler runs in the \
+                 simulator so far",
+            ));
+        }
         let (mtu, circuits) = spec.link.circuits()?;
         Ok(EmulatorConfig {
             emulate: spec.emulate,
@@ -198,6 +206,10 @@ mod tests {
             (
                 GOOD.replace("side_b = \"b0\"", "side_b = \"b0\"\ntable = 254"),
                 "emulate.table = 254: 1 to 4294967280",
+            ),
+            (
+                GOOD.replace("channels = 3", "channels = 3\nbond = \"scheduler\""),
+                "link.bond = scheduler: round-robin: the emulator stripes its circuits round-robin",
             ),
         ];
         for (text, expected) in cases {

@@ -14,8 +14,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use scps_bond::{BondConfig, BondNode};
 use scps_channel::{Bundle, ChannelConfig};
 use scps_config::gateways::Gateways;
+use scps_config::link::{Striping, sustained_rate_bps};
 use scps_config::topology::{self, LinkModel, NodeKind, Role, Topology};
 use scps_config::{Direction, Point};
 use scps_gateway::RelayConfig;
@@ -48,7 +50,12 @@ pub(crate) struct Built {
     pub world: World,
     pub clients: Vec<Client>,
     pub server: NodeId,
-    pub stressed: LinkId,
+    /// The stressed link: one link, or with the bonding scheduler one per
+    /// circuit between the two bonds.
+    pub stressed: Vec<LinkId>,
+    /// The bonds at the stressed link's ends (the clients' side's first),
+    /// with the bonding scheduler.
+    pub bonds: Vec<NodeId>,
     /// The two gateways of a `gw-` label: the clients' side's, the
     /// server's.
     pub gateways: Option<[NodeId; 2]>,
@@ -94,7 +101,7 @@ pub(crate) fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Bu
             }
         }
     }
-    let mut stressed = 0;
+    let mut stressed = Stressed::default();
     let mut gateways = None;
     for (index, link) in topology.links.iter().enumerate() {
         let [a, b] = link.ends.map(NodeInterface::from);
@@ -107,7 +114,7 @@ pub(crate) fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Bu
                     Bundle::with_outage_seed(point.link.reverse.clone(), derive_seed(seed, 2), outages)?,
                 );
                 stressed = match &point.gateways {
-                    None => world.connect(a, b, bundles.0, bundles.1)?,
+                    None => connect_stressed(&mut world, point, [a, b], bundles)?,
                     Some(engines) => {
                         let (link, nodes) =
                             around_gateways(&mut world, point, engines, seed, [a, b], bundles)?;
@@ -138,7 +145,8 @@ pub(crate) fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Bu
         world,
         server: topology.server,
         clients,
-        stressed,
+        stressed: stressed.links,
+        bonds: stressed.bonds,
         gateways,
     })
 }
@@ -155,7 +163,7 @@ fn around_gateways(
     seed: u64,
     ends: [NodeInterface; 2],
     bundles: (Bundle, Bundle),
-) -> Result<(LinkId, [NodeId; 2]), SimError> {
+) -> Result<(Stressed, [NodeId; 2]), SimError> {
     let topology = &point.topology;
     let host = |node| IpPrefix::host(topology.host_address(node));
     let clients: Vec<IpPrefix> = topology.clients().map(host).collect();
@@ -182,10 +190,73 @@ fn around_gateways(
     let lan_model = topology::default_lan(point.link.mtu)?;
     let (forward, reverse) = lan(&lan_model, derive_seed(seed, 62))?;
     world.connect(ends[0], at(a, 0), forward, reverse)?;
-    let stressed = world.connect(at(a, 1), at(b, 1), bundles.0, bundles.1)?;
+    let stressed = connect_stressed(world, point, [at(a, 1), at(b, 1)], bundles)?;
     let (forward, reverse) = lan(&lan_model, derive_seed(seed, 63))?;
     world.connect(at(b, 0), ends[1], forward, reverse)?;
     Ok((stressed, [a, b]))
+}
+
+/// The stressed link as built: its links and the bonds at its ends.
+#[derive(Debug, Default)]
+struct Stressed {
+    links: Vec<LinkId>,
+    bonds: Vec<NodeId>,
+}
+
+/// Joins `ends` by the stressed link's circuits: one link striping them
+/// round-robin, or a bond at each end (the bonding scheduler) and a link
+/// per circuit between them, each bond joined to its end by a LAN.
+fn connect_stressed(
+    world: &mut World,
+    point: &Point,
+    ends: [NodeInterface; 2],
+    bundles: (Bundle, Bundle),
+) -> Result<Stressed, SimError> {
+    let Striping::Scheduler { probe_interval } = point.link.striping else {
+        return Ok(Stressed {
+            links: vec![world.connect(ends[0], ends[1], bundles.0, bundles.1)?],
+            bonds: Vec::new(),
+        });
+    };
+    let bond = |direction| -> Result<BondNode, SimError> {
+        let channels = point.link.channels(direction);
+        let mut config = BondConfig::new(channels.iter().map(sustained_rate_bps).collect());
+        config.probe_interval = probe_interval;
+        // It holds what the circuits' own buffers would, striped
+        // round-robin.
+        let buffers: u64 = channels.iter().map(|c| c.buffer_bytes).sum();
+        config.hold_bytes = usize::try_from(buffers)
+            .unwrap_or(usize::MAX)
+            .clamp(1500, 1 << 30);
+        BondNode::new(config).map_err(SimError::Bond)
+    };
+    let a = world.add_node(bond(Direction::Forward)?);
+    let b = world.add_node(bond(Direction::Reverse)?);
+    let at = |node, interface| NodeInterface {
+        node,
+        interface: InterfaceId(interface),
+    };
+    // The bonds sit at the link's ends: an ideal wire to each (no seeds
+    // are drawn from it).
+    let wire = topology::default_lan(point.link.mtu)?;
+    let (forward, reverse) = lan(&wire, 0)?;
+    world.connect(ends[0], at(a, 0), forward, reverse)?;
+    let (forward, reverse) = lan(&wire, 0)?;
+    world.connect(at(b, 0), ends[1], forward, reverse)?;
+    let circuits = bundles
+        .0
+        .into_channels()
+        .into_iter()
+        .zip(bundles.1.into_channels());
+    let mut links = Vec::new();
+    for (index, (forward, reverse)) in circuits.enumerate() {
+        let interface = index as u16 + 1;
+        links.push(world.connect(at(a, interface), at(b, interface), forward, reverse)?);
+    }
+    Ok(Stressed {
+        links,
+        bonds: vec![a, b],
+    })
 }
 
 /// The endpoint of a host at `address` whose data goes `sends`.

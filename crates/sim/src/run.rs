@@ -15,7 +15,7 @@ use scps_proto::{ConnectionHandle, Endpoint, EndpointError};
 use crate::apps::{bulk, fetch, messages, shared_link};
 use crate::build::{Built, Client, build, client_seed};
 use crate::payload::Pattern;
-use crate::record::{GatewayFigures, RouterFigures, RunRecord};
+use crate::record::{BondFigures, GatewayFigures, RouterFigures, RunRecord};
 use crate::result::{ConnectionTotals, DirectionFigures, LinkFigures, RunResult};
 use crate::tally::{BulkTally, FetchTally, MessageTally, summarize, unfinished};
 use crate::world::{App, NodeId, WorldError};
@@ -52,6 +52,8 @@ pub enum SimError {
     Router(scps_node::RouterError),
     #[error("gateway: {0}")]
     Gateway(scps_gateway::node::GatewayNodeError),
+    #[error("{0}")]
+    Bond(scps_bond::ConfigError),
     #[error("topology: {0}")]
     World(WorldError),
     #[error(transparent)]
@@ -148,8 +150,8 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
     };
     let world = &mut built.world;
     totals.link = LinkFigures {
-        forward: DirectionFigures::of(&world.channel_stats(built.stressed, 0)),
-        reverse: DirectionFigures::of(&world.channel_stats(built.stressed, 1)),
+        forward: DirectionFigures::of(&stressed_stats(world, &built.stressed, 0)),
+        reverse: DirectionFigures::of(&stressed_stats(world, &built.stressed, 1)),
     };
     let mut count_drops = |endpoint: &Endpoint| {
         for (cause, count) in &endpoint.stats().drops {
@@ -188,12 +190,18 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
             Some(RouterFigures::of(&node.name, router.stats()))
         })
         .collect();
+    let bonds = ["bondA", "bondB"]
+        .into_iter()
+        .zip(&built.bonds)
+        .filter_map(|(name, id)| Some(BondFigures::of(name, world.node::<scps_bond::BondNode>(*id)?)))
+        .collect();
     world.finish().map_err(SimError::Output)?;
     Ok(RunRecord {
         totals,
         clients,
         routers,
         gateways,
+        bonds,
     })
 }
 
@@ -353,6 +361,20 @@ fn run_messages(
         })
         .collect();
     Ok(tallies)
+}
+
+/// The channels' figures of the stressed link's circuits in one
+/// direction (0 forward, 1 return), whether one link carries them all or
+/// each is a link of its own between two bonds.
+fn stressed_stats(
+    world: &mut crate::World,
+    links: &[crate::world::LinkId],
+    direction: usize,
+) -> Vec<scps_channel::ChannelStats> {
+    links
+        .iter()
+        .flat_map(|link| world.channel_stats(*link, direction))
+        .collect()
 }
 
 /// The seed the fetches of a client drawing from `client_seed` are drawn
