@@ -137,6 +137,11 @@ impl TestbedWorld {
         wait_for_line(&recv_log, "listening", &recv, "scps recv")?;
         let mut sender: Vec<String> = vec!["send".into(), "--json".into(), format!("{server}:{PORT}")];
         sender.extend(sending);
+        // A SYN lost on a lossy, queued link is resent after seconds, as
+        // the simulator's hosts resend theirs: a connection is given as
+        // long as a silent peer is.
+        let patience = host_patience(&job.point) * 4;
+        sender.extend(["--connect-timeout".into(), format!("{}s", patience.as_secs())]);
         if let Some(fetches) = fetches {
             return self.fetches(job, fetches, &sender, dir);
         }
