@@ -37,28 +37,37 @@ fn processes_naming(dir: &Path) -> Vec<String> {
     found
 }
 
+/// Runs `scps bench ARGS --out OUT`, which must succeed; what it printed.
+fn bench(args: &[&str], out: &Path) -> String {
+    let mut all = vec!["bench"];
+    all.extend(args);
+    all.extend(["--out", out.to_str().unwrap()]);
+    let output = scps(&all);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    stdout
+}
+
 #[test]
 fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
     let dir = TempDir::new("bench-testbed");
     let out = dir.path().join("results");
-    let output = scps(&[
-        "bench",
-        "geo-8mbit",
-        "--world",
-        "both",
-        "--set",
-        "protocol=[\"linux-cubic\", \"gw-scps-rate\", \"scps-rate\"]",
-        "--set",
-        "link.rtt=100ms",
-        "--set",
-        "link.ber=0",
-        "--set",
-        "workload.bytes=2MB",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let stdout = text(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    let stdout = bench(
+        &[
+            "geo-8mbit",
+            "--world",
+            "both",
+            "--set",
+            "protocol=[\"linux-cubic\", \"gw-scps-rate\", \"scps-rate\"]",
+            "--set",
+            "link.rtt=100ms",
+            "--set",
+            "link.ber=0",
+            "--set",
+            "workload.bytes=2MB",
+        ],
+        &out,
+    );
     let records = records(&out);
     assert_eq!(records.len(), 6, "three stacks in two worlds");
     let ratio = |world: &str, stack: &str| {
@@ -109,29 +118,23 @@ fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
 fn a_two_way_transfer_moves_checked_bytes_both_ways_in_both_worlds() {
     let dir = TempDir::new("bench-testbed-two-way");
     let out = dir.path().join("results");
-    let output = scps(&[
-        "bench",
-        "geo-8mbit",
-        "--world",
-        "both",
-        "--set",
-        "protocol=[\"linux-cubic\", \"gw-scps-rate\"]",
-        "--set",
-        "link.rtt=100ms",
-        "--set",
-        "link.ber=0",
-        "--set",
-        "workload.bytes=2MB",
-        "--set",
-        "workload.both_ways=true",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(
-        output.status.success(),
-        "{}{}",
-        text(&output.stdout),
-        text(&output.stderr)
+    bench(
+        &[
+            "geo-8mbit",
+            "--world",
+            "both",
+            "--set",
+            "protocol=[\"linux-cubic\", \"gw-scps-rate\"]",
+            "--set",
+            "link.rtt=100ms",
+            "--set",
+            "link.ber=0",
+            "--set",
+            "workload.bytes=2MB",
+            "--set",
+            "workload.both_ways=true",
+        ],
+        &out,
     );
     let records = records(&out);
     assert_eq!(records.len(), 4, "{records:?}");
@@ -169,25 +172,19 @@ fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
     // window depends on when the emulator's circuits drop (a call takes a
     // minute to come back), so the figures are checked for what they are,
     // not for a rate.
-    let output = scps(&[
-        "bench",
-        "iridium-3ch",
-        "--world",
-        "testbed",
-        "--set",
-        "protocol=gw-scps-rate",
-        "--set",
-        "workload.rate=2048bps",
-        "--set",
-        "workload.duration=20s",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(
-        output.status.success(),
-        "{}{}",
-        text(&output.stdout),
-        text(&output.stderr)
+    bench(
+        &[
+            "iridium-3ch",
+            "--world",
+            "testbed",
+            "--set",
+            "protocol=gw-scps-rate",
+            "--set",
+            "workload.rate=2048bps",
+            "--set",
+            "workload.duration=20s",
+        ],
+        &out,
     );
     let records = records(&out);
     let record = &records[0];
@@ -214,33 +211,27 @@ fn many_users_fetch_the_simulator_s_requests_through_the_gateways_in_the_testbed
     // requests from 5 clients: each fetch is its own `scps send --fetch`,
     // its content checked by SHA-256, started when the simulator's run of
     // the same seed starts it.
-    let output = scps(&[
-        "bench",
-        "complex-35ws",
-        "--world",
-        "both",
-        "--set",
-        "protocol=gw-scps-rate",
-        "--set",
-        "link.ber=1e-9",
-        "--set",
-        "workload.clients=5",
-        "--set",
-        "workload.interval=10s",
-        "--set",
-        "workload.duration=60s",
-        "--set",
-        "workload.size=20KB",
-        "--set",
-        "workload.size_max=100KB",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(
-        output.status.success(),
-        "{}{}",
-        text(&output.stdout),
-        text(&output.stderr)
+    bench(
+        &[
+            "complex-35ws",
+            "--world",
+            "both",
+            "--set",
+            "protocol=gw-scps-rate",
+            "--set",
+            "link.ber=1e-9",
+            "--set",
+            "workload.clients=5",
+            "--set",
+            "workload.interval=10s",
+            "--set",
+            "workload.duration=60s",
+            "--set",
+            "workload.size=20KB",
+            "--set",
+            "workload.size_max=100KB",
+        ],
+        &out,
     );
     let records = records(&out);
     let of = |world: &str| {
@@ -303,21 +294,15 @@ fn interactive_echo_takes_a_round_trip_in_both_worlds_with_nagle_as_the_hosts_ha
         "#,
     )
     .unwrap();
-    let output = scps(&[
-        "bench",
-        scenario.to_str().unwrap(),
-        "--set",
-        "protocol=[\"linux-cubic\", \"gw-scps-rate\"]",
-        "--world",
-        "both",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(
-        output.status.success(),
-        "{}{}",
-        text(&output.stdout),
-        text(&output.stderr)
+    bench(
+        &[
+            scenario.to_str().unwrap(),
+            "--set",
+            "protocol=[\"linux-cubic\", \"gw-scps-rate\"]",
+            "--world",
+            "both",
+        ],
+        &out,
     );
     let records = records(&out);
     assert_eq!(records.len(), 4, "{records:?}");
