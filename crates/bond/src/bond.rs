@@ -148,16 +148,39 @@ impl Bond {
         Some((index, packet))
     }
 
-    /// The up channel where a packet of `len` bytes would leave soonest,
-    /// if one can take it now.
+    /// The up channel by which a packet of `len` bytes would arrive
+    /// soonest, if one can take it now: packets then arrive about in the
+    /// order they came, whatever the channels' delays, and the transport
+    /// does not take the reordering for loss.
     fn best_channel(&self, now: Duration, len: usize) -> Option<usize> {
-        let (index, channel) = self
-            .channels
+        let (index, channel) = self.soonest_arrival(now, len)?;
+        (channel.backlog(now) <= self.queue_allowed(channel)).then_some(index)
+    }
+
+    /// The up channel by which a packet of `len` bytes would arrive
+    /// soonest.
+    fn soonest_arrival(&self, now: Duration, len: usize) -> Option<(usize, &Channel)> {
+        self.channels
             .iter()
             .enumerate()
             .filter(|(_, c)| c.state == ChannelState::Up)
-            .min_by_key(|(_, c)| c.finish(now, len))?;
-        (channel.backlog(now) <= self.config.channel_queue).then_some(index)
+            .min_by_key(|(_, c)| c.arrival(now, len))
+    }
+
+    /// How much sending `channel` may hold: `channel_queue`, and as much
+    /// more as it is quicker than the slowest channel in the stripe (what
+    /// it holds then still arrives no later than by the slowest, which
+    /// is kept busy too).
+    fn queue_allowed(&self, channel: &Channel) -> Duration {
+        let one_way = |c: &Channel| c.base_rtt().unwrap_or_default() / 2;
+        let slowest = self
+            .channels
+            .iter()
+            .filter(|c| c.state == ChannelState::Up)
+            .map(one_way)
+            .max()
+            .unwrap_or_default();
+        self.config.channel_queue + slowest.saturating_sub(one_way(channel))
     }
 
     /// A datagram arrived on `channel`: the IP packet it carries, if it
@@ -357,11 +380,13 @@ impl Bond {
             .map(|c| c.last_answer_at + self.silence(c));
         // When the channel the next packet would go by can take it.
         let room = self.held.front().and_then(|packet| {
-            self.channels
-                .iter()
-                .filter(|c| c.state == ChannelState::Up)
-                .min_by_key(|c| c.finish(now, packet.len()))
-                .map(|c| c.free_at.saturating_sub(self.config.channel_queue).max(now))
+            let (_, channel) = self.soonest_arrival(now, packet.len())?;
+            Some(
+                channel
+                    .free_at
+                    .saturating_sub(self.queue_allowed(channel))
+                    .max(now),
+            )
         });
         probes.chain(deadlines).chain(room).min()
     }

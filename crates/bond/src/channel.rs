@@ -162,6 +162,13 @@ impl Channel {
         self.free_at.max(now) + self.transmission(len)
     }
 
+    /// When a packet of `len` bytes given now would arrive: when it
+    /// leaves, and half the channel's least round trip (nothing more while
+    /// it is unknown).
+    pub fn arrival(&self, now: Duration, len: usize) -> Duration {
+        self.finish(now, len) + self.base_rtt().unwrap_or_default() / 2
+    }
+
     fn transmission(&self, len: usize) -> Duration {
         // A channel believed at its configured rate has nothing to find
         // out, and pacing its peers unevenly would reorder what they

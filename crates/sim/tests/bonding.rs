@@ -51,9 +51,10 @@ fn the_scheduler_carries_a_transfer_over_three_circuits_and_reports_them() {
         assert!(channel.sent_bytes > 500_000, "{sender:?}");
     }
     assert_eq!(sender.state_changes, 0, "{sender:?}");
-    // Clean circuits of one delay, evenly fed: nothing reordered enough
-    // to be resent.
-    assert_eq!(record.totals.retransmitted_bytes, 0, "{what}");
+    // Clean circuits of one delay: nothing reordered enough to be resent
+    // but two segments of the first round trip, before the bond knows the
+    // circuits' delays.
+    assert!(record.totals.retransmitted_bytes <= 3000, "{what}");
     // The circuits' figures are the link's.
     assert!(
         record.totals.link.forward.delivered > 1300,
@@ -132,4 +133,58 @@ fn bond_settings_out_of_place_are_refused_with_the_key() {
     .unwrap_err()
     .to_string();
     assert!(error.contains("link.return.bond"), "{error}");
+}
+
+#[test]
+fn circuits_of_different_delays_deliver_in_order_and_nothing_is_resent_for_reordering() {
+    // Clean circuits of 0.8, 1.2 and 2.0 s round trip: round-robin
+    // reorders what they carry by up to 0.6 s, which TCP and SNACK take
+    // for loss; the scheduler sends each packet by the circuit that
+    // delivers it first.
+    let point = |protocol: &str, bond: &str| {
+        point_from(&format!(
+            r#"
+            name = "three-delays"
+            protocol = "{protocol}"
+            [link]
+            rate = "64kbit"
+            channels = 3
+            bond = "{bond}"
+            [[link.channel]]
+            rtt = "800ms"
+            [[link.channel]]
+            rtt = "1.2s"
+            [[link.channel]]
+            rtt = "2s"
+            [tcp]
+            send_buffer = "256KiB"
+            recv_buffer = "256KiB"
+            [workload]
+            kind = "bulk"
+            bytes = "2MB"
+            "#
+        ))
+    };
+    for protocol in ["tcp-cubic", "scps-rate"] {
+        let run =
+            |bond| scps_sim::run_record(&point(protocol, bond), seed(), &RunOptions::default()).unwrap();
+        let (scheduler, round_robin) = (run("scheduler"), run("round-robin"));
+        println!(
+            "{protocol}: resent {} bytes (round-robin {}), ratio {:.3} ({:.3})",
+            scheduler.totals.retransmitted_bytes,
+            round_robin.totals.retransmitted_bytes,
+            scheduler.totals.ratio,
+            round_robin.totals.ratio
+        );
+        assert_eq!(scheduler.totals.error, None);
+        // A few segments of the first round trips, before the bond knows
+        // the circuits' delays (a segment is 1448 bytes).
+        assert!(scheduler.totals.retransmitted_bytes < 10 * 1448, "{protocol}");
+        assert!(round_robin.totals.retransmitted_bytes > 40_000, "{protocol}");
+        assert!(
+            scheduler.totals.ratio > 0.9,
+            "{protocol}: {}",
+            scheduler.totals.ratio
+        );
+    }
 }
