@@ -158,12 +158,14 @@ impl Bond {
     }
 
     /// The up channel by which a packet of `len` bytes would arrive
-    /// soonest.
+    /// soonest. A channel carries data once it has answered a probe: until
+    /// the bond knows its delay it cannot tell when what it sends there
+    /// arrives, and packets it sent blind would arrive out of order.
     fn soonest_arrival(&self, now: Duration, len: usize) -> Option<(usize, &Channel)> {
         self.channels
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.state == ChannelState::Up)
+            .filter(|(_, c)| c.state == ChannelState::Up && c.base_rtt().is_some())
             .min_by_key(|(_, c)| c.arrival(now, len))
     }
 
