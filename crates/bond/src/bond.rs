@@ -402,6 +402,10 @@ impl Bond {
         &self.stats
     }
 
+    pub fn channel_count(&self) -> usize {
+        self.channels.len()
+    }
+
     /// Each channel's state and figures.
     pub fn channels(&self) -> Vec<ChannelReport> {
         self.channels

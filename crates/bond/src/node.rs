@@ -60,7 +60,7 @@ impl BondNode {
 
 impl Node for BondNode {
     fn interface_count(&self) -> usize {
-        1 + self.bond.channels().len()
+        1 + self.bond.channel_count()
     }
 
     fn handle_packet(&mut self, now: Instant, interface: InterfaceId, packet: &[u8]) {
