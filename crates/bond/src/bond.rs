@@ -1,9 +1,11 @@
 //! The bond: one path over several channels, as a sans-IO node. The
 //! sending side stripes packets over the channels that are up, each packet
-//! to the channel where it would have left soonest at that channel's
-//! measured rate (so each carries in proportion to what it delivers), and
-//! gives no channel more than `channel_queue` of sending beyond what it
-//! has sent; what no channel can take yet waits in the bond. Every channel
+//! by the channel that would deliver it first (its departure at the
+//! channel's measured rate, and half the channel's least round trip: so
+//! each carries in proportion to what it delivers, and packets arrive in
+//! order), and gives no channel more than `channel_queue` of sending
+//! beyond what it has sent, and as much more as it is quicker than the
+//! slowest; what no channel can take yet waits in the bond. Every channel
 //! is probed every `probe_interval`; the far end answers each probe on
 //! the channel it came by, saying how many bytes it has received there.
 //! From the answers the sender learns each channel's round trip, loss and
@@ -36,7 +38,7 @@ pub struct BondStats {
     /// Packets dropped because every channel was full and the bond's own
     /// queue too.
     pub dropped_full: u64,
-    /// Control frames that could not be read, by cause.
+    /// Control frames that could not be read, and why the latest was not.
     pub bad_frames: u64,
     pub last_bad_frame: Option<FrameError>,
     /// Answers that came on another channel than their probe left by (the
@@ -414,7 +416,7 @@ impl Bond {
             .map(|(c, received)| ChannelReport {
                 state: c.state,
                 rate_bps: c.rate_bps,
-                srtt: c.srtt,
+                srtt: c.srtt(),
                 loss: c.loss,
                 sent_bytes: c.sent_bytes,
                 received_bytes: *received,

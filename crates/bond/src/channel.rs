@@ -5,6 +5,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use scps_proto::recovery::rtt::RttEstimator;
+
 /// Whether a channel carries data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChannelState {
@@ -49,7 +51,7 @@ struct Answered {
 
 /// Probes remembered while unanswered; older ones are given up.
 const OUTSTANDING: usize = 64;
-/// Weight of a new sample in the smoothed loss and rate.
+/// Weight of a new sample in the smoothed loss.
 const GAIN: f64 = 0.25;
 /// The pace a channel is given at, as a share of its estimated rate, one
 /// probe interval after the other (BBR's cycle): a quarter more for one
@@ -80,8 +82,9 @@ pub(crate) struct Channel {
     outstanding: VecDeque<Outstanding>,
     last: Option<Answered>,
     pub last_answer_at: Duration,
-    pub srtt: Option<Duration>,
-    pub rttvar: Duration,
+    /// Its round trips (RFC 6298's smoothing, as the engine's, and the
+    /// least since it came up).
+    rtt: RttEstimator,
     /// Where it is in [`PACING_GAINS`].
     phase: usize,
     /// Its latest delivery rates while full, bit/s: the estimate is their
@@ -89,10 +92,6 @@ pub(crate) struct Channel {
     samples: VecDeque<f64>,
     /// Its latest answers while full: a sample spans them.
     full_answers: VecDeque<Answered>,
-    /// Its least round trip since it came up: its round trip without a
-    /// queue (a path's delay does not change while a call lasts; a queue
-    /// does).
-    min_rtt: Option<Duration>,
     /// Share of the bytes given to it that did not arrive, smoothed.
     pub loss: f64,
     /// Answers since it last changed state: how much its figures are
@@ -123,12 +122,10 @@ impl Channel {
             outstanding: VecDeque::new(),
             last: None,
             last_answer_at: now,
-            srtt: None,
-            rttvar: Duration::ZERO,
+            rtt: fresh_rtt(),
             phase: 0,
             samples: VecDeque::new(),
             full_answers: VecDeque::new(),
-            min_rtt: None,
             loss: 0.0,
             answers: 0,
             standby_until: now,
@@ -144,12 +141,18 @@ impl Channel {
     /// retransmission timeout), so that a jittery or queued channel is not
     /// taken for a dead one.
     pub fn answer_timeout(&self) -> Duration {
-        self.srtt.map_or(Duration::ZERO, |srtt| srtt + self.rttvar * 4)
+        self.rtt.rto()
     }
 
-    /// Its round trip without a queue, as far as its answers tell.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+
+    /// Its round trip without a queue, as far as its answers since it
+    /// came up tell (a path's delay does not change while a call lasts; a
+    /// queue does).
     pub fn base_rtt(&self) -> Option<Duration> {
-        self.min_rtt
+        self.rtt.min_rtt()
     }
 
     /// How long what it holds takes to leave at its rate.
@@ -231,22 +234,10 @@ impl Channel {
         // in the next sample's loss.
         self.outstanding.drain(..=index);
         let rtt = now.saturating_sub(probe.sent_at);
-        // As RFC 6298 smooths a round trip and its variation.
-        match self.srtt {
-            None => {
-                self.srtt = Some(rtt);
-                self.rttvar = rtt / 2;
-            }
-            Some(srtt) => {
-                let deviation = rtt.abs_diff(srtt);
-                self.rttvar = self.rttvar.mul_f64(0.75) + deviation.mul_f64(0.25);
-                self.srtt = Some(srtt.mul_f64(0.875) + rtt.mul_f64(0.125));
-            }
-        }
         let queued = self
             .base_rtt()
             .is_some_and(|base| rtt.saturating_sub(base) >= queue * 2);
-        self.min_rtt = Some(self.min_rtt.map_or(rtt, |least| least.min(rtt)));
+        self.rtt.on_sample(rtt);
         if let Some(last) = self.last
             && probe.sent_bytes > last.sent_bytes
             && received >= last.received
@@ -321,9 +312,21 @@ impl Channel {
             self.last = None;
             self.full_answers.clear();
             self.samples.clear();
-            self.min_rtt = None;
-            self.srtt = None;
+            self.rtt = fresh_rtt();
         }
         self.state = state;
     }
+}
+
+/// A round-trip estimator with no sample: its timeout is zero until the
+/// first (the bond's own `down_after_intervals` rules until then), and
+/// then the smoothed round trip and four times its variation, with no
+/// floor and no ceiling short of an hour.
+fn fresh_rtt() -> RttEstimator {
+    RttEstimator::new(
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::from_secs(3600),
+        Duration::ZERO,
+    )
 }
