@@ -186,7 +186,8 @@ impl TestbedWorld {
 
     /// The simulator's requests of this run, each a `scps send --fetch`
     /// started at its time (`sender`: the command line without the
-    /// workload); their figures as the simulator computes them.
+    /// workload), any still running stopped if the run fails; their
+    /// figures as the simulator computes them.
     fn fetches(
         &self,
         job: &Job,
@@ -196,7 +197,7 @@ impl TestbedWorld {
     ) -> Result<Figures, Failure> {
         let requests = scps_sim::run::fetch_requests(&job.point, job.seed, workload);
         let log = dir.join("fetch.log");
-        let deadline = Instant::now() + time_allowed(&job.point);
+        let allowed = time_allowed(&job.point);
         let start = Instant::now();
         let mut running: Vec<(usize, Process)> = Vec::new();
         let mut done = FetchesDone::default();
@@ -214,7 +215,13 @@ impl TestbedWorld {
                     next.to_string(),
                 ]);
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                running.push((next, self.spawn_logged("client", &log, &args)?));
+                match self.spawn_logged("client", &log, &args) {
+                    Ok(fetch) => running.push((next, fetch)),
+                    Err(why) => {
+                        kill_all(&running);
+                        return Err(why);
+                    }
+                }
                 next += 1;
             }
             running.retain(|(id, fetch)| {
@@ -224,21 +231,20 @@ impl TestbedWorld {
                 done.add(*id, requests[*id].0, sender_report(fetch, &log));
                 false
             });
-            if now > deadline {
-                for (_, fetch) in &running {
-                    let _ = fetch.kill();
-                }
+            if now > start + allowed {
+                kill_all(&running);
                 return Err(format!(
                     "{} of {} fetches not finished within {} s (wall clock)",
                     running.len() + requests.len() - next,
                     requests.len(),
-                    time_allowed(&job.point).as_secs()
+                    allowed.as_secs()
                 ));
             }
             std::thread::sleep(FETCH_POLL);
         }
         done.figures(&job.point, workload, &requests)
     }
+
     fn address(&self, node: &str) -> Result<std::net::IpAddr, Failure> {
         self.testbed.address(node).map_err(|e| e.to_string())
     }
@@ -532,6 +538,13 @@ pub fn time_allowed(point: &Point) -> Duration {
 /// ride out (a 60 s redial on iridium-3ch), and at least the tools' 15 s.
 fn host_patience(point: &Point) -> Duration {
     point.tcp.rto_max.max(Duration::from_secs(15))
+}
+
+/// Stops the fetches still running.
+fn kill_all(running: &[(usize, Process)]) {
+    for (_, fetch) in running {
+        let _ = fetch.kill();
+    }
 }
 
 /// The figures a run's record keeps, with the simulator's names.
