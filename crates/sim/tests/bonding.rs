@@ -7,10 +7,11 @@ mod common;
 use common::*;
 use scps_sim::RunOptions;
 
-fn three_circuits(protocol: &str, bond: &str, marginal: bool) -> scps_config::Point {
-    // One circuit of three loses seven packets of 1500 bytes in ten (BER
-    // 1e-4: the Iridium paper's marginal circuit) when `marginal`.
-    let third = if marginal { "ber = 1e-4" } else { "" };
+/// 2 MB over three 64 kbit/s circuits of 600 ms round trip, each
+/// overridden by its entry of `circuits` (keys of `[[link.channel]]`),
+/// striped as `bond` says.
+fn circuits(protocol: &str, bond: &str, circuits: [&str; 3]) -> scps_config::Point {
+    let [first, second, third] = circuits;
     point_from(&format!(
         r#"
         name = "bonded"
@@ -21,7 +22,9 @@ fn three_circuits(protocol: &str, bond: &str, marginal: bool) -> scps_config::Po
         channels = 3
         bond = "{bond}"
         [[link.channel]]
+        {first}
         [[link.channel]]
+        {second}
         [[link.channel]]
         {third}
         [tcp]
@@ -32,6 +35,13 @@ fn three_circuits(protocol: &str, bond: &str, marginal: bool) -> scps_config::Po
         bytes = "2MB"
         "#
     ))
+}
+
+fn three_circuits(protocol: &str, bond: &str, marginal: bool) -> scps_config::Point {
+    // One circuit of three loses seven packets of 1500 bytes in ten (BER
+    // 1e-4: the Iridium paper's marginal circuit) when `marginal`.
+    let third = if marginal { "ber = 1e-4" } else { "" };
+    circuits(protocol, bond, ["", "", third])
 }
 
 #[test]
@@ -140,28 +150,11 @@ fn circuits_of_different_delays_deliver_in_order_and_nothing_is_resent_for_reord
     // for loss; the scheduler sends each packet by the circuit that
     // delivers it first.
     let point = |protocol: &str, bond: &str| {
-        point_from(&format!(
-            r#"
-            name = "three-delays"
-            protocol = "{protocol}"
-            [link]
-            rate = "64kbit"
-            channels = 3
-            bond = "{bond}"
-            [[link.channel]]
-            rtt = "800ms"
-            [[link.channel]]
-            rtt = "1.2s"
-            [[link.channel]]
-            rtt = "2s"
-            [tcp]
-            send_buffer = "256KiB"
-            recv_buffer = "256KiB"
-            [workload]
-            kind = "bulk"
-            bytes = "2MB"
-            "#
-        ))
+        circuits(
+            protocol,
+            bond,
+            ["rtt = \"800ms\"", "rtt = \"1.2s\"", "rtt = \"2s\""],
+        )
     };
     for protocol in ["tcp-cubic", "scps-rate"] {
         let run =
