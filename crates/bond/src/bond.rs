@@ -59,6 +59,32 @@ pub struct ChannelReport {
     pub received_bytes: u64,
 }
 
+/// Why a channel is marginal: far worse than the best of its peers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Marginal {
+    Loss { loss: f64, best: f64 },
+    RoundTrip { rtt: Duration, best: Duration },
+}
+
+impl std::fmt::Display for Marginal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Marginal::Loss { loss, best } => write!(
+                f,
+                "it loses {:.1}% of its bytes, its best peer {:.1}%",
+                loss * 100.0,
+                best * 100.0
+            ),
+            Marginal::RoundTrip { rtt, best } => write!(
+                f,
+                "its round trip is {:.2} s beyond its queue, its best peer's {:.2} s",
+                rtt.as_secs_f64(),
+                best.as_secs_f64()
+            ),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Bond {
     config: BondConfig,
@@ -254,7 +280,7 @@ impl Bond {
             let channel = &mut self.channels[index];
             channel.standby_until = now + hold;
             channel.standby_hold = next_hold;
-            self.change(now, index, ChannelState::Standby, why, false);
+            self.change(now, index, ChannelState::Standby, why.to_string(), false);
         }
     }
 
@@ -262,43 +288,33 @@ impl Bond {
     /// channels in the stripe, its thresholds scaled towards 1 by `strictness`
     /// (1: as configured; 0.5: halfway, for a channel to come back); `None`
     /// when it is not, or has no peer to be judged against.
-    fn worse_than_peers(&self, index: usize, strictness: f64) -> Option<String> {
+    fn worse_than_peers(&self, index: usize, strictness: f64) -> Option<Marginal> {
         let thresholds = &self.config.marginal;
-        let peers: Vec<&Channel> = self
-            .channels
-            .iter()
-            .enumerate()
-            .filter(|(i, c)| *i != index && c.state == ChannelState::Up)
-            .map(|(_, c)| c)
-            .collect();
-        if peers.is_empty() {
-            return None;
-        }
+        let peers = || {
+            self.channels
+                .iter()
+                .enumerate()
+                .filter(move |(i, c)| *i != index && c.state == ChannelState::Up)
+                .map(|(_, c)| c)
+        };
+        let best_loss = peers().map(|c| c.loss).reduce(f64::min)?;
         let channel = &self.channels[index];
         let scaled = |ratio: f64| 1.0 + (ratio - 1.0) * strictness;
-        let best_loss = peers.iter().map(|c| c.loss).fold(f64::INFINITY, f64::min);
         if channel.loss >= thresholds.loss * strictness
             && channel.loss >= scaled(thresholds.loss_ratio) * best_loss
         {
-            return Some(format!(
-                "it loses {:.1}% of its bytes, its best peer {:.1}%",
-                channel.loss * 100.0,
-                best_loss * 100.0
-            ));
+            return Some(Marginal::Loss {
+                loss: channel.loss,
+                best: best_loss,
+            });
         }
         // The least round trips since they came up, less the queue the
         // bond allows a channel (a slow channel's queue adds to its round
         // trip more).
-        let best_rtt = peers.iter().filter_map(|c| c.base_rtt()).min()?;
+        let best_rtt = peers().filter_map(Channel::base_rtt).min()?;
         let rtt = channel.base_rtt()?.saturating_sub(self.config.channel_queue);
-        if rtt.as_secs_f64() >= scaled(thresholds.rtt_ratio) * best_rtt.as_secs_f64() {
-            return Some(format!(
-                "its round trip is {:.2} s beyond its queue, its best peer's {:.2} s",
-                rtt.as_secs_f64(),
-                best_rtt.as_secs_f64()
-            ));
-        }
-        None
+        (rtt.as_secs_f64() >= scaled(thresholds.rtt_ratio) * best_rtt.as_secs_f64())
+            .then_some(Marginal::RoundTrip { rtt, best: best_rtt })
     }
 
     /// Channels on standby that have rested and look well again, back in
