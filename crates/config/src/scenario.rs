@@ -366,9 +366,12 @@ pub(crate) fn with_route(
 ) -> scps_proto::Config {
     if protocol.is_scps() && config.rate_bps.is_none() {
         // The link's own rate and framing, unless `rate` was given
-        // (with `rate_framing` beside it if the link frames).
+        // (with `rate_framing` beside it if the link frames). A rate that
+        // is "auto" measures the link instead, and knows only its framing.
         let route = link.route(direction);
-        config.rate_bps = Some(route.rate_bps);
+        if !config.rate_auto {
+            config.rate_bps = Some(route.rate_bps);
+        }
         config.rate_framing_bytes = route.framing_bytes;
     }
     if config.ack_adaptive && config.ack_return_rate_bps.is_none() {
@@ -518,6 +521,20 @@ recv_buffer = "6MiB"
         assert!(across.scps);
         assert_eq!(across.congestion, scps_proto::cc::CongestionAlgorithm::Vegas);
         assert_eq!(across.rate_bps, Some(8_000_000), "paced at the link's rate");
+        let auto = Scenario::from_text(
+            &doc,
+            "demo",
+            &["protocol=\"gw-scps-rate\"", "link.ber=0", "gateway.rate=\"auto\""]
+                .map(|a| parse_assignment(a).unwrap()),
+        )
+        .unwrap();
+        let across_auto = auto.points[0]
+            .gateways
+            .as_ref()
+            .unwrap()
+            .link(&auto.points[0].link, Direction::Forward);
+        assert!(across_auto.rate_auto);
+        assert_eq!(across_auto.rate_bps, None, "\"auto\" is not told the link's rate");
         assert_eq!(across.snack_delay, Duration::from_millis(50), "[gateway]");
         assert_eq!(across.recv_buffer, 3 << 20, "[stacks.gw-scps-vegas]");
         // Not [tcp]'s 4 MiB: four 8 Mbit/s x 600 ms products.

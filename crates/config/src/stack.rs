@@ -196,12 +196,12 @@ impl StackSettings<'_> {
         if let Some(link) = &link {
             config = with_route(config, protocol, link, direction);
         }
-        if protocol == Protocol::ScpsRate && config.rate_bps.is_none() {
+        if protocol == Protocol::ScpsRate && config.rate_bps.is_none() && !config.rate_auto {
             return Err(Error::invalid(
                 "tcp.rate",
                 "none",
-                "a rate for scps-rate, which sends at the route rate: --set tcp.rate=RATE, or a scenario file whose \
-                 [link] has the route's rate",
+                "a rate for scps-rate, which sends at the route rate: --set tcp.rate=RATE (or =auto to measure the \
+                 path), or a scenario file whose [link] has the route's rate",
             ));
         }
         validate(&config, "tcp")?;
@@ -291,6 +291,15 @@ mod tests {
         assert!(stack.config.scps);
         assert_eq!(stack.config.rate_bps, None, "no route rate is known");
         assert_eq!(stack.config.mtu, 1472);
+    }
+
+    #[test]
+    fn scps_rate_needs_a_rate_or_auto() {
+        let err = resolve(None, Some("scps-rate"), &[]).unwrap_err();
+        assert!(err.to_string().contains("=auto to measure the path"), "{err}");
+        let auto = resolve(None, Some("scps-rate"), &["tcp.rate=\"auto\""]).unwrap();
+        assert!(auto.config.rate_auto);
+        assert_eq!(auto.config.rate_bps, None);
     }
 
     #[test]

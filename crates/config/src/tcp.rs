@@ -61,9 +61,15 @@ pub struct TcpSpec {
     pub snack_delay: Option<Time>,
     /// Offer header compression (IP protocol 105) in the SCPS capabilities.
     pub header_compression: Option<bool>,
-    /// The route rate all sending is paced within; SCPS stacks default to
-    /// the link's rate in their direction.
-    pub rate: Option<Rate>,
+    /// The route rate all sending is paced within, or "auto" to pace at
+    /// what the path is measured to carry (then `rate_max` is its
+    /// ceiling); SCPS stacks default to the link's rate in their
+    /// direction.
+    pub rate: Option<RouteRateSpec>,
+    /// The least an "auto" rate falls to.
+    pub rate_min: Option<Rate>,
+    /// The most an "auto" rate rises to.
+    pub rate_max: Option<Rate>,
     /// Bytes of link framing the pacer charges per packet.
     pub rate_framing: Option<u32>,
     /// "congestion" or "corruption".
@@ -73,6 +79,25 @@ pub struct TcpSpec {
     pub rate_order: Option<RateOrderSpec>,
     pub vegas: Option<VegasSpec>,
     pub outage: Option<OutageSpec>,
+}
+
+/// A route rate: a figure, or "auto".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteRateSpec {
+    Fixed(Rate),
+    Auto,
+}
+
+impl<'de> Deserialize<'de> for RouteRateSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = toml::Value::deserialize(d)?;
+        if value.as_str() == Some("auto") {
+            return Ok(RouteRateSpec::Auto);
+        }
+        Rate::deserialize(value)
+            .map(RouteRateSpec::Fixed)
+            .map_err(|e| de::Error::custom(format!("{e}, or \"auto\"")))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -200,8 +225,26 @@ impl TcpSpec {
         config.snack = self.snack.unwrap_or(config.snack);
         config.snack_delay = time(self.snack_delay, config.snack_delay);
         config.header_compression = self.header_compression.unwrap_or(config.header_compression);
-        if let Some(rate) = self.rate {
-            config.rate_bps = Some(rate.0);
+        match self.rate {
+            Some(RouteRateSpec::Fixed(rate)) => {
+                config.rate_bps = Some(rate.0);
+                config.rate_auto = false;
+            }
+            Some(RouteRateSpec::Auto) => {
+                config.rate_auto = true;
+                config.rate_bps = self.rate_max.map(|r| r.0);
+            }
+            None => {}
+        }
+        if let Some(rate) = self.rate_min {
+            config.rate_min_bps = rate.0;
+        }
+        if self.rate_max.is_some() && !config.rate_auto {
+            return Err(Error::invalid(
+                format!("{prefix}.rate_max"),
+                self.rate_max.map_or(0, |r| r.0),
+                "a ceiling for rate = \"auto\" only (a fixed rate is its own ceiling)",
+            ));
         }
         config.rate_framing_bytes = self.rate_framing.unwrap_or(config.rate_framing_bytes);
         if let Some(order) = self.rate_order {
@@ -299,5 +342,44 @@ mod tests {
             err.to_string(),
             "tcp.ack_adaptive = true: off when delayed_ack is off (the adaptive policy delays ACKs)"
         );
+    }
+
+    #[test]
+    fn a_route_rate_can_follow_the_path_within_bounds() {
+        let spec: TcpSpec =
+            toml::from_str("rate = \"auto\"\nrate_min = \"9600bps\"\nrate_max = \"10Mbit\"").unwrap();
+        let mut config = Config::default();
+        spec.apply(&mut config, "tcp").unwrap();
+        assert!(config.rate_auto);
+        assert_eq!((config.rate_min_bps, config.rate_bps), (9600, Some(10_000_000)));
+        validate(&config, "tcp").unwrap();
+        // A fixed rate after it turns it back into a fixed rate.
+        let fixed: TcpSpec = toml::from_str("rate = \"2Mbit\"").unwrap();
+        fixed.apply(&mut config, "stacks.scps-rate").unwrap();
+        assert!(!config.rate_auto);
+        assert_eq!(config.rate_bps, Some(2_000_000));
+        // A ceiling belongs to "auto" only; a floor above it is refused.
+        let err = toml::from_str::<TcpSpec>("rate = \"2Mbit\"\nrate_max = \"3Mbit\"")
+            .unwrap()
+            .apply(&mut Config::default(), "tcp")
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("tcp.rate_max = 3000000: a ceiling for rate = \"auto\" only"),
+            "{err}"
+        );
+        let mut config = Config::default();
+        toml::from_str::<TcpSpec>("rate = \"auto\"\nrate_min = \"2Mbit\"\nrate_max = \"1Mbit\"")
+            .unwrap()
+            .apply(&mut config, "tcp")
+            .unwrap();
+        let err = validate(&config, "tcp").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("tcp.rate_min = 2000000: 100 bit/s up to the route rate"),
+            "{err}"
+        );
+        let bad = toml::from_str::<TcpSpec>("rate = \"fast\"").unwrap_err();
+        assert!(bad.to_string().contains("or \"auto\""), "{bad}");
     }
 }

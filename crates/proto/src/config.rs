@@ -205,6 +205,12 @@ pub struct Config {
     /// link adds to it (`rate_framing_bytes`). Required by the `rate`
     /// controller.
     pub rate_bps: Option<u64>,
+    /// The route rate follows what the path carries (`rate = "auto"`,
+    /// connection/auto_rate.rs): measured from the ACKs, within
+    /// `rate_min_bps` and `rate_bps` (then a ceiling, or none).
+    pub rate_auto: bool,
+    /// The least an `auto` route rate falls to, bit/s.
+    pub rate_min_bps: u64,
     /// Bytes the route's link adds to every packet (PPP framing, for
     /// example), charged by the pacer with the packet.
     pub rate_framing_bytes: u32,
@@ -260,6 +266,8 @@ impl Default for Config {
             snack_delay: Duration::ZERO,
             header_compression: false,
             rate_bps: None,
+            rate_auto: false,
+            rate_min_bps: MIN_RATE_BPS,
             rate_framing_bytes: 0,
             rate_route: 0,
             rate_order: RateOrder::Turns,
@@ -437,10 +445,16 @@ impl Config {
             "6 (TCP) or 106 (the SCPS RI's standalone builds)",
         )?;
         check(
-            self.congestion != CongestionAlgorithm::Rate || self.rate_bps.is_some(),
+            self.congestion != CongestionAlgorithm::Rate || self.rate_bps.is_some() || self.rate_auto,
             "rate",
             self.rate_bps,
-            "a route rate, which the rate-based controller sends at",
+            "a route rate, or \"auto\", which the rate-based controller sends at",
+        )?;
+        check(
+            (MIN_RATE_BPS..=self.rate_bps.unwrap_or(MAX_RATE_BPS)).contains(&self.rate_min_bps),
+            "rate_min",
+            self.rate_min_bps,
+            "100 bit/s up to the route rate (100 Gbit/s without one)",
         )?;
         if let Some(rate) = self.rate_bps {
             check(

@@ -285,9 +285,17 @@ pub struct Endpoint {
     rate_budgets: HashMap<RateKey, RateBudget>,
 }
 
-/// What makes two connections' routes one: the route, its rate, its
-/// framing and the order of its turns.
-type RateKey = (u32, u64, u32, RateOrder);
+/// What makes two connections' routes one: the route, its rate (or
+/// ceiling), whether it follows the path and from what floor, its framing
+/// and the order of its turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct RateKey {
+    route: u32,
+    rate_bps: Option<u64>,
+    auto_from_bps: Option<u64>,
+    framing_bytes: u32,
+    order: RateOrder,
+}
 
 const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
 
@@ -542,19 +550,23 @@ impl Endpoint {
     /// a route rate. Budgets no connection draws on any more are dropped
     /// here, so the table holds the routes in use.
     fn rate_budget(&mut self, now: Instant, config: &Config) -> Option<RateBudget> {
-        let rate = config.rate_bps?;
+        if config.rate_bps.is_none() && !config.rate_auto {
+            return None;
+        }
         self.rate_budgets.retain(|_, budget| budget.members() > 0);
-        let key = (
-            config.rate_route,
-            rate,
-            config.rate_framing_bytes,
-            config.rate_order,
-        );
-        let budget = self
-            .rate_budgets
-            .entry(key)
-            .or_insert_with(|| RateBudget::new(rate, config.rate_framing_bytes, config.rate_order, now));
-        Some(budget.clone())
+        let key = RateKey {
+            route: config.rate_route,
+            rate_bps: config.rate_bps,
+            auto_from_bps: config.rate_auto.then_some(config.rate_min_bps),
+            framing_bytes: config.rate_framing_bytes,
+            order: config.rate_order,
+        };
+        if let Some(budget) = self.rate_budgets.get(&key) {
+            return Some(budget.clone());
+        }
+        let budget = RateBudget::for_config(config, now)?;
+        self.rate_budgets.insert(key, budget.clone());
+        Some(budget)
     }
 
     /// Where our compression id of a connection must be unique.

@@ -52,6 +52,8 @@ impl Connection {
             self.on_corruption_reported(now);
         }
         let sacked_before = self.board.sacked_bytes();
+        let (counts_before, newest_before) =
+            (self.board.delivered_and_lost(), self.board.delivered_sent_at());
         let newly_sacked = self.take_sack_blocks(seg);
         let snacked = self.take_snacks(now, ack, seg.options.snacks.as_slice());
         // SND.WL1/SND.WL2: only a newer segment may change the window.
@@ -85,8 +87,30 @@ impl Connection {
             prr.on_delivered((self.snd.una - una + sacked_after).saturating_sub(sacked_before));
         }
         self.detect_losses(now, snacked > 0);
+        self.report_delivery(now, counts_before, newest_before);
         self.arm_sending_timers(now, restart_rto);
         true
+    }
+
+    /// Tells the route's pacer what this ACK says the path delivered and
+    /// lost, and the RTT of the newest segment that arrived with it (sent
+    /// once, and newer than any before: its arrival sent the ACK, so the
+    /// receiver's hold is not in it).
+    fn report_delivery(
+        &mut self,
+        now: Instant,
+        (delivered_before, lost_before): (u64, u64),
+        newest_before: Option<Instant>,
+    ) {
+        let Some(pacer) = self.pacer.as_mut() else {
+            return;
+        };
+        let (delivered, lost) = self.board.delivered_and_lost();
+        let newest = self.board.delivered_sent_at();
+        let rtt = newest
+            .filter(|_| newest > newest_before)
+            .map(|sent| now.saturating_since(sent));
+        pacer.on_delivery(now, delivered - delivered_before, lost - lost_before, rtt);
     }
 
     /// Converts the SACK blocks of `seg` to offsets and marks the

@@ -229,11 +229,11 @@ impl Connection {
         let segment_limit = self.compressed_segment_limit();
         let seg = self.poll_transmit(now)?;
         let paced = !seg.flags.syn() && !seg.flags.rst();
+        let payload_len = seg.payload.len();
         let compress = in_force && !seg.flags.syn();
         let built = if compress {
             // The payload borrows the connection's scratch buffer: take it
             // out so that the compressor can be borrowed beside it.
-            let payload_len = seg.payload.len();
             let header = TcpRepr { payload: &[], ..seg };
             let scratch = std::mem::take(&mut self.scratch);
             let seg = TcpRepr {
@@ -251,7 +251,7 @@ impl Connection {
             && paced
             && let Some(pacer) = self.pacer.as_mut()
         {
-            pacer.consume(now, buf.len());
+            pacer.consume(now, buf.len(), payload_len);
         }
         Some(built)
     }

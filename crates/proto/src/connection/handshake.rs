@@ -125,11 +125,12 @@ impl Connection {
             rtt,
             cc,
             timers: Timers::default(),
-            pacer: params.rate_budget.as_ref().map(RateBudget::join).or_else(|| {
-                config.rate_bps.map(|rate| {
-                    RateBudget::new(rate, config.rate_framing_bytes, config.rate_order, params.now).join()
-                })
-            }),
+            pacer: params
+                .rate_budget
+                .clone()
+                .or_else(|| RateBudget::for_config(&config, params.now))
+                .as_ref()
+                .map(RateBudget::join),
             ack: AckState::default(),
             sizer: Default::default(),
             ts: Timestamps {

@@ -10,6 +10,7 @@
 
 mod ack;
 mod ack_policy;
+mod auto_rate;
 mod compression;
 mod corruption;
 mod handshake;
@@ -613,6 +614,8 @@ impl Connection {
             cwnd: self.cc.window(),
             ssthresh: self.cc.ssthresh(),
             pipe: self.board.pipe(),
+            pacing_rate_bps: self.pacer.as_ref().map(|p| p.rates().0),
+            path_rate_bps: self.pacer.as_ref().and_then(|p| p.rates().1),
             send_window: self.snd.wnd,
             receive_window: self.rcv.adv_edge.saturating_sub(self.rcv.nxt()),
             smss: self.negotiated.smss,

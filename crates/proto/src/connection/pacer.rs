@@ -18,6 +18,9 @@
 //! connections came, or the connection with the least still to deliver
 //! first (each tells its backlog as it asks for a turn).
 //!
+//! A route whose rate is `auto` measures what its path carries from the
+//! ACKs of all its connections and paces at that ([`AutoRate`]).
+//!
 //! A connection that was queued may have nothing to send when its turn
 //! comes (its window closed meanwhile); a head that does not take its turn
 //! within [`TURN_GRACE`] of the bucket being able to pay loses it, so the
@@ -27,8 +30,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use super::auto_rate::AutoRate;
+use super::handshake::initial_window;
 use super::token_bucket::TokenBucket;
-use crate::config::RateOrder;
+use crate::config::{Config, MAX_RATE_BPS, RateOrder};
 use crate::time::Instant;
 
 /// How long the head of the queue has to take its turn once the bucket can
@@ -69,6 +74,9 @@ struct Turns {
     /// behind the head is estimated in packets of this size.
     last_packet: usize,
     next_member: u64,
+    /// The measured rate the bucket follows, for a route whose rate is
+    /// `auto`.
+    auto: Option<AutoRate>,
 }
 
 impl RateBudget {
@@ -82,7 +90,43 @@ impl RateBudget {
             head_due_since: None,
             last_packet: 1500,
             next_member: 0,
+            auto: None,
         })))
+    }
+
+    /// A budget that follows what the path carries, starting at a flight
+    /// of `start_bytes` per round trip, within `min_bps..=max_bps`.
+    fn auto(
+        (start_bytes, min_bps, max_bps): (u64, u64, u64),
+        framing_bytes: u32,
+        order: RateOrder,
+        now: Instant,
+    ) -> RateBudget {
+        let auto = AutoRate::new(start_bytes, min_bps, max_bps, now);
+        let budget = RateBudget::new(auto.pacing_bps(), framing_bytes, order, now);
+        lock(&budget.0).auto = Some(auto);
+        budget
+    }
+
+    /// The budget of a route as `config` describes it, if it has a rate:
+    /// a configured one, or `auto` (starting at an initial window over a
+    /// second, RFC 6298's first RTO, until the first RTT is measured).
+    pub fn for_config(config: &Config, now: Instant) -> Option<RateBudget> {
+        let (framing, order) = (config.rate_framing_bytes, config.rate_order);
+        if config.rate_auto {
+            let ceiling = config.rate_bps.unwrap_or(MAX_RATE_BPS);
+            let smss = u64::from(config.mtu.saturating_sub(40));
+            let start_bytes = initial_window(config, smss);
+            return Some(RateBudget::auto(
+                (start_bytes, config.rate_min_bps, ceiling),
+                framing,
+                order,
+                now,
+            ));
+        }
+        config
+            .rate_bps
+            .map(|rate| RateBudget::new(rate, framing, order, now))
     }
 
     /// Connections drawing on this budget.
@@ -124,11 +168,42 @@ impl Pacer {
     }
 
     /// Takes the credit of a packet of `bytes` (IP header included) that
-    /// is being sent, and of the link's framing around it.
-    pub(crate) fn consume(&mut self, now: Instant, bytes: usize) {
+    /// is being sent with `payload` bytes of data, and of the link's
+    /// framing around it.
+    pub(crate) fn consume(&mut self, now: Instant, bytes: usize, payload: usize) {
         let mut turns = lock(&self.budget);
         turns.bucket.consume(now, bytes);
         turns.last_packet = bytes;
+        let wire = bytes + turns.bucket.framing_bytes();
+        if let Some(auto) = turns.auto.as_mut() {
+            auto.on_sent(wire, payload);
+        }
+    }
+
+    /// An ACK told of payload bytes the path `delivered` and `lost`, with
+    /// the RTT of a segment that arrived with it: a route whose rate is
+    /// `auto` measures its path by them.
+    pub(crate) fn on_delivery(&mut self, now: Instant, delivered: u64, lost: u64, rtt: Option<Duration>) {
+        let mut turns = lock(&self.budget);
+        let Turns { bucket, auto, .. } = &mut *turns;
+        let Some(auto) = auto.as_mut() else {
+            return;
+        };
+        if bucket.take_idle() {
+            auto.on_idle();
+        }
+        auto.on_ack(now, delivered, lost, rtt);
+        bucket.set_rate(now, auto.pacing_bps());
+    }
+
+    /// The route's rate now, bit/s, and for an `auto` route the path's rate
+    /// as last measured.
+    pub(crate) fn rates(&self) -> (u64, Option<u64>) {
+        let turns = lock(&self.budget);
+        (
+            turns.bucket.rate_bps(),
+            turns.auto.as_ref().map(AutoRate::path_bps),
+        )
     }
 }
 
@@ -146,6 +221,12 @@ impl Drop for Pacer {
 
 impl Turns {
     fn ready_at(&mut self, waiter: Waiter, now: Instant, paced: Paced) -> Instant {
+        if paced == Paced::Ack && self.auto.as_ref().is_some_and(|auto| !auto.has_sent_data()) {
+            // An `auto` route that carries only ACKs has nothing to
+            // measure its path by: its rate, still the first guess, must
+            // not hold back the ACKs of the data coming the other way.
+            return now;
+        }
         let payable_at = self.bucket.ready_at(now);
         if paced == Paced::Ack {
             return payable_at;
@@ -231,7 +312,7 @@ mod tests {
             }
             let ready = pacers[i].ready_at(now, Paced::Data, 1 << 20);
             if ready == now {
-                pacers[i].consume(now, 1500);
+                pacers[i].consume(now, 1500, 1448);
                 sent[i] += 1;
             } else {
                 assert!(ready > now, "a wake-up in the past");
@@ -264,7 +345,7 @@ mod tests {
         for (order, first) in [(RateOrder::Turns, "a"), (RateOrder::Shortest, "b")] {
             let budget = RateBudget::new(12_000_000, 0, order, Instant::ZERO);
             let (mut a, mut b) = (budget.join(), budget.join());
-            a.consume(Instant::ZERO, 16_500); // 11 ms of debt, less the bucket's 10
+            a.consume(Instant::ZERO, 16_500, 16_000); // 11 ms of debt, less the bucket's 10
             assert_eq!(a.ready_at(Instant::ZERO, Paced::Data, 100_000), at_ms(1));
             assert_eq!(b.ready_at(Instant::ZERO, Paced::Data, 3_000), at_ms(1));
             // Once the bucket can pay, the one whose turn it is not asks
@@ -292,7 +373,7 @@ mod tests {
     fn a_head_that_lets_its_turn_pass_holds_the_others_for_the_grace_only() {
         let budget = RateBudget::new(120_000, 0, RateOrder::Turns, Instant::ZERO);
         let (mut a, mut b) = (budget.join(), budget.join());
-        a.consume(Instant::ZERO, 1500); // 100 ms of debt, less the bucket's 10
+        a.consume(Instant::ZERO, 1500, 1448); // 100 ms of debt, less the bucket's 10
         let due = a.ready_at(Instant::ZERO, Paced::Data, 1 << 20);
         assert_eq!(due, at_ms(90), "a queues at the head");
         let b_due = b.ready_at(Instant::ZERO, Paced::Data, 1 << 20);
@@ -307,7 +388,7 @@ mod tests {
     fn acks_do_not_wait_for_turns_and_a_connection_gone_leaves_the_queue() {
         let budget = RateBudget::new(120_000, 0, RateOrder::Turns, Instant::ZERO);
         let (mut a, mut b, mut c) = (budget.join(), budget.join(), budget.join());
-        a.consume(Instant::ZERO, 1500);
+        a.consume(Instant::ZERO, 1500, 1448);
         a.ready_at(Instant::ZERO, Paced::Data, 1 << 20);
         b.ready_at(Instant::ZERO, Paced::Data, 1 << 20);
         assert_eq!(

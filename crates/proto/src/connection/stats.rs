@@ -50,6 +50,11 @@ pub struct ConnectionStats {
     pub ssthresh: u64,
     /// Bytes believed in flight (RFC 6675 pipe).
     pub pipe: u64,
+    /// The route's rate the connection paces within now, bit/s, if it has
+    /// one; for a route whose rate is `auto`, the rate its path was last
+    /// measured to carry too.
+    pub pacing_rate_bps: Option<u64>,
+    pub path_rate_bps: Option<u64>,
     /// The peer's window, bytes.
     pub send_window: u64,
     /// The window we last advertised, bytes.

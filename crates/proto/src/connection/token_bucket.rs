@@ -37,6 +37,9 @@ pub(crate) struct TokenBucket {
     credit: i128,
     capacity: i128,
     updated: Instant,
+    /// Credit was lost to a full bucket since [`TokenBucket::take_idle`]
+    /// was last called: the senders sent less than the rate allowed.
+    idle: bool,
 }
 
 impl TokenBucket {
@@ -51,13 +54,31 @@ impl TokenBucket {
             credit: capacity,
             capacity,
             updated: now,
+            idle: false,
         }
     }
 
     fn refill(&mut self, now: Instant) {
         let elapsed = now.as_nanos().saturating_sub(self.updated.as_nanos());
-        self.credit = (self.credit + i128::from(elapsed) * self.rate_bps).min(self.capacity);
+        let credit = self.credit + i128::from(elapsed) * self.rate_bps;
+        self.idle |= credit > self.capacity;
+        self.credit = credit.min(self.capacity);
         self.updated = self.updated.max(now);
+    }
+
+    /// Paces at `rate_bps` from `now` on, credit earned until now kept
+    /// (within the new, shallower or deeper, bucket).
+    pub(crate) fn set_rate(&mut self, now: Instant, rate_bps: u64) {
+        self.refill(now);
+        self.rate_bps = i128::from(rate_bps.max(1));
+        self.capacity = self.rate_bps * REFILL_INTERVAL.as_nanos() as i128;
+        self.credit = self.credit.min(self.capacity);
+    }
+
+    /// Whether credit overflowed since the last call: the senders had less
+    /// to send than the rate allowed.
+    pub(crate) fn take_idle(&mut self) -> bool {
+        std::mem::take(&mut self.idle)
     }
 
     /// When the next packet may go: `now`, or the instant the bucket is
@@ -71,6 +92,14 @@ impl TokenBucket {
         let debt = self.credit.unsigned_abs();
         let wait_nanos = debt.div_ceil(self.rate_bps.unsigned_abs());
         now + Duration::from_nanos(u64::try_from(wait_nanos).unwrap_or(u64::MAX))
+    }
+
+    pub(crate) fn rate_bps(&self) -> u64 {
+        self.rate_bps as u64
+    }
+
+    pub(crate) fn framing_bytes(&self) -> usize {
+        self.framing_bytes
     }
 
     /// How long the link takes to carry a packet of `bytes` at the rate.
@@ -126,6 +155,22 @@ mod tests {
         now = pacer.ready_at(now);
         // 100 × 60 bytes, less the full bucket's 10 ms, at 2400 bit/s.
         assert_eq!(now, at_ms(19_990));
+    }
+
+    #[test]
+    fn a_rate_change_paces_what_follows_and_an_unused_rate_is_seen() {
+        let mut pacer = TokenBucket::new(120_000, 0, Instant::ZERO);
+        pacer.consume(Instant::ZERO, 1650); // 110 ms at 120 kbit/s, less 10
+        assert!(!pacer.take_idle(), "a full bucket spent is not idle");
+        assert_eq!(pacer.ready_at(Instant::ZERO), at_ms(100));
+        // Halfway through the debt the rate doubles: the other half of it
+        // takes 25 ms.
+        pacer.set_rate(at_ms(50), 240_000);
+        assert_eq!(pacer.ready_at(at_ms(50)), at_ms(75));
+        // Left alone for a second, the bucket fills and overflows.
+        assert_eq!(pacer.ready_at(at_ms(1075)), at_ms(1075));
+        assert!(pacer.take_idle());
+        assert!(!pacer.take_idle(), "taken");
     }
 
     #[test]

@@ -104,6 +104,12 @@ pub(crate) struct Scoreboard {
     /// each is judged lost once a later transmission is known to have
     /// arrived (`mark_overtaken_retransmissions`).
     resent: VecDeque<(u64, Instant)>,
+    /// Bytes known to have arrived (SACKed or acknowledged) since the
+    /// connection began, and copies judged lost (but not by a timeout):
+    /// what a rate that follows the path measures
+    /// (connection/auto_rate.rs).
+    delivered: u64,
+    lost: u64,
 }
 
 impl Scoreboard {
@@ -136,6 +142,18 @@ impl Scoreboard {
         self.lost_pending > 0
     }
 
+    /// Bytes delivered and copies judged lost, since the connection
+    /// began.
+    pub(crate) fn delivered_and_lost(&self) -> (u64, u64) {
+        (self.delivered, self.lost)
+    }
+
+    /// The latest send time of a segment sent once and known to have
+    /// arrived.
+    pub(crate) fn delivered_sent_at(&self) -> Option<Instant> {
+        self.delivered_sent_at
+    }
+
     /// Applies `change` to segment `index`, keeping the counters right.
     fn update(&mut self, index: usize, change: impl FnOnce(&mut Segment)) {
         let Some(seg) = self.segments.get_mut(index) else {
@@ -147,6 +165,13 @@ impl Scoreboard {
         let (pipe_after, sacked_after, pending_after) =
             (seg.pipe_share(), seg.sacked, seg.awaits_retransmission());
         let len = seg.len();
+        if sacked_after && !sacked_before {
+            self.delivered += len;
+        }
+        if pending_after && !pending_before {
+            // One more copy judged lost.
+            self.lost += len;
+        }
         if pending_after && !pending_before {
             self.pending_from = self.pending_from.min(seg.start);
         }
@@ -233,6 +258,8 @@ impl Scoreboard {
                 });
                 if self.segments[0].sacked {
                     self.sacked_bytes -= cut;
+                } else {
+                    self.delivered += cut;
                 }
                 acked.bytes += cut;
                 break;
@@ -243,6 +270,8 @@ impl Scoreboard {
             self.pipe -= seg.pipe_share();
             if seg.sacked {
                 self.sacked_bytes -= seg.len();
+            } else {
+                self.delivered += seg.len();
             }
             if seg.awaits_retransmission() {
                 self.lost_pending -= 1;
@@ -441,6 +470,8 @@ impl Scoreboard {
     /// A retransmission timeout: every segment not SACKed is deemed lost,
     /// retransmissions included (RFC 6675 section 5.1, RFC 5681 3.1).
     pub(crate) fn mark_all_lost(&mut self) {
+        // For want of news, not because the path lost them.
+        let lost = self.lost;
         for i in 0..self.segments.len() {
             if !self.segments[i].sacked {
                 self.update(i, |seg| {
@@ -450,6 +481,7 @@ impl Scoreboard {
             }
         }
         self.loss_judged_to = self.segments.back().map_or(0, |seg| seg.end);
+        self.lost = lost;
     }
 
     /// Index of the first segment lost and not yet retransmitted (NextSeg
