@@ -429,3 +429,175 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
          {emu:.0} bit/s differ by more than {allowed:.0}"
     );
 }
+
+/// The link's forward figures at one moment of a run.
+struct Sample {
+    at_s: f64,
+    bytes_in: u64,
+    backlog_bytes: u64,
+}
+
+/// The emulated link's rate, set for both directions.
+fn set_rate(socket: &Path, rate: &str) {
+    let change = scps_emulator::Request::Change(scps_emulator::Change::Set {
+        channel: None,
+        direction: scps_emulator::Directions::Both,
+        keys: [("rate".to_owned(), rate.to_owned())].into(),
+    });
+    let response = scps_emulator::request(socket, &change).unwrap();
+    assert!(response.ok, "{:?}", response.error);
+}
+
+/// The rate packets arrived at the link (what the sender sent) over the
+/// `window_s` seconds before each sample, with the sample's time.
+fn arrival_rates(samples: &[Sample], window_s: f64) -> Vec<(f64, f64)> {
+    samples
+        .iter()
+        .filter_map(|now| {
+            let before = samples.iter().rev().find(|s| s.at_s <= now.at_s - window_s)?;
+            let bits = (now.bytes_in - before.bytes_in) as f64 * 8.0;
+            Some((now.at_s, bits / (now.at_s - before.at_s)))
+        })
+        .collect()
+}
+
+#[test]
+fn an_auto_rate_follows_the_emulated_links_rate_steps() {
+    // 8 Mbit/s at 600 ms, halved 20 s into the transfer, doubled back at
+    // 40 s (issue 15's step): our stack's `scps-rate` with `rate = "auto"`
+    // must follow each step within a few round trips and keep the queue
+    // it builds small.
+    const STEP_DOWN_S: f64 = 20.0;
+    const STEP_UP_S: f64 = 40.0;
+    const RTT_S: f64 = 0.6;
+    let emulation = Emulation::start(
+        "rate-step",
+        "rate = \"8Mbit\"\nrtt = \"600ms\"\nbuffer = \"1500KB\"\n",
+        Io::Null,
+    );
+    let (testbed, socket) = (&emulation.testbed, &emulation.socket);
+    let stack = [
+        "--stack",
+        "scps-rate",
+        "--set",
+        "tcp.rate=\"auto\"",
+        "--set",
+        "tcp.send_buffer=8MiB",
+        "--set",
+        "tcp.recv_buffer=8MiB",
+    ];
+    let receiver = testbed
+        .node("server")
+        .unwrap()
+        .spawn(
+            SCPS,
+            &[&["recv", "--udp", "10.99.2.2:7300", "--once"][..], &stack].concat(),
+            Io::Null,
+        )
+        .unwrap();
+    let sender = testbed
+        .node("client")
+        .unwrap()
+        .spawn(
+            SCPS,
+            &[
+                &[
+                    "send",
+                    "10.99.2.2:5001",
+                    "--udp",
+                    "10.99.2.2:7300",
+                    "--bytes",
+                    "50MB",
+                    "--json",
+                    "--connect-timeout",
+                    "10s",
+                ][..],
+                &stack,
+            ]
+            .concat(),
+            Io::Piped,
+        )
+        .unwrap();
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    let (mut stepped_down, mut stepped_up) = (false, false);
+    while sender.try_wait().unwrap().is_none() {
+        let at_s = started.elapsed().as_secs_f64();
+        assert!(at_s < 120.0, "the transfer did not end in two minutes");
+        if at_s >= STEP_DOWN_S && !stepped_down {
+            set_rate(socket, "4Mbit");
+            stepped_down = true;
+        }
+        if at_s >= STEP_UP_S && !stepped_up {
+            set_rate(socket, "8Mbit");
+            stepped_up = true;
+        }
+        let stats = scps_emulator::request(
+            socket,
+            &scps_emulator::Request::Query(scps_emulator::Query::Stats),
+        )
+        .unwrap()
+        .stats
+        .expect("stats answer a stats query");
+        let forward = stats
+            .channels
+            .iter()
+            .find(|c| c.direction == "forward")
+            .expect("a forward channel");
+        samples.push(Sample {
+            at_s,
+            bytes_in: forward.bytes_in,
+            backlog_bytes: forward.backlog_bytes,
+        });
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let result: serde_json::Value = serde_json::from_str(sender.read_stdout().unwrap().trim()).unwrap();
+    assert_eq!(result["verified"], true, "{result}");
+    assert!(stepped_up, "the transfer ended before the second step: {result}");
+    let status = receiver.wait_timeout(Duration::from_secs(10)).unwrap();
+    assert!(status.is_some_and(|s| s.success()), "scps recv: {status:?}");
+
+    // What the sender sent, over a round trip at a time.
+    let rates = arrival_rates(&samples, RTT_S);
+    let first_after = |from: f64, until: f64, ok: &dyn Fn(f64) -> bool| {
+        rates
+            .iter()
+            .find(|&&(t, rate)| t >= from + RTT_S && t < until && ok(rate))
+            .map(|&(t, _)| t - from)
+    };
+    let down = first_after(STEP_DOWN_S, STEP_UP_S, &|rate| rate <= 1.1 * 4e6);
+    let up = first_after(STEP_UP_S, f64::INFINITY, &|rate| rate >= 0.9 * 8e6);
+    let peak_queue_s = samples
+        .iter()
+        .filter(|s| (STEP_DOWN_S..STEP_UP_S).contains(&s.at_s))
+        .map(|s| s.backlog_bytes as f64 * 8.0 / 4e6)
+        .fold(0.0, f64::max);
+    let settled: Vec<f64> = rates
+        .iter()
+        .filter(|(t, _)| (STEP_DOWN_S + 8.0..STEP_UP_S).contains(t))
+        .map(|&(_, rate)| rate)
+        .collect();
+    let settled_mean = settled.iter().sum::<f64>() / settled.len() as f64;
+    println!(
+        "rate step 8 -> 4 -> 8 Mbit/s at 600 ms: followed the step down in {down:?} s, the step up in {up:?} s; \
+         peak queue after the step down {peak_queue_s:.2} s; sending at {settled_mean:.0} bit/s once settled at \
+         4 Mbit/s; goodput {} bit/s",
+        result["goodput_bps"]
+    );
+    assert!(
+        down.is_some_and(|s| s < 10.0 * RTT_S),
+        "step down followed in {down:?} s"
+    );
+    assert!(
+        up.is_some_and(|s| s < 15.0 * RTT_S),
+        "step up followed in {up:?} s"
+    );
+    // The least a sender that learns of the step from its ACKs can queue
+    // is a round trip at the old rate less the new, 0.6 s at 4 Mbit/s; a
+    // TCP that fills the buffer queues its 3 s.
+    assert!(peak_queue_s < 2.0, "peak queue {peak_queue_s} s");
+    assert!(
+        (0.85 * 4e6..1.15 * 4e6).contains(&settled_mean),
+        "settled at {settled_mean} bit/s"
+    );
+}

@@ -172,6 +172,11 @@ impl Pacer {
     /// framing around it.
     pub(crate) fn consume(&mut self, now: Instant, bytes: usize, payload: usize) {
         let mut turns = lock(&self.budget);
+        if payload == 0 && turns.auto.as_ref().is_some_and(|auto| !auto.has_sent_data()) {
+            // Not held back (`ready_at`), so not charged either: a debt of
+            // ACKs at a first guess would hold back the route's first data.
+            return;
+        }
         turns.bucket.consume(now, bytes);
         turns.last_packet = bytes;
         let wire = bytes + turns.bucket.framing_bytes();
@@ -382,6 +387,22 @@ mod tests {
         // out a's grace, then goes.
         assert_eq!(b.ready_at(at_ms(90), Paced::Data, 1 << 20), at_ms(92));
         assert_eq!(b.ready_at(at_ms(92), Paced::Data, 1 << 20), at_ms(92));
+    }
+
+    #[test]
+    fn an_auto_route_that_has_sent_no_data_neither_holds_nor_charges_its_acks() {
+        let config = Config {
+            rate_auto: true,
+            ..Config::default()
+        };
+        let budget = RateBudget::for_config(&config, Instant::ZERO).unwrap();
+        let mut pacer = budget.join();
+        for _ in 0..10_000 {
+            assert_eq!(pacer.ready_at(Instant::ZERO, Paced::Ack, 0), Instant::ZERO);
+            pacer.consume(Instant::ZERO, 52, 0);
+        }
+        // The first data goes at once, with no debt of ACKs before it.
+        assert_eq!(pacer.ready_at(Instant::ZERO, Paced::Data, 32), Instant::ZERO);
     }
 
     #[test]
