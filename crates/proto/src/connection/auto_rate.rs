@@ -34,6 +34,7 @@
 //! nothing, and leaves the rate as it was: through an outage the route
 //! keeps the rate it had, and resumes at it.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::time::Instant;
@@ -63,6 +64,11 @@ const MIN_QUEUE_DELAY: Duration = Duration::from_millis(5);
 const MIN_RTT_LIFETIME: Duration = Duration::from_secs(10);
 /// Rounds before the first RTT sample, and never shorter than this.
 const MIN_ROUND: Duration = Duration::from_millis(10);
+/// A round that carries less than this share of what was sent the round
+/// before, and of the path's rate, shows a queue building.
+const SHORT_OF_SENT: f64 = 0.8;
+/// Quarter ends at which what was sent is kept: three rounds' worth.
+const SENT_MARKS: usize = 12;
 /// Measures of the last rounds kept: the rate is the largest of them.
 const RECENT_ROUNDS: usize = 4;
 /// The weight of a round in the corruption share, and the most it may be
@@ -174,6 +180,11 @@ pub(crate) struct AutoRate {
     /// payload delivered into the wire rate that carried it.
     wire_bytes: u64,
     payload_bytes: u64,
+    /// Bytes sent on the wire since the route began, and that count at
+    /// each of the last quarters' ends: what was sent since a time, which
+    /// a drain must take out of the queue.
+    sent_bytes: u64,
+    sent_marks: VecDeque<(Instant, u64)>,
 }
 
 impl AutoRate {
@@ -199,6 +210,8 @@ impl AutoRate {
             corruption: 0.0,
             wire_bytes: 0,
             payload_bytes: 0,
+            sent_bytes: 0,
+            sent_marks: VecDeque::with_capacity(SENT_MARKS),
         }
     }
 
@@ -220,6 +233,7 @@ impl AutoRate {
     /// A packet of `wire_bytes` (headers and framing) carrying `payload`
     /// bytes was sent.
     pub(crate) fn on_sent(&mut self, wire_bytes: usize, payload: usize) {
+        self.sent_bytes += wire_bytes as u64;
         self.wire_bytes += wire_bytes as u64;
         self.payload_bytes += payload as u64;
         if self.payload_bytes > 1 << 40 {
@@ -272,11 +286,15 @@ impl AutoRate {
         round.quarter_delivered = 0;
         round.quarter_lost = 0;
         round.last_quarter_min_rtt = round.quarter_min_rtt.take();
+        if self.sent_marks.len() == SENT_MARKS {
+            self.sent_marks.pop_front();
+        }
+        self.sent_marks.push_back((now, self.sent_bytes));
         let queue = self.queue_delay();
         match self.phase {
             Phase::Startup { .. } => {
                 if let Some(delay) = queue {
-                    self.drain(now, delay, self.pacing_bps() as f64);
+                    self.drain(now, delay);
                 } else if let Some(rate) = self.wire_rate(delivered + lost, elapsed) {
                     self.path_bps = self.path_bps.max(rate.clamp(self.min_bps, self.max_bps));
                 }
@@ -299,10 +317,9 @@ impl AutoRate {
     /// A queue of `delay` stood while the path carried `measured`: that
     /// is its rate now. Drains what the queue holds.
     fn congested(&mut self, now: Instant, measured: f64, delay: Duration) {
-        let sending_bps = self.pacing_bps() as f64;
         self.recent.clear();
         self.remember(measured);
-        self.drain(now, delay, sending_bps);
+        self.drain(now, delay);
     }
 
     /// The rate on the wire that carried `payload` bytes in `elapsed`.
@@ -397,14 +414,15 @@ impl AutoRate {
                     stalled_rounds,
                 };
                 if let Some(delay) = queue {
-                    self.drain(now, delay, self.pacing_bps() as f64);
+                    self.drain(now, delay);
                 } else if stalled_rounds >= STARTUP_STALL_ROUNDS {
                     self.phase = Phase::Cruise { round: 1 };
                 }
             }
             Phase::Drain { .. } => {}
             Phase::Cruise { round: cycle_round } => {
-                if let Some(delay) = queue.filter(|_| !round.idle) {
+                let backlog = queue.or_else(|| self.queue_built(&round, carried));
+                if let Some(delay) = backlog.filter(|_| !idle) {
                     self.congested(now, measured, delay);
                     return;
                 }
@@ -424,7 +442,8 @@ impl AutoRate {
                 };
             }
             Phase::ProbeUp { stalled_rounds } => {
-                if let Some(delay) = queue.filter(|_| !round.idle) {
+                let backlog = queue.or_else(|| self.queue_built(&round, carried));
+                if let Some(delay) = backlog.filter(|_| !idle) {
                     self.congested(now, measured, delay);
                     return;
                 }
@@ -445,6 +464,31 @@ impl AutoRate {
                 };
             }
         }
+    }
+
+    /// The queue a round shows by carrying well short of what was sent the
+    /// round before (what it carries was sent then), as a delay: after the
+    /// path slows down, before any RTT shows the queue (a drain's end
+    /// leaves the RTTs blind for a round trip and the queue), the bytes
+    /// sent and not carried are in it.
+    fn queue_built(&self, round: &Round, carried_bps: f64) -> Option<Duration> {
+        let length = self.round_length();
+        let sent_at = |at: Instant| {
+            self.sent_marks
+                .iter()
+                .rev()
+                .find(|(mark, _)| *mark <= at)
+                .copied()
+        };
+        let before = Instant::from_nanos(round.start.as_nanos().saturating_sub(length.as_nanos() as u64));
+        let ((from, sent_from), (to, sent_to)) = (sent_at(before)?, sent_at(round.start)?);
+        let elapsed = to.saturating_since(from).as_secs_f64();
+        if elapsed < length.as_secs_f64() / 2.0 {
+            return None;
+        }
+        let sent_bps = (sent_to - sent_from) as f64 * 8.0 / elapsed;
+        let short = carried_bps < SHORT_OF_SENT * sent_bps && carried_bps < SHORT_OF_SENT * self.path_bps;
+        short.then(|| length.mul_f64((sent_bps - carried_bps) / carried_bps))
     }
 
     /// Learns from a round without a queue what share of what the link
@@ -468,13 +512,26 @@ impl AutoRate {
     }
 
     /// Sends below the path's rate until the queue has emptied: the queue
-    /// of `delay` seen, and what sending at `sending_bps` (above the path's
-    /// rate, as measured now) has added to it since the packet that showed
-    /// it left, a round trip and that queue ago.
-    fn drain(&mut self, now: Instant, delay: Duration, sending_bps: f64) {
-        let since_seen = self.round_length() + delay;
-        let excess = (sending_bps / self.path_bps - 1.0).max(0.0);
-        let queue_seconds = delay.as_secs_f64() + excess * since_seen.as_secs_f64();
+    /// of `delay` seen, and what was sent beyond the path's rate (as
+    /// measured now) since the packet that showed it left, a round trip
+    /// and that queue ago.
+    fn drain(&mut self, now: Instant, delay: Duration) {
+        let seen_at = Instant::from_nanos(
+            now.as_nanos()
+                .saturating_sub((self.round_length() + delay).as_nanos() as u64),
+        );
+        let excess_seconds = self
+            .sent_marks
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= seen_at)
+            .or(self.sent_marks.front())
+            .map_or(0.0, |&(at, sent)| {
+                let elapsed = now.saturating_since(at).as_secs_f64();
+                let sent_bits = (self.sent_bytes - sent) as f64 * 8.0;
+                (sent_bits - self.path_bps * elapsed).max(0.0) / self.path_bps
+            });
+        let queue_seconds = delay.as_secs_f64() + excess_seconds;
         let seconds = queue_seconds / (1.0 - DRAIN_GAIN);
         let until = now + Duration::from_secs_f64(seconds);
         self.phase = Phase::Drain { until };
