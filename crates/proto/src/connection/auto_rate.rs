@@ -59,6 +59,13 @@ const STEP_UP: f64 = 1.15;
 /// whichever is more.
 const QUEUE_SHARE: u32 = 8;
 const MIN_QUEUE_DELAY: Duration = Duration::from_millis(5);
+/// Nor is a delay within this many times the path's jitter a queue: on a
+/// link whose delay varies by seconds (an Iridium call), RTTs above the
+/// smallest are the rule.
+const JITTER_MARGIN: f64 = 2.0;
+/// ... up to this share of the smallest RTT: losses and their repair make
+/// successive RTTs differ too, and a queue must still show.
+const JITTER_SHARE_MAX: u32 = 2;
 /// The smallest RTT is replaced by a round's after this long without a
 /// sample as small (the path may have changed), as BBR forgets its own.
 const MIN_RTT_LIFETIME: Duration = Duration::from_secs(10);
@@ -67,8 +74,15 @@ const MIN_ROUND: Duration = Duration::from_millis(10);
 /// A round that carries less than this share of what was sent the round
 /// before, and of the path's rate, shows a queue building.
 const SHORT_OF_SENT: f64 = 0.8;
+/// A path that carried this share of what was sent has carried it all
+/// (what was sent is measured from marks a quarter apart).
+const CARRIED_ALL: f64 = 0.9;
 /// Quarter ends at which what was sent is kept: three rounds' worth.
 const SENT_MARKS: usize = 12;
+/// A round lasts until it has carried this many of the largest packets,
+/// up to this many times its length.
+const MIN_ROUND_PACKETS: u64 = 4;
+const MAX_ROUND_STRETCH: u32 = 8;
 /// Measures of the last rounds kept: the rate is the largest of them.
 const RECENT_ROUNDS: usize = 4;
 /// The weight of a round in the corruption share, and the most it may be
@@ -167,6 +181,9 @@ pub(crate) struct AutoRate {
     phase: Phase,
     /// The smallest delivery RTT and when it was sampled.
     min_rtt: Option<(Duration, Instant)>,
+    /// The latest delivery RTT, and how much successive ones differ.
+    last_rtt: Option<Duration>,
+    jitter: Duration,
     /// The round before the current one was idle: what the current one
     /// delivers was sent then.
     last_round_idle: bool,
@@ -185,6 +202,8 @@ pub(crate) struct AutoRate {
     /// a drain must take out of the queue.
     sent_bytes: u64,
     sent_marks: VecDeque<(Instant, u64)>,
+    /// The largest payload a packet has carried.
+    largest_payload: u64,
 }
 
 impl AutoRate {
@@ -204,6 +223,8 @@ impl AutoRate {
                 stalled_rounds: 0,
             },
             min_rtt: None,
+            last_rtt: None,
+            jitter: Duration::ZERO,
             last_round_idle: false,
             queue_news_from: now,
             round: Round::new(now),
@@ -212,6 +233,7 @@ impl AutoRate {
             payload_bytes: 0,
             sent_bytes: 0,
             sent_marks: VecDeque::with_capacity(SENT_MARKS),
+            largest_payload: 0,
         }
     }
 
@@ -236,6 +258,7 @@ impl AutoRate {
         self.sent_bytes += wire_bytes as u64;
         self.wire_bytes += wire_bytes as u64;
         self.payload_bytes += payload as u64;
+        self.largest_payload = self.largest_payload.max(payload as u64);
         if self.payload_bytes > 1 << 40 {
             // Keep the ratio, forget the distant past.
             self.wire_bytes /= 2;
@@ -269,7 +292,12 @@ impl AutoRate {
         {
             self.phase = Phase::Cruise { round: 1 };
         }
-        if now.saturating_since(self.round.start) >= round_length {
+        let elapsed = now.saturating_since(self.round.start);
+        // A round measures a few packets at least: on a link of a few
+        // kbit/s a round trip carries one or two, and a measure of one
+        // packet or two is mostly the luck of when they fell.
+        let measurable = self.round.delivered + self.round.lost >= MIN_ROUND_PACKETS * self.largest_payload;
+        if elapsed >= round_length && (measurable || elapsed >= round_length * MAX_ROUND_STRETCH) {
             self.end_round(now);
         }
     }
@@ -280,12 +308,15 @@ impl AutoRate {
     fn end_quarter(&mut self, now: Instant, quarter: usize) {
         let round = &mut self.round;
         let (delivered, lost) = (round.quarter_delivered, round.quarter_lost);
-        let elapsed = now.saturating_since(round.quarter_start);
+        let quarter_start = round.quarter_start;
+        let elapsed = now.saturating_since(quarter_start);
         round.quarter = quarter;
         round.quarter_start = now;
         round.quarter_delivered = 0;
         round.quarter_lost = 0;
         round.last_quarter_min_rtt = round.quarter_min_rtt.take();
+        // A quarter's measure counts if it saw a few packets.
+        let measurable = delivered + lost >= MIN_ROUND_PACKETS * self.largest_payload;
         if self.sent_marks.len() == SENT_MARKS {
             self.sent_marks.pop_front();
         }
@@ -304,22 +335,47 @@ impl AutoRate {
                 // step down, every moment at the old rate adds to it.
                 let carrying = self
                     .wire_rate(delivered, elapsed)
-                    .filter(|_| delivered > 0)
+                    .filter(|_| delivered > 0 && measurable)
                     .map(|rate| rate / (1.0 - self.corruption));
                 if let (Some(delay), Some(carrying)) = (queue, carrying) {
-                    self.congested(now, carrying, delay);
+                    self.congested(now, carrying, delay, quarter_start);
                 }
             }
             _ => {}
         }
     }
 
-    /// A queue of `delay` stood while the path carried `measured`: that
-    /// is its rate now. Drains what the queue holds.
-    fn congested(&mut self, now: Instant, measured: f64, delay: Duration) {
-        self.recent.clear();
-        self.remember(measured);
+    /// A queue of `delay` stood while the path carried `measured` (from
+    /// `since` until now). Drains what the queue holds. If the path carried
+    /// less than was sent a round before (what it carried was sent then),
+    /// that is its rate now; if it carried all of it, the rate stands: what
+    /// is sent at a rate is carried at that rate, and would otherwise take
+    /// the rate down with every queue seen (or jitter taken for one).
+    fn congested(&mut self, now: Instant, measured: f64, delay: Duration, since: Instant) {
+        let length = self.round_length();
+        let sent = self.sent_bps(earlier(since, length), earlier(now, length));
+        if sent.is_none_or(|sent| measured < CARRIED_ALL * sent) {
+            self.recent.clear();
+            self.remember(measured);
+        }
         self.drain(now, delay);
+    }
+
+    /// The rate sent on the wire between two instants, from the marks of
+    /// the quarters' ends nearest before them, if they are far enough
+    /// apart to tell.
+    fn sent_bps(&self, from: Instant, to: Instant) -> Option<f64> {
+        let mark_before = |at: Instant| {
+            self.sent_marks
+                .iter()
+                .rev()
+                .find(|(mark, _)| *mark <= at)
+                .copied()
+        };
+        let ((from_mark, sent_from), (to_mark, sent_to)) = (mark_before(from)?, mark_before(to)?);
+        let elapsed = to_mark.saturating_since(from_mark);
+        (elapsed * 2 >= to.saturating_since(from) && !elapsed.is_zero())
+            .then(|| (sent_to - sent_from) as f64 * 8.0 / elapsed.as_secs_f64())
     }
 
     /// The rate on the wire that carried `payload` bytes in `elapsed`.
@@ -343,8 +399,15 @@ impl AutoRate {
         if self.min_rtt.is_none_or(|(min, _)| rtt <= min) {
             self.min_rtt = Some((rtt, now));
         }
+        if let Some(last) = self.last_rtt.replace(rtt) {
+            // RFC 3550's interarrival jitter, over successive RTTs: a
+            // queue that grows moves them little, a jittery path much.
+            let step = rtt.abs_diff(last).as_secs_f64();
+            let jitter = self.jitter.as_secs_f64();
+            self.jitter = Duration::from_secs_f64(jitter + (step - jitter) / 16.0);
+        }
         self.round.min_rtt = Some(self.round.min_rtt.map_or(rtt, |min| min.min(rtt)));
-        let sent_at = Instant::from_nanos(now.as_nanos().saturating_sub(rtt.as_nanos() as u64));
+        let sent_at = earlier(now, rtt);
         if sent_at >= self.queue_news_from {
             self.round.quarter_min_rtt = Some(self.round.quarter_min_rtt.map_or(rtt, |min| min.min(rtt)));
         }
@@ -355,7 +418,8 @@ impl AutoRate {
     fn queue_delay(&self) -> Option<Duration> {
         let (min_rtt, _) = self.min_rtt?;
         let delay = self.round.recent_min_rtt()?.saturating_sub(min_rtt);
-        let threshold = (min_rtt / QUEUE_SHARE).max(MIN_QUEUE_DELAY);
+        let jitter = self.jitter.mul_f64(JITTER_MARGIN).min(min_rtt / JITTER_SHARE_MAX);
+        let threshold = (min_rtt / QUEUE_SHARE).max(MIN_QUEUE_DELAY).max(jitter);
         (delay > threshold).then_some(delay)
     }
 
@@ -423,7 +487,7 @@ impl AutoRate {
             Phase::Cruise { round: cycle_round } => {
                 let backlog = queue.or_else(|| self.queue_built(&round, carried));
                 if let Some(delay) = backlog.filter(|_| !idle) {
-                    self.congested(now, measured, delay);
+                    self.congested(now, measured, delay, round.start);
                     return;
                 }
                 if counts {
@@ -444,7 +508,7 @@ impl AutoRate {
             Phase::ProbeUp { stalled_rounds } => {
                 let backlog = queue.or_else(|| self.queue_built(&round, carried));
                 if let Some(delay) = backlog.filter(|_| !idle) {
-                    self.congested(now, measured, delay);
+                    self.congested(now, measured, delay, round.start);
                     return;
                 }
                 let before = self.path_bps;
@@ -473,20 +537,7 @@ impl AutoRate {
     /// sent and not carried are in it.
     fn queue_built(&self, round: &Round, carried_bps: f64) -> Option<Duration> {
         let length = self.round_length();
-        let sent_at = |at: Instant| {
-            self.sent_marks
-                .iter()
-                .rev()
-                .find(|(mark, _)| *mark <= at)
-                .copied()
-        };
-        let before = Instant::from_nanos(round.start.as_nanos().saturating_sub(length.as_nanos() as u64));
-        let ((from, sent_from), (to, sent_to)) = (sent_at(before)?, sent_at(round.start)?);
-        let elapsed = to.saturating_since(from).as_secs_f64();
-        if elapsed < length.as_secs_f64() / 2.0 {
-            return None;
-        }
-        let sent_bps = (sent_to - sent_from) as f64 * 8.0 / elapsed;
+        let sent_bps = self.sent_bps(earlier(round.start, length), round.start)?;
         let short = carried_bps < SHORT_OF_SENT * sent_bps && carried_bps < SHORT_OF_SENT * self.path_bps;
         short.then(|| length.mul_f64((sent_bps - carried_bps) / carried_bps))
     }
@@ -539,6 +590,14 @@ impl AutoRate {
         self.round.quarter_min_rtt = None;
         self.round.last_quarter_min_rtt = None;
     }
+}
+
+/// `by` before `at`, or the start of time.
+fn earlier(at: Instant, by: Duration) -> Instant {
+    Instant::from_nanos(
+        at.as_nanos()
+            .saturating_sub(u64::try_from(by.as_nanos()).unwrap_or(u64::MAX)),
+    )
 }
 
 #[cfg(test)]
@@ -750,6 +809,52 @@ mod tests {
             now += Duration::from_millis(100);
         }
         assert_eq!(auto.path_bps(), before, "kept through the outage and the trickle");
+    }
+
+    #[test]
+    fn a_jittery_path_that_carries_all_it_is_sent_keeps_its_rate() {
+        // An Iridium call: 7200 bit/s, round trips of 3 to 6 s in no order.
+        // Every packet sent is delivered; the RTTs above the smallest are
+        // jitter, not a queue, and must not take the rate down.
+        let seed: u64 = 0x1d1d_1d1d;
+        eprintln!("seed {seed:#x}");
+        let mut random = seed;
+        let mut auto = AutoRate::new(4380, 100, 7200, Instant::ZERO);
+        let mut now = Instant::ZERO;
+        let mut in_flight: VecDeque<Instant> = VecDeque::new();
+        let until = at_secs(3600);
+        let mut lowest_after_ten_minutes = u64::MAX;
+        while now < until {
+            // Send at the pacing rate, 1500-byte packets; the path carries
+            // 7200 bit/s, so anything paced below it arrives.
+            auto.on_sent(1500, 1448);
+            in_flight.push_back(now);
+            let gap = Duration::from_secs_f64(1500.0 * 8.0 / auto.pacing_bps().min(7200) as f64);
+            now += gap;
+            while let Some(&sent) = in_flight.front() {
+                random ^= random << 13;
+                random ^= random >> 7;
+                random ^= random << 17;
+                let rtt = Duration::from_millis(3000 + random % 3000);
+                if sent + Duration::from_secs(6) > now {
+                    break;
+                }
+                in_flight.pop_front();
+                auto.on_ack(now, 1448, 0, Some(rtt));
+            }
+            if now > at_secs(600) {
+                lowest_after_ten_minutes = lowest_after_ten_minutes.min(auto.path_bps());
+            }
+        }
+        // Measures of a packet or two a round wander (4.7 to 7.2 kbit/s
+        // here); what must not happen is the ratchet that took the rate
+        // to 100 bit/s, each jitter taken for a queue lowering the rate to
+        // what was sent at the rate before.
+        eprintln!("lowest rate after ten minutes: {lowest_after_ten_minutes} bit/s");
+        assert!(
+            lowest_after_ten_minutes > 3600,
+            "the rate fell to {lowest_after_ten_minutes} bit/s on a path that carried all it was sent"
+        );
     }
 
     #[test]
