@@ -347,11 +347,14 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     } else {
         Direction::Forward
     };
-    let rtt = spec.engine.as_ref().and_then(link_rtt);
+    let (rtt, link_rate) = (
+        spec.engine.as_ref().and_then(link_rtt),
+        spec.engine.as_ref().and_then(link_rate),
+    );
     let engine = engine(spec.engine.clone(), &format!("{origin} [engine]"), direction)?;
     let buffer = match spec.relay.buffer {
         Some(buffer) => buffer.0,
-        None => default_buffer(engine.config.rate_bps, rtt),
+        None => default_buffer(sizing_rate(&engine.config, link_rate), rtt),
     };
     check_buffer("relay.buffer", buffer)?;
     let idle_timeout = match spec.relay.idle_timeout {
@@ -447,6 +450,21 @@ fn default_buffer(rate_bps: Option<u64>, rtt: Option<Duration>) -> u64 {
     }
 }
 
+/// The link's rate in `[engine]`, if it gives one.
+fn link_rate(engine: &toml::Table) -> Option<u64> {
+    let rate = engine.get("link")?.get("rate")?.as_str()?;
+    rate.parse::<scps_config::units::Rate>().ok().map(|rate| rate.0)
+}
+
+/// The rate a route's buffers are sized for: its engine's, or, when that
+/// rate is `auto` (measured, not configured), its link's (`link`).
+fn sizing_rate(config: &scps_proto::Config, link: Option<u64>) -> Option<u64> {
+    if config.rate_auto {
+        return link.or(config.rate_bps);
+    }
+    config.rate_bps
+}
+
 /// The link's RTT in `[engine]`, if it gives one (checked with the rest of
 /// the table by the engine's resolution).
 fn link_rtt(engine: &toml::Table) -> Option<Duration> {
@@ -469,7 +487,10 @@ fn check_buffer(key: &str, buffer: u64) -> Result<(), Error> {
 /// (`scps_config::gateways::link_engine_buffer`, as the simulator's
 /// gateways): when `[engine.link]` gives the route's rate and RTT.
 fn engine(table: Option<toml::Table>, within: &str, direction: Direction) -> Result<RealStack, Error> {
-    let rtt = table.as_ref().and_then(link_rtt);
+    let (rtt, link) = (
+        table.as_ref().and_then(link_rtt),
+        table.as_ref().and_then(link_rate),
+    );
     let sized = |key: &str| {
         let Some(table) = &table else {
             return false;
@@ -492,7 +513,7 @@ fn engine(table: Option<toml::Table>, within: &str, direction: Direction) -> Res
     // The UDP path's packets: an Ethernet MTU less the outer IPv4 and UDP
     // headers and the frame check.
     let mut stack = settings.resolve(direction, 1500 - 28 - 4)?;
-    if let (Some(rate), Some(rtt)) = (stack.config.rate_bps, rtt) {
+    if let (Some(rate), Some(rtt)) = (sizing_rate(&stack.config, link), rtt) {
         let size = scps_config::gateways::link_engine_buffer(rate, rtt);
         if !send_sized {
             stack.config.send_buffer = size;
@@ -609,7 +630,7 @@ fn one_route(
         spec.engine.clone().unwrap_or_default(),
         route.engine.clone().unwrap_or_default(),
     );
-    let rtt = link_rtt(&table);
+    let (rtt, link) = (link_rtt(&table), link_rate(&table));
     let mut engine = engine(Some(table), &format!("{origin} route[{i}].engine"), direction)?;
     // The route's number, counted from 1: its connections share its rate.
     engine.config.rate_route = i as u32 + 1;
@@ -617,7 +638,7 @@ fn one_route(
         Some(buffer) => buffer.0,
         None => match spec.relay.buffer {
             Some(buffer) => buffer.0,
-            None => default_buffer(engine.config.rate_bps, rtt),
+            None => default_buffer(sizing_rate(&engine.config, link), rtt),
         },
     };
     check_buffer(&key("buffer"), buffer)?;
@@ -1186,6 +1207,31 @@ mod tests {
             .unwrap();
         assert_eq!(carried.engine.recv_buffer, 6 << 20, "the key's");
         assert_eq!(carried.engine.send_buffer, 2_400_000, "the link's");
+    }
+
+    #[test]
+    fn a_route_whose_rate_is_auto_is_not_told_the_links_rate_but_sized_for_it() {
+        let config = parse(&format!(
+            "{TRANSPARENT}[engine]\nprotocol = \"scps-rate\"\n[engine.link]\nrate = \"8Mbit\"\nrtt = \"600ms\"\n\
+             [engine.tcp]\nrate = \"auto\"\n"
+        ))
+        .unwrap();
+        let client: IpAddr = "10.99.1.5".parse().unwrap();
+        let (_, carried) = config
+            .routes
+            .carried(client, "10.99.4.2:80".parse().unwrap())
+            .unwrap();
+        assert!(carried.engine.rate_auto);
+        assert_eq!(carried.engine.rate_bps, None, "measured, not configured");
+        assert_eq!(
+            (
+                carried.engine.send_buffer,
+                carried.engine.recv_buffer,
+                carried.relay.buffer
+            ),
+            (2_400_000, 2_400_000, 600_000),
+            "sized for the link's 8 Mbit/s for 600 ms as a fixed rate's would be"
+        );
     }
 
     #[test]
