@@ -1193,11 +1193,12 @@ mod tests {
         );
     }
 
-    #[test]
-    fn buffers_a_key_sizes_are_kept() {
+    /// What the one route of an 8 Mbit/s, 600 ms `scps-rate` engine with
+    /// `[engine.tcp]` keys `tcp` carries a web connection with.
+    fn carried_at_8mbit(tcp: &str) -> Carried {
         let config = parse(&format!(
             "{TRANSPARENT}[engine]\nprotocol = \"scps-rate\"\n[engine.link]\nrate = \"8Mbit\"\nrtt = \"600ms\"\n\
-             [engine.tcp]\nrecv_buffer = \"6MiB\"\n"
+             [engine.tcp]\n{tcp}\n"
         ))
         .unwrap();
         let client: IpAddr = "10.99.1.5".parse().unwrap();
@@ -1205,22 +1206,19 @@ mod tests {
             .routes
             .carried(client, "10.99.4.2:80".parse().unwrap())
             .unwrap();
+        carried.clone()
+    }
+
+    #[test]
+    fn buffers_a_key_sizes_are_kept() {
+        let carried = carried_at_8mbit("recv_buffer = \"6MiB\"");
         assert_eq!(carried.engine.recv_buffer, 6 << 20, "the key's");
         assert_eq!(carried.engine.send_buffer, 2_400_000, "the link's");
     }
 
     #[test]
     fn a_route_whose_rate_is_auto_is_not_told_the_links_rate_but_sized_for_it() {
-        let config = parse(&format!(
-            "{TRANSPARENT}[engine]\nprotocol = \"scps-rate\"\n[engine.link]\nrate = \"8Mbit\"\nrtt = \"600ms\"\n\
-             [engine.tcp]\nrate = \"auto\"\n"
-        ))
-        .unwrap();
-        let client: IpAddr = "10.99.1.5".parse().unwrap();
-        let (_, carried) = config
-            .routes
-            .carried(client, "10.99.4.2:80".parse().unwrap())
-            .unwrap();
+        let carried = carried_at_8mbit("rate = \"auto\"");
         assert!(carried.engine.rate_auto);
         assert_eq!(carried.engine.rate_bps, None, "measured, not configured");
         assert_eq!(
