@@ -265,6 +265,24 @@ fn compressed_headers_carry_a_bulk_transfer_over_udp() {
 }
 
 #[test]
+fn a_rate_that_follows_the_path_is_reported_with_what_it_measured() {
+    let auto = ["--stack", "scps-rate", "--set", "tcp.rate=\"auto\""];
+    let (sent, received) = udp_transfer(&auto, &[&auto[..], &["--bytes", "2MB"]].concat());
+    assert_eq!(sent["verified"], true, "{sent}");
+    assert_eq!(received["sha256"], sent["sha256"]);
+    // On loopback the path carries far more than the first guess (an
+    // initial window a second, 35 kbit/s): the measure climbed.
+    let path = sent["path_rate_bps"].as_u64().unwrap_or_else(|| panic!("{sent}"));
+    assert!(path > 1_000_000, "measured {path} bit/s on loopback: {sent}");
+    assert!(sent["pacing_rate_bps"].as_u64().is_some(), "{sent}");
+    // A fixed rate is reported as paced within, with nothing measured.
+    let fixed = ["--stack", "scps-rate", "--set", "tcp.rate=\"50Mbit\""];
+    let (sent, _) = udp_transfer(&fixed, &[&fixed[..], &["--bytes", "1MB"]].concat());
+    assert_eq!(sent["pacing_rate_bps"], 50_000_000, "{sent}");
+    assert!(sent.get("path_rate_bps").is_none(), "{sent}");
+}
+
+#[test]
 fn two_way_message_streams_report_rate_and_latency_both_ways() {
     let (sent, received) = udp_transfer(
         &[],

@@ -27,6 +27,10 @@ pub struct ConnectionFigures {
     /// Whether SCPS-TP, and header compression, were negotiated.
     pub scps: Option<bool>,
     pub header_compression: Option<bool>,
+    /// The route rate the connection paced within as it ended, and for a
+    /// rate that is `auto` the path's rate as last measured (bit/s).
+    pub pacing_rate_bps: Option<u64>,
+    pub path_rate_bps: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -66,6 +70,14 @@ pub struct Report {
     /// for kernel TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header_compression: Option<bool>,
+    /// The route rate our stack's connection paced within as it ended,
+    /// bit/s; absent without a route rate and for kernel TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_rate_bps: Option<u64>,
+    /// For a route rate that is `auto`: the path's rate as last measured,
+    /// bit/s on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_rate_bps: Option<u64>,
     /// SHA-256 of the bulk data, as this end computed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
@@ -124,6 +136,8 @@ impl Report {
         self.retransmitted_bytes = figures.retransmitted_bytes;
         self.scps = figures.scps;
         self.header_compression = figures.header_compression;
+        self.pacing_rate_bps = figures.pacing_rate_bps;
+        self.path_rate_bps = figures.path_rate_bps;
     }
 
     /// Fills in how the connection repaired losses (nothing for kernel TCP).
@@ -234,6 +248,15 @@ impl Report {
             // Kernel TCP: the kernel tells its bytes, not how it repaired.
             (Some(r), _, _) => lines.push(format!("  retransmitted {r} bytes")),
             (None, _, _) => {}
+        }
+        match (self.pacing_rate_bps, self.path_rate_bps) {
+            (Some(pacing), Some(path)) => lines.push(format!(
+                "  paced at {} at the end, the path measured at {} (rate auto)",
+                rate(pacing as f64),
+                rate(path as f64)
+            )),
+            (Some(pacing), None) => lines.push(format!("  paced within {}", rate(pacing as f64))),
+            _ => {}
         }
         lines.push(format!(
             "  cpu {:.2} s user, {:.2} s system ({:.0}% of the time)",

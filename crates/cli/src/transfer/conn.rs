@@ -54,11 +54,22 @@ impl Abort {
 impl Conn {
     /// What the connection did, for its report.
     pub fn figures(&self) -> ConnectionFigures {
+        let stats = self.stats();
         ConnectionFigures {
             repairs: self.repairs(),
             retransmitted_bytes: self.retransmitted_bytes(),
             scps: self.scps(),
             header_compression: self.header_compression(),
+            pacing_rate_bps: stats.as_ref().and_then(|s| s.pacing_rate_bps),
+            path_rate_bps: stats.as_ref().and_then(|s| s.path_rate_bps),
+        }
+    }
+
+    /// Our stack's connection's statistics (none for kernel TCP).
+    fn stats(&self) -> Option<scps_proto::ConnectionStats> {
+        match self {
+            Conn::Scps(stream) => stream.stats(),
+            Conn::Tcp(_) => None,
         }
     }
 
@@ -74,14 +85,11 @@ impl Conn {
     /// TCP, whose retransmitted bytes [`Conn::retransmitted_bytes`] asks
     /// the kernel for).
     pub fn repairs(&self) -> Option<Repairs> {
-        match self {
-            Conn::Scps(stream) => stream.stats().map(|s| Repairs {
-                retransmitted_bytes: s.bytes_retransmitted,
-                timeouts: s.timeouts,
-                fast_recoveries: s.fast_recoveries,
-            }),
-            Conn::Tcp(_) => None,
-        }
+        self.stats().map(|s| Repairs {
+            retransmitted_bytes: s.bytes_retransmitted,
+            timeouts: s.timeouts,
+            fast_recoveries: s.fast_recoveries,
+        })
     }
 
     /// Sends each write at once (TCP_NODELAY on the kernel's socket,
@@ -100,7 +108,7 @@ impl Conn {
     /// not say).
     pub fn retransmitted_bytes(&self) -> Option<u64> {
         match self {
-            Conn::Scps(stream) => stream.stats().map(|s| s.bytes_retransmitted),
+            Conn::Scps(_) => self.stats().map(|s| s.bytes_retransmitted),
             Conn::Tcp(stream) => {
                 let info = stream
                     .local_addr()
@@ -121,19 +129,13 @@ impl Conn {
     /// Whether SCPS-TP was negotiated (not known for kernel TCP, which
     /// never speaks it).
     pub fn scps(&self) -> Option<bool> {
-        match self {
-            Conn::Scps(stream) => stream.stats().map(|s| s.scps),
-            Conn::Tcp(_) => None,
-        }
+        self.stats().map(|s| s.scps)
     }
 
     /// Whether header compression was negotiated (not known for kernel
     /// TCP).
     pub fn header_compression(&self) -> Option<bool> {
-        match self {
-            Conn::Scps(stream) => stream.stats().map(|s| s.header_compression),
-            Conn::Tcp(_) => None,
-        }
+        self.stats().map(|s| s.header_compression)
     }
 
     pub fn peer(&self) -> String {
