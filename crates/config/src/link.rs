@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use scps_bond::BondConfig;
 use scps_channel::{
     BurstErrors, CallDrops, ChannelConfig, ErrorMode, FrameCheck, Jitter, OutageConfig, OutageWindow, Qdisc,
     RedConfig, ShaperConfig,
@@ -81,8 +82,17 @@ pub struct ChannelSpec {
     /// bonding scheduler (crates/bond: by measured delivery rate, with
     /// probes, down and marginal circuits out).
     pub bond: Option<BondKind>,
-    /// The scheduler's probe interval (only in `[link]`).
+    /// The scheduler's settings (only in `[link]`, only with `bond =
+    /// "scheduler"`): its probe interval, the probe intervals without an
+    /// answer after which a circuit is down, how long a circuit's queue
+    /// may be (in time at its rate), and when a circuit is marginal (its
+    /// loss, and its loss and round trip against its best peer's).
     pub bond_probe_interval: Option<Time>,
+    pub bond_down_after: Option<u32>,
+    pub bond_channel_queue: Option<Time>,
+    pub bond_marginal_loss: Option<f64>,
+    pub bond_marginal_loss_ratio: Option<f64>,
+    pub bond_marginal_rtt_ratio: Option<f64>,
     /// Largest IP packet (only in `[link]`); wider than the `u16` it
     /// becomes, so that a value too large is refused with the MTU's range.
     pub mtu: Option<u32>,
@@ -101,17 +111,16 @@ pub enum BondKind {
 }
 
 /// How a link's packets are striped over its circuits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Striping {
     /// Round-robin over the circuits that are up.
     #[default]
     RoundRobin,
-    /// The bonding scheduler, probing every circuit this often.
-    Scheduler { probe_interval: Duration },
+    /// The bonding scheduler with these settings, checked; the circuits'
+    /// rates and what the bond holds are the link's, given when it is
+    /// built.
+    Scheduler(BondConfig),
 }
-
-/// The scheduler's probe interval when `bond_probe_interval` does not say.
-pub const DEFAULT_BOND_PROBE_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -446,28 +455,45 @@ impl ChannelSpec {
         })
     }
 
-    /// How the circuits are striped.
+    /// How the circuits are striped: round-robin, or the scheduler with
+    /// its settings checked (a setting out of range is refused naming its
+    /// key, before anything starts).
     pub fn striping(&self) -> Result<Striping, Error> {
-        let interval = self.bond_probe_interval.map(|t| t.0);
-        match (self.bond.unwrap_or(BondKind::RoundRobin), interval) {
-            (BondKind::RoundRobin, None) => Ok(Striping::RoundRobin),
-            (BondKind::RoundRobin, Some(_)) => Err(Error::invalid(
-                "link.bond_probe_interval",
-                "set",
-                "only with bond = \"scheduler\"",
-            )),
-            (BondKind::Scheduler, interval) => {
-                let probe_interval = interval.unwrap_or(DEFAULT_BOND_PROBE_INTERVAL);
-                if !(Duration::from_millis(10)..=Duration::from_secs(3600)).contains(&probe_interval) {
-                    return Err(Error::invalid(
-                        "link.bond_probe_interval",
-                        format!("{probe_interval:?}"),
-                        "10ms to 1h",
-                    ));
-                }
-                Ok(Striping::Scheduler { probe_interval })
-            }
+        let settings = [
+            ("bond_probe_interval", self.bond_probe_interval.is_some()),
+            ("bond_down_after", self.bond_down_after.is_some()),
+            ("bond_channel_queue", self.bond_channel_queue.is_some()),
+            ("bond_marginal_loss", self.bond_marginal_loss.is_some()),
+            (
+                "bond_marginal_loss_ratio",
+                self.bond_marginal_loss_ratio.is_some(),
+            ),
+            ("bond_marginal_rtt_ratio", self.bond_marginal_rtt_ratio.is_some()),
+        ];
+        if self.bond.unwrap_or(BondKind::RoundRobin) == BondKind::RoundRobin {
+            return match settings.iter().find(|(_, given)| *given) {
+                Some((key, _)) => Err(Error::invalid(
+                    format!("link.{key}"),
+                    "set",
+                    "only with bond = \"scheduler\"",
+                )),
+                None => Ok(Striping::RoundRobin),
+            };
         }
+        // The circuits' rates are the link's, set when it is built; one
+        // stands in for them while the settings are checked.
+        let mut config = BondConfig::new(vec![2400]);
+        let marginal = &mut config.marginal;
+        config.probe_interval = self.bond_probe_interval.map_or(config.probe_interval, |t| t.0);
+        config.down_after_intervals = self.bond_down_after.unwrap_or(config.down_after_intervals);
+        config.channel_queue = self.bond_channel_queue.map_or(config.channel_queue, |t| t.0);
+        marginal.loss = self.bond_marginal_loss.unwrap_or(marginal.loss);
+        marginal.loss_ratio = self.bond_marginal_loss_ratio.unwrap_or(marginal.loss_ratio);
+        marginal.rtt_ratio = self.bond_marginal_rtt_ratio.unwrap_or(marginal.rtt_ratio);
+        config
+            .check()
+            .map_err(|e| Error::invalid(format!("link.bond_{}", e.key), e.value, e.allowed))?;
+        Ok(Striping::Scheduler(config))
     }
 
     /// `mtu`, or the default, within what IP allows.
@@ -531,6 +557,14 @@ impl ChannelSpec {
             ("channels", self.channels.is_some()),
             ("bond", self.bond.is_some()),
             ("bond_probe_interval", self.bond_probe_interval.is_some()),
+            ("bond_down_after", self.bond_down_after.is_some()),
+            ("bond_channel_queue", self.bond_channel_queue.is_some()),
+            ("bond_marginal_loss", self.bond_marginal_loss.is_some()),
+            (
+                "bond_marginal_loss_ratio",
+                self.bond_marginal_loss_ratio.is_some(),
+            ),
+            ("bond_marginal_rtt_ratio", self.bond_marginal_rtt_ratio.is_some()),
             ("mtu", self.mtu.is_some()),
             ("return", self.reverse.is_some()),
             ("channel", self.channel.is_some()),
@@ -587,6 +621,44 @@ mod tests {
 
     fn spec(text: &str) -> ChannelSpec {
         toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn the_schedulers_settings_are_keys_checked_before_anything_starts() {
+        let link = |keys: &str| spec(&format!("rate = \"2400bps\"\nchannels = 3\n{keys}")).resolve();
+        let Striping::Scheduler(config) = link(
+            "bond = \"scheduler\"\nbond_down_after = 3\nbond_channel_queue = \"2s\"\n\
+             bond_marginal_loss = 0.3\nbond_marginal_loss_ratio = 2\nbond_marginal_rtt_ratio = 4",
+        )
+        .unwrap()
+        .striping
+        else {
+            panic!("the scheduler");
+        };
+        assert_eq!(config.down_after_intervals, 3);
+        assert_eq!(config.channel_queue, Duration::from_secs(2));
+        assert_eq!(
+            (
+                config.marginal.loss,
+                config.marginal.loss_ratio,
+                config.marginal.rtt_ratio
+            ),
+            (0.3, 2.0, 4.0)
+        );
+        assert_eq!(config.probe_interval, Duration::from_secs(1), "the default");
+        let refused = |keys: &str| link(keys).unwrap_err().to_string();
+        assert_eq!(
+            refused("bond = \"scheduler\"\nbond_marginal_loss = 1.5"),
+            "link.bond_marginal_loss = 1.5: above 0 and below 1"
+        );
+        assert_eq!(
+            refused("bond = \"scheduler\"\nbond_down_after = 0"),
+            "link.bond_down_after = 0: 1 to 100 probe intervals"
+        );
+        assert_eq!(
+            refused("bond_marginal_rtt_ratio = 4"),
+            "link.bond_marginal_rtt_ratio = set: only with bond = \"scheduler\""
+        );
     }
 
     #[test]

@@ -212,7 +212,7 @@ fn connect_stressed(
     ends: [NodeInterface; 2],
     bundles: (Bundle, Bundle),
 ) -> Result<Stressed, SimError> {
-    let Striping::Scheduler { probe_interval } = point.link.striping else {
+    let Striping::Scheduler(settings) = &point.link.striping else {
         return Ok(Stressed {
             links: vec![world.connect(ends[0], ends[1], bundles.0, bundles.1)?],
             bonds: Vec::new(),
@@ -220,8 +220,10 @@ fn connect_stressed(
     };
     let bond = |direction| -> Result<BondNode, SimError> {
         let channels = point.link.channels(direction);
-        let mut config = BondConfig::new(channels.iter().map(sustained_rate_bps).collect());
-        config.probe_interval = probe_interval;
+        let mut config = BondConfig {
+            channel_rates_bps: channels.iter().map(sustained_rate_bps).collect(),
+            ..settings.clone()
+        };
         // It holds what the circuits' own buffers would, striped
         // round-robin.
         let buffers: u64 = channels.iter().map(|c| c.buffer_bytes).sum();
