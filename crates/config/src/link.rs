@@ -455,11 +455,9 @@ impl ChannelSpec {
         })
     }
 
-    /// How the circuits are striped: round-robin, or the scheduler with
-    /// its settings checked (a setting out of range is refused naming its
-    /// key, before anything starts).
-    pub fn striping(&self) -> Result<Striping, Error> {
-        let settings = [
+    /// The scheduler's keys, each with whether it is given.
+    fn bond_settings_given(&self) -> [(&'static str, bool); 6] {
+        [
             ("bond_probe_interval", self.bond_probe_interval.is_some()),
             ("bond_down_after", self.bond_down_after.is_some()),
             ("bond_channel_queue", self.bond_channel_queue.is_some()),
@@ -469,9 +467,15 @@ impl ChannelSpec {
                 self.bond_marginal_loss_ratio.is_some(),
             ),
             ("bond_marginal_rtt_ratio", self.bond_marginal_rtt_ratio.is_some()),
-        ];
+        ]
+    }
+
+    /// How the circuits are striped: round-robin, or the scheduler with
+    /// its settings checked (a setting out of range is refused naming its
+    /// key, before anything starts).
+    pub fn striping(&self) -> Result<Striping, Error> {
         if self.bond.unwrap_or(BondKind::RoundRobin) == BondKind::RoundRobin {
-            return match settings.iter().find(|(_, given)| *given) {
+            return match self.bond_settings_given().iter().find(|(_, given)| *given) {
                 Some((key, _)) => Err(Error::invalid(
                     format!("link.{key}"),
                     "set",
@@ -556,20 +560,12 @@ impl ChannelSpec {
         let misplaced = [
             ("channels", self.channels.is_some()),
             ("bond", self.bond.is_some()),
-            ("bond_probe_interval", self.bond_probe_interval.is_some()),
-            ("bond_down_after", self.bond_down_after.is_some()),
-            ("bond_channel_queue", self.bond_channel_queue.is_some()),
-            ("bond_marginal_loss", self.bond_marginal_loss.is_some()),
-            (
-                "bond_marginal_loss_ratio",
-                self.bond_marginal_loss_ratio.is_some(),
-            ),
-            ("bond_marginal_rtt_ratio", self.bond_marginal_rtt_ratio.is_some()),
             ("mtu", self.mtu.is_some()),
             ("return", self.reverse.is_some()),
             ("channel", self.channel.is_some()),
         ];
-        match misplaced.iter().find(|(_, present)| *present) {
+        let mut misplaced = misplaced.into_iter().chain(self.bond_settings_given());
+        match misplaced.find(|(_, present)| *present) {
             Some((name, _)) => Err(Error::invalid(
                 format!("{key}.{name}"),
                 "set",
@@ -658,6 +654,12 @@ mod tests {
         assert_eq!(
             refused("bond_marginal_rtt_ratio = 4"),
             "link.bond_marginal_rtt_ratio = set: only with bond = \"scheduler\""
+        );
+        let in_a_circuit = refused("bond = \"scheduler\"\n[[channel]]\nbond_marginal_loss = 0.5");
+        assert!(
+            in_a_circuit.contains("bond_marginal_loss")
+                && in_a_circuit.contains("only allowed directly in [link]"),
+            "{in_a_circuit}"
         );
     }
 
