@@ -331,6 +331,12 @@ fn a_telnet_session_echoes_through_the_gateways() {
     let _ = session.kill();
     let _ = session.wait();
     telnetd.stop(server);
+    // The ends' closes cross the link after the client has gone: the
+    // gateways are stopped once the session has ended at both (a stop
+    // sooner found it still open, seen once in CI).
+    for gateway in ["gwA", "gwB"] {
+        wait_connections_ended(testbed.node(gateway).unwrap(), 23);
+    }
     stop_carried(&a, &b, 1);
 }
 
