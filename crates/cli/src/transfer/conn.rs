@@ -52,24 +52,33 @@ impl Abort {
 }
 
 impl Conn {
-    /// What the connection did, for its report.
+    /// What the connection did, for its report: our stack's connection
+    /// tells it all in one read of its statistics; kernel TCP only its
+    /// retransmitted bytes.
     pub fn figures(&self) -> ConnectionFigures {
-        let stats = self.stats();
+        let stream = match self {
+            Conn::Scps(stream) => stream,
+            Conn::Tcp(stream) => {
+                return ConnectionFigures {
+                    retransmitted_bytes: kernel_retransmitted_bytes(stream),
+                    ..ConnectionFigures::default()
+                };
+            }
+        };
+        let Some(stats) = stream.stats() else {
+            return ConnectionFigures::default();
+        };
         ConnectionFigures {
-            repairs: self.repairs(),
-            retransmitted_bytes: self.retransmitted_bytes(),
-            scps: self.scps(),
-            header_compression: self.header_compression(),
-            pacing_rate_bps: stats.as_ref().and_then(|s| s.pacing_rate_bps),
-            path_rate_bps: stats.as_ref().and_then(|s| s.path_rate_bps),
-        }
-    }
-
-    /// Our stack's connection's statistics (none for kernel TCP).
-    fn stats(&self) -> Option<scps_proto::ConnectionStats> {
-        match self {
-            Conn::Scps(stream) => stream.stats(),
-            Conn::Tcp(_) => None,
+            repairs: Some(Repairs {
+                retransmitted_bytes: stats.bytes_retransmitted,
+                timeouts: stats.timeouts,
+                fast_recoveries: stats.fast_recoveries,
+            }),
+            retransmitted_bytes: Some(stats.bytes_retransmitted),
+            scps: Some(stats.scps),
+            header_compression: Some(stats.header_compression),
+            pacing_rate_bps: stats.pacing_rate_bps,
+            path_rate_bps: stats.path_rate_bps,
         }
     }
 
@@ -77,18 +86,6 @@ impl Conn {
         Ok(match self {
             Conn::Scps(stream) => Abort::Scps(stream.abort_handle()),
             Conn::Tcp(stream) => Abort::Tcp(socket2::SockRef::from(stream).try_clone()?),
-        })
-    }
-
-    /// How our stack's connection repaired losses: data bytes sent again,
-    /// retransmission timeouts and fast recoveries (not known for kernel
-    /// TCP, whose retransmitted bytes [`Conn::retransmitted_bytes`] asks
-    /// the kernel for).
-    pub fn repairs(&self) -> Option<Repairs> {
-        self.stats().map(|s| Repairs {
-            retransmitted_bytes: s.bytes_retransmitted,
-            timeouts: s.timeouts,
-            fast_recoveries: s.fast_recoveries,
         })
     }
 
@@ -101,41 +98,6 @@ impl Conn {
             Conn::Tcp(stream) => stream.set_nodelay(nodelay)?,
         }
         Ok(())
-    }
-
-    /// Data bytes sent again: our stack's count, or the kernel's
-    /// (`tcpi_bytes_retrans`; unknown, with a warning, if the kernel does
-    /// not say).
-    pub fn retransmitted_bytes(&self) -> Option<u64> {
-        match self {
-            Conn::Scps(_) => self.stats().map(|s| s.bytes_retransmitted),
-            Conn::Tcp(stream) => {
-                let info = stream
-                    .local_addr()
-                    .and_then(|local| Ok((local, stream.peer_addr()?)))
-                    .map_err(TcpInfoError::from)
-                    .and_then(|(local, peer)| tcp_info(local, peer));
-                match info {
-                    Ok(info) => Some(info.bytes_retrans),
-                    Err(err) => {
-                        eprintln!("scps: the kernel's retransmitted bytes are not known: {err}");
-                        None
-                    }
-                }
-            }
-        }
-    }
-
-    /// Whether SCPS-TP was negotiated (not known for kernel TCP, which
-    /// never speaks it).
-    pub fn scps(&self) -> Option<bool> {
-        self.stats().map(|s| s.scps)
-    }
-
-    /// Whether header compression was negotiated (not known for kernel
-    /// TCP).
-    pub fn header_compression(&self) -> Option<bool> {
-        self.stats().map(|s| s.header_compression)
     }
 
     pub fn peer(&self) -> String {
@@ -174,6 +136,24 @@ impl AsyncWrite for Conn {
         match self.get_mut() {
             Conn::Scps(s) => Pin::new(s).poll_shutdown(cx),
             Conn::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+/// The kernel's count of a connection's data bytes sent again
+/// (`tcpi_bytes_retrans`; unknown, with a warning, if the kernel does not
+/// say).
+fn kernel_retransmitted_bytes(stream: &TcpStream) -> Option<u64> {
+    let info = stream
+        .local_addr()
+        .and_then(|local| Ok((local, stream.peer_addr()?)))
+        .map_err(TcpInfoError::from)
+        .and_then(|(local, peer)| tcp_info(local, peer));
+    match info {
+        Ok(info) => Some(info.bytes_retrans),
+        Err(err) => {
+            eprintln!("scps: the kernel's retransmitted bytes are not known: {err}");
+            None
         }
     }
 }
