@@ -586,6 +586,7 @@ impl Connection {
 
     pub fn stats(&self) -> ConnectionStats {
         let c = &self.stats;
+        let rates = self.pacer.as_ref().map(Pacer::rates);
         ConnectionStats {
             state: self.state,
             bytes_written: c.bytes_written,
@@ -614,8 +615,8 @@ impl Connection {
             cwnd: self.cc.window(),
             ssthresh: self.cc.ssthresh(),
             pipe: self.board.pipe(),
-            pacing_rate_bps: self.pacer.as_ref().map(|p| p.rates().0),
-            path_rate_bps: self.pacer.as_ref().and_then(|p| p.rates().1),
+            pacing_rate_bps: rates.map(|(pacing, _)| pacing),
+            path_rate_bps: rates.and_then(|(_, path)| path),
             send_window: self.snd.wnd,
             receive_window: self.rcv.adv_edge.saturating_sub(self.rcv.nxt()),
             smss: self.negotiated.smss,

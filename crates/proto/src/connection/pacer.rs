@@ -94,20 +94,6 @@ impl RateBudget {
         })))
     }
 
-    /// A budget that follows what the path carries, starting at a flight
-    /// of `start_bytes` per round trip, within `min_bps..=max_bps`.
-    fn auto(
-        (start_bytes, min_bps, max_bps): (u64, u64, u64),
-        framing_bytes: u32,
-        order: RateOrder,
-        now: Instant,
-    ) -> RateBudget {
-        let auto = AutoRate::new(start_bytes, min_bps, max_bps, now);
-        let budget = RateBudget::new(auto.pacing_bps(), framing_bytes, order, now);
-        lock(&budget.0).auto = Some(auto);
-        budget
-    }
-
     /// The budget of a route as `config` describes it, if it has a rate:
     /// a configured one, or `auto` (starting at an initial window over a
     /// second, RFC 6298's first RTO, until the first RTT is measured).
@@ -116,13 +102,10 @@ impl RateBudget {
         if config.rate_auto {
             let ceiling = config.rate_bps.unwrap_or(MAX_RATE_BPS);
             let smss = u64::from(config.mtu.saturating_sub(40));
-            let start_bytes = initial_window(config, smss);
-            return Some(RateBudget::auto(
-                (start_bytes, config.rate_min_bps, ceiling),
-                framing,
-                order,
-                now,
-            ));
+            let auto = AutoRate::new(initial_window(config, smss), config.rate_min_bps, ceiling, now);
+            let budget = RateBudget::new(auto.pacing_bps(), framing, order, now);
+            lock(&budget.0).auto = Some(auto);
+            return Some(budget);
         }
         config
             .rate_bps
@@ -136,14 +119,15 @@ impl RateBudget {
     }
 
     pub(crate) fn join(&self) -> Pacer {
-        let member = {
+        let (member, measures) = {
             let mut turns = lock(&self.0);
             turns.next_member += 1;
-            turns.next_member
+            (turns.next_member, turns.auto.is_some())
         };
         Pacer {
             budget: self.0.clone(),
             member,
+            measures,
         }
     }
 }
@@ -153,6 +137,9 @@ impl RateBudget {
 pub(crate) struct Pacer {
     budget: Arc<Mutex<Turns>>,
     member: u64,
+    /// The route's rate is `auto`: ACKs tell it of the path. Known when
+    /// joining, so that the ACKs of a fixed rate's route take no lock.
+    measures: bool,
 }
 
 impl Pacer {
@@ -172,7 +159,7 @@ impl Pacer {
     /// framing around it.
     pub(crate) fn consume(&mut self, now: Instant, bytes: usize, payload: usize) {
         let mut turns = lock(&self.budget);
-        if payload == 0 && turns.auto.as_ref().is_some_and(|auto| !auto.has_sent_data()) {
+        if payload == 0 && turns.acks_unpaced() {
             // Not held back (`ready_at`), so not charged either: a debt of
             // ACKs at a first guess would hold back the route's first data.
             return;
@@ -189,6 +176,9 @@ impl Pacer {
     /// the RTT of a segment that arrived with it: a route whose rate is
     /// `auto` measures its path by them.
     pub(crate) fn on_delivery(&mut self, now: Instant, delivered: u64, lost: u64, rtt: Option<Duration>) {
+        if !self.measures {
+            return;
+        }
         let mut turns = lock(&self.budget);
         let Turns { bucket, auto, .. } = &mut *turns;
         let Some(auto) = auto.as_mut() else {
@@ -225,11 +215,15 @@ impl Drop for Pacer {
 }
 
 impl Turns {
+    /// An `auto` route that has carried only ACKs has nothing to measure
+    /// its path by: its rate, still the first guess, neither holds back
+    /// nor charges the ACKs of the data coming the other way.
+    fn acks_unpaced(&self) -> bool {
+        self.auto.as_ref().is_some_and(|auto| !auto.has_sent_data())
+    }
+
     fn ready_at(&mut self, waiter: Waiter, now: Instant, paced: Paced) -> Instant {
-        if paced == Paced::Ack && self.auto.as_ref().is_some_and(|auto| !auto.has_sent_data()) {
-            // An `auto` route that carries only ACKs has nothing to
-            // measure its path by: its rate, still the first guess, must
-            // not hold back the ACKs of the data coming the other way.
+        if paced == Paced::Ack && self.acks_unpaced() {
             return now;
         }
         let payable_at = self.bucket.ready_at(now);

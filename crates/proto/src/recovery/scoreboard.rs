@@ -171,8 +171,6 @@ impl Scoreboard {
         if pending_after && !pending_before {
             // One more copy judged lost.
             self.lost += len;
-        }
-        if pending_after && !pending_before {
             self.pending_from = self.pending_from.min(seg.start);
         }
         self.pipe = self.pipe - pipe_before + pipe_after;
