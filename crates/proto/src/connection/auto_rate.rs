@@ -16,16 +16,18 @@
 //! the link full, not slow down by the error rate (spec/scps-tp.md
 //! "Corruption experienced"). What tells congestion apart is the queue:
 //! the smallest delivery RTT of the last quarter of a round, above the
-//! smallest ever, is a queue standing at the bottleneck, and the rate the
-//! path delivered while it stood is the bottleneck's rate.
+//! smallest ever by more than the path's jitter explains, is a queue
+//! standing at the bottleneck, and so is a round that carries well short
+//! of what the round before sent; the rate the path delivered meanwhile,
+//! if short of what was sent, is the bottleneck's rate.
 //!
 //! The phases are BBR's, simplified: *startup* doubles the rate each round
 //! until the measure stops growing or a queue forms; *drain* sends at half
 //! the measured rate for as long as the queue it found takes to empty;
 //! *cruise* sends at the measured rate, and one round in four at 5/4 of it,
 //! so that a faster path is found: a probe carried in full without a queue
-//! sends the route back to startup, which follows a rate step up within a
-//! few rounds, and a queue seen while cruising takes the measure down to
+//! goes on probing round after round, which follows a rate step up within
+//! a few rounds, and a queue seen while cruising takes the measure down to
 //! what was carried and drains, which follows a step down within two.
 //!
 //! A round in which the route sent less than its rate allowed (the bucket
@@ -126,8 +128,7 @@ struct Round {
     /// Payload bytes delivered (acknowledged or SACKed) and judged lost.
     delivered: u64,
     lost: u64,
-    /// The smallest delivery RTT sampled in the current quarter of the
-    /// round, and in the quarter before it.
+    /// The quarter of the round the latest ACK fell in.
     quarter: usize,
     /// When the current quarter began, and what it delivered and lost:
     /// startup's measure (a round's being too far behind), and what a
@@ -135,6 +136,8 @@ struct Round {
     quarter_start: Instant,
     quarter_delivered: u64,
     quarter_lost: u64,
+    /// The smallest delivery RTT sampled in the current quarter, and in
+    /// the quarter before it.
     quarter_min_rtt: Option<Duration>,
     last_quarter_min_rtt: Option<Duration>,
     /// The smallest of all the round's samples.
@@ -193,14 +196,13 @@ pub(crate) struct AutoRate {
     round: Round,
     /// The share of what the link carries that it corrupts.
     corruption: f64,
-    /// Bytes charged on the wire and payload bytes sent: their ratio turns
-    /// payload delivered into the wire rate that carried it.
-    wire_bytes: u64,
-    payload_bytes: u64,
-    /// Bytes sent on the wire since the route began, and that count at
-    /// each of the last quarters' ends: what was sent since a time, which
-    /// a drain must take out of the queue.
+    /// Bytes sent on the wire (headers and framing) and payload bytes
+    /// sent, since the route began: their ratio turns payload delivered
+    /// into the wire rate that carried it.
     sent_bytes: u64,
+    payload_bytes: u64,
+    /// The count of bytes sent at each of the last quarters' ends: what
+    /// was sent since a time, which a drain must take out of the queue.
     sent_marks: VecDeque<(Instant, u64)>,
     /// The largest payload a packet has carried.
     largest_payload: u64,
@@ -229,9 +231,8 @@ impl AutoRate {
             queue_news_from: now,
             round: Round::new(now),
             corruption: 0.0,
-            wire_bytes: 0,
-            payload_bytes: 0,
             sent_bytes: 0,
+            payload_bytes: 0,
             sent_marks: VecDeque::with_capacity(SENT_MARKS),
             largest_payload: 0,
         }
@@ -256,14 +257,8 @@ impl AutoRate {
     /// bytes was sent.
     pub(crate) fn on_sent(&mut self, wire_bytes: usize, payload: usize) {
         self.sent_bytes += wire_bytes as u64;
-        self.wire_bytes += wire_bytes as u64;
         self.payload_bytes += payload as u64;
         self.largest_payload = self.largest_payload.max(payload as u64);
-        if self.payload_bytes > 1 << 40 {
-            // Keep the ratio, forget the distant past.
-            self.wire_bytes /= 2;
-            self.payload_bytes /= 2;
-        }
     }
 
     /// The bucket could have sent more than it was asked to.
@@ -296,7 +291,7 @@ impl AutoRate {
         // A round measures a few packets at least: on a link of a few
         // kbit/s a round trip carries one or two, and a measure of one
         // packet or two is mostly the luck of when they fell.
-        let measurable = self.round.delivered + self.round.lost >= MIN_ROUND_PACKETS * self.largest_payload;
+        let measurable = self.measurable(self.round.delivered + self.round.lost);
         if elapsed >= round_length && (measurable || elapsed >= round_length * MAX_ROUND_STRETCH) {
             self.end_round(now);
         }
@@ -316,7 +311,7 @@ impl AutoRate {
         round.quarter_lost = 0;
         round.last_quarter_min_rtt = round.quarter_min_rtt.take();
         // A quarter's measure counts if it saw a few packets.
-        let measurable = delivered + lost >= MIN_ROUND_PACKETS * self.largest_payload;
+        let measurable = self.measurable(delivered + lost);
         if self.sent_marks.len() == SENT_MARKS {
             self.sent_marks.pop_front();
         }
@@ -365,17 +360,20 @@ impl AutoRate {
     /// the quarters' ends nearest before them, if they are far enough
     /// apart to tell.
     fn sent_bps(&self, from: Instant, to: Instant) -> Option<f64> {
-        let mark_before = |at: Instant| {
-            self.sent_marks
-                .iter()
-                .rev()
-                .find(|(mark, _)| *mark <= at)
-                .copied()
-        };
-        let ((from_mark, sent_from), (to_mark, sent_to)) = (mark_before(from)?, mark_before(to)?);
+        let ((from_mark, sent_from), (to_mark, sent_to)) = (self.mark_before(from)?, self.mark_before(to)?);
         let elapsed = to_mark.saturating_since(from_mark);
         (elapsed * 2 >= to.saturating_since(from) && !elapsed.is_zero())
             .then(|| (sent_to - sent_from) as f64 * 8.0 / elapsed.as_secs_f64())
+    }
+
+    /// The latest quarter's end at or before `at`, with the bytes sent by
+    /// then.
+    fn mark_before(&self, at: Instant) -> Option<(Instant, u64)> {
+        self.sent_marks
+            .iter()
+            .rev()
+            .find(|(mark, _)| *mark <= at)
+            .copied()
     }
 
     /// The rate on the wire that carried `payload` bytes in `elapsed`.
@@ -383,8 +381,13 @@ impl AutoRate {
         if self.payload_bytes == 0 || elapsed.is_zero() {
             return None;
         }
-        let wire_per_payload = self.wire_bytes as f64 / self.payload_bytes as f64;
+        let wire_per_payload = self.sent_bytes as f64 / self.payload_bytes as f64;
         Some(payload as f64 * 8.0 * wire_per_payload / elapsed.as_secs_f64())
+    }
+
+    /// Whether `carried` bytes are enough packets to measure by.
+    fn measurable(&self, carried: u64) -> bool {
+        carried >= MIN_ROUND_PACKETS * self.largest_payload
     }
 
     fn round_length(&self) -> Duration {
@@ -484,47 +487,33 @@ impl AutoRate {
                 }
             }
             Phase::Drain { .. } => {}
-            Phase::Cruise { round: cycle_round } => {
+            Phase::Cruise { .. } | Phase::ProbeUp { .. } => {
                 let backlog = queue.or_else(|| self.queue_built(&round, carried));
                 if let Some(delay) = backlog.filter(|_| !idle) {
                     self.congested(now, measured, delay, round.start);
                     return;
                 }
-                if counts {
-                    self.learn_corruption(&round);
-                }
                 let before = self.path_bps;
                 if counts {
-                    self.remember(measured);
-                }
-                self.phase = if measured > before * STEP_UP {
-                    Phase::ProbeUp { stalled_rounds: 0 }
-                } else {
-                    Phase::Cruise {
-                        round: (cycle_round + 1) % CYCLE_ROUNDS,
+                    if matches!(self.phase, Phase::Cruise { .. }) {
+                        self.learn_corruption(&round);
                     }
-                };
-            }
-            Phase::ProbeUp { stalled_rounds } => {
-                let backlog = queue.or_else(|| self.queue_built(&round, carried));
-                if let Some(delay) = backlog.filter(|_| !idle) {
-                    self.congested(now, measured, delay, round.start);
-                    return;
-                }
-                let before = self.path_bps;
-                if counts {
                     self.remember(measured);
                 }
-                let stalled_rounds = if measured > before * STEP_UP {
-                    0
-                } else {
-                    stalled_rounds + 1
-                };
-                // The measure lags a round: two without growth end it.
-                self.phase = if stalled_rounds >= 2 {
-                    Phase::Cruise { round: 1 }
-                } else {
-                    Phase::ProbeUp { stalled_rounds }
+                let grew = measured > before * STEP_UP;
+                self.phase = match self.phase {
+                    Phase::Cruise { .. } | Phase::ProbeUp { .. } if grew => {
+                        Phase::ProbeUp { stalled_rounds: 0 }
+                    }
+                    Phase::Cruise { round } => Phase::Cruise {
+                        round: (round + 1) % CYCLE_ROUNDS,
+                    },
+                    // The measure lags a round: two without growth end it.
+                    Phase::ProbeUp { stalled_rounds } if stalled_rounds >= 1 => Phase::Cruise { round: 1 },
+                    Phase::ProbeUp { stalled_rounds } => Phase::ProbeUp {
+                        stalled_rounds: stalled_rounds + 1,
+                    },
+                    other => other,
                 };
             }
         }
@@ -567,17 +556,11 @@ impl AutoRate {
     /// measured now) since the packet that showed it left, a round trip
     /// and that queue ago.
     fn drain(&mut self, now: Instant, delay: Duration) {
-        let seen_at = Instant::from_nanos(
-            now.as_nanos()
-                .saturating_sub((self.round_length() + delay).as_nanos() as u64),
-        );
+        let seen_at = earlier(now, self.round_length() + delay);
         let excess_seconds = self
-            .sent_marks
-            .iter()
-            .rev()
-            .find(|(at, _)| *at <= seen_at)
-            .or(self.sent_marks.front())
-            .map_or(0.0, |&(at, sent)| {
+            .mark_before(seen_at)
+            .or(self.sent_marks.front().copied())
+            .map_or(0.0, |(at, sent)| {
                 let elapsed = now.saturating_since(at).as_secs_f64();
                 let sent_bits = (self.sent_bytes - sent) as f64 * 8.0;
                 (sent_bits - self.path_bps * elapsed).max(0.0) / self.path_bps
@@ -608,6 +591,23 @@ mod tests {
 
     const PACKET: u64 = 1500;
 
+    /// xorshift64: the tests' random numbers, from a seed they print.
+    struct Xorshift(u64);
+
+    impl Xorshift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        /// In [0, 1).
+        fn fraction(&mut self) -> f64 {
+            (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
     /// A sender that always has data, paced by an [`AutoRate`], through a
     /// bottleneck of a rate that may change, a drop-tail buffer, random
     /// corruption, and a fixed propagation RTT; every packet that arrives
@@ -626,20 +626,13 @@ mod tests {
         /// (time, pacing rate, queue delay at the bottleneck).
         samples: Vec<(Instant, u64, Duration)>,
         delivered_bytes: u64,
-        dropped_by_buffer: u64,
+        /// When the buffer last overflowed.
         last_drop: Instant,
     }
 
     impl Path {
         fn run(&self, auto: &mut AutoRate, until: Instant) -> Trace {
-            let mut random = self.seed;
-            let mut next_random = move || {
-                // xorshift64
-                random ^= random << 13;
-                random ^= random >> 7;
-                random ^= random << 17;
-                (random >> 11) as f64 / (1u64 << 53) as f64
-            };
+            let mut random = Xorshift(self.seed);
             let mut now = Instant::ZERO;
             let mut next_send = Instant::ZERO;
             // The bottleneck's last departure, and the ACKs on their way:
@@ -650,7 +643,6 @@ mod tests {
             let mut trace = Trace {
                 samples: Vec::new(),
                 delivered_bytes: 0,
-                dropped_by_buffer: 0,
                 last_drop: Instant::ZERO,
             };
             let mut next_sample = Instant::ZERO;
@@ -679,7 +671,6 @@ mod tests {
                     next_sample = now + self.rtt;
                 }
                 if queued_bytes + PACKET > self.buffer_bytes {
-                    trace.dropped_by_buffer += 1;
                     trace.last_drop = now;
                     // Judged lost when the next packet's ACK comes back.
                     acks.push_back((now + self.rtt + queue, now, false));
@@ -688,7 +679,7 @@ mod tests {
                     let start = line_free.max(at_line);
                     let service = Duration::from_secs_f64(PACKET as f64 * 8.0 / (self.rate_bps)(start));
                     line_free = start + service;
-                    let corrupted = next_random() < self.corruption;
+                    let corrupted = random.fraction() < self.corruption;
                     let arrival = line_free + one_way / 2;
                     acks.push_back((arrival + one_way, now, !corrupted));
                 }
@@ -818,7 +809,7 @@ mod tests {
         // jitter, not a queue, and must not take the rate down.
         let seed: u64 = 0x1d1d_1d1d;
         eprintln!("seed {seed:#x}");
-        let mut random = seed;
+        let mut random = Xorshift(seed);
         let mut auto = AutoRate::new(4380, 100, 7200, Instant::ZERO);
         let mut now = Instant::ZERO;
         let mut in_flight: VecDeque<Instant> = VecDeque::new();
@@ -832,10 +823,7 @@ mod tests {
             let gap = Duration::from_secs_f64(1500.0 * 8.0 / auto.pacing_bps().min(7200) as f64);
             now += gap;
             while let Some(&sent) = in_flight.front() {
-                random ^= random << 13;
-                random ^= random >> 7;
-                random ^= random << 17;
-                let rtt = Duration::from_millis(3000 + random % 3000);
+                let rtt = Duration::from_millis(3000 + random.next() % 3000);
                 if sent + Duration::from_secs(6) > now {
                     break;
                 }
