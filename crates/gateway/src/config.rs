@@ -347,14 +347,10 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     } else {
         Direction::Forward
     };
-    let (rtt, link_rate) = (
-        spec.engine.as_ref().and_then(link_rtt),
-        spec.engine.as_ref().and_then(link_rate),
-    );
-    let engine = engine(spec.engine.clone(), &format!("{origin} [engine]"), direction)?;
+    let (engine, engine_link) = engine(spec.engine.clone(), &format!("{origin} [engine]"), direction)?;
     let buffer = match spec.relay.buffer {
         Some(buffer) => buffer.0,
-        None => default_buffer(sizing_rate(&engine.config, link_rate), rtt),
+        None => default_buffer(engine_link),
     };
     check_buffer("relay.buffer", buffer)?;
     let idle_timeout = match spec.relay.idle_timeout {
@@ -440,29 +436,19 @@ fn control(spec: &ControlSpec) -> Result<ControlConfig, Error> {
     })
 }
 
-/// A relay buffer of one bandwidth-delay product of the route (its rate
-/// from the engine, its RTT from `[engine.link]`), as the simulator's
-/// gateways size theirs; [`DEFAULT_BUFFER`] when either is unknown.
-fn default_buffer(rate_bps: Option<u64>, rtt: Option<Duration>) -> u64 {
-    match (rate_bps, rtt) {
-        (Some(rate), Some(rtt)) => scps_config::gateways::bdp_buffer(rate, rtt),
-        _ => DEFAULT_BUFFER,
-    }
+/// A relay buffer of one bandwidth-delay product of the route's `link`
+/// (rate and RTT), as the simulator's gateways size theirs;
+/// [`DEFAULT_BUFFER`] when it is unknown.
+fn default_buffer(link: Option<(u64, Duration)>) -> u64 {
+    link.map_or(DEFAULT_BUFFER, |(rate, rtt)| {
+        scps_config::gateways::bdp_buffer(rate, rtt)
+    })
 }
 
 /// The link's rate in `[engine]`, if it gives one.
 fn link_rate(engine: &toml::Table) -> Option<u64> {
     let rate = engine.get("link")?.get("rate")?.as_str()?;
     rate.parse::<scps_config::units::Rate>().ok().map(|rate| rate.0)
-}
-
-/// The rate a route's buffers are sized for: its engine's, or, when that
-/// rate is `auto` (measured, not configured), its link's (`link`).
-fn sizing_rate(config: &scps_proto::Config, link: Option<u64>) -> Option<u64> {
-    if config.rate_auto {
-        return link.or(config.rate_bps);
-    }
-    config.rate_bps
 }
 
 /// The link's RTT in `[engine]`, if it gives one (checked with the rest of
@@ -486,8 +472,15 @@ fn check_buffer(key: &str, buffer: u64) -> Result<(), Error> {
 /// Buffers of a route whose keys do not size them follow its link
 /// (`scps_config::gateways::link_engine_buffer`, as the simulator's
 /// gateways): when `[engine.link]` gives the route's rate and RTT.
-fn engine(table: Option<toml::Table>, within: &str, direction: Direction) -> Result<RealStack, Error> {
-    let (rtt, link) = (
+/// Returns the engine and that link's rate and RTT, if known: the
+/// engine's rate, or, when that is `auto` (measured, not configured),
+/// `[engine.link]`'s.
+fn engine(
+    table: Option<toml::Table>,
+    within: &str,
+    direction: Direction,
+) -> Result<(RealStack, Option<(u64, Duration)>), Error> {
+    let (rtt, link_rate) = (
         table.as_ref().and_then(link_rtt),
         table.as_ref().and_then(link_rate),
     );
@@ -513,7 +506,13 @@ fn engine(table: Option<toml::Table>, within: &str, direction: Direction) -> Res
     // The UDP path's packets: an Ethernet MTU less the outer IPv4 and UDP
     // headers and the frame check.
     let mut stack = settings.resolve(direction, 1500 - 28 - 4)?;
-    if let (Some(rate), Some(rtt)) = (sizing_rate(&stack.config, link), rtt) {
+    let rate = if stack.config.rate_auto {
+        link_rate.or(stack.config.rate_bps)
+    } else {
+        stack.config.rate_bps
+    };
+    let link = rate.zip(rtt);
+    if let Some((rate, rtt)) = link {
         let size = scps_config::gateways::link_engine_buffer(rate, rtt);
         if !send_sized {
             stack.config.send_buffer = size;
@@ -522,7 +521,7 @@ fn engine(table: Option<toml::Table>, within: &str, direction: Direction) -> Res
             stack.config.recv_buffer = size;
         }
     }
-    Ok(stack)
+    Ok((stack, link))
 }
 
 /// The transparent mode's routes: `[[route]]`, each with `[engine]`
@@ -630,15 +629,14 @@ fn one_route(
         spec.engine.clone().unwrap_or_default(),
         route.engine.clone().unwrap_or_default(),
     );
-    let (rtt, link) = (link_rtt(&table), link_rate(&table));
-    let mut engine = engine(Some(table), &format!("{origin} route[{i}].engine"), direction)?;
+    let (mut engine, link) = engine(Some(table), &format!("{origin} route[{i}].engine"), direction)?;
     // The route's number, counted from 1: its connections share its rate.
     engine.config.rate_route = i as u32 + 1;
     let buffer = match route.buffer {
         Some(buffer) => buffer.0,
         None => match spec.relay.buffer {
             Some(buffer) => buffer.0,
-            None => default_buffer(sizing_rate(&engine.config, link), rtt),
+            None => default_buffer(link),
         },
     };
     check_buffer(&key("buffer"), buffer)?;
