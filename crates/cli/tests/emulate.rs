@@ -521,7 +521,9 @@ fn an_auto_rate_follows_the_emulated_links_rate_steps() {
     let started = Instant::now();
     let mut samples = Vec::new();
     let (mut stepped_down, mut stepped_up) = (false, false);
-    while sender.try_wait().unwrap().is_none() {
+    // A sample every 100 ms until the sender exits: the wait for its exit
+    // is the clock of the samples.
+    loop {
         let at_s = started.elapsed().as_secs_f64();
         assert!(at_s < 120.0, "the transfer did not end in two minutes");
         if at_s >= STEP_DOWN_S && !stepped_down {
@@ -549,7 +551,9 @@ fn an_auto_rate_follows_the_emulated_links_rate_steps() {
             bytes_in: forward.bytes_in,
             backlog_bytes: forward.backlog_bytes,
         });
-        std::thread::sleep(Duration::from_millis(100));
+        if sender.wait_timeout(Duration::from_millis(100)).unwrap().is_some() {
+            break;
+        }
     }
     let result: serde_json::Value = serde_json::from_str(sender.read_stdout().unwrap().trim()).unwrap();
     assert_eq!(result["verified"], true, "{result}");

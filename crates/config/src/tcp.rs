@@ -239,10 +239,10 @@ impl TcpSpec {
         if let Some(rate) = self.rate_min {
             config.rate_min_bps = rate.0;
         }
-        if self.rate_max.is_some() && !config.rate_auto {
+        if let Some(max) = self.rate_max.filter(|_| !config.rate_auto) {
             return Err(Error::invalid(
                 format!("{prefix}.rate_max"),
-                self.rate_max.map_or(0, |r| r.0),
+                max.0,
                 "a ceiling for rate = \"auto\" only (a fixed rate is its own ceiling)",
             ));
         }
