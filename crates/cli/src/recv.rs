@@ -13,7 +13,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use crate::transfer::args::{CommonArgs, parse_time};
 use crate::transfer::conn::Conn;
 use crate::transfer::progress::Counted;
-use crate::transfer::stack::{DEFAULT_BACKLOG, Stack, StackOptions, Transport};
+use crate::transfer::stack::{DEFAULT_BACKLOG, Stack, StackOptions, Transport, bundle_figures};
 use crate::transfer::{Outcome, interrupts, print_report};
 use scps_workload::bulk;
 use scps_workload::files;
@@ -72,7 +72,9 @@ pub struct RecvArgs {
 
 impl RecvArgs {
     fn transport(&self) -> Transport {
-        if let Some(bind) = self.udp {
+        if let Some(bundle) = self.common.bundle_transport() {
+            bundle
+        } else if let Some(bind) = self.udp {
             Transport::Udp {
                 bind,
                 peer: None,
@@ -92,8 +94,14 @@ impl RecvArgs {
 }
 
 pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
-    if args.udp.is_none() && args.common.tun.is_none() && !args.common.kernel() {
-        bail!("choose a path: --udp ADDR:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
+    if args.udp.is_none()
+        && args.common.tun.is_none()
+        && !args.common.kernel()
+        && args.common.bundle_transport().is_none()
+    {
+        bail!(
+            "choose a path: --udp ADDR:PORT, --channel SPEC (repeated), --bundle, --tun NAME --addr ADDRESS/PREFIX, or --tcp"
+        );
     }
     if args.common.encapsulation.is_some() && args.udp.is_none() {
         bail!("--encapsulation wraps the UDP path's packets: it needs --udp ADDR:PORT");
@@ -119,13 +127,23 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
     let stack = Stack::start(&transport, &options, Direction::Reverse)?;
     let acceptor = stack.listen(args.port)?;
     // Scripts (and the tests) read this line to learn the ports.
-    match stack.udp_addr() {
-        Some(udp) => eprintln!(
+    match (stack.udp_addr(), stack.bundle().as_ref().map(bundle_figures)) {
+        (Some(udp), _) => eprintln!(
             "scps recv: {} listening on port {} (UDP {udp})",
             transport.label(),
             acceptor.port()
         ),
-        None => eprintln!(
+        (None, Some(channels)) => eprintln!(
+            "scps recv: {} listening on port {} (channels {})",
+            transport.label(),
+            acceptor.port(),
+            channels
+                .iter()
+                .map(|c| format!("{} -> {}", c.local, c.peer))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (None, None) => eprintln!(
             "scps recv: {} listening on port {}",
             transport.label(),
             acceptor.port()
@@ -148,6 +166,7 @@ async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
         hello_timeout: args.hello_timeout,
         idle_timeout: args.idle_timeout,
         endpoint: stack.watch(),
+        bundle: stack.bundle(),
     };
     let serving = std::sync::Arc::new(serving);
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(usize::from(args.max_connections)));
@@ -211,6 +230,8 @@ struct Serving {
     idle_timeout: Duration,
     /// Our endpoint's counters, for each report's drops.
     endpoint: Option<scps_net::EndpointWatch>,
+    /// Over a bundle: its channels, for each report.
+    bundle: Option<scps_net::BundleMonitor>,
 }
 
 /// Serves one connection to its end and prints its report; on `stop`
@@ -256,6 +277,7 @@ async fn connection(
                     .map(|(cause, n)| (cause.to_owned(), n))
                     .collect()
             });
+            report.bundle = serving.bundle.as_ref().map(bundle_figures);
             print_report(&report, serving.json);
             Ok(report.failed())
         }

@@ -14,7 +14,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use crate::transfer::args::{CommonArgs, parse_time};
 use crate::transfer::conn::Conn;
 use crate::transfer::progress::AckWatch;
-use crate::transfer::stack::{Encapsulation, RI_UDP_PORT, Stack, Transport};
+use crate::transfer::stack::{Encapsulation, RI_UDP_PORT, Stack, Transport, bundle_figures};
 use crate::transfer::{Outcome, interrupts, print_report};
 use scps_workload::bulk::{self, Source};
 use scps_workload::files;
@@ -121,7 +121,9 @@ enum Workload {
 
 impl SendArgs {
     fn transport(&self) -> Transport {
-        if let Some(peer) = self.udp {
+        if let Some(bundle) = self.common.bundle_transport() {
+            bundle
+        } else if let Some(peer) = self.udp {
             let encapsulation = self.common.encapsulation.unwrap_or_default();
             // The RI's encapsulation uses its port both ways.
             let port = match encapsulation {
@@ -236,8 +238,14 @@ impl SendArgs {
 }
 
 pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
-    if args.udp.is_none() && args.common.tun.is_none() && !args.common.kernel() {
-        bail!("choose a path: --udp PEER:PORT, --tun NAME --addr ADDRESS/PREFIX, or --tcp");
+    if args.udp.is_none()
+        && args.common.tun.is_none()
+        && !args.common.kernel()
+        && args.common.bundle_transport().is_none()
+    {
+        bail!(
+            "choose a path: --udp PEER:PORT, --channel SPEC (repeated), --bundle, --tun NAME --addr ADDRESS/PREFIX, or --tcp"
+        );
     }
     if args.udp_bind.is_some() && args.udp.is_none() {
         // clap's `requires` does not hold here, the path being one of a
@@ -298,6 +306,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
                 }
             }
             report.set_cpu();
+            report.bundle = stack.bundle().as_ref().map(bundle_figures);
             print_report(&report, args.common.json);
             if report.failed() { Outcome::Failed } else { Outcome::Complete }
         }

@@ -1342,3 +1342,163 @@ fn an_idle_connection_costs_no_cpu() {
         );
     }
 }
+
+/// A UDP port free on `ip` a moment ago.
+fn free_udp_port(ip: &str) -> u16 {
+    std::net::UdpSocket::bind((ip, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits (at most 10 s) until `file` holds a line containing `text`.
+fn wait_for_line(file: &Path, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lines = std::fs::read_to_string(file).unwrap_or_default();
+        if let Some(line) = lines.lines().find(|l| l.contains(text)) {
+            return line.to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no line with {text:?} in {}: {lines:?}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_bundle_carries_a_transfer_over_its_live_channels_and_runs_the_hook_on_a_change() {
+    let dir = TempDir::new("bundle");
+    let hook_log = dir.path().join("hook.log");
+    // The receiver has two channels; the sender a third whose peer's port
+    // is closed, which it must mark down and leave out.
+    let sender_ports: Vec<u16> = (0..2).map(|_| free_udp_port("127.0.0.1")).collect();
+    let channel = |local: String, peer: String| format!("local={local},peer={peer},rate=8Mbit");
+    let recv_channels: Vec<String> = sender_ports
+        .iter()
+        .map(|port| channel("127.0.0.2:0".into(), format!("127.0.0.1:{port}")))
+        .collect();
+    let mut args = vec!["--once", "--json", "--set", "link.bond_probe_interval=100ms"];
+    for spec in &recv_channels {
+        args.extend(["--channel", spec]);
+    }
+    let receiver = Receiver::start(&args);
+    // "(channels 127.0.0.2:P -> 127.0.0.1:Q, ...)": the receiver's ends.
+    let listed = receiver
+        .listening
+        .split("(channels ")
+        .nth(1)
+        .expect("channels listed");
+    let receiver_ends: Vec<String> = listed
+        .trim_end()
+        .trim_end_matches(')')
+        .split(", ")
+        .map(|pair| pair.split(" -> ").next().unwrap().to_owned())
+        .collect();
+    assert_eq!(receiver_ends.len(), 2, "{}", receiver.listening);
+    let closed = format!("127.0.0.2:{}", free_udp_port("127.0.0.2"));
+    let mut config = format!(
+        "[link]\nbond_probe_interval = \"100ms\"\n\n[bundle]\nhook = 'echo \"$SCPS_BUNDLE_CHANNEL $SCPS_BUNDLE_FROM \
+         $SCPS_BUNDLE_TO $SCPS_BUNDLE_WHY\" >> {}'\n",
+        hook_log.display()
+    );
+    let peers = receiver_ends.iter().cloned().chain([closed]);
+    let locals = sender_ports
+        .iter()
+        .map(|port| format!("127.0.0.1:{port}"))
+        .chain(["127.0.0.1:0".to_owned()]);
+    for (local, peer) in locals.zip(peers) {
+        config +=
+            &format!("\n[[bundle.channel]]\nlocal = \"{local}\"\npeer = \"{peer}\"\nrate = \"8Mbit\"\n");
+    }
+    let config_file = dir.path().join("bundle.toml");
+    std::fs::write(&config_file, config).unwrap();
+    let to = format!("127.0.0.2:{}", receiver.port());
+    let (status, stdout, stderr) = run_send(&[
+        &to,
+        "--bundle",
+        "--config",
+        config_file.to_str().unwrap(),
+        "--bytes",
+        "4MB",
+        "--json",
+    ]);
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let sent = json(&stdout);
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    let received = json(&stdout);
+    assert_eq!(sent["verified"], true, "{sent}");
+    assert_eq!(sent["protocol"], "scps-bundle");
+    let channels = sent["bundle"]
+        .as_array()
+        .expect("the sender reports its channels");
+    assert_eq!(channels.len(), 3, "{sent}");
+    for channel in &channels[..2] {
+        let carried = channel["sent_bytes"].as_u64().unwrap();
+        assert!(
+            carried > 1_000_000,
+            "each live channel carried a share: {channel}"
+        );
+    }
+    assert_eq!(channels[2]["state"], "down", "{}", channels[2]);
+    assert!(
+        channels[2]["sent_bytes"].as_u64().unwrap() < 1000,
+        "only probes on the dead channel: {}",
+        channels[2]
+    );
+    assert_eq!(received["bundle"].as_array().map(Vec::len), Some(2), "{received}");
+    let line = wait_for_line(&hook_log, "2 up down");
+    assert!(line.contains("its socket failed"), "{line}");
+}
+
+#[test]
+fn bundles_that_cannot_run_are_refused_naming_what_is_wrong() {
+    let dir = TempDir::new("bundle-refused");
+    let empty = dir.path().join("empty.toml");
+    std::fs::write(&empty, "[bundle]\n").unwrap();
+    let no_bundle = dir.path().join("none.toml");
+    std::fs::write(&no_bundle, "[tcp]\nnagle = false\n").unwrap();
+    let a = "local=127.0.0.1:7001,peer=127.0.0.2:7101,rate=8Mbit";
+    let cases: [(Vec<&str>, &str); 6] = [
+        (
+            vec![
+                "--channel",
+                a,
+                "--channel",
+                "local=127.0.0.1:7001,peer=127.0.0.2:7102,rate=8Mbit",
+            ],
+            "--channel.local = 127.0.0.1:7001: each channel its own local address",
+        ),
+        (
+            vec!["--channel", "local=127.0.0.1:7001,peer=127.0.0.2:7101"],
+            "--channel: missing field `rate`",
+        ),
+        (
+            vec!["--channel", "local=127.0.0.1:7001,peer=[::1]:7101,rate=8Mbit"],
+            "--channel.peer = [::1]:7101: an address of the local one's IP version",
+        ),
+        (
+            vec!["--channel", a, "--set", "link.bond_down_after=0"],
+            "link.bond_down_after = 0: 1 to 100 probe intervals",
+        ),
+        (
+            vec!["--bundle", "--config", empty.to_str().unwrap()],
+            "bundle.channel = none: at least one channel",
+        ),
+        (
+            vec!["--bundle", "--config", no_bundle.to_str().unwrap()],
+            "--bundle runs our stack on the channels of --config's [bundle]: the file has none",
+        ),
+    ];
+    for (options, expected) in cases {
+        let mut args = vec!["127.0.0.2:1", "--bytes", "1KB"];
+        args.extend(&options);
+        let (status, stdout, stderr) = run_send(&args);
+        assert!(!status.success(), "{options:?}: {stdout}{stderr}");
+        assert!(stderr.contains(expected), "{options:?}: {stderr}");
+    }
+}

@@ -3,6 +3,7 @@
 //! scenarios with their sweeps. Everything is checked before anything runs;
 //! an error names the key, the value and what is allowed.
 
+pub mod bundle;
 mod error;
 pub mod gateways;
 pub mod link;

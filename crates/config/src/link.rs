@@ -484,9 +484,16 @@ impl ChannelSpec {
                 None => Ok(Striping::RoundRobin),
             };
         }
-        // The circuits' rates are the link's, set when it is built; one
-        // stands in for them while the settings are checked.
-        let mut config = BondConfig::new(vec![2400]);
+        Ok(Striping::Scheduler(self.scheduler_settings(vec![2400])?))
+    }
+
+    /// The bonding scheduler's settings (the `bond_*` keys) for channels
+    /// of these rates, checked: a value out of range is refused naming its
+    /// key. The simulator's link gives its circuits' rates when it is
+    /// built (a stand-in while they are checked); a real bundle, its
+    /// channels'.
+    pub fn scheduler_settings(&self, channel_rates_bps: Vec<u64>) -> Result<BondConfig, Error> {
+        let mut config = BondConfig::new(channel_rates_bps);
         let marginal = &mut config.marginal;
         config.probe_interval = self.bond_probe_interval.map_or(config.probe_interval, |t| t.0);
         config.down_after_intervals = self.bond_down_after.unwrap_or(config.down_after_intervals);
@@ -497,7 +504,7 @@ impl ChannelSpec {
         config
             .check()
             .map_err(|e| Error::invalid(format!("link.bond_{}", e.key), e.value, e.allowed))?;
-        Ok(Striping::Scheduler(config))
+        Ok(config)
     }
 
     /// `mtu`, or the default, within what IP allows.

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use toml::Value;
 
+use crate::bundle::{self, Bundle, BundleChannel, BundleSpec};
 use crate::error::Error;
 use crate::link::{ChannelSpec, Direction};
 use crate::protocol::Protocol;
@@ -43,6 +44,8 @@ struct StackSpec {
     #[serde(default)]
     stacks: BTreeMap<String, TcpSpec>,
     link: Option<ChannelSpec>,
+    /// A real path of several channels (`crate::bundle`).
+    bundle: Option<BundleSpec>,
     // A simulation's keys, accepted so that any scenario file serves.
     name: Option<IgnoredAny>,
     description: Option<IgnoredAny>,
@@ -60,6 +63,8 @@ struct StackSpec {
 pub struct RealStack {
     pub protocol: Protocol,
     pub config: scps_proto::Config,
+    /// The bundle of channels the stack runs on, if one is given.
+    pub bundle: Option<Bundle>,
 }
 
 /// The keepalive of a tool: its default, or what its own option says (which
@@ -81,6 +86,8 @@ pub struct StackSettings<'a> {
     pub sets: &'a [(String, Value)],
     /// The tool's keepalive (`--keepalive`), under `tcp.keepalive`.
     pub keepalive: ToolKeepalive,
+    /// `--channel`, in order: a bundle, over the file's `[bundle]`.
+    pub channels: &'a [BundleChannel],
 }
 
 impl StackSettings<'_> {
@@ -205,7 +212,12 @@ impl StackSettings<'_> {
             ));
         }
         validate(&config, "tcp")?;
-        Ok(RealStack { protocol, config })
+        let bundle = bundle::resolve(self.channels, spec.bundle.as_ref(), spec.link.as_ref())?;
+        Ok(RealStack {
+            protocol,
+            config,
+            bundle,
+        })
     }
 }
 
@@ -238,6 +250,7 @@ mod tests {
             label,
             sets: &sets,
             keepalive,
+            channels: &[],
         }
         .resolve(Direction::Forward, 1472)
     }

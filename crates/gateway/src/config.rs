@@ -502,10 +502,18 @@ fn engine(
         label: None,
         sets: &[],
         keepalive: ToolKeepalive::Default(LINK_KEEPALIVE),
+        channels: &[],
     };
     // The UDP path's packets: an Ethernet MTU less the outer IPv4 and UDP
     // headers and the frame check.
     let mut stack = settings.resolve(direction, 1500 - 28 - 4)?;
+    if stack.bundle.is_some() {
+        return Err(Error::invalid(
+            format!("{within}.bundle"),
+            "set",
+            "a route over one link path so far; a bundle runs under `scps send`/`recv` (docs/bonding.md)",
+        ));
+    }
     let rate = if stack.config.rate_auto {
         link_rate.or(stack.config.rate_bps)
     } else {
@@ -1003,6 +1011,13 @@ mod tests {
                 "relay.max_connections = 0",
             ),
             (format!("{FAR}\n[engine]\nprotocol = \"tcp-fast\""), "tcp-fast"),
+            (
+                format!(
+                    "{FAR}\n[engine.bundle]\n[[engine.bundle.channel]]\nlocal = \"10.1.0.1:7000\"\n\
+                     peer = \"10.1.0.2:7000\"\nrate = \"2400bps\""
+                ),
+                "[engine].bundle = set: a route over one link path so far",
+            ),
             (
                 format!("{FAR}\n[[forward]]\nlisten = \"127.0.0.1:1\"\nto = \"bad name:22\""),
                 "forward[0].to = bad name:22",

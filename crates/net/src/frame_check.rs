@@ -53,6 +53,16 @@ pub fn check(datagram: &[u8]) -> Checked<'_> {
     }
 }
 
+/// Checks a datagram every one of which carries the trailer, whatever it
+/// holds (a bundle's channels, where both ends are ours and not every
+/// datagram is an IP packet): what it carries, or `None` if damaged.
+pub fn check_sealed(datagram: &[u8]) -> Option<&[u8]> {
+    let split = datagram.len().checked_sub(TRAILER_BYTES)?;
+    let (payload, trailer) = datagram.split_at(split);
+    let carried = u32::from_be_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    (crc32c::crc32c(payload) == carried).then_some(payload)
+}
+
 /// The length an IP packet's header gives it (IPv4 total length, IPv6
 /// fixed header plus payload length).
 fn ip_length(packet: &[u8]) -> Option<usize> {

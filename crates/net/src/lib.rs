@@ -2,14 +2,17 @@
 //! runtime over a real packet path, and hands out [`Stream`]s (AsyncRead and
 //! AsyncWrite) and [`Listener`]s on top of it.
 //!
-//! Two paths carry the engine's IP packets (DESIGN.md "On the wire"):
+//! Three paths carry the engine's IP packets (DESIGN.md "On the wire"):
 //!
 //! - [`TunPath`], *routed*: the endpoint owns a TUN device and the kernel
 //!   routes packets to and from it, so its peers can be any host, kernel TCP
 //!   included (needs `CAP_NET_ADMIN`, or a user namespace);
 //! - [`UdpPath`], *UDP-encapsulated*: each IP packet rides in one UDP
 //!   datagram to the peer, with a CRC-32C after it ([`frame_check`]); no
-//!   privileges needed.
+//!   privileges needed;
+//! - [`BundlePath`], *bonded*: several UDP channels, each with its own
+//!   local address and peer, striped by the bonding scheduler
+//!   (`scps_bond`) with per-channel probes.
 //!
 //! The driver sleeps until a packet arrives, the application acts, or the
 //! engine's next wake-up (`Endpoint::poll_timeout`) comes: it never polls.
@@ -38,6 +41,9 @@ pub use driver::{HostStats, InterfaceStats};
 pub use error::NetError;
 pub use net::{EndpointWatch, Net, NetOptions, NetStats};
 pub use node_host::{HostOptions, NodeHost};
-pub use path::{BoxedPath, DynPath, PacketPath, RecvBatch, TunPath, UdpPath};
+pub use path::{
+    BoxedPath, BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport, DynPath, PacketPath,
+    RecvBatch, TunPath, UdpPath,
+};
 pub use stream::{AbortHandle, Listener, Stream};
 pub use transparent::TransparentListener;

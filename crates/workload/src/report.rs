@@ -112,6 +112,29 @@ pub struct Report {
     /// connection ended; absent for the sender and for kernel TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_drops: Option<std::collections::BTreeMap<String, u64>>,
+    /// Over a bundle: each channel as this end saw it when the
+    /// connection ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<Vec<BundleChannelFigures>>,
+}
+
+/// One channel of a bundle, as a report gives it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BundleChannelFigures {
+    pub local: String,
+    pub peer: String,
+    /// `up`, `down` or `standby`.
+    pub state: String,
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
+    /// What its probes measured: the smoothed round trip (absent before
+    /// an answer), the share of bytes lost, the delivery rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_s: Option<f64>,
+    pub loss: f64,
+    pub rate_bps: f64,
+    /// How many times it changed state.
+    pub changes: u64,
 }
 
 impl Report {
@@ -275,6 +298,20 @@ impl Report {
         if let Some(drops) = self.endpoint_drops.as_ref().filter(|d| !d.is_empty()) {
             let causes: Vec<String> = drops.iter().map(|(cause, n)| format!("{cause} {n}")).collect();
             lines.push(format!("  dropped by the endpoint so far: {}", causes.join(", ")));
+        }
+        for (index, channel) in self.bundle.iter().flatten().enumerate() {
+            lines.push(format!(
+                "  channel {index} {} -> {}: {}, sent {} bytes, received {}, rtt {}, loss {:.2}%, {}, {} state changes",
+                channel.local,
+                channel.peer,
+                channel.state,
+                channel.sent_bytes,
+                channel.received_bytes,
+                channel.rtt_s.map_or("unknown".to_owned(), |rtt| format!("{:.1} ms", rtt * 1e3)),
+                100.0 * channel.loss,
+                rate(channel.rate_bps),
+                channel.changes
+            ));
         }
         if let Some(error) = &self.error {
             lines.push(format!("  error: {error}"));

@@ -7,9 +7,10 @@ use std::time::Duration;
 use clap::Args;
 use scps_config::units::parse_duration;
 
+use scps_config::bundle::BundleChannel;
 use scps_config::stack::ToolKeepalive;
 
-use super::stack::{DEFAULT_BACKLOG, Encapsulation, EngineArgs, StackOptions, keepalive_every};
+use super::stack::{DEFAULT_BACKLOG, Encapsulation, EngineArgs, StackOptions, Transport, keepalive_every};
 
 #[derive(Debug, Args)]
 pub struct CommonArgs {
@@ -41,6 +42,22 @@ pub struct CommonArgs {
     /// UDP port 7168 unless --udp-bind says otherwise).
     #[arg(long, value_name = "KIND")]
     pub encapsulation: Option<Encapsulation>,
+    /// Our stack on a bundle of UDP channels striped by the bonding
+    /// scheduler: one channel per --channel,
+    /// `local=ADDR:PORT,peer=ADDR:PORT,rate=RATE[,device=NAME]` (its
+    /// nominal rate; `device` sends it by that interface). The scheduler's
+    /// settings are the `link.bond_*` keys (--set or --config).
+    #[arg(long = "channel", value_name = "SPEC", value_parser = parse_channel, group = "path")]
+    pub channels: Vec<BundleChannel>,
+    /// Our stack on the bundle of --config's [bundle] section.
+    #[arg(long, group = "path", requires = "config")]
+    pub bundle: bool,
+    /// With a bundle: run this command (`sh -c`) on every channel state
+    /// change, with SCPS_BUNDLE_CHANNEL, _LOCAL, _PEER, _FROM, _TO and _WHY
+    /// in its environment (a modem manager redials a marginal circuit);
+    /// over --config's `bundle.hook`.
+    #[arg(long, value_name = "COMMAND")]
+    pub bundle_hook: Option<String>,
     /// Write every packet of our stack to this pcap file (link type RAW).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
@@ -86,6 +103,7 @@ impl CommonArgs {
                 config: self.config.clone(),
                 stack: self.stack.clone(),
                 sets: self.sets.clone(),
+                channels: self.channels.clone(),
                 keepalive: match self.keepalive {
                     Some(every) => ToolKeepalive::Given(keepalive_every(every)),
                     None => ToolKeepalive::Default(keepalive_every(DEFAULT_KEEPALIVE)),
@@ -94,6 +112,13 @@ impl CommonArgs {
             connect_timeout,
             backlog: DEFAULT_BACKLOG,
         }
+    }
+
+    /// Our stack on a bundle, if --channel or --bundle says so.
+    pub fn bundle_transport(&self) -> Option<Transport> {
+        (!self.channels.is_empty() || self.bundle).then(|| Transport::Bundle {
+            hook: self.bundle_hook.clone(),
+        })
     }
 
     /// Whether the kernel's TCP carries the test.
@@ -114,6 +139,10 @@ pub fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {
         .filter(|p| *p <= max)
         .ok_or_else(|| format!("prefix length {prefix:?}: expected 0 to {max}"))?;
     Ok((addr, prefix))
+}
+
+fn parse_channel(text: &str) -> Result<BundleChannel, String> {
+    text.parse().map_err(|e: scps_config::Error| e.to_string())
 }
 
 pub fn parse_time(text: &str) -> Result<Duration, String> {

@@ -7,11 +7,14 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use scps_config::Direction;
+use scps_config::bundle::BundleChannel;
 use scps_config::stack::{RealStack, StackSettings, ToolKeepalive};
 use scps_config::sweep::parse_assignment;
-use scps_net::{Listener, Net, NetOptions, TunPath, UdpPath};
+use scps_net::{BundleChannelAddrs, BundleMonitor, BundlePath, Listener, Net, NetOptions, TunPath, UdpPath};
 use scps_proto::config::Keepalive;
 use tokio::net::{TcpListener, TcpStream};
+
+use scps_workload::report::BundleChannelFigures;
 
 use super::conn::Conn;
 use super::kernel_congestion;
@@ -25,6 +28,10 @@ pub enum Transport {
         peer: Option<SocketAddr>,
         encapsulation: Encapsulation,
     },
+    /// Our stack on a bundle of UDP channels (those of `--channel`, or of
+    /// the configuration's `[bundle]`), with a hook command over the
+    /// configuration's.
+    Bundle { hook: Option<String> },
     /// Our stack on TUN device `name`, answering to `addrs` (each routed to
     /// the device with its prefix).
     Tun { name: String, addrs: Vec<(IpAddr, u8)> },
@@ -52,6 +59,7 @@ impl Transport {
     pub fn label(&self) -> &'static str {
         match self {
             Transport::Udp { .. } => "scps-udp",
+            Transport::Bundle { .. } => "scps-bundle",
             Transport::Tun { .. } => "scps-tun",
             Transport::Tcp { .. } => "tcp",
         }
@@ -93,6 +101,7 @@ pub struct EngineArgs {
     pub config: Option<PathBuf>,
     pub stack: Option<String>,
     pub sets: Vec<String>,
+    pub channels: Vec<BundleChannel>,
     pub keepalive: ToolKeepalive,
 }
 
@@ -123,6 +132,7 @@ impl EngineArgs {
             label: self.stack.as_deref(),
             sets: &sets,
             keepalive: self.keepalive,
+            channels: &self.channels,
         };
         Ok(settings.resolve(direction, path_mtu)?)
     }
@@ -150,6 +160,7 @@ pub enum Stack {
     Ours {
         net: Net,
         udp: Option<SocketAddr>,
+        bundle: Option<BundleMonitor>,
         label: &'static str,
     },
     Kernel {
@@ -198,6 +209,73 @@ fn udp_inner_limit(peer: Option<SocketAddr>, overhead: u16) -> u16 {
     route_mtu - overhead
 }
 
+/// Each channel of a bundle as it is now, for a report.
+pub fn bundle_figures(monitor: &BundleMonitor) -> Vec<BundleChannelFigures> {
+    let report = monitor.report();
+    report
+        .channels
+        .iter()
+        .zip(&report.addrs)
+        .enumerate()
+        .map(|(index, (channel, (local, peer)))| BundleChannelFigures {
+            local: local.to_string(),
+            peer: peer.to_string(),
+            state: channel.state.name().to_owned(),
+            sent_bytes: channel.sent_bytes,
+            received_bytes: channel.received_bytes,
+            rtt_s: channel.srtt.map(|rtt| rtt.as_secs_f64()),
+            loss: channel.loss,
+            rate_bps: channel.rate_bps,
+            changes: report.events.iter().filter(|e| e.channel == index).count() as u64,
+        })
+        .collect()
+}
+
+/// Opens the bundle the engine's configuration names (`--channel`, else
+/// `[bundle]`), and the engine's configuration for it: packets that every
+/// channel carries in one datagram, a route rate charged the channels'
+/// framing.
+fn open_bundle(
+    options: &StackOptions,
+    direction: Direction,
+    hook: Option<String>,
+) -> anyhow::Result<(BundlePath, BundleMonitor, RealStack)> {
+    // The channels are known once the configuration is read; the packet
+    // size depends on them, so it is read twice (cheap, and the second
+    // reading is the one that counts).
+    let probe = options.engine.resolve(direction, 1500)?;
+    let Some(bundle) = probe.bundle else {
+        bail!("--bundle runs our stack on the channels of --config's [bundle]: the file has none");
+    };
+    let overhead = udp_overhead(bundle.channels[0].peer, Encapsulation::Scps);
+    let limit = bundle
+        .channels
+        .iter()
+        .map(|c| udp_inner_limit(Some(c.peer), overhead))
+        .min()
+        .unwrap_or(1500 - overhead);
+    let mut engine = options.engine.resolve(direction, limit.min(1500 - overhead))?;
+    if engine.config.mtu > limit {
+        bail!(
+            "link.mtu = {}: the bundle's channels carry packets of at most {limit} bytes inside their {overhead} \
+             bytes of encapsulation",
+            engine.config.mtu
+        );
+    }
+    engine.config.rate_framing_bytes += u32::from(overhead);
+    let channels: Vec<BundleChannelAddrs> = bundle
+        .channels
+        .iter()
+        .map(|c| BundleChannelAddrs {
+            local: c.local,
+            peer: c.peer,
+            device: c.device.clone(),
+        })
+        .collect();
+    let (path, monitor) = BundlePath::open(&channels, bundle.bond, hook.or(bundle.hook))?;
+    Ok((path, monitor, engine))
+}
+
 /// Bytes around an encapsulated packet: the outer IP and UDP headers, and
 /// in ours the frame check's trailer.
 fn udp_overhead(outer: SocketAddr, encapsulation: Encapsulation) -> u16 {
@@ -218,6 +296,7 @@ impl Stack {
         direction: Direction,
     ) -> anyhow::Result<Stack> {
         let mut udp = None;
+        let mut bundle = None;
         let (net, engine) = match transport {
             Transport::Tcp { congestion } => {
                 if options.pcap.is_some() {
@@ -273,6 +352,11 @@ impl Stack {
                 udp = Some(path.local_addr()?);
                 (Net::start(path, options.net_options(&engine))?, engine)
             }
+            Transport::Bundle { hook } => {
+                let (path, monitor, engine) = open_bundle(options, direction, hook.clone())?;
+                bundle = Some(monitor);
+                (Net::start(path, options.net_options(&engine))?, engine)
+            }
             Transport::Tun { name, addrs } => {
                 if addrs.is_empty() {
                     bail!("--tun needs at least one --addr ADDRESS/PREFIX for our stack");
@@ -285,6 +369,7 @@ impl Stack {
         Ok(Stack::Ours {
             net,
             udp,
+            bundle,
             label: engine.protocol.label(),
         })
     }
@@ -307,6 +392,14 @@ impl Stack {
     pub fn udp_addr(&self) -> Option<SocketAddr> {
         match self {
             Stack::Ours { udp, .. } => *udp,
+            Stack::Kernel { .. } => None,
+        }
+    }
+
+    /// Over a bundle, what watches it.
+    pub fn bundle(&self) -> Option<BundleMonitor> {
+        match self {
+            Stack::Ours { bundle, .. } => bundle.clone(),
             Stack::Kernel { .. } => None,
         }
     }

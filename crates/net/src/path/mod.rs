@@ -4,11 +4,13 @@
 
 mod batch;
 mod boxed;
+mod bundle;
 mod tapped;
 mod tun;
 mod udp;
 mod udp_peers;
 
+pub use bundle::{BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport};
 pub use tun::TunPath;
 pub use udp::UdpPath;
 

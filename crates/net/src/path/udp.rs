@@ -173,7 +173,7 @@ fn is_transient(err: &std::io::Error) -> bool {
 }
 
 /// The source address the kernel would use to reach `peer`.
-fn route_source(bind: SocketAddr, peer: SocketAddr) -> Result<IpAddr, NetError> {
+pub(super) fn route_source(bind: SocketAddr, peer: SocketAddr) -> Result<IpAddr, NetError> {
     let probe = std::net::UdpSocket::bind(SocketAddr::new(bind.ip(), 0))
         .map_err(NetError::io("cannot open a socket to find the route"))?;
     probe

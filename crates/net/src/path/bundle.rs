@@ -1,0 +1,384 @@
+//! A bundle (DESIGN.md "On the wire", *bonded*): one path over several UDP
+//! channels, each its own local address and peer (a modem's circuit, a
+//! radio, an interface of its own), striped by the bonding scheduler
+//! (`scps_bond::Bond`): in proportion to what each channel delivers, never
+//! into one it believes down, a marginal one on standby. The scheduler is
+//! the simulator's, sans-IO; this path gives it the time, the sockets and
+//! what arrives.
+//!
+//! Every datagram on a channel (the IP packets and the scheduler's probes
+//! and answers) carries the CRC-32C trailer of [`crate::frame_check`]:
+//! both ends are ours, so a datagram without a matching one is damaged,
+//! counted and dropped. Each channel's socket is connected to its peer,
+//! so the kernel drops datagrams from anyone else.
+//!
+//! A channel whose socket fails (its interface gone, its peer's port
+//! closed) is marked down with the error as the reason; its probes go on,
+//! and bring it back when they are answered. Every state change is logged,
+//! kept for [`BundleMonitor`], and run through the hook command if one is
+//! given (a modem manager hangs up and redials a marginal circuit).
+
+use std::future::poll_fn;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
+use std::time::Duration;
+
+use scps_bond::{Bond, BondConfig, BondStats, ChannelReport, Event};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::UdpSocket;
+
+use super::batch::{RecvBatch, SLOT_BYTES};
+use super::udp::route_source;
+use super::{PacketPath, would_block};
+use crate::error::NetError;
+use crate::frame_check;
+
+/// Where one channel of a bundle runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleChannelAddrs {
+    pub local: SocketAddr,
+    pub peer: SocketAddr,
+    /// The interface its datagrams leave by (SO_BINDTODEVICE), whatever
+    /// the routing table says.
+    pub device: Option<String>,
+}
+
+/// A channel's state change, as the path reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BundleEvent {
+    /// Since the path opened.
+    pub at: Duration,
+    pub channel: usize,
+    pub local: SocketAddr,
+    pub peer: SocketAddr,
+    pub from: &'static str,
+    pub to: &'static str,
+    pub why: String,
+}
+
+/// What a bundle has seen, for reports and metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BundleReport {
+    /// Each channel's state and figures, in order.
+    pub channels: Vec<ChannelReport>,
+    /// Each channel's local address (with the port the kernel chose) and
+    /// peer, in order.
+    pub addrs: Vec<(SocketAddr, SocketAddr)>,
+    /// Every state change, oldest first.
+    pub events: Vec<BundleEvent>,
+    pub bond: BondStats,
+    /// Datagrams whose frame check failed.
+    pub damaged: u64,
+    /// Datagrams a channel's socket had no room for (lost, as on a full
+    /// modem).
+    pub send_full: u64,
+    /// Hook commands that could not be started.
+    pub hook_failures: u64,
+}
+
+/// A live view of a bundle: what it reports now, from any task.
+#[derive(Debug, Clone, Default)]
+pub struct BundleMonitor(Arc<Mutex<BundleReport>>);
+
+impl BundleMonitor {
+    pub fn report(&self) -> BundleReport {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BundleReport> {
+        // A panic elsewhere while holding it leaves figures, still worth
+        // reading.
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[derive(Debug)]
+struct Channel {
+    socket: UdpSocket,
+    addrs: BundleChannelAddrs,
+}
+
+#[derive(Debug)]
+pub struct BundlePath {
+    bond: Bond,
+    channels: Vec<Channel>,
+    /// The bond's clock starts here.
+    origin: tokio::time::Instant,
+    local_addrs: Vec<IpAddr>,
+    hook: Option<String>,
+    monitor: BundleMonitor,
+    /// Frame check failures since the driver last asked.
+    damaged: u64,
+    /// A datagram being received, or sealed to send.
+    buf: Vec<u8>,
+}
+
+impl BundlePath {
+    /// Binds every channel (refused before anything runs: a channel that
+    /// cannot bind, a bundle the scheduler refuses). The endpoint's inner
+    /// address is the first channel's local one (or, unspecified, the
+    /// address the kernel would use towards its peer).
+    pub fn open(
+        channels: &[BundleChannelAddrs],
+        config: BondConfig,
+        hook: Option<String>,
+    ) -> Result<(BundlePath, BundleMonitor), NetError> {
+        let origin = tokio::time::Instant::now();
+        let bond = Bond::new(config, Duration::ZERO)
+            .map_err(|e| NetError::PathFailed(format!("the bundle's settings: {e}")))?;
+        if bond.channel_count() != channels.len() {
+            return Err(NetError::PathFailed(format!(
+                "the bundle's settings have rates for {} channels, but {} were given",
+                bond.channel_count(),
+                channels.len()
+            )));
+        }
+        let sockets = channels
+            .iter()
+            .map(|addrs| {
+                let socket = channel_socket(addrs)?;
+                // Reported with the port the kernel chose.
+                let local = socket
+                    .local_addr()
+                    .map_err(NetError::io("cannot read a channel's address"))?;
+                Ok(Channel {
+                    socket,
+                    addrs: BundleChannelAddrs {
+                        local,
+                        ..addrs.clone()
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, NetError>>()?;
+        let first = &channels[0];
+        let inner = match first.local.ip() {
+            ip if ip.is_unspecified() => route_source(first.local, first.peer)?,
+            ip => ip,
+        };
+        let monitor = BundleMonitor::default();
+        let mut path = BundlePath {
+            bond,
+            channels: sockets,
+            origin,
+            local_addrs: vec![inner],
+            hook,
+            monitor: monitor.clone(),
+            damaged: 0,
+            buf: vec![0; SLOT_BYTES],
+        };
+        path.publish();
+        Ok((path, monitor))
+    }
+
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    /// Sends what the scheduler has for the channels now: answers,
+    /// probes, and data a channel can take.
+    fn pump(&mut self, now: Duration) {
+        while let Some((index, datagram)) = self.bond.poll_transmit(now) {
+            self.buf.clear();
+            frame_check::append(&datagram, &mut self.buf);
+            match self.channels[index].socket.try_send(&self.buf) {
+                Ok(_) => {}
+                Err(err) if would_block(&err) => self.monitor.lock().send_full += 1,
+                Err(err) => self.failed(now, index, &err),
+            }
+        }
+    }
+
+    fn failed(&mut self, now: Duration, index: usize, err: &std::io::Error) {
+        self.bond
+            .channel_failed(now, index, format!("its socket failed: {err}"));
+    }
+
+    /// Reads what has arrived on every channel into `batch`, while it has
+    /// room for one more datagram.
+    fn read_channels(&mut self, now: Duration, batch: &mut RecvBatch) {
+        for index in 0..self.channels.len() {
+            // An error the socket holds (an ICMP report that the peer's
+            // port is closed) does not make it readable: asked for here,
+            // at every wake-up, which the probes' timers bring.
+            if let Ok(Some(err)) = self.channels[index].socket.take_error() {
+                self.failed(now, index, &err);
+            }
+            while batch.buf.len() - batch.used() >= SLOT_BYTES {
+                self.buf.resize(SLOT_BYTES, 0);
+                match self.channels[index].socket.try_recv(&mut self.buf) {
+                    Ok(len) => self.arrived(now, index, len, batch),
+                    Err(err) if would_block(&err) => break,
+                    Err(err) => {
+                        self.failed(now, index, &err);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn arrived(&mut self, now: Duration, index: usize, len: usize, batch: &mut RecvBatch) {
+        let Some(datagram) = frame_check::check_sealed(&self.buf[..len]) else {
+            self.damaged += 1;
+            self.monitor.lock().damaged += 1;
+            return;
+        };
+        if let Some(packet) = self.bond.handle(now, index, datagram.to_vec()) {
+            // Room for it was checked before the read.
+            batch.append(&packet);
+        }
+    }
+
+    /// Logs and reports the state changes since last asked, runs the
+    /// hook on each, and refreshes the report.
+    fn publish(&mut self) {
+        let mut report = self.monitor.lock();
+        while let Some(event) = self.bond.poll_event() {
+            let event = self.describe(event);
+            tracing::warn!(
+                channel = event.channel,
+                local = %event.local,
+                peer = %event.peer,
+                from = event.from,
+                to = event.to,
+                why = %event.why,
+                "bundle channel changed state"
+            );
+            if let Some(hook) = &self.hook
+                && let Err(err) = run_hook(hook, &event)
+            {
+                report.hook_failures += 1;
+                tracing::warn!(hook, %err, "the bundle's hook could not be started");
+            }
+            report.events.push(event);
+        }
+        report.channels = self.bond.channels();
+        if report.addrs.is_empty() {
+            report.addrs = self
+                .channels
+                .iter()
+                .map(|c| (c.addrs.local, c.addrs.peer))
+                .collect();
+        }
+        report.bond = self.bond.stats().clone();
+    }
+
+    fn describe(&self, event: Event) -> BundleEvent {
+        let addrs = &self.channels[event.channel].addrs;
+        BundleEvent {
+            at: event.at,
+            channel: event.channel,
+            local: addrs.local,
+            peer: addrs.peer,
+            from: event.from.name(),
+            to: event.to.name(),
+            why: event.why,
+        }
+    }
+
+    /// Waits until a channel has something to read or the scheduler has
+    /// something to do.
+    async fn wait(&self) {
+        let wake = self.bond.next_wake(self.now()).map(|at| self.origin + at);
+        let sleep = async {
+            match wake {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut sleep = std::pin::pin!(sleep);
+        poll_fn(|cx| {
+            if self
+                .channels
+                .iter()
+                .any(|c| c.socket.poll_recv_ready(cx).is_ready())
+            {
+                return Poll::Ready(());
+            }
+            sleep.as_mut().poll(cx)
+        })
+        .await;
+    }
+}
+
+/// A channel's socket: bound (to its device first, if it has one) and
+/// connected to its peer.
+fn channel_socket(addrs: &BundleChannelAddrs) -> Result<UdpSocket, NetError> {
+    let name = format!("channel {} -> {}", addrs.local, addrs.peer);
+    let socket = Socket::new(Domain::for_address(addrs.local), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(NetError::io(format!("{name}: cannot create a UDP socket")))?;
+    if let Some(device) = &addrs.device {
+        socket
+            .bind_device(Some(device.as_bytes()))
+            .map_err(NetError::io(format!("{name}: cannot bind to device {device}")))?;
+    }
+    socket
+        .bind(&addrs.local.into())
+        .map_err(NetError::io(format!("{name}: cannot bind")))?;
+    socket
+        .connect(&addrs.peer.into())
+        .map_err(NetError::io(format!("{name}: no route to the peer")))?;
+    socket.set_nonblocking(true).map_err(NetError::io(format!(
+        "{name}: cannot make the socket non-blocking"
+    )))?;
+    UdpSocket::from_std(socket.into()).map_err(NetError::io(format!("{name}: cannot register the socket")))
+}
+
+/// Starts `sh -c hook` with the change in its environment, without
+/// waiting for it (a thread reaps it): a redial takes a minute.
+fn run_hook(hook: &str, event: &BundleEvent) -> std::io::Result<()> {
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(hook)
+        .env("SCPS_BUNDLE_CHANNEL", event.channel.to_string())
+        .env("SCPS_BUNDLE_LOCAL", event.local.to_string())
+        .env("SCPS_BUNDLE_PEER", event.peer.to_string())
+        .env("SCPS_BUNDLE_FROM", event.from)
+        .env("SCPS_BUNDLE_TO", event.to)
+        .env("SCPS_BUNDLE_WHY", &event.why)
+        .stdin(std::process::Stdio::null())
+        .spawn()?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
+}
+
+impl PacketPath for BundlePath {
+    fn local_addrs(&self) -> Vec<IpAddr> {
+        self.local_addrs.clone()
+    }
+
+    async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        loop {
+            self.try_recv(batch)?;
+            if !batch.is_empty() {
+                return Ok(());
+            }
+            self.wait().await;
+        }
+    }
+
+    fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        let now = self.now();
+        self.read_channels(now, batch);
+        self.pump(now);
+        self.publish();
+        Ok(())
+    }
+
+    async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
+        for packet in packets {
+            // Full: counted by the bond, as a router's queue drops.
+            let _ = self.bond.send(packet.clone());
+        }
+        let now = self.now();
+        self.pump(now);
+        self.publish();
+        Ok(())
+    }
+
+    fn take_damaged(&mut self) -> u64 {
+        std::mem::take(&mut self.damaged)
+    }
+}

@@ -1,0 +1,258 @@
+//! A bundle of UDP channels (issue 15 point 4) between two of our
+//! endpoints, through a relay that can silence a channel or close it: the
+//! bytes arrive intact over the channels that are left, a silent channel
+//! is marked down within two probe intervals and back up when it answers
+//! again, and a channel whose peer is gone is marked down with its
+//! socket's error.
+
+mod common;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use common::{PORT, content, seed};
+use scps_bond::{BondConfig, ChannelState};
+use scps_net::{BundleChannelAddrs, BundleMonitor, BundlePath, Net, NetOptions};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+const PROBE_INTERVAL: Duration = Duration::from_millis(100);
+const CHANNELS: usize = 3;
+
+/// What the relay does with one channel.
+const PASS: u8 = 0;
+const SILENT: u8 = 1;
+const CLOSED: u8 = 2;
+
+/// One channel of the relay: end A's channel sends to `a`, end B's to
+/// `b`; each end's address is learned from the first datagram it sends.
+struct RelayChannel {
+    a: SocketAddr,
+    b: SocketAddr,
+    mode: Arc<AtomicU8>,
+}
+
+impl RelayChannel {
+    fn set(&self, mode: u8) {
+        self.mode.store(mode, Ordering::Relaxed);
+    }
+}
+
+fn relay_channel() -> RelayChannel {
+    let sockets = [
+        UdpSocket::bind("127.0.0.1:0").unwrap(),
+        UdpSocket::bind("127.0.0.2:0").unwrap(),
+    ];
+    let mode = Arc::new(AtomicU8::new(PASS));
+    let channel = RelayChannel {
+        a: sockets[0].local_addr().unwrap(),
+        b: sockets[1].local_addr().unwrap(),
+        mode: mode.clone(),
+    };
+    let ends = Arc::new(std::sync::Mutex::new([None::<SocketAddr>; 2]));
+    for side in 0..2 {
+        let from = sockets[side].try_clone().unwrap();
+        let to = sockets[1 - side].try_clone().unwrap();
+        let (mode, ends) = (mode.clone(), ends.clone());
+        std::thread::spawn(move || {
+            from.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+            let mut buf = vec![0u8; 65536];
+            // Closed: the sockets are dropped, and the ends' datagrams
+            // meet a closed port.
+            while mode.load(Ordering::Relaxed) != CLOSED {
+                let Ok((len, source)) = from.recv_from(&mut buf) else {
+                    continue;
+                };
+                let far = {
+                    let mut ends = ends.lock().unwrap();
+                    ends[side] = Some(source);
+                    ends[1 - side]
+                };
+                if let Some(far) = far
+                    && mode.load(Ordering::Relaxed) == PASS
+                {
+                    let _ = to.send_to(&buf[..len], far);
+                }
+            }
+        });
+    }
+    channel
+}
+
+fn settings() -> BondConfig {
+    let mut config = BondConfig::new(vec![8_000_000; CHANNELS]);
+    config.probe_interval = PROBE_INTERVAL;
+    config.hold_bytes = 1 << 20;
+    config
+}
+
+/// End A's and end B's bundles through the relay's channels (A on
+/// 127.0.0.1, B on 127.0.0.2), with the time A's opened.
+fn bundles(relay: &[RelayChannel]) -> [(BundlePath, BundleMonitor); 2] {
+    let end = |ip: &str, peer: fn(&RelayChannel) -> SocketAddr| {
+        let channels: Vec<BundleChannelAddrs> = relay
+            .iter()
+            .map(|r| BundleChannelAddrs {
+                local: format!("{ip}:0").parse().unwrap(),
+                peer: peer(r),
+                device: None,
+            })
+            .collect();
+        BundlePath::open(&channels, settings(), None).unwrap()
+    };
+    [end("127.0.0.1", |r| r.a), end("127.0.0.2", |r| r.b)]
+}
+
+/// Waits (at most `within`) until `monitor` shows `channel` in `state`.
+async fn until_state(monitor: &BundleMonitor, channel: usize, state: ChannelState, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < deadline {
+        if monitor.report().channels[channel].state == state {
+            return true;
+        }
+        tokio::time::sleep(PROBE_INTERVAL / 4).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bundle_carries_bytes_intact_and_outlives_a_silent_channel() {
+    let data = content(seed(), 6 << 20);
+    let relay: Vec<RelayChannel> = (0..CHANNELS).map(|_| relay_channel()).collect();
+    let [(path_a, monitor_a), (path_b, _)] = bundles(&relay);
+    let opened = tokio::time::Instant::now();
+    let net_a = Net::start(path_a, NetOptions::default()).unwrap();
+    let net_b = Net::start(path_b, NetOptions::default()).unwrap();
+    let server = SocketAddr::new("127.0.0.2".parse().unwrap(), PORT);
+    let listener = net_b.listen(server).unwrap();
+    // The reader says when a third has arrived.
+    let (third, mut third_arrived) = mpsc::channel(1);
+    let len = data.len();
+    let reader = tokio::spawn(async move {
+        let mut stream = listener.accept().await.unwrap();
+        let mut received = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let n = stream.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            received.extend_from_slice(&buf[..n]);
+            if received.len() >= len / 3 {
+                let _ = third.try_send(());
+            }
+        }
+        Sha256::digest(&received)
+    });
+    let mut stream = net_a.connect(server).await.unwrap();
+    let writer = tokio::spawn(async move {
+        stream.write_all(&data).await.unwrap();
+        stream.shutdown().await.unwrap();
+        (stream, Sha256::digest(&data))
+    });
+    third_arrived.recv().await.unwrap();
+    relay[1].set(SILENT);
+    let silenced = tokio::time::Instant::now();
+    assert!(
+        until_state(&monitor_a, 1, ChannelState::Down, 10 * PROBE_INTERVAL).await,
+        "the silent channel was not marked down: {:?}",
+        monitor_a.report().channels[1]
+    );
+    let (_stream, sent) = writer.await.unwrap();
+    assert_eq!(reader.await.unwrap(), sent, "what arrived is what was sent");
+    let report = monitor_a.report();
+    let down = report
+        .events
+        .iter()
+        .find(|e| e.channel == 1 && e.to == "down")
+        .expect("a down event");
+    // The event's time is since A's path opened, which was before `opened`.
+    let noticed = (opened + down.at).saturating_duration_since(silenced);
+    println!("channel 1 silenced; marked down after {noticed:?}: {}", down.why);
+    assert!(
+        noticed <= 2 * PROBE_INTERVAL + Duration::from_millis(100),
+        "marked down {noticed:?} after it went silent: within two probe intervals of its last answer (and \
+         100 ms for a busy machine) expected"
+    );
+    for (index, channel) in report.channels.iter().enumerate() {
+        println!("channel {index}: {channel:?}");
+        assert!(
+            channel.sent_bytes > (len / 10) as u64,
+            "channel {index} carried a share"
+        );
+    }
+    relay[1].set(PASS);
+    assert!(
+        until_state(&monitor_a, 1, ChannelState::Up, 10 * PROBE_INTERVAL).await,
+        "the channel did not come back when its probes were answered again"
+    );
+    assert_eq!(report.damaged, 0);
+    net_a.close(Duration::from_secs(2)).await.unwrap();
+    net_b.close(Duration::from_secs(2)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_whose_peer_is_gone_is_marked_down_with_its_sockets_error() {
+    let data = content(seed(), 1 << 20);
+    let relay: Vec<RelayChannel> = (0..CHANNELS).map(|_| relay_channel()).collect();
+    relay[2].set(CLOSED);
+    let [(path_a, monitor_a), (path_b, _)] = bundles(&relay);
+    let net_a = Net::start(path_a, NetOptions::default()).unwrap();
+    let net_b = Net::start(path_b, NetOptions::default()).unwrap();
+    let server = SocketAddr::new("127.0.0.2".parse().unwrap(), PORT);
+    let listener = net_b.listen(server).unwrap();
+    let reader = tokio::spawn(async move {
+        let mut stream = listener.accept().await.unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).await.unwrap();
+        Sha256::digest(&received)
+    });
+    let mut stream = net_a.connect(server).await.unwrap();
+    stream.write_all(&data).await.unwrap();
+    stream.shutdown().await.unwrap();
+    assert_eq!(reader.await.unwrap(), Sha256::digest(&data));
+    let report = monitor_a.report();
+    let down = report
+        .events
+        .iter()
+        .find(|e| e.channel == 2 && e.to == "down")
+        .unwrap_or_else(|| panic!("the closed channel was not marked down: {report:?}"));
+    println!("{down:?}");
+    assert!(down.why.contains("socket failed"), "{}", down.why);
+    assert!(down.why.to_lowercase().contains("refused"), "{}", down.why);
+    assert_eq!(report.channels[2].state, ChannelState::Down);
+    drop(stream);
+    net_a.close(Duration::from_secs(2)).await.unwrap();
+    net_b.close(Duration::from_secs(2)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_bundle_that_cannot_start_says_which_channel_and_why() {
+    let channel = |local: &str| BundleChannelAddrs {
+        local: local.parse().unwrap(),
+        peer: "127.0.0.1:9".parse().unwrap(),
+        device: None,
+    };
+    // An address this host does not have.
+    let error = BundlePath::open(&[channel("192.0.2.1:0")], BondConfig::new(vec![2400]), None).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("channel 192.0.2.1:0 -> 127.0.0.1:9: cannot bind"),
+        "{error}"
+    );
+    // Settings for another number of channels.
+    let error =
+        BundlePath::open(&[channel("127.0.0.1:0")], BondConfig::new(vec![2400, 2400]), None).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("rates for 2 channels, but 1 were given"),
+        "{error}"
+    );
+    let error = BundlePath::open(&[channel("127.0.0.1:0")], BondConfig::new(vec![0]), None).unwrap_err();
+    assert!(error.to_string().contains("at least 8 bit/s"), "{error}");
+}
