@@ -146,9 +146,11 @@ fn bond_settings_out_of_place_are_refused_with_the_key() {
 #[test]
 fn circuits_of_different_delays_deliver_in_order_and_nothing_is_resent_for_reordering() {
     // Clean circuits of 0.8, 1.2 and 2.0 s round trip: round-robin
-    // reorders what they carry by up to 0.6 s, which TCP and SNACK take
-    // for loss; the scheduler sends each packet by the circuit that
-    // delivers it first.
+    // reorders what they carry by up to 0.6 s, which a fixed duplicate-ACK
+    // threshold and SNACK delay take for loss; the scheduler sends each
+    // packet by the circuit that delivers it first. Over round-robin the
+    // stacks learn the reordering (recovery/reordering.rs): after the
+    // first few spurious retransmissions, none.
     let point = |protocol: &str, bond: &str| {
         circuits(
             protocol,
@@ -156,7 +158,7 @@ fn circuits_of_different_delays_deliver_in_order_and_nothing_is_resent_for_reord
             ["rtt = \"800ms\"", "rtt = \"1.2s\"", "rtt = \"2s\""],
         )
     };
-    for protocol in ["tcp-cubic", "scps-rate"] {
+    for protocol in ["tcp-cubic", "scps-vj", "scps-rate"] {
         let run =
             |bond| scps_sim::run_record(&point(protocol, bond), seed(), &RunOptions::default()).unwrap();
         let (scheduler, round_robin) = (run("scheduler"), run("round-robin"));
@@ -170,7 +172,11 @@ fn circuits_of_different_delays_deliver_in_order_and_nothing_is_resent_for_reord
         assert_eq!(scheduler.totals.error, None);
         // Nothing: a circuit carries data once the bond knows its delay.
         assert_eq!(scheduler.totals.retransmitted_bytes, 0, "{protocol}");
-        assert!(round_robin.totals.retransmitted_bytes > 40_000, "{protocol}");
+        // Before the adaptation, 148 kB (CUBIC) to 1 MB (scps-rate).
+        assert!(
+            round_robin.totals.retransmitted_bytes > 0 && round_robin.totals.retransmitted_bytes < 20_000,
+            "{protocol}: under 1% resent while the reordering is learnt"
+        );
         assert!(
             scheduler.totals.ratio > 0.9,
             "{protocol}: {}",

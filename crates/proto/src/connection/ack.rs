@@ -12,7 +12,7 @@ use crate::cc::AckEvent;
 use crate::recovery::Phase;
 use crate::recovery::prr::Prr;
 use crate::recovery::scoreboard::Acked;
-use crate::seq::from_wire;
+use crate::seq::{from_wire, ts_before};
 use crate::time::Instant;
 use crate::wire::TcpRepr;
 
@@ -155,7 +155,9 @@ impl Connection {
     /// timer should restart.
     fn on_new_ack(&mut self, now: Instant, ack: u64, seg: &TcpRepr<'_>) -> bool {
         let smss = self.negotiated.smss;
+        let high_sacked = self.board.high_sacked();
         let acked = self.board.ack(ack);
+        self.check_spurious(seg, &acked, high_sacked.saturating_sub(ack).div_ceil(smss));
         self.snd.una = ack;
         self.snd.buf.release_to(ack - 1);
         let data_acked = acked.bytes - u64::from(acked.fin);
@@ -266,13 +268,33 @@ impl Connection {
         sent_once_at.map(|sent| now.saturating_since(sent))
     }
 
+    /// Eifel detection (RFC 3522, recovery/reordering.rs): the ACK that
+    /// covers a retransmitted front segment echoes a timestamp older than
+    /// its first copy, so it was sent on the original's arrival, which
+    /// `overtaken_by` segments SACKed above it had overtaken.
+    fn check_spurious(&mut self, seg: &TcpRepr<'_>, acked: &Acked, overtaken_by: u64) {
+        let (Some(first_copy_at), Some(ts)) = (acked.front_first_resent_at, seg.options.timestamps) else {
+            return;
+        };
+        if self.negotiated.timestamps && ts_before(ts.tsecr, self.ts_now(first_copy_at)) {
+            self.recovery.reordering.on_spurious(overtaken_by);
+            self.stats.spurious_retransmissions += 1;
+        }
+    }
+
+    /// The duplicate-ACK threshold: the configured one, or more once
+    /// spurious retransmissions showed the path reorders.
+    pub(crate) fn dup_threshold(&self) -> u32 {
+        self.recovery.reordering.dup_threshold(self.config.dup_threshold)
+    }
+
     /// Marks losses and, when they call for it, enters fast recovery
     /// (RFC 5681 3.2 steps 1-2, RFC 6582 3.2 step 2, RFC 6675 5 step 4);
     /// a SNACK (`snacked`) calls for it at once.
     fn detect_losses(&mut self, now: Instant, snacked: bool) {
         let smss = self.negotiated.smss;
         if self.negotiated.sack {
-            self.board.mark_lost_by_sack(self.config.dup_threshold, smss);
+            self.board.mark_lost_by_sack(self.dup_threshold(), smss);
         }
         // Without SACK only cumulative ACKs tell of arrivals, and a copy
         // they overtake is acknowledged with them, so nothing is marked;
@@ -283,7 +305,7 @@ impl Connection {
         if !self.recovery.may_enter_fast(self.snd.una) || self.board.is_empty() {
             return;
         }
-        let by_dup_acks = self.recovery.dup_acks >= self.config.dup_threshold;
+        let by_dup_acks = self.recovery.dup_acks >= self.dup_threshold();
         let by_sack = self.negotiated.sack && self.board.has_lost_pending();
         if !(by_dup_acks || by_sack || snacked) {
             return;
@@ -308,7 +330,7 @@ impl Connection {
             self.resend_front(now, None);
         }
         if !self.negotiated.sack {
-            self.recovery.inflation = i64::from(self.config.dup_threshold) * smss as i64;
+            self.recovery.inflation = i64::from(self.dup_threshold()) * smss as i64;
         }
         self.stats.fast_recoveries += 1;
     }
@@ -323,7 +345,7 @@ impl Connection {
             .board
             .front_copy_in_flight(now, self.copy_answer_age(), news_sent_by)
         {
-            self.board.mark_front_lost();
+            self.board.mark_front_lost(true);
             self.force_retransmit = true;
         }
     }
@@ -346,7 +368,7 @@ impl Connection {
         };
         let answer_due = srtt + (min_rtt / 4).max(self.config.clock_granularity);
         if self.board.front_copy_overdue(now, answer_due) {
-            self.board.mark_front_lost();
+            self.board.mark_front_lost(false);
             self.force_retransmit = true;
         }
     }
@@ -356,7 +378,7 @@ impl Connection {
     /// first rather than waiting for duplicate ACKs.
     fn on_window_reopened(&mut self) {
         self.timers.stop(Timer::Persist);
-        if self.persist_probes > 0 && self.board.mark_front_lost() {
+        if self.persist_probes > 0 && self.board.mark_front_lost(false) {
             self.force_retransmit = true;
         }
         self.persist_probes = 0;

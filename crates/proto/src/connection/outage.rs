@@ -66,7 +66,7 @@ impl Connection {
     /// unacknowledged segment, or a keepalive-like segment that draws an
     /// ACK), no backoff, no giving up.
     pub(crate) fn send_outage_probe(&mut self, now: Instant) {
-        if self.board.mark_front_lost() || self.board.has_lost_pending() {
+        if self.board.mark_front_lost(false) || self.board.has_lost_pending() {
             self.force_retransmit = true;
         } else {
             self.keepalive_due = true;

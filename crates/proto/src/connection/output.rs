@@ -147,7 +147,7 @@ impl Connection {
         if !self.negotiated.sack {
             if self.recovery.in_fast_recovery() {
                 window += self.recovery.inflation;
-            } else if self.config.limited_transmit && self.recovery.dup_acks < self.config.dup_threshold {
+            } else if self.config.limited_transmit && self.recovery.dup_acks < self.dup_threshold() {
                 window += i64::from(self.recovery.dup_acks.min(2)) * self.negotiated.smss as i64;
             }
         }

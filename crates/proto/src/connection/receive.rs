@@ -39,7 +39,8 @@ impl Connection {
             // A boundary marks the end of the segment as sent: not if the
             // window cut that off.
             let record_end = seg.options.record_boundary && !trimmed;
-            self.receive_payload(now, first, payload, record_end, seg.flags.psh());
+            let tsval = seg.options.timestamps.map(|ts| ts.tsval);
+            self.receive_payload(now, first, payload, record_end, seg.flags.psh(), tsval);
             if self.state == State::Closed {
                 return;
             }
@@ -63,6 +64,7 @@ impl Connection {
         payload: &[u8],
         record_end: bool,
         push: bool,
+        tsval: Option<u32>,
     ) {
         if !self.state.can_receive_data() {
             // RFC 9293: text after the peer's FIN is ignored.
@@ -85,7 +87,7 @@ impl Connection {
             self.remember_out_of_order(start, end);
         }
         if stored.out_of_order || had_holes {
-            self.refresh_holes(now);
+            self.refresh_holes(now, tsval);
         }
         if stored.advanced > 0 {
             self.signal_readable();

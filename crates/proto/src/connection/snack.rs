@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use super::Connection;
 use super::timers::Timer;
+use crate::recovery::reordering::ReceiverReordering;
 use crate::recovery::rtt::RttEstimator;
+use crate::seq::ts_before;
 use crate::time::Instant;
 use crate::wire::{OptionList, Snack};
 
@@ -28,6 +30,9 @@ const MAX_REPEATS: u32 = 3;
 struct Hole {
     range: Range<u64>,
     seen_at: Instant,
+    /// The newest timestamp received when the hole appeared: a segment
+    /// that fills it and is no newer was sent before what overtook it.
+    newest_tsval_then: Option<u32>,
     first_named_at: Option<Instant>,
     named_at: Option<Instant>,
     times_named: u32,
@@ -45,6 +50,10 @@ pub(crate) struct HoleTracker {
     /// included, which the handshake's RTT sample does not see. Its
     /// timeout is when a repair is overdue.
     response: RttEstimator,
+    /// The newest timestamp (TSval) received, if the peer sends them.
+    newest_tsval: Option<u32>,
+    /// How long reordering keeps holes open.
+    reordering: ReceiverReordering,
 }
 
 impl Default for HoleTracker {
@@ -55,6 +64,8 @@ impl Default for HoleTracker {
             // Bounds that never bind: the repeat interval is only ever
             // read once a sample has been taken.
             response: RttEstimator::new(Duration::MAX, Duration::ZERO, Duration::MAX, Duration::ZERO),
+            newest_tsval: None,
+            reordering: ReceiverReordering::default(),
         }
     }
 }
@@ -62,8 +73,14 @@ impl Default for HoleTracker {
 impl HoleTracker {
     /// Brings the tracked holes in line with the buffer: filled holes go,
     /// new ones are stamped `now`, a hole that shrank or split keeps the
-    /// history of the hole it came from.
-    fn refresh(&mut self, now: Instant, contiguous_end: u64, held: &[Range<u64>]) {
+    /// history of the hole it came from. `tsval` is the timestamp of the
+    /// segment that changed it, if it had one.
+    fn refresh(&mut self, now: Instant, contiguous_end: u64, held: &[Range<u64>], tsval: Option<u32>) {
+        if let Some(tsval) = tsval
+            && self.newest_tsval.is_none_or(|newest| ts_before(newest, tsval))
+        {
+            self.newest_tsval = Some(tsval);
+        }
         // Both lists are in order and the buffer only fills, so one walk
         // pairs each gap with the old hole it came from (runs per segment
         // received out of order: no allocation, the old list is reused).
@@ -77,7 +94,7 @@ impl HoleTracker {
                 let gap = from..range.start;
                 while old.get(i).is_some_and(|h| h.range.end <= gap.start) {
                     if !inherited {
-                        self.filled(now, &old[i]);
+                        self.filled(now, &old[i], tsval);
                     }
                     i += 1;
                     inherited = false;
@@ -93,6 +110,7 @@ impl HoleTracker {
                     _ => Hole {
                         range: gap,
                         seen_at: now,
+                        newest_tsval_then: self.newest_tsval,
                         first_named_at: None,
                         named_at: None,
                         times_named: 0,
@@ -104,18 +122,25 @@ impl HoleTracker {
         }
         for (k, hole) in old.iter().enumerate().skip(i) {
             if !(k == i && inherited) {
-                self.filled(now, hole);
+                self.filled(now, hole, tsval);
             }
         }
         self.spare = old;
         self.spare.clear();
     }
 
-    /// `hole` is gone: if it was named once, how long that took is a
-    /// sample of the SNACK round trip (a hole named again tells only that
-    /// one repair was lost, as Karn's rule has it for RTT samples).
-    fn filled(&mut self, now: Instant, hole: &Hole) {
-        if let (Some(named_at), 1) = (hole.named_at, hole.times_named) {
+    /// `hole` is gone, filled by a segment stamped `tsval`. By an original
+    /// (stamped no later than the newest segment when the hole appeared),
+    /// how long it lasted is a sample of the path's reordering; by a
+    /// repair of a hole named once, how long the repair took is a sample
+    /// of the SNACK round trip (a hole named again tells only that one
+    /// repair was lost, as Karn's rule has it for RTT samples).
+    fn filled(&mut self, now: Instant, hole: &Hole, tsval: Option<u32>) {
+        if let (Some(tsval), Some(then)) = (tsval, hole.newest_tsval_then)
+            && !ts_before(then, tsval)
+        {
+            self.reordering.on_sample(now.saturating_since(hole.seen_at));
+        } else if let (Some(named_at), 1) = (hole.named_at, hole.times_named) {
             self.response.on_sample(now.saturating_since(named_at));
         }
     }
@@ -145,22 +170,19 @@ impl HoleTracker {
 impl Connection {
     /// The receive buffer changed: update the holes, and make sure an ACK
     /// goes out when one is due to be named (now or by the SNACK timer).
-    pub(crate) fn refresh_holes(&mut self, now: Instant) {
+    pub(crate) fn refresh_holes(&mut self, now: Instant, tsval: Option<u32>) {
         if !self.negotiated.snack {
             return;
         }
         let (end, held) = (self.rcv.buf.contiguous_end(), self.rcv.buf.out_of_order());
-        self.rcv.holes.refresh(now, end, held);
+        let tsval = tsval.filter(|_| self.negotiated.timestamps);
+        self.rcv.holes.refresh(now, end, held, tsval);
         self.schedule_snack(now);
     }
 
     /// Arms the SNACK timer for the next hole due, or asks for an ACK now.
     pub(crate) fn schedule_snack(&mut self, now: Instant) {
-        match self
-            .rcv
-            .holes
-            .next_due(self.config.snack_delay, self.snack_repeat())
-        {
+        match self.rcv.holes.next_due(self.snack_delay(), self.snack_repeat()) {
             Some(at) if at <= now => {
                 self.ack.immediate = true;
                 self.timers.stop(Timer::Snack);
@@ -168,6 +190,15 @@ impl Connection {
             Some(at) => self.timers.set(Timer::Snack, at),
             None => self.timers.stop(Timer::Snack),
         }
+    }
+
+    /// How long a hole waits before it is named: the configured delay, or
+    /// longer once holes were seen filled by late originals.
+    pub(crate) fn snack_delay(&self) -> Duration {
+        self.rcv
+            .holes
+            .reordering
+            .snack_delay(self.config.snack_delay, self.config.clock_granularity)
     }
 
     /// How long a named hole may persist before it is named again: the
@@ -212,7 +243,7 @@ impl Connection {
         if !self.negotiated.snack || self.rcv.holes.is_empty() || max == 0 {
             return snacks;
         }
-        let (delay, repeat) = (self.config.snack_delay, self.snack_repeat());
+        let (delay, repeat) = (self.snack_delay(), self.snack_repeat());
         let unit = self.snack_unit();
         let ack_point = self.rcv.buf.contiguous_end();
         for hole in &mut self.rcv.holes.holes {
@@ -299,18 +330,18 @@ mod tests {
     #[test]
     fn holes_keep_their_history_as_they_shrink_split_and_fill() {
         let mut t = HoleTracker::default();
-        t.refresh(at(0), 100, std::slice::from_ref(&(200..300)));
+        t.refresh(at(0), 100, std::slice::from_ref(&(200..300)), None);
         assert_eq!(t.holes.len(), 1);
         t.holes[0].named_at = Some(at(5));
         // The hole 100..200 split by data at 150..160, and a new one beyond.
-        t.refresh(at(10), 100, &[150..160, 200..300, 400..500]);
+        t.refresh(at(10), 100, &[150..160, 200..300, 400..500], None);
         let ranges: Vec<_> = t.holes.iter().map(|h| h.range.clone()).collect();
         assert_eq!(ranges, vec![100..150, 160..200, 300..400]);
         assert_eq!(t.holes[0].named_at, Some(at(5)));
         assert_eq!(t.holes[1].named_at, Some(at(5)));
         assert_eq!((t.holes[2].seen_at, t.holes[2].named_at), (at(10), None));
         // The first holes filled.
-        t.refresh(at(20), 300, std::slice::from_ref(&(400..500)));
+        t.refresh(at(20), 300, std::slice::from_ref(&(400..500)), None);
         assert_eq!(t.holes.len(), 1);
         assert_eq!(t.holes[0].seen_at, at(10));
     }
@@ -318,7 +349,7 @@ mod tests {
     #[test]
     fn only_holes_named_once_time_the_snack_round_trip() {
         let mut t = HoleTracker::default();
-        t.refresh(at(0), 0, &[100..200, 300..400]);
+        t.refresh(at(0), 0, &[100..200, 300..400], None);
         for hole in &mut t.holes {
             hole.named_at = Some(at(10));
             hole.times_named = 1;
@@ -329,14 +360,44 @@ mod tests {
         // Both fill at 700 ms: a 690 ms sample from the first hole only
         // (the second's 90 ms since its last naming, or 690 ms since its
         // first, would say nothing true of one round trip).
-        t.refresh(at(700), 400, &[]);
+        t.refresh(at(700), 400, &[], None);
         assert_eq!(t.response.srtt(), Some(Duration::from_millis(690)));
-        t.refresh(at(700), 400, std::slice::from_ref(&(500..600)));
+        t.refresh(at(700), 400, std::slice::from_ref(&(500..600)), None);
         t.holes[0].named_at = Some(at(710));
         t.holes[0].times_named = 1;
         // A second clean sample, 700 ms, is smoothed in (RFC 6298 gains).
-        t.refresh(at(1410), 600, &[]);
+        t.refresh(at(1410), 600, &[], None);
         assert_eq!(t.response.srtt(), Some(Duration::from_micros(691_250)));
+    }
+
+    #[test]
+    fn a_hole_filled_by_an_original_is_reordering_and_by_a_repair_is_not() {
+        let mut t = HoleTracker::default();
+        // A segment stamped 1000 arrives beyond the hole 100..200.
+        t.refresh(at(0), 100, std::slice::from_ref(&(200..300)), Some(1000));
+        t.holes[0].named_at = Some(at(5));
+        t.holes[0].times_named = 1;
+        // Filled 400 ms later by a segment stamped 990: sent before the one
+        // that overtook it, so an original, late: reordering, not repair.
+        t.refresh(at(400), 300, &[], Some(990));
+        assert_eq!(t.reordering.samples, 1);
+        assert_eq!(t.response.srtt(), None);
+        assert_eq!(
+            t.reordering.snack_delay(Duration::ZERO, Duration::from_millis(1)),
+            Duration::from_millis(501)
+        );
+        // Another hole, filled by a segment stamped after it appeared: a
+        // repair, which times the SNACK round trip instead.
+        t.refresh(at(500), 300, std::slice::from_ref(&(400..500)), Some(1500));
+        t.holes[0].named_at = Some(at(505));
+        t.holes[0].times_named = 1;
+        t.refresh(at(900), 500, &[], Some(1890));
+        assert_eq!(t.reordering.samples, 1);
+        assert_eq!(t.response.srtt(), Some(Duration::from_millis(395)));
+        // Without timestamps nothing tells them apart: no reordering sample.
+        t.refresh(at(1000), 500, std::slice::from_ref(&(600..700)), None);
+        t.refresh(at(1400), 700, &[], None);
+        assert_eq!(t.reordering.samples, 1);
     }
 
     #[test]
@@ -344,7 +405,7 @@ mod tests {
         let delay = Duration::from_millis(50);
         let repeat = Duration::from_millis(400);
         let mut t = HoleTracker::default();
-        t.refresh(at(0), 0, std::slice::from_ref(&(100..200)));
+        t.refresh(at(0), 0, std::slice::from_ref(&(100..200)), None);
         assert_eq!(t.next_due(delay, repeat), Some(at(50)));
         t.holes[0].named_at = Some(at(50));
         t.holes[0].times_named = 1;

@@ -31,6 +31,15 @@ pub struct ConnectionStats {
     pub timeouts: u64,
     /// Retransmissions found lost because later segments arrived.
     pub lost_retransmissions: u64,
+    /// Retransmissions found needless: the original arrived after all,
+    /// late (Eifel detection with timestamps, RFC 3522).
+    pub spurious_retransmissions: u64,
+    /// The duplicate-ACK threshold in force: the configured one, raised by
+    /// the reordering spurious retransmissions showed.
+    pub dup_threshold: u32,
+    /// How long a hole waits before a SNACK names it: the configured
+    /// delay, stretched to the reordering this end has seen.
+    pub snack_delay: Duration,
     /// SNACK options sent, naming holes in what we received.
     pub snacks_sent: u64,
     /// Segments marked for retransmission by the peer's SNACKs.

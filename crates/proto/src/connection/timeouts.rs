@@ -86,7 +86,7 @@ impl Connection {
                     // get through in time, is overdue. Going back N would
                     // resend a flight that arrived (RFC 6298 5.4 asks for
                     // the earliest segment only).
-                    self.board.mark_front_lost();
+                    self.board.mark_front_lost(false);
                 } else {
                     if repeated {
                         // Timeouts in a row although the SACKed data would

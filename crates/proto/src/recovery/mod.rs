@@ -3,10 +3,12 @@
 //! for connections without SACK (RFC 6582).
 
 pub(crate) mod prr;
+pub(crate) mod reordering;
 pub mod rtt;
 pub(crate) mod scoreboard;
 
 use prr::Prr;
+use reordering::SenderReordering;
 
 /// Where the sender stands with respect to loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +48,8 @@ pub(crate) struct Recovery {
     /// Proportional rate reduction of a SACK fast recovery that cut the
     /// window (RFC 6937); `None` otherwise.
     pub(crate) prr: Option<Prr>,
+    /// The duplicate-ACK threshold the path's reordering calls for.
+    pub(crate) reordering: SenderReordering,
 }
 
 impl Recovery {
@@ -58,6 +62,7 @@ impl Recovery {
             high_rule3: 0,
             partial_ack_seen: false,
             prr: None,
+            reordering: SenderReordering::default(),
         }
     }
 

@@ -26,6 +26,17 @@ pub(crate) struct Segment {
     pub(crate) lost: bool,
     /// Retransmitted since it was last marked lost.
     pub(crate) retransmitted: bool,
+    /// Last marked lost on news from the receiver (SACKs above it,
+    /// duplicate ACKs, a SNACK), not for want of news (a timeout, an
+    /// outage).
+    pub(crate) lost_on_news: bool,
+    /// When it was first retransmitted, and whether on news: Eifel
+    /// detection compares the timestamp an ACK echoes with the first
+    /// copy's (a later one, a SNACK repeated, would make the first copy's
+    /// arrival look like the original's), and only a copy sent on news
+    /// shows reordering when it proves needless (connection/ack.rs
+    /// `check_spurious`).
+    pub(crate) first_resend: Option<(Instant, bool)>,
 }
 
 impl Segment {
@@ -39,6 +50,8 @@ impl Segment {
             sacked: false,
             lost: false,
             retransmitted: false,
+            lost_on_news: false,
+            first_resend: None,
         }
     }
 
@@ -77,6 +90,11 @@ pub(crate) struct Acked {
     /// segments: the ACK was sent no later than that one arrived.
     pub(crate) newest_sent_at: Option<Instant>,
     pub(crate) fin: bool,
+    /// When the segment at the front was first retransmitted, if that was
+    /// on news of its loss and it was not SACKed: the ACK was sent on the
+    /// arrival of that segment, the original or a copy, and its timestamp
+    /// echo tells which (connection/ack.rs `check_spurious`).
+    pub(crate) front_first_resent_at: Option<Instant>,
 }
 
 #[derive(Debug, Default)]
@@ -202,6 +220,8 @@ impl Scoreboard {
             seg.sent_at = now;
             seg.transmissions += 1;
             seg.retransmitted = true;
+            seg.first_resend
+                .get_or_insert((now, seg.lost && seg.lost_on_news));
         });
         if let Some(seg) = self.segments.get(index) {
             self.resent.push_back((seg.start, now));
@@ -265,6 +285,9 @@ impl Scoreboard {
             let Some(seg) = self.segments.pop_front() else {
                 break;
             };
+            if let (0, false, Some((at, true))) = (acked.bytes, seg.sacked, seg.first_resend) {
+                acked.front_first_resent_at = Some(at);
+            }
             self.pipe -= seg.pipe_share();
             if seg.sacked {
                 self.sacked_bytes -= seg.len();
@@ -357,7 +380,10 @@ impl Scoreboard {
                 break;
             }
             if !seg.sacked && !seg.lost {
-                self.update(i, |seg| seg.lost = true);
+                self.update(i, |seg| {
+                    seg.lost = true;
+                    seg.lost_on_news = true;
+                });
                 marked += 1;
             }
             i += 1;
@@ -410,6 +436,7 @@ impl Scoreboard {
                 self.update(index, |seg| {
                     seg.lost = true;
                     seg.retransmitted = false;
+                    seg.lost_on_news = true;
                 });
                 marked += 1;
             }
@@ -418,14 +445,16 @@ impl Scoreboard {
     }
 
     /// Marks the first unacknowledged segment lost (fast retransmit after
-    /// duplicate ACKs, NewReno partial ACKs). Returns false if it already was
-    /// lost and not retransmitted, or there is none.
-    pub(crate) fn mark_front_lost(&mut self) -> bool {
+    /// duplicate ACKs or NewReno partial ACKs, `on_news`; or a timer's).
+    /// Returns false if it already was lost and not retransmitted, or
+    /// there is none.
+    pub(crate) fn mark_front_lost(&mut self, on_news: bool) -> bool {
         match self.segments.front() {
             Some(seg) if !seg.sacked && !seg.awaits_retransmission() => {
                 self.update(0, |seg| {
                     seg.lost = true;
                     seg.retransmitted = false;
+                    seg.lost_on_news = on_news;
                 });
                 true
             }
@@ -475,6 +504,7 @@ impl Scoreboard {
                 self.update(i, |seg| {
                     seg.lost = true;
                     seg.retransmitted = false;
+                    seg.lost_on_news = false;
                 });
             }
         }
@@ -603,7 +633,7 @@ mod tests {
         let rtt = Duration::from_millis(100);
         let at = |ms: u64| Instant::ZERO + Duration::from_millis(ms);
         assert!(!b.front_copy_in_flight(at(0), rtt, None), "never resent");
-        b.mark_front_lost();
+        b.mark_front_lost(true);
         assert!(!b.front_copy_in_flight(at(0), rtt, None), "lost, not yet resent");
         b.retransmitted(0, at(10));
         assert!(b.front_copy_in_flight(at(50), rtt, None));
@@ -694,7 +724,7 @@ mod tests {
     fn timeout_marks_everything_but_sacked_lost() {
         let mut b = board(4);
         b.sack(&[seg_range(3)]);
-        b.mark_front_lost();
+        b.mark_front_lost(true);
         b.retransmitted(0, Instant::ZERO);
         b.mark_all_lost();
         assert_eq!(b.pipe(), 0);

@@ -1,0 +1,134 @@
+//! What a connection learns of its path's reordering, so that reordering
+//! is not taken for loss (issue 15 point 3): a bundle striped round-robin
+//! over circuits of 0.8 and 2 s round trips delivers packets 0.6 s out of
+//! order, which a fixed duplicate-ACK threshold of 3 and a fixed SNACK
+//! delay both take for loss.
+//!
+//! Both ends measure it with timestamps (RFC 7323), each what it can see:
+//!
+//! - **The sender** finds a retransmission spurious when the cumulative
+//!   ACK that covers it echoes a timestamp older than the copy (Eifel
+//!   detection, RFC 3522): the original arrived, late. How far it was
+//!   overtaken, in segments SACKed above it, becomes the duplicate-ACK
+//!   threshold (as Linux raises its `reordering`): RFC 6675's loss rule
+//!   then waits for that many.
+//! - **The receiver** finds a hole filled by a segment whose timestamp is
+//!   no newer than the newest it had when the hole appeared: an original
+//!   sent before what overtook it, not a repair. How long the hole lasted
+//!   is a sample of the reordering's extent in time; the SNACK delay
+//!   follows the largest recent one, so a hole is named only once
+//!   reordering cannot explain it.
+//!
+//! Without timestamps neither end can tell reordering from repair, and
+//! the configured threshold and delay stand.
+
+use std::time::Duration;
+
+/// The most the duplicate-ACK threshold is raised to (Linux's default
+/// `tcp_max_reordering` is 300): beyond, a window rarely holds enough
+/// segments for a loss to be found before the retransmission timer.
+pub(crate) const MAX_DUP_THRESHOLD: u32 = 256;
+
+/// The longest the SNACK delay is stretched to: a hole that lasts longer
+/// is repaired by the retransmission timer just as soon.
+pub(crate) const MAX_REORDER_WAIT: Duration = Duration::from_secs(3);
+
+/// The sender's side: the duplicate-ACK threshold the path's reordering
+/// calls for.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SenderReordering {
+    /// Raised by spurious retransmissions; never below the configured one
+    /// where it is read.
+    dup_threshold: u32,
+}
+
+impl SenderReordering {
+    /// A retransmission was spurious: its original had `overtaken_by`
+    /// segments SACKed above it when it arrived.
+    pub(crate) fn on_spurious(&mut self, overtaken_by: u64) {
+        let wanted = u32::try_from(overtaken_by.saturating_add(1)).unwrap_or(u32::MAX);
+        self.dup_threshold = self.dup_threshold.max(wanted.min(MAX_DUP_THRESHOLD));
+    }
+
+    /// The threshold to use: the configured one, or more if reordering
+    /// was seen.
+    pub(crate) fn dup_threshold(&self, configured: u32) -> u32 {
+        configured.max(self.dup_threshold)
+    }
+}
+
+/// The receiver's side: how long reordering keeps a hole open.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReceiverReordering {
+    /// The reordering's extent: the largest sample, drawn an eighth of
+    /// the way towards each smaller one, so that it follows a path whose
+    /// reordering shrinks without forgetting it at the first short one.
+    extent: Duration,
+    pub(crate) samples: u64,
+}
+
+impl ReceiverReordering {
+    /// A hole seen `lasted` ago was filled by an original.
+    pub(crate) fn on_sample(&mut self, lasted: Duration) {
+        self.samples += 1;
+        self.extent = if lasted >= self.extent {
+            lasted
+        } else {
+            self.extent - (self.extent - lasted) / 8
+        };
+    }
+
+    /// How long to wait before naming a hole: the configured delay, or
+    /// the reordering's extent and a quarter more (and a clock tick), up
+    /// to [`MAX_REORDER_WAIT`].
+    pub(crate) fn snack_delay(&self, configured: Duration, granularity: Duration) -> Duration {
+        if self.samples == 0 {
+            return configured;
+        }
+        let wait = (self.extent + self.extent / 4 + granularity).min(MAX_REORDER_WAIT);
+        configured.max(wait)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_threshold_rises_to_what_overtook_a_spurious_retransmission() {
+        let mut sender = SenderReordering::default();
+        assert_eq!(sender.dup_threshold(3), 3);
+        sender.on_spurious(1);
+        assert_eq!(sender.dup_threshold(3), 3, "no lower than configured");
+        sender.on_spurious(9);
+        assert_eq!(sender.dup_threshold(3), 10);
+        sender.on_spurious(4);
+        assert_eq!(sender.dup_threshold(3), 10, "it does not come down");
+        sender.on_spurious(100_000);
+        assert_eq!(sender.dup_threshold(3), MAX_DUP_THRESHOLD);
+    }
+
+    #[test]
+    fn the_snack_delay_follows_the_holes_reordering_kept_open() {
+        let ms = Duration::from_millis;
+        let mut receiver = ReceiverReordering::default();
+        assert_eq!(
+            receiver.snack_delay(ms(5), ms(1)),
+            ms(5),
+            "nothing seen: as configured"
+        );
+        receiver.on_sample(ms(400));
+        assert_eq!(receiver.snack_delay(ms(5), ms(1)), ms(501));
+        // Smaller samples draw it down slowly; a larger one at once.
+        receiver.on_sample(ms(80));
+        assert_eq!(receiver.snack_delay(ms(0), ms(1)), ms(451));
+        receiver.on_sample(ms(600));
+        assert_eq!(receiver.snack_delay(ms(0), ms(1)), ms(751));
+        receiver.on_sample(Duration::from_secs(10));
+        assert_eq!(receiver.snack_delay(ms(0), ms(1)), MAX_REORDER_WAIT);
+        assert_eq!(
+            receiver.snack_delay(Duration::from_secs(5), ms(1)),
+            Duration::from_secs(5)
+        );
+    }
+}
