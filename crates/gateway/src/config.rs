@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use scps_config::bundle::Bundle;
 use scps_config::stack::{RealStack, StackSettings, ToolKeepalive};
 use scps_config::units::{Bytes, Time};
 use scps_config::{Direction, Error};
@@ -89,7 +90,8 @@ struct ControlSpec {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LinkSpec {
-    udp: String,
+    /// Without `[engine.bundle]`: the one UDP socket the link rides in.
+    udp: Option<String>,
     peer: Option<String>,
     port: Option<u16>,
 }
@@ -272,7 +274,6 @@ impl GatewayConfig {
 }
 
 fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
-    let link = spec.link.as_ref().map(explicit_link).transpose()?;
     let transparent = spec.transparent.as_ref().map(transparent).transpose()?;
     let forwards = spec
         .forward
@@ -311,6 +312,25 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         }
     }
     let carries = !forwards.is_empty() || !socks.is_empty();
+    // The client gateway's data goes forward on the link, the far
+    // gateway's back.
+    let direction = if !carries {
+        Direction::Reverse
+    } else {
+        Direction::Forward
+    };
+    let (engine, engine_link) = engine(spec.engine.clone(), &format!("{origin} [engine]"), direction)?;
+    let link = match (&spec.link, &engine.bundle) {
+        (Some(link), bundle) => Some(explicit_link(link, bundle.as_ref())?),
+        (None, Some(_)) => {
+            return Err(Error::invalid(
+                "engine.bundle",
+                "set",
+                "a [link] (its `port`) for the explicit modes' link, which the bundle carries",
+            ));
+        }
+        (None, None) => None,
+    };
     if (carries || !spec.allow.is_empty()) && link.is_none() {
         return Err(Error::invalid(
             "link",
@@ -340,14 +360,6 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
              [[allow]] (to take them from a client gateway) or a [transparent] section",
         ));
     }
-    // The client gateway's data goes forward on the link, the far
-    // gateway's back.
-    let direction = if !carries {
-        Direction::Reverse
-    } else {
-        Direction::Forward
-    };
-    let (engine, engine_link) = engine(spec.engine.clone(), &format!("{origin} [engine]"), direction)?;
     let buffer = match spec.relay.buffer {
         Some(buffer) => buffer.0,
         None => default_buffer(engine_link),
@@ -507,13 +519,6 @@ fn engine(
     // The UDP path's packets: an Ethernet MTU less the outer IPv4 and UDP
     // headers and the frame check.
     let mut stack = settings.resolve(direction, 1500 - 28 - 4)?;
-    if stack.bundle.is_some() {
-        return Err(Error::invalid(
-            format!("{within}.bundle"),
-            "set",
-            "a route over one link path so far; a bundle runs under `scps send`/`recv` (docs/bonding.md)",
-        ));
-    }
     let rate = if stack.config.rate_auto {
         link_rate.or(stack.config.rate_bps)
     } else {
@@ -633,6 +638,17 @@ fn one_route(
             carried: None,
         });
     }
+    if route
+        .engine
+        .as_ref()
+        .is_some_and(|table| table.contains_key("bundle"))
+    {
+        return Err(Error::invalid(
+            format!("{origin} route[{i}].engine.bundle"),
+            "set",
+            "the explicit modes' link only ([engine.bundle]); a transparent route rides the transparent link",
+        ));
+    }
     let table = merged(
         spec.engine.clone().unwrap_or_default(),
         route.engine.clone().unwrap_or_default(),
@@ -676,14 +692,33 @@ fn merged(mut base: toml::Table, over: toml::Table) -> toml::Table {
     base
 }
 
-fn explicit_link(spec: &LinkSpec) -> Result<ExplicitLink, Error> {
+/// The explicit link: one UDP socket (`link.udp`, `link.peer`), or the
+/// channels of `[engine.bundle]`, the first of which gives the link's
+/// addresses (the far gateway's is the peer of our first channel: both
+/// list their channels in the same order).
+fn explicit_link(spec: &LinkSpec, bundle: Option<&Bundle>) -> Result<ExplicitLink, Error> {
+    let bundled = "not with [engine.bundle]: its channels say where the link rides";
+    let (udp, peer) = match (bundle, &spec.udp, &spec.peer) {
+        (Some(_), Some(udp), _) => return Err(Error::invalid("link.udp", udp, bundled)),
+        (Some(_), _, Some(peer)) => return Err(Error::invalid("link.peer", peer, bundled)),
+        (Some(bundle), None, None) => (bundle.channels[0].local, Some(bundle.channels[0].peer)),
+        (None, None, _) => {
+            return Err(Error::invalid(
+                "link.udp",
+                "(none)",
+                "the UDP socket the link rides in, or the channels of [engine.bundle]",
+            ));
+        }
+        (None, Some(udp), peer) => (
+            socket_addr("link.udp", udp)?,
+            peer.as_deref()
+                .map(|peer| socket_addr("link.peer", peer))
+                .transpose()?,
+        ),
+    };
     Ok(ExplicitLink {
-        udp: socket_addr("link.udp", &spec.udp)?,
-        peer: spec
-            .peer
-            .as_deref()
-            .map(|peer| socket_addr("link.peer", peer))
-            .transpose()?,
+        udp,
+        peer,
         port: match spec.port {
             Some(0) => return Err(Error::invalid("link.port", 0, "a port from 1 to 65535")),
             Some(port) => port,
@@ -1016,7 +1051,7 @@ mod tests {
                     "{FAR}\n[engine.bundle]\n[[engine.bundle.channel]]\nlocal = \"10.1.0.1:7000\"\n\
                      peer = \"10.1.0.2:7000\"\nrate = \"2400bps\""
                 ),
-                "[engine].bundle = set: a route over one link path so far",
+                "link.udp = 0.0.0.0:7100: not with [engine.bundle]",
             ),
             (
                 format!("{FAR}\n[[forward]]\nlisten = \"127.0.0.1:1\"\nto = \"bad name:22\""),
@@ -1152,6 +1187,19 @@ mod tests {
         [[route]]
         name = "rest"
     "#;
+
+    #[test]
+    fn a_route_of_the_transparent_mode_refuses_a_bundle_of_its_own() {
+        let text = format!(
+            "{TRANSPARENT}[[route]]\nname = \"all\"\n[[route.engine.bundle.channel]]\nlocal = \"127.0.0.1:7001\"\n\
+             peer = \"127.0.0.2:7001\"\nrate = \"2400bps\"\n"
+        );
+        let error = parse(&text).unwrap_err().to_string();
+        assert!(
+            error.contains("route[0].engine.bundle = set: the explicit modes' link only"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn routes_take_the_engine_with_their_own_keys_over_it() {

@@ -14,7 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use scps_net::{Net, NetError, NetOptions, UdpPath};
+use scps_config::bundle::Bundle;
+use scps_net::{
+    BoxedPath, BundleChannelAddrs, BundleMonitor, BundlePath, Net, NetError, NetOptions, UdpPath,
+};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -99,9 +102,12 @@ impl Gateway {
                 .map_err(GatewayError::Control)?,
             None => None,
         };
+        // The explicit link's bundle, if it rides one, watched from the
+        // start by the metrics.
+        let bundle = config.engine.bundle.as_ref().map(|_| BundleMonitor::default());
         let metrics = match config.metrics {
             Some(listen) => Some(
-                crate::metrics::start(listen, counters.clone(), live.clone(), &mut tasks)
+                crate::metrics::start(listen, counters.clone(), live.clone(), bundle.clone(), &mut tasks)
                     .await
                     .map_err(|error| GatewayError::Metrics { listen, error })?,
             ),
@@ -109,7 +115,8 @@ impl Gateway {
         };
         let mut endpoints = Vec::new();
         if let Some(link) = &config.link {
-            endpoints.push(start_explicit(link, &config, &counters, &live, &mut tasks).await?);
+            endpoints
+                .push(start_explicit(link, bundle.clone(), &config, &counters, &live, &mut tasks).await?);
         }
         let mut installed = None;
         let mut routes = None;
@@ -211,12 +218,16 @@ impl Gateway {
 /// listener if it allows any destination, a listener per forward.
 async fn start_explicit(
     link: &ExplicitLink,
+    bundle_monitor: Option<BundleMonitor>,
     config: &GatewayConfig,
     counters: &Arc<Counters>,
     live: &Arc<LiveConnections>,
     tasks: &mut JoinSet<()>,
 ) -> Result<Arc<Net>, GatewayError> {
-    let path = UdpPath::bind(link.udp, link.peer).map_err(GatewayError::Link)?;
+    let path: BoxedPath = match (&config.engine.bundle, bundle_monitor) {
+        (Some(bundle), Some(monitor)) => Box::new(open_bundle(bundle, monitor)?),
+        _ => Box::new(UdpPath::bind(link.udp, link.peer).map_err(GatewayError::Link)?),
+    };
     let mut options = NetOptions {
         capture: config.capture.as_ref().map(|file| {
             // Beside the transparent mode's capture, if both run.
@@ -284,6 +295,22 @@ async fn start_explicit(
         }
     }
     Ok(net)
+}
+
+/// The explicit link's bundle of channels (docs/bonding.md): its state
+/// changes are logged and run through its hook by the path itself.
+fn open_bundle(bundle: &Bundle, monitor: BundleMonitor) -> Result<BundlePath, GatewayError> {
+    let channels: Vec<BundleChannelAddrs> = bundle
+        .channels
+        .iter()
+        .map(|c| BundleChannelAddrs {
+            local: c.local,
+            peer: c.peer,
+            device: c.device.clone(),
+        })
+        .collect();
+    BundlePath::open_watched(&channels, bundle.bond.clone(), bundle.hook.clone(), monitor)
+        .map_err(GatewayError::Link)
 }
 
 async fn serve_far(

@@ -15,6 +15,8 @@ use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
+use scps_bond::{ChannelReport, ChannelState};
+use scps_net::{BundleMonitor, BundleReport};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -36,12 +38,17 @@ pub(crate) async fn start(
     listen: SocketAddr,
     counters: Arc<Counters>,
     live: Arc<LiveConnections>,
+    bundle: Option<BundleMonitor>,
     tasks: &mut JoinSet<()>,
 ) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(listen).await?;
     let address = listener.local_addr()?;
     let mut registry = Registry::with_prefix("scps_gateway");
-    registry.register_collector(Box::new(GatewayMetrics { counters, live }));
+    registry.register_collector(Box::new(GatewayMetrics {
+        counters,
+        live,
+        bundle,
+    }));
     tasks.spawn(exchange::serve(
         listener,
         LIMITS,
@@ -64,6 +71,8 @@ fn render(registry: &Registry) -> String {
 struct GatewayMetrics {
     counters: Arc<Counters>,
     live: Arc<LiveConnections>,
+    /// The explicit link's bundle of channels, if it rides one.
+    bundle: Option<BundleMonitor>,
 }
 
 impl Collector for GatewayMetrics {
@@ -170,8 +179,90 @@ impl Collector for GatewayMetrics {
             "Congestion window of the route's open link connections, mean",
             Some(&Unit::Bytes),
             per_route(&routes, RouteFigures::cwnd_mean_bytes),
-        )
+        )?;
+        match &self.bundle {
+            Some(bundle) => encode_bundle(&mut encoder, &bundle.report()),
+            None => Ok(()),
+        }
     }
+}
+
+/// The explicit link's channels (docs/bonding.md): their states, what
+/// they carried, what their probes measured.
+fn encode_bundle(encoder: &mut DescriptorEncoder, report: &BundleReport) -> Result<(), std::fmt::Error> {
+    let names: Vec<String> = (0..report.channels.len()).map(|i| i.to_string()).collect();
+    let channels = || names.iter().zip(&report.channels);
+    family(
+        encoder,
+        "bundle_channel_state",
+        "1 for each channel's state now (up, down, standby), 0 for the others",
+        None,
+        channels().flat_map(|(name, channel)| {
+            [ChannelState::Up, ChannelState::Down, ChannelState::Standby].map(|state| {
+                (
+                    [("channel", name.as_str()), ("state", state.name())],
+                    ConstGauge::new(u64::from(channel.state == state)),
+                )
+            })
+        }),
+    )?;
+    family(
+        encoder,
+        "bundle_channel_changes",
+        "State changes of each channel since the start",
+        None,
+        names.iter().enumerate().map(|(index, name)| {
+            let changes = report.events.iter().filter(|e| e.channel == index).count();
+            ([("channel", name.as_str())], ConstCounter::new(changes as u64))
+        }),
+    )?;
+    for (metric, help, value) in [
+        (
+            "bundle_channel_sent",
+            "Bytes sent on each channel since the start",
+            (|c| c.sent_bytes) as fn(&ChannelReport) -> u64,
+        ),
+        (
+            "bundle_channel_received",
+            "Bytes received on each channel since the start",
+            |c| c.received_bytes,
+        ),
+    ] {
+        family(
+            encoder,
+            metric,
+            help,
+            Some(&Unit::Bytes),
+            channels()
+                .map(|(name, channel)| ([("channel", name.as_str())], ConstCounter::new(value(channel)))),
+        )?;
+    }
+    family(
+        encoder,
+        "bundle_channel_rtt",
+        "Smoothed round trip of each channel's probes (absent before an answer)",
+        Some(&Unit::Seconds),
+        channels().filter_map(|(name, channel)| {
+            Some((
+                [("channel", name.as_str())],
+                ConstGauge::new(channel.srtt?.as_secs_f64()),
+            ))
+        }),
+    )?;
+    family(
+        encoder,
+        "bundle_channel_loss",
+        "Share of the bytes given to each channel that did not arrive, as its probes measure it",
+        Some(&Unit::Ratios),
+        channels().map(|(name, channel)| ([("channel", name.as_str())], ConstGauge::new(channel.loss))),
+    )?;
+    family(
+        encoder,
+        "bundle_channel_rate",
+        "Delivery rate of each channel as its probes measure it, bit/s",
+        Some(&Unit::Other("bits_per_second".to_owned())),
+        channels().map(|(name, channel)| ([("channel", name.as_str())], ConstGauge::new(channel.rate_bps))),
+    )
 }
 
 /// A sample's label set: its route.
@@ -236,6 +327,7 @@ mod tests {
             "127.0.0.1:0".parse().unwrap(),
             counters.clone(),
             live.clone(),
+            None,
             &mut tasks,
         )
         .await
@@ -318,6 +410,7 @@ mod tests {
             "127.0.0.1:0".parse().unwrap(),
             Arc::new(Counters::new(1)),
             Arc::new(LiveConnections::default()),
+            None,
             &mut tasks,
         )
         .await

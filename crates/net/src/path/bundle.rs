@@ -124,6 +124,19 @@ impl BundlePath {
         config: BondConfig,
         hook: Option<String>,
     ) -> Result<(BundlePath, BundleMonitor), NetError> {
+        let monitor = BundleMonitor::default();
+        let path = BundlePath::open_watched(channels, config, hook, monitor.clone())?;
+        Ok((path, monitor))
+    }
+
+    /// [`BundlePath::open`], reporting to a monitor made beforehand (a
+    /// gateway's metrics, served before its link opens).
+    pub fn open_watched(
+        channels: &[BundleChannelAddrs],
+        config: BondConfig,
+        hook: Option<String>,
+        monitor: BundleMonitor,
+    ) -> Result<BundlePath, NetError> {
         let origin = tokio::time::Instant::now();
         let bond = Bond::new(config, Duration::ZERO)
             .map_err(|e| NetError::PathFailed(format!("the bundle's settings: {e}")))?;
@@ -156,19 +169,18 @@ impl BundlePath {
             ip if ip.is_unspecified() => route_source(first.local, first.peer)?,
             ip => ip,
         };
-        let monitor = BundleMonitor::default();
         let mut path = BundlePath {
             bond,
             channels: sockets,
             origin,
             local_addrs: vec![inner],
             hook,
-            monitor: monitor.clone(),
+            monitor,
             damaged: 0,
             buf: vec![0; SLOT_BYTES],
         };
         path.publish();
-        Ok((path, monitor))
+        Ok(path)
     }
 
     fn now(&self) -> Duration {
