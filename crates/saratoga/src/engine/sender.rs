@@ -1,0 +1,365 @@
+//! The sending end of a session: METADATA, then DATA paced by the engine,
+//! re-sending what STATUS frames report missing.
+//!
+//! Nothing that arrived is sent twice. Every DATA frame gets a serial; a
+//! log keeps the frames not yet settled. A STATUS answers one frame (its
+//! in-response-to is the offset of the frame that asked, or, when
+//! voluntary, of the last frame the receiver got); the link being FIFO,
+//! every frame sent before that one has arrived or is lost by then. So
+//! the log is settled up to that frame, and a hole is re-sent only where
+//! no later transmission is still in flight and no re-send is queued.
+//! A STATUS that lists no hole but whose progress falls short of the end
+//! (Vallona never lists the tail) reports the tail missing.
+//!
+//! A sender that has sent everything asks for a STATUS with a *probe*:
+//! an empty DATA frame with request-status set. Its offset runs down
+//! from the file's end (size, size − 1, …) so that the STATUS answering
+//! it names it. Probes back off (doubling up to the configured maximum)
+//! while the peer is silent, and the transfer fails once the peer has
+//! been silent for the inactivity timeout: a sender whose peer has gone
+//! stops instead of re-sending at full rate.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+use std::time::Duration;
+
+use scps_node::Instant;
+
+use super::config::Config;
+use super::event::{Event, FailReason, Operation, TransferId};
+use super::outbox::Outbox;
+use super::ranges::RangeSet;
+use super::store::Store;
+use crate::wire::{
+    Checksum, Data, Descriptor, DirEntry, Frame, Hole, Metadata, Status, TransferType, progress_from_wire,
+};
+
+/// Where the bytes come from.
+#[derive(Debug)]
+pub(crate) enum Source {
+    /// A file in the store, by its store name.
+    File(String),
+    /// A directory listing built when the request came.
+    Listing(Vec<u8>),
+}
+
+/// One transmission, until a STATUS settles it.
+#[derive(Debug, Clone)]
+struct Sent {
+    serial: u64,
+    range: Range<u64>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Sender {
+    pub id: TransferId,
+    pub operation: Operation,
+    source: Source,
+    metadata: Metadata,
+    size: u64,
+    descriptor: Descriptor,
+    /// Delete the file once the receiver has it all (GET+DELETE served).
+    delete_after: bool,
+    /// The first pass has sent `0..next_new`.
+    next_new: u64,
+    resend: RangeSet,
+    log: VecDeque<Sent>,
+    serial: u64,
+    /// Offsets of frames that asked for a STATUS → their serials.
+    requests: BTreeMap<u64, u64>,
+    frames_since_request: u32,
+    probes: u64,
+    probe_at: Option<Instant>,
+    probe_interval: Duration,
+    last_heard: Instant,
+    acked: u64,
+    pub done: bool,
+}
+
+impl Sender {
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        now: Instant,
+        id: TransferId,
+        operation: Operation,
+        source: Source,
+        entry: DirEntry,
+        checksum: Checksum,
+        delete_after: bool,
+        config: &Config,
+        out: &mut Outbox,
+    ) -> Sender {
+        let size = entry.size;
+        let descriptor = Descriptor::fitting(size);
+        let transfer_type = match source {
+            Source::File(_) => TransferType::File,
+            Source::Listing(_) => TransferType::Directory,
+        };
+        let metadata = Metadata {
+            descriptor,
+            transfer_type,
+            terminated: false,
+            udp_lite: false,
+            session: id.session,
+            checksum,
+            entry,
+        };
+        out.send(id.peer, &Frame::Metadata(metadata.clone()));
+        out.event(Event::Started {
+            id,
+            operation,
+            name: metadata.entry.name.clone(),
+            size,
+        });
+        Sender {
+            id,
+            operation,
+            source,
+            metadata,
+            size,
+            descriptor,
+            delete_after,
+            next_new: 0,
+            resend: RangeSet::new(),
+            log: VecDeque::new(),
+            serial: 0,
+            requests: BTreeMap::new(),
+            frames_since_request: 0,
+            probes: 0,
+            // An empty file has nothing to send: ask at once.
+            probe_at: (size == 0).then_some(now),
+            probe_interval: config.status_interval,
+            last_heard: now,
+            acked: 0,
+            done: false,
+        }
+    }
+
+    pub fn has_data(&self) -> bool {
+        !self.done && (!self.resend.is_empty() || self.next_new < self.size)
+    }
+
+    fn max_payload(&self, config: &Config) -> u64 {
+        (config
+            .max_datagram
+            .saturating_sub(Data::header_len(self.descriptor, false)) as u64)
+            .max(1)
+    }
+
+    /// The next DATA frame's range, without taking it.
+    fn next_range(&self, config: &Config) -> Option<Range<u64>> {
+        let max = self.max_payload(config);
+        if let Some(first) = self.resend.first() {
+            return Some(first.start..first.end.min(first.start + max));
+        }
+        (self.next_new < self.size).then(|| self.next_new..self.size.min(self.next_new + max))
+    }
+
+    /// Length of the next DATA datagram, if there is one.
+    pub fn next_len(&self, config: &Config) -> Option<usize> {
+        let range = self.next_range(config)?;
+        Some(Data::header_len(self.descriptor, false) + (range.end - range.start) as usize)
+    }
+
+    /// Builds the next DATA frame.
+    pub fn next_data<S: Store>(
+        &mut self,
+        now: Instant,
+        config: &Config,
+        store: &S,
+        out: &mut Outbox,
+    ) -> Result<Option<Vec<u8>>, FailReason> {
+        let Some(range) = self.next_range(config) else {
+            return Ok(None);
+        };
+        let resent = !self.resend.is_empty();
+        if resent {
+            self.resend.remove(range.clone());
+            out.stats.data_bytes_resent += range.end - range.start;
+        } else {
+            self.next_new = range.end;
+        }
+        let mut payload = vec![0; (range.end - range.start) as usize];
+        match &self.source {
+            Source::File(name) => {
+                let read = store
+                    .read_at(name, range.start, &mut payload)
+                    .map_err(FailReason::Store)?;
+                payload.truncate(read);
+            }
+            Source::Listing(bytes) => {
+                payload.copy_from_slice(&bytes[range.start as usize..range.end as usize])
+            }
+        }
+        self.frames_since_request += 1;
+        let last_of_pass = !self.has_data();
+        let request_status = last_of_pass || self.frames_since_request >= config.status_every_frames;
+        let frame = self.data_frame(range.start, &payload, request_status, self.next_new >= self.size);
+        if last_of_pass {
+            self.probe_at = Some(now + self.probe_interval);
+        }
+        out.stats.data_frames_sent += 1;
+        out.stats.data_bytes_sent += payload.len() as u64;
+        Ok(Some(frame))
+    }
+
+    fn data_frame(
+        &mut self,
+        offset: u64,
+        payload: &[u8],
+        request_status: bool,
+        end_of_data: bool,
+    ) -> Vec<u8> {
+        self.serial += 1;
+        self.log.push_back(Sent {
+            serial: self.serial,
+            range: offset..offset + payload.len() as u64,
+        });
+        if request_status {
+            self.requests.insert(offset, self.serial);
+            self.frames_since_request = 0;
+        }
+        let data = Data {
+            descriptor: self.descriptor,
+            transfer_type: self.metadata.transfer_type,
+            request_status,
+            end_of_data,
+            session: self.id.session,
+            timestamp: None,
+            offset,
+            payload,
+        };
+        let mut bytes = Vec::with_capacity(Data::header_len(self.descriptor, false) + payload.len());
+        // The offset is at most the size, which the descriptor was chosen to hold.
+        data.emit(&mut bytes)
+            .expect("offsets fit the descriptor chosen for the size");
+        bytes
+    }
+
+    pub fn handle_status<S: Store>(
+        &mut self,
+        now: Instant,
+        status: &Status,
+        config: &Config,
+        store: &mut S,
+        out: &mut Outbox,
+    ) {
+        self.last_heard = now;
+        self.probe_interval = config.status_interval;
+        if !status.error.is_success() {
+            self.fail(FailReason::Peer(status.error), out);
+            return;
+        }
+        if !status.metadata_received {
+            self.resend_metadata(out);
+            return;
+        }
+        if let Some(serial) = self.answered_serial(status) {
+            while self.log.front().is_some_and(|sent| sent.serial <= serial) {
+                self.log.pop_front();
+            }
+            self.requests.retain(|_, s| *s > serial);
+        }
+        let holes: Vec<Range<u64>> = status.holes.iter().map(Hole::range).collect();
+        let in_order = progress_from_wire(status.progress, holes.first().map(|h| h.start)).min(self.size);
+        let mut missing: RangeSet = holes.iter().cloned().collect();
+        if holes.is_empty() && in_order < self.size {
+            missing.insert(in_order..self.size);
+        }
+        let in_flight: RangeSet = self.log.iter().map(|sent| sent.range.clone()).collect();
+        for gap in missing.iter() {
+            for lost in in_flight.gaps(gap.start..gap.end.min(self.next_new)) {
+                self.resend.insert(lost);
+            }
+        }
+        if in_order > self.acked {
+            self.acked = in_order;
+            out.event(Event::Progress {
+                id: self.id,
+                bytes: in_order,
+                size: self.size,
+            });
+        }
+        if holes.is_empty() && status.all_holes && in_order >= self.size {
+            self.complete(store, out);
+        } else if !self.has_data() {
+            self.probe_at = Some(now + self.probe_interval);
+        }
+    }
+
+    /// The serial of the frame a STATUS answers, if known.
+    fn answered_serial(&self, status: &Status) -> Option<u64> {
+        if !status.voluntary
+            && let Some(serial) = self.requests.get(&status.in_response_to)
+        {
+            return Some(*serial);
+        }
+        self.log
+            .iter()
+            .rev()
+            .find(|sent| sent.range.start == status.in_response_to)
+            .map(|sent| sent.serial)
+    }
+
+    fn complete<S: Store>(&mut self, store: &mut S, out: &mut Outbox) {
+        self.done = true;
+        if self.delete_after
+            && let Source::File(name) = &self.source
+            && let Err(error) = store.delete(name)
+        {
+            out.event(Event::Failed {
+                id: self.id,
+                reason: FailReason::Store(error),
+            });
+            return;
+        }
+        out.event(Event::Completed {
+            id: self.id,
+            operation: self.operation,
+            name: self.metadata.entry.name.clone(),
+            size: self.size,
+        });
+    }
+
+    /// Sends the METADATA again (the peer repeated its REQUEST, or said it
+    /// has none).
+    pub fn resend_metadata(&self, out: &mut Outbox) {
+        out.send(self.id.peer, &Frame::Metadata(self.metadata.clone()));
+    }
+
+    pub fn fail(&mut self, reason: FailReason, out: &mut Outbox) {
+        self.done = true;
+        out.event(Event::Failed { id: self.id, reason });
+    }
+
+    pub fn poll_timeout(&self, config: &Config) -> Option<Instant> {
+        if self.done {
+            return None;
+        }
+        let deadline = self.last_heard + config.inactivity_timeout;
+        let probe = self.probe_at.filter(|_| !self.has_data());
+        Some(probe.map_or(deadline, |probe| probe.min(deadline)))
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant, config: &Config, out: &mut Outbox) {
+        if self.done {
+            return;
+        }
+        let silent = now.saturating_since(self.last_heard);
+        if silent >= config.inactivity_timeout {
+            self.fail(FailReason::Timeout(silent), out);
+            return;
+        }
+        if self.has_data() || self.probe_at.is_none_or(|at| at > now) {
+            return;
+        }
+        let offset = self
+            .size
+            .saturating_sub(self.probes % self.size.saturating_add(1));
+        self.probes += 1;
+        let probe = self.data_frame(offset, &[], true, true);
+        out.control.push_back((self.id.peer, probe));
+        self.probe_interval = (self.probe_interval * 2).min(config.status_interval_max);
+        self.probe_at = Some(now + self.probe_interval);
+    }
+}
