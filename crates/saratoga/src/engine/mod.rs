@@ -20,6 +20,7 @@
 //! are counted by cause in [`Stats::malformed`] and dropped.
 
 mod config;
+mod disk;
 mod event;
 mod outbox;
 mod pacer;
@@ -34,6 +35,7 @@ use std::net::SocketAddr;
 use scps_node::Instant;
 
 pub use config::Config;
+pub use disk::{DiskStore, PARTIAL_DIR};
 pub use event::{Event, FailReason, Operation, Role, Stats, TransferId};
 use store::checksum_of;
 pub use store::{FileInfo, ListEntry, MemoryStore, Store, StoreError, safe_name};

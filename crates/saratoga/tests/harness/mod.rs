@@ -4,7 +4,6 @@
 //!
 //! The seed is printed; `SARATOGA_SEED=<n>` replays a run.
 
-
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
