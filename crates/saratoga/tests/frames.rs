@@ -308,3 +308,20 @@ fn a_put_of_what_cannot_be_sent_is_refused_at_once() {
     assert_eq!(engine.active(), 0);
     assert!(drain(&mut engine, now).is_empty());
 }
+
+#[test]
+fn a_put_too_big_for_the_store_is_refused() {
+    let mut engine = engine();
+    let now = Instant::ZERO;
+    engine.handle_datagram(
+        now,
+        peer(),
+        &vallona_metadata(10, u64::from(u32::MAX), Checksum::None),
+    );
+    let codes: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| s.error)
+        .collect();
+    assert_eq!(codes, [ErrorCode::FILE_TOO_BIG]);
+    assert_eq!(engine.active(), 0);
+}

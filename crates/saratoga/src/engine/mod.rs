@@ -271,6 +271,7 @@ impl<S: Store> Engine<S> {
             return;
         }
         self.out.stats.unknown_session += 1;
+        self.out.stats.orphan_data_bytes += data.payload.len() as u64;
         let due = self.orphans.get(&key).is_none_or(|last| {
             data.request_status || now.saturating_since(*last) >= self.config.status_interval
         });

@@ -2,22 +2,28 @@
 //! re-sending what STATUS frames report missing.
 //!
 //! Nothing that arrived is sent twice. Every DATA frame gets a serial; a
-//! log keeps the frames not yet settled. A STATUS answers one frame (its
-//! in-response-to is the offset of the frame that asked, or, when
-//! voluntary, of the last frame the receiver got); the link being FIFO,
-//! every frame sent before that one has arrived or is lost by then. So
-//! the log is settled up to that frame, and a hole is re-sent only where
-//! no later transmission is still in flight and no re-send is queued.
-//! A STATUS that lists no hole but whose progress falls short of the end
-//! (Vallona never lists the tail) reports the tail missing.
+//! log keeps the transmissions not yet settled. A STATUS sent in answer
+//! to a request names, in its in-response-to, the offset of the frame
+//! that asked; the link being FIFO, every frame sent before that one has
+//! arrived or is lost by then. So the log is settled up to that frame,
+//! and a hole is re-sent only where no later transmission is still in
+//! flight and no re-send is queued. For that the offset must name one
+//! frame: a frame does not ask for a STATUS at an offset where an earlier
+//! request is still unanswered (the next frame asks instead). A voluntary
+//! STATUS names the last frame the receiver got, which an offset cannot
+//! tell apart from other transmissions at that offset, so it settles
+//! nothing: only holes whose transmissions are all settled are re-sent on
+//! it (a restarted receiver's losses, for one). A STATUS that lists no
+//! hole but whose progress falls short of the end (Vallona never lists
+//! the tail) reports the tail missing.
 //!
 //! A sender that has sent everything asks for a STATUS with a *probe*:
-//! an empty DATA frame with request-status set. Its offset runs down
-//! from the file's end (size, size − 1, …) so that the STATUS answering
-//! it names it. Probes back off (doubling up to the configured maximum)
-//! while the peer is silent, and the transfer fails once the peer has
-//! been silent for the inactivity timeout: a sender whose peer has gone
-//! stops instead of re-sending at full rate.
+//! an empty DATA frame with request-status set, at an offset from the
+//! file's end down (size, size − 1, …) where no request is unanswered.
+//! Probes back off (doubling up to the configured maximum) while the peer
+//! is silent, and the transfer fails once the peer has been silent for
+//! the inactivity timeout: a sender whose peer has gone stops instead of
+//! re-sending at full rate.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
@@ -193,10 +199,17 @@ impl Sender {
         }
         self.frames_since_request += 1;
         let last_of_pass = !self.has_data();
-        let request_status = last_of_pass || self.frames_since_request >= config.status_every_frames;
+        let request_status = (last_of_pass || self.frames_since_request >= config.status_every_frames)
+            && !self.requests.contains_key(&range.start);
         let frame = self.data_frame(range.start, &payload, request_status, self.next_new >= self.size);
         if last_of_pass {
-            self.probe_at = Some(now + self.probe_interval);
+            // A pass that could not ask on its last frame asks with a probe.
+            let wait = if request_status {
+                self.probe_interval
+            } else {
+                Duration::ZERO
+            };
+            self.probe_at = Some(now + wait);
         }
         out.stats.data_frames_sent += 1;
         out.stats.data_bytes_sent += payload.len() as u64;
@@ -287,18 +300,13 @@ impl Sender {
         }
     }
 
-    /// The serial of the frame a STATUS answers, if known.
+    /// The serial of the request a STATUS answers, if it answers one
+    /// still unanswered.
     fn answered_serial(&self, status: &Status) -> Option<u64> {
-        if !status.voluntary
-            && let Some(serial) = self.requests.get(&status.in_response_to)
-        {
-            return Some(*serial);
+        if status.voluntary {
+            return None;
         }
-        self.log
-            .iter()
-            .rev()
-            .find(|sent| sent.range.start == status.in_response_to)
-            .map(|sent| sent.serial)
+        self.requests.get(&status.in_response_to).copied()
     }
 
     fn complete<S: Store>(&mut self, store: &mut S, out: &mut Outbox) {

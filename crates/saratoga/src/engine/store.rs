@@ -108,7 +108,9 @@ pub(crate) fn checksum_of(
     Ok(hasher.finish())
 }
 
-/// A store in memory, for tests and the simulator.
+/// A store in memory, for tests and the simulator. It refuses to receive
+/// a file larger than [`MemoryStore::MAX_FILE`] (a peer announcing a huge
+/// size gets "file too big", not an allocation of that size).
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     files: BTreeMap<String, (Vec<u8>, u64)>,
@@ -118,6 +120,8 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    pub const MAX_FILE: u64 = 1 << 30;
+
     pub fn new() -> MemoryStore {
         MemoryStore::default()
     }
@@ -251,7 +255,10 @@ impl Store for MemoryStore {
 
     fn open_partial(&mut self, name: &str, size: u64) -> Result<Vec<Range<u64>>, StoreError> {
         self.check(name)?;
-        let len = usize::try_from(size).map_err(|_| StoreError::TooBig(name.to_owned()))?;
+        let len = usize::try_from(size)
+            .ok()
+            .filter(|_| size <= MemoryStore::MAX_FILE)
+            .ok_or_else(|| StoreError::TooBig(name.to_owned()))?;
         let partial = self
             .partials
             .entry(name.to_owned())
@@ -337,6 +344,10 @@ mod tests {
         );
         store.discard_partial("g").unwrap();
         assert_eq!(store.partial_ranges("g"), None);
+        assert_eq!(
+            store.open_partial("huge", u64::MAX),
+            Err(StoreError::TooBig("huge".into()))
+        );
     }
 
     #[test]
