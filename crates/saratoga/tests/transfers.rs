@@ -74,6 +74,21 @@ fn a_put_delivers_the_file_at_the_configured_rate() {
     assert!(finished > Duration::from_millis(1000), "{finished:?}");
     assert!(finished < Duration::from_millis(1300), "{finished:?}");
     assert!(pair.a.active() == 0, "the sender's session ends");
+    for events in [&pair.events_a, &pair.events_b] {
+        let progress: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Progress { bytes, .. } => Some(*bytes),
+                _ => None,
+            })
+            .collect();
+        assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+        assert_eq!(
+            progress.last(),
+            Some(&1_000_000),
+            "progress reaches the end at both ends"
+        );
+    }
     let started = pair.events_b.iter().any(|e| {
         matches!(
             e,

@@ -42,11 +42,12 @@ pub use store::{FileInfo, ListEntry, MemoryStore, Store, StoreError, safe_name};
 
 use crate::wire::{
     Checksum, Data, DirEntry, EntryKind, ErrorCode, Frame, Metadata, Request, RequestType, Status,
+    TransferType,
 };
 use outbox::Outbox;
 use pacer::Pacer;
 use receiver::{Receiver, store_code};
-use sender::{Sender, Source};
+use sender::{Outgoing, Sender, Source};
 
 type Key = (SocketAddr, u32);
 
@@ -142,17 +143,14 @@ impl<S: Store> Engine<S> {
             role: Role::Sender,
         };
         let entry = DirEntry::file(remote, info.size, DirEntry::time_from_unix(info.mtime));
-        let sender = Sender::start(
-            now,
-            id,
-            Operation::Put,
-            Source::File(local.to_owned()),
+        let outgoing = Outgoing {
+            operation: Operation::Put,
+            source: Source::File(local.to_owned()),
             entry,
             checksum,
-            false,
-            &self.config,
-            &mut self.out,
-        );
+            delete_after: false,
+        };
+        let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
         self.senders.insert((peer, session), sender);
         Ok(id)
     }
@@ -237,24 +235,18 @@ impl<S: Store> Engine<S> {
                 Some(path) => path.rsplit('/').next().unwrap_or_default(),
                 None => metadata.entry.name.as_str(),
             };
-            let refusal = match safe_name(name) {
-                _ if metadata.transfer_type != crate::wire::TransferType::File => {
-                    Some(ErrorCode::RX_NOT_INTERESTED)
+            let name = match (metadata.transfer_type, safe_name(name)) {
+                (TransferType::File, Some(name)) if !name.is_empty() => name,
+                (TransferType::File, _) => {
+                    return self.send_code(from, metadata.session, ErrorCode::ACCESS_DENIED);
                 }
-                Some(name) if !name.is_empty() => None,
-                _ => Some(ErrorCode::ACCESS_DENIED),
+                _ => return self.send_code(from, metadata.session, ErrorCode::RX_NOT_INTERESTED),
             };
-            if let Some(code) = refusal {
-                self.out
-                    .send(from, &Frame::Status(Status::error(metadata.session, code)));
-                return;
-            }
             let id = TransferId {
                 peer: from,
                 session: metadata.session,
                 role: Role::Receiver,
             };
-            let name = safe_name(name).unwrap_or_default();
             self.orphans.remove(&key);
             self.receivers
                 .insert(key, Receiver::incoming(now, id, &name, &self.config));
@@ -262,6 +254,12 @@ impl<S: Store> Engine<S> {
         if let Some(receiver) = self.receivers.get_mut(&key) {
             receiver.handle_metadata(now, metadata, &self.config, &mut self.store, &mut self.out);
         }
+    }
+
+    /// Sends a STATUS that carries only `code`: a refusal, an error, or a
+    /// delete's result.
+    fn send_code(&mut self, peer: SocketAddr, session: u32, code: ErrorCode) {
+        self.out.send(peer, &Frame::Status(Status::error(session, code)));
     }
 
     fn on_data(&mut self, now: Instant, from: SocketAddr, data: &Data<'_>) {
@@ -296,8 +294,7 @@ impl<S: Store> Engine<S> {
         } else if !self.answered.contains_key(&key) {
             self.out.stats.unknown_session += 1;
             if status.error.is_success() {
-                let answer = Status::error(status.session, ErrorCode::UNKNOWN_ID);
-                self.out.send(from, &Frame::Status(answer));
+                self.send_code(from, status.session, ErrorCode::UNKNOWN_ID);
             }
         }
     }
@@ -312,8 +309,8 @@ impl<S: Store> Engine<S> {
         }
         if let Some((code, _)) = self.answered.get(&key) {
             if !code.is_success() || request.request_type == RequestType::Delete {
-                let answer = Status::error(request.session, *code);
-                self.out.send(from, &Frame::Status(answer));
+                let code = *code;
+                self.send_code(from, request.session, code);
             }
             return;
         }
@@ -346,7 +343,7 @@ impl<S: Store> Engine<S> {
     fn answer(&mut self, now: Instant, peer: SocketAddr, session: u32, code: ErrorCode) {
         self.answered
             .insert((peer, session), (code, now + self.config.inactivity_timeout));
-        self.out.send(peer, &Frame::Status(Status::error(session, code)));
+        self.send_code(peer, session, code);
     }
 
     fn serve_file(
@@ -365,17 +362,14 @@ impl<S: Store> Engine<S> {
         })
         .map_err(|e| store_code(&e))?;
         let entry = DirEntry::file(name, info.size, DirEntry::time_from_unix(info.mtime));
-        let sender = Sender::start(
-            now,
-            id,
-            Operation::Serve,
-            Source::File(name.to_owned()),
+        let outgoing = Outgoing {
+            operation: Operation::Serve,
+            source: Source::File(name.to_owned()),
             entry,
             checksum,
-            request.request_type == RequestType::GetDelete,
-            &self.config,
-            &mut self.out,
-        );
+            delete_after: request.request_type == RequestType::GetDelete,
+        };
+        let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
         self.senders.insert((id.peer, id.session), sender);
         Ok(())
     }
@@ -404,17 +398,14 @@ impl<S: Store> Engine<S> {
             kind: EntryKind::Directory,
             ..DirEntry::file(dir, listing.len() as u64, 0)
         };
-        let sender = Sender::start(
-            now,
-            id,
-            Operation::ServeList,
-            Source::Listing(listing),
+        let outgoing = Outgoing {
+            operation: Operation::ServeList,
+            source: Source::Listing(listing),
             entry,
             checksum,
-            false,
-            &self.config,
-            &mut self.out,
-        );
+            delete_after: false,
+        };
+        let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
         self.senders.insert((id.peer, id.session), sender);
         Ok(())
     }

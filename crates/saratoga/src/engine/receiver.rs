@@ -52,6 +52,8 @@ pub(crate) struct Receiver {
     last_heard: Instant,
     next_timer: Option<Instant>,
     interval: Duration,
+    /// Progress last reported in an event.
+    reported: u64,
     pub removed: bool,
 }
 
@@ -101,6 +103,7 @@ impl Receiver {
             last_heard: now,
             next_timer: None,
             interval: config.status_interval,
+            reported: 0,
             removed: false,
         }
     }
@@ -345,6 +348,15 @@ impl Receiver {
             in_response_to,
             holes: Vec::new(),
         };
+        let prefix = self.have.prefix();
+        if prefix > self.reported {
+            self.reported = prefix;
+            out.event(Event::Progress {
+                id: self.id,
+                bytes: prefix,
+                size: self.size,
+            });
+        }
         if status.metadata_received {
             let room = config.max_datagram.saturating_sub(8 + 2 * descriptor.byte_len());
             let max_holes = (room / (2 * descriptor.byte_len())).max(1);

@@ -49,6 +49,18 @@ pub(crate) enum Source {
     Listing(Vec<u8>),
 }
 
+/// What a sender is to send.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub operation: Operation,
+    pub source: Source,
+    /// The METADATA's directory entry: the name and size announced.
+    pub entry: DirEntry,
+    pub checksum: Checksum,
+    /// Delete the file once the receiver has it all (GET+DELETE served).
+    pub delete_after: bool,
+}
+
 /// One transmission, until a STATUS settles it.
 #[derive(Debug, Clone)]
 struct Sent {
@@ -83,18 +95,21 @@ pub(crate) struct Sender {
 }
 
 impl Sender {
-    #[allow(clippy::too_many_arguments)]
+    /// Announces the transfer (METADATA) and is ready to send DATA.
     pub fn start(
         now: Instant,
         id: TransferId,
-        operation: Operation,
-        source: Source,
-        entry: DirEntry,
-        checksum: Checksum,
-        delete_after: bool,
+        outgoing: Outgoing,
         config: &Config,
         out: &mut Outbox,
     ) -> Sender {
+        let Outgoing {
+            operation,
+            source,
+            entry,
+            checksum,
+            delete_after,
+        } = outgoing;
         let size = entry.size;
         let descriptor = Descriptor::fitting(size);
         let transfer_type = match source {
