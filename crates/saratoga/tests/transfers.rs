@@ -149,6 +149,19 @@ fn a_ten_minute_one_way_delay_completes() {
 }
 
 #[test]
+fn a_large_file_over_a_ten_minute_delay_with_loss_is_repaired_in_few_round_trips() {
+    let seed = seed(15);
+    let mut pair = Pair::new(config(10_000_000), secs(600), seed);
+    pair.ab.loss = 0.01;
+    pair.ba.loss = 0.01;
+    put(&mut pair, 20_000_000, seed, secs(24 * 3600));
+    // 16 s of sending, then a round trip of 20 minutes per repair round:
+    // the first pass's losses, the re-sends' own losses, and so on.
+    let rounds = pair.now.as_duration().as_secs_f64() / 1200.0;
+    assert!(rounds < 5.0, "{rounds:.1} round trips");
+}
+
+#[test]
 fn a_sender_whose_peer_is_gone_gives_up_quietly() {
     let seed = seed(6);
     let config = Config {

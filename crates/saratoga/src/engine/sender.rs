@@ -1,11 +1,13 @@
 //! The sending end of a session: METADATA, then DATA paced by the engine,
 //! re-sending what STATUS frames report missing.
 //!
-//! Nothing that arrived is sent twice. Every DATA frame gets a serial; a
-//! log keeps the transmissions not yet settled. A STATUS sent in answer
-//! to a request names, in its in-response-to, the offset of the frame
-//! that asked; the link being FIFO, every frame sent before that one has
-//! arrived or is lost by then. So the log is settled up to that frame,
+//! Nothing that arrived is sent twice. Every DATA frame gets a serial,
+//! and the transmissions not yet settled are kept: the first pass's as
+//! its frames' ends in order (what it has sent but not settled is one
+//! range), re-sends in a log. A STATUS sent in answer to a request names,
+//! in its in-response-to, the offset of the frame that asked; the link
+//! being FIFO, every frame sent before that one has arrived or is lost by
+//! then. So transmissions are settled up to that frame,
 //! and a hole is re-sent only where no later transmission is still in
 //! flight and no re-send is queued. For that the offset must name one
 //! frame: a frame does not ask for a STATUS at an offset where an earlier
@@ -16,6 +18,12 @@
 //! it (a restarted receiver's losses, for one). A STATUS that lists no
 //! hole but whose progress falls short of the end (Vallona never lists
 //! the tail) reports the tail missing.
+//!
+//! DATA starts at once after the METADATA, without waiting to hear that
+//! it arrived. Until a STATUS confirms it did, the METADATA is sent again
+//! with every request for a STATUS, so that a lost METADATA costs the
+//! frames up to the next request (dropped by the receiver, then re-sent),
+//! not the whole first pass.
 //!
 //! A sender that has sent everything asks for a STATUS with a *probe*:
 //! an empty DATA frame with request-status set, at an offset from the
@@ -35,7 +43,7 @@ use super::config::Config;
 use super::event::{Event, FailReason, Operation, TransferId};
 use super::outbox::Outbox;
 use super::ranges::RangeSet;
-use super::store::Store;
+use super::store::{Store, StoreError};
 use crate::wire::{
     Checksum, Data, Descriptor, DirEntry, Frame, Hole, Metadata, Status, TransferType, progress_from_wire,
 };
@@ -81,7 +89,12 @@ pub(crate) struct Sender {
     /// The first pass has sent `0..next_new`.
     next_new: u64,
     resend: RangeSet,
-    log: VecDeque<Sent>,
+    /// First-pass frames not settled: (serial, end offset), in order.
+    first_pass: VecDeque<(u64, u64)>,
+    /// First-pass bytes below this are settled.
+    first_pass_settled: u64,
+    /// Re-sends not settled.
+    resent: VecDeque<Sent>,
     serial: u64,
     /// Offsets of frames that asked for a STATUS → their serials.
     requests: BTreeMap<u64, u64>,
@@ -89,6 +102,8 @@ pub(crate) struct Sender {
     probes: u64,
     probe_at: Option<Instant>,
     probe_interval: Duration,
+    /// A STATUS has said the METADATA arrived.
+    metadata_confirmed: bool,
     last_heard: Instant,
     acked: u64,
     pub done: bool,
@@ -142,7 +157,9 @@ impl Sender {
             delete_after,
             next_new: 0,
             resend: RangeSet::new(),
-            log: VecDeque::new(),
+            first_pass: VecDeque::new(),
+            first_pass_settled: 0,
+            resent: VecDeque::new(),
             serial: 0,
             requests: BTreeMap::new(),
             frames_since_request: 0,
@@ -150,6 +167,7 @@ impl Sender {
             // An empty file has nothing to send: ask at once.
             probe_at: (size == 0).then_some(now),
             probe_interval: config.status_interval,
+            metadata_confirmed: false,
             last_heard: now,
             acked: 0,
             done: false,
@@ -206,7 +224,13 @@ impl Sender {
                 let read = store
                     .read_at(name, range.start, &mut payload)
                     .map_err(FailReason::Store)?;
-                payload.truncate(read);
+                if read < payload.len() {
+                    return Err(FailReason::Store(StoreError::Io(format!(
+                        "{name} ends at {} while being sent ({} bytes announced)",
+                        range.start + read as u64,
+                        self.size
+                    ))));
+                }
             }
             Source::Listing(bytes) => {
                 payload.copy_from_slice(&bytes[range.start as usize..range.end as usize])
@@ -216,7 +240,11 @@ impl Sender {
         let last_of_pass = !self.has_data();
         let request_status = (last_of_pass || self.frames_since_request >= config.status_every_frames)
             && !self.requests.contains_key(&range.start);
-        let frame = self.data_frame(range.start, &payload, request_status, self.next_new >= self.size);
+        let end_of_data = self.next_new >= self.size;
+        let frame = self.data_frame(range.start, &payload, !resent, request_status, end_of_data);
+        if request_status && !self.metadata_confirmed {
+            self.resend_metadata(out);
+        }
         if last_of_pass {
             // A pass that could not ask on its last frame asks with a probe.
             let wait = if request_status {
@@ -231,18 +259,26 @@ impl Sender {
         Ok(Some(frame))
     }
 
+    /// A DATA frame, logged until settled (`first_pass`: it extends the
+    /// first pass, else it is a re-send or, empty, a probe).
     fn data_frame(
         &mut self,
         offset: u64,
         payload: &[u8],
+        first_pass: bool,
         request_status: bool,
         end_of_data: bool,
     ) -> Vec<u8> {
         self.serial += 1;
-        self.log.push_back(Sent {
-            serial: self.serial,
-            range: offset..offset + payload.len() as u64,
-        });
+        let end = offset + payload.len() as u64;
+        if first_pass {
+            self.first_pass.push_back((self.serial, end));
+        } else if end > offset {
+            self.resent.push_back(Sent {
+                serial: self.serial,
+                range: offset..end,
+            });
+        }
         if request_status {
             self.requests.insert(offset, self.serial);
             self.frames_since_request = 0;
@@ -282,9 +318,14 @@ impl Sender {
             self.resend_metadata(out);
             return;
         }
+        self.metadata_confirmed = true;
         if let Some(serial) = self.answered_serial(status) {
-            while self.log.front().is_some_and(|sent| sent.serial <= serial) {
-                self.log.pop_front();
+            while let Some(&(_, end)) = self.first_pass.front().filter(|(s, _)| *s <= serial) {
+                self.first_pass_settled = end;
+                self.first_pass.pop_front();
+            }
+            while self.resent.front().is_some_and(|sent| sent.serial <= serial) {
+                self.resent.pop_front();
             }
             self.requests.retain(|_, s| *s > serial);
         }
@@ -294,7 +335,8 @@ impl Sender {
         if holes.is_empty() && in_order < self.size {
             missing.insert(in_order..self.size);
         }
-        let in_flight: RangeSet = self.log.iter().map(|sent| sent.range.clone()).collect();
+        let mut in_flight: RangeSet = self.resent.iter().map(|sent| sent.range.clone()).collect();
+        in_flight.insert(self.first_pass_settled..self.next_new);
         for gap in missing.iter() {
             for lost in in_flight.gaps(gap.start..gap.end.min(self.next_new)) {
                 self.resend.insert(lost);
@@ -380,7 +422,10 @@ impl Sender {
             .size
             .saturating_sub(self.probes % self.size.saturating_add(1));
         self.probes += 1;
-        let probe = self.data_frame(offset, &[], true, true);
+        if !self.metadata_confirmed {
+            self.resend_metadata(out);
+        }
+        let probe = self.data_frame(offset, &[], false, true, true);
         out.control.push_back((self.id.peer, probe));
         self.probe_interval = (self.probe_interval * 2).min(config.status_interval_max);
         self.probe_at = Some(now + self.probe_interval);
