@@ -43,6 +43,9 @@ pub enum Operation {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
+    /// A transfer began. `size` is 0 for a request, whose size is not
+    /// known until its METADATA comes (a get's receiving end then says
+    /// nothing more until Progress).
     Started {
         id: TransferId,
         operation: Operation,

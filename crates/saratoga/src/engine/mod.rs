@@ -11,6 +11,31 @@
 //! sending end (or, as an error or a delete's answer, to the end that
 //! asked).
 //!
+//! ```
+//! use scps_node::Instant;
+//! use scps_saratoga::engine::{Config, Engine, Event, MemoryStore};
+//!
+//! let (a_addr, b_addr) = ("10.0.0.1:7542".parse().unwrap(), "10.0.0.2:7542".parse().unwrap());
+//! let mut a = Engine::new(Config::default(), MemoryStore::new());
+//! let mut b = Engine::new(Config::default(), MemoryStore::new());
+//! a.store_mut().insert("report.txt", b"hello".to_vec(), 0);
+//! let mut now = Instant::ZERO;
+//! a.put(now, b_addr, "report.txt", "inbox/report.txt").unwrap();
+//! // A lossless link with no delay: hand each datagram straight over.
+//! while b.store().contents("inbox/report.txt").is_none() {
+//!     while let Some((_, datagram)) = a.poll_transmit(now) {
+//!         b.handle_datagram(now, a_addr, &datagram);
+//!     }
+//!     while let Some((_, datagram)) = b.poll_transmit(now) {
+//!         a.handle_datagram(now, b_addr, &datagram);
+//!     }
+//!     now = a.poll_timeout().into_iter().chain(b.poll_timeout()).min().unwrap().max(now);
+//!     a.handle_timeout(now);
+//!     b.handle_timeout(now);
+//! }
+//! assert!(std::iter::from_fn(|| b.poll_event()).any(|e| matches!(e, Event::Completed { .. })));
+//! ```
+//!
 //! Frames for no session: a METADATA starts a transfer into the store (a
 //! put from the peer); a DATA is answered with a STATUS saying the
 //! METADATA is missing, so that the sender re-sends it (this is how a
