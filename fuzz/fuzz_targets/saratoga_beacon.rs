@@ -3,12 +3,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use scps_saratoga::wire::{Frame, Beacon};
+use scps_saratoga::wire::{Beacon, Frame};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(frame) = Beacon::parse(data) {
         let mut wire = Vec::new();
-        frame.emit(&mut wire).expect("a frame that was read can be written");
+        frame
+            .emit(&mut wire)
+            .expect("a frame that was read can be written");
         assert_eq!(Beacon::parse(&wire), Ok(frame), "written frame reads back");
     }
     if let Ok(frame) = Frame::parse(data) {

@@ -8,7 +8,9 @@ use scps_saratoga::wire::{DirEntry, Frame, Metadata};
 fuzz_target!(|data: &[u8]| {
     if let Ok(frame) = Metadata::parse(data) {
         let mut wire = Vec::new();
-        frame.emit(&mut wire).expect("a frame that was read can be written");
+        frame
+            .emit(&mut wire)
+            .expect("a frame that was read can be written");
         assert_eq!(Metadata::parse(&wire), Ok(frame), "written frame reads back");
     }
     // The same bytes as a directory listing (a directory transfer's contents).

@@ -8,7 +8,9 @@ use scps_saratoga::wire::{Frame, Request};
 fuzz_target!(|data: &[u8]| {
     if let Ok(frame) = Request::parse(data) {
         let mut wire = Vec::new();
-        frame.emit(&mut wire).expect("a frame that was read can be written");
+        frame
+            .emit(&mut wire)
+            .expect("a frame that was read can be written");
         assert_eq!(Request::parse(&wire), Ok(frame), "written frame reads back");
     }
     if let Ok(frame) = Frame::parse(data) {
