@@ -333,3 +333,31 @@ fn a_put_too_big_for_the_store_is_refused() {
     assert_eq!(codes, [ErrorCode::FILE_TOO_BIG]);
     assert_eq!(engine.active(), 0);
 }
+
+#[test]
+fn two_transfers_never_write_one_name() {
+    let mut engine = engine();
+    let now = Instant::ZERO;
+    engine.handle_datagram(now, peer(), &vallona_metadata(20, 10, Checksum::None));
+    // Another session for the same name is refused while the first runs.
+    engine.handle_datagram(now, peer(), &vallona_metadata(21, 10, Checksum::None));
+    let codes: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| (s.session, s.error))
+        .collect();
+    assert_eq!(codes, [(21, ErrorCode::FILE_IN_USE)]);
+    let id = engine.get(now, peer(), "elsewhere", "pass-17.raw");
+    assert!(events(&mut engine).iter().any(|e| matches!(
+        e,
+        Event::Failed { id: i, reason: FailReason::Store(_) } if *i == id
+    )));
+    // Once the first is done, the name is free again.
+    engine.handle_datagram(now, peer(), &vallona_data(20, 0, &[9; 10]));
+    drain(&mut engine, now);
+    engine.handle_datagram(now, peer(), &vallona_metadata(22, 10, Checksum::None));
+    let codes: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| s.error)
+        .collect();
+    assert!(!codes.contains(&ErrorCode::FILE_IN_USE), "{codes:?}");
+}

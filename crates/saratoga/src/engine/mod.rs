@@ -180,7 +180,8 @@ impl<S: Store> Engine<S> {
         Ok(id)
     }
 
-    /// Fetches `remote` from `peer` into the store as `local`.
+    /// Fetches `remote` from `peer` into the store as `local`. A transfer
+    /// already writing `local` makes this one fail at once.
     pub fn get(&mut self, now: Instant, peer: SocketAddr, remote: &str, local: &str) -> TransferId {
         self.request(now, peer, RequestType::Get, Operation::Get, remote, local)
     }
@@ -224,11 +225,18 @@ impl<S: Store> Engine<S> {
         };
         let mut bytes = Vec::new();
         let request = Request::new(request_type, session, remote);
-        if request.emit(&mut bytes).is_err() {
+        let refusal = if request.emit(&mut bytes).is_err() {
             // A name holding a NUL cannot be asked for.
+            Some(StoreError::Denied(format!("{remote:?}")))
+        } else if matches!(operation, Operation::Get | Operation::GetDelete) && self.writing(local) {
+            Some(StoreError::Denied(format!("{local} is being received")))
+        } else {
+            None
+        };
+        if let Some(error) = refusal {
             self.out.event(Event::Failed {
                 id,
-                reason: FailReason::Store(StoreError::Denied(format!("{remote:?}"))),
+                reason: FailReason::Store(error),
             });
             return id;
         }
@@ -267,6 +275,9 @@ impl<S: Store> Engine<S> {
                 }
                 _ => return self.send_code(from, metadata.session, ErrorCode::RX_NOT_INTERESTED),
             };
+            if self.writing(&name) {
+                return self.send_code(from, metadata.session, ErrorCode::FILE_IN_USE);
+            }
             let id = TransferId {
                 peer: from,
                 session: metadata.session,
@@ -279,6 +290,12 @@ impl<S: Store> Engine<S> {
         if let Some(receiver) = self.receivers.get_mut(&key) {
             receiver.handle_metadata(now, metadata, &self.config, &mut self.store, &mut self.out);
         }
+    }
+
+    /// Whether a transfer under way writes the store name `name` (two
+    /// must not share a partial file).
+    fn writing(&self, name: &str) -> bool {
+        self.receivers.values().any(|r| r.writing() == Some(name))
     }
 
     /// Sends a STATUS that carries only `code`: a refusal, an error, or a

@@ -108,6 +108,12 @@ impl Receiver {
         }
     }
 
+    /// The store name this receiver writes, while it may still write it.
+    pub fn writing(&self) -> Option<&str> {
+        let file = !matches!(self.operation, Operation::List | Operation::Delete);
+        (file && !matches!(self.state, State::Done { .. }) && !self.removed).then_some(self.name.as_str())
+    }
+
     pub fn handle_metadata<S: Store>(
         &mut self,
         now: Instant,
