@@ -30,8 +30,16 @@ pub const PARTIAL_DIR: &str = ".saratoga";
 #[derive(Debug)]
 pub struct DiskStore {
     root: PathBuf,
-    /// Open partial files: data and range log.
-    open: HashMap<String, (File, File)>,
+    /// Partial files open, by their safe name.
+    open: HashMap<String, Partial>,
+}
+
+/// A partial file: its data, its range log and the size it is to have.
+#[derive(Debug)]
+struct Partial {
+    data: File,
+    log: File,
+    size: u64,
 }
 
 fn io(context: &Path, error: std::io::Error) -> StoreError {
@@ -94,7 +102,7 @@ impl DiskStore {
         )
     }
 
-    fn opened(&self, name: &str) -> Result<&(File, File), StoreError> {
+    fn opened(&self, name: &str) -> Result<&Partial, StoreError> {
         self.open
             .get(name)
             .ok_or_else(|| StoreError::NotFound(format!("{name} (no partial file open)")))
@@ -215,46 +223,45 @@ impl Store for DiskStore {
             .append(true)
             .open(&log_path)
             .map_err(|e| io(&log_path, e))?;
-        self.open.insert(safe, (data, log));
+        self.open.insert(safe, Partial { data, log, size });
         Ok(resumed)
     }
 
     fn write_partial(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StoreError> {
         let (safe, _) = self.path(name)?;
-        let (file, mut log) = {
-            let (file, log) = self.opened(&safe)?;
-            (file, log)
-        };
-        let size = file.metadata().map_err(|e| io(Path::new(name), e))?.len();
+        let partial = self.opened(&safe)?;
         let end = offset.saturating_add(data.len() as u64);
-        if end > size {
+        if end > partial.size {
             return Err(StoreError::TooBig(name.to_owned()));
         }
-        file.write_all_at(data, offset)
+        partial
+            .data
+            .write_all_at(data, offset)
             .map_err(|e| io(Path::new(name), e))?;
-        writeln!(log, "{offset} {end}").map_err(|e| io(Path::new(name), e))
+        writeln!(&partial.log, "{offset} {end}").map_err(|e| io(Path::new(name), e))
     }
 
     fn read_partial(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError> {
         let (safe, _) = self.path(name)?;
-        let (file, _) = self.opened(&safe)?;
-        let size = file.metadata().map_err(|e| io(Path::new(name), e))?.len();
+        let partial = self.opened(&safe)?;
         let len = buf
             .len()
-            .min(usize::try_from(size.saturating_sub(offset)).unwrap_or(usize::MAX));
-        file.read_exact_at(&mut buf[..len], offset)
+            .min(usize::try_from(partial.size.saturating_sub(offset)).unwrap_or(usize::MAX));
+        partial
+            .data
+            .read_exact_at(&mut buf[..len], offset)
             .map_err(|e| io(Path::new(name), e))?;
         Ok(len)
     }
 
     fn commit(&mut self, name: &str) -> Result<(), StoreError> {
         let (safe, target) = self.path(name)?;
-        let (data, _) = self
+        let partial = self
             .open
             .remove(&safe)
             .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
-        data.sync_all().map_err(|e| io(Path::new(name), e))?;
-        drop(data);
+        partial.data.sync_all().map_err(|e| io(Path::new(name), e))?;
+        drop(partial);
         let parent = target.parent().unwrap_or(&self.root);
         fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
         let real_parent = fs::canonicalize(parent).map_err(|e| io(parent, e))?;
