@@ -361,3 +361,29 @@ fn two_transfers_never_write_one_name() {
         .collect();
     assert!(!codes.contains(&ErrorCode::FILE_IN_USE), "{codes:?}");
 }
+
+#[test]
+fn a_listing_that_does_not_parse_fails_the_request() {
+    let mut engine = engine();
+    let now = Instant::ZERO;
+    let id = engine.list(now, peer(), "d");
+    let request = drain(&mut engine, now);
+    assert_eq!(request.len(), 1, "the REQUEST");
+    let mut metadata = Metadata::parse(&vallona_metadata(id.session, 3, Checksum::None)).unwrap();
+    metadata.transfer_type = TransferType::Directory;
+    engine.handle_datagram(now, peer(), &Frame::Metadata(metadata).to_bytes().unwrap());
+    let bytes = vallona_data(id.session, 0, &[1, 2, 3]);
+    let mut data = Data::parse(&bytes).unwrap();
+    data.transfer_type = TransferType::Directory;
+    engine.handle_datagram(now, peer(), &Frame::Data(data).to_bytes().unwrap());
+    let codes: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| s.error)
+        .collect();
+    assert_eq!(codes, [ErrorCode::BAD_PACKET]);
+    assert!(events(&mut engine).iter().any(|e| matches!(
+        e,
+        Event::Failed { id: i, reason: FailReason::BadListing(_) } if *i == id
+    )));
+    assert_eq!(engine.active(), 0);
+}

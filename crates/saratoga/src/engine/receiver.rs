@@ -187,21 +187,13 @@ impl Receiver {
         out: &mut Outbox,
     ) {
         self.heard(now, config);
-        match self.state {
-            State::Requesting => {
-                // DATA before METADATA: a STATUS saying so asks for it.
-                if data.request_status {
-                    self.send_status(false, data.offset, config, out);
-                }
-                return;
+        if self.state != State::Receiving {
+            // Before the METADATA, the STATUS says it is missing (so the
+            // sender sends it); once done, it is the final one again.
+            if data.request_status {
+                self.send_status(false, data.offset, config, out);
             }
-            State::Done { .. } => {
-                if data.request_status {
-                    self.send_status(false, data.offset, config, out);
-                }
-                return;
-            }
-            State::Receiving => {}
+            return;
         }
         let end = data.offset.saturating_add(data.payload.len() as u64);
         if end > self.size {
@@ -327,11 +319,12 @@ impl Receiver {
         match committed {
             Ok(event) => {
                 self.finish(now, config);
-                self.send_status(false, self.last_offset, config, out);
+                // Sent unasked: it lists no hole, which is all the sender needs.
+                self.send_status(true, self.last_offset, config, out);
                 out.event(event);
             }
             Err((code, reason)) => {
-                if self.listing.is_none() {
+                if self.operation != Operation::List {
                     let _ = store.discard_partial(&self.name);
                 }
                 self.abort(code, reason, out);
