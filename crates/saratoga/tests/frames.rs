@@ -387,3 +387,71 @@ fn a_listing_that_does_not_parse_fails_the_request() {
     )));
     assert_eq!(engine.active(), 0);
 }
+
+#[test]
+fn a_paced_engine_wakes_when_the_next_sender_may_send() {
+    // 80 kbit/s: 10 kB a second. Two puts share the pacer; one has small
+    // re-sends queued while the other has full frames.
+    let mut engine = Engine::new(
+        Config {
+            rate_bps: 80_000,
+            burst_bytes: 1500,
+            ..Config::default()
+        },
+        MemoryStore::new(),
+    );
+    let mut now = Instant::ZERO;
+    engine.store_mut().insert("x", vec![1; 20 * 1460], 0);
+    engine.store_mut().insert("y", vec![2; 1460], 0);
+    let y = engine.put(now, peer(), "y", "y").unwrap();
+    let mut sent_y = Vec::new();
+    while sent_y.len() < 2 {
+        while let Some((_, bytes)) = engine.poll_transmit(now) {
+            if Data::parse(&bytes).is_ok_and(|d| d.session == y.session) {
+                sent_y.push(bytes);
+            }
+        }
+        now = engine.poll_timeout().unwrap().max(now);
+        engine.handle_timeout(now);
+    }
+    let last = Data::parse(&sent_y[0]).unwrap();
+    assert!(last.request_status);
+    // y's receiver lacks five 10-byte pieces: five small re-sends.
+    let holes = (0..5)
+        .map(|i| Hole::from_range(i * 100..i * 100 + 10).unwrap())
+        .collect();
+    let status = Status {
+        descriptor: Descriptor::D16,
+        session: y.session,
+        timestamp: None,
+        metadata_received: true,
+        all_holes: true,
+        voluntary: false,
+        error: ErrorCode::SUCCESS,
+        progress: 0,
+        in_response_to: last.offset,
+        holes,
+    };
+    engine.put(now, peer(), "x", "x").unwrap();
+    engine.handle_datagram(now, peer(), &Frame::Status(status).to_bytes().unwrap());
+    let start = now;
+    let mut data_bytes = 0;
+    while data_bytes < 20 * 1460 + 50 {
+        while let Some((_, bytes)) = engine.poll_transmit(now) {
+            data_bytes += Data::parse(&bytes).map_or(0, |d| d.payload.len());
+        }
+        let next = engine.poll_timeout().unwrap();
+        assert!(
+            next > now || data_bytes >= 20 * 1460 + 50,
+            "woken at {now:?} for nothing"
+        );
+        now = next.max(now);
+        engine.handle_timeout(now);
+    }
+    // 29 kB and headers at 10 kB/s: about 3 s, not a wait for a timer.
+    assert!(
+        now.saturating_since(start) < Duration::from_secs(4),
+        "{:?}",
+        now.saturating_since(start)
+    );
+}

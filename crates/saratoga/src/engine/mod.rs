@@ -494,11 +494,13 @@ impl<S: Store> Engine<S> {
     /// The earliest instant [`Engine::handle_timeout`] or
     /// [`Engine::poll_transmit`] has work, if any.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        // When the largest next frame may go, whichever sender is next may
+        // (waking for the smallest could find the next one still held).
         let paced = self
             .senders
             .values()
             .filter_map(|s| s.next_len(&self.config))
-            .min()
+            .max()
             .and_then(|len| self.pacer.ready_at(len + self.config.datagram_overhead as usize));
         let timers = self
             .senders
