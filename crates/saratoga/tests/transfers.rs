@@ -439,3 +439,68 @@ mod any_link {
         }
     }
 }
+
+mod any_mix {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Puts and a get at once over any link of the family: all arrive
+        /// whole, each end sends every byte once plus once per loss, and
+        /// nothing waits on a timer it should not (a bound on the time).
+        #[test]
+        fn puts_and_a_get_at_once_complete_over_any_link(
+            puts in prop::collection::vec(0usize..120_000, 1..4),
+            get in 0usize..120_000,
+            rate_kbps in 200u64..10_000,
+            delay_ms in 1u64..2_000,
+            loss in 0.0f64..0.15,
+            outage in prop::option::of((0u64..10, 1u64..600)),
+            seed: u64,
+        ) {
+            let mut pair = Pair::new(config(rate_kbps * 1000), Duration::from_millis(delay_ms), seed);
+            pair.ab.loss = loss;
+            pair.ba.loss = loss;
+            let mut outage_len = 0;
+            if let Some((start, len)) = outage {
+                let window = (pair.at(secs(start)), pair.at(secs(start + len)));
+                pair.ab.outages.push(window);
+                pair.ba.outages.push(window);
+                outage_len = start + len;
+            }
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let b = pair.b_addr;
+            let files: Vec<Vec<u8>> = puts.iter().map(|len| random_file(&mut rng, *len)).collect();
+            for (i, file) in files.iter().enumerate() {
+                pair.a.store_mut().insert(&format!("p{i}"), file.clone(), 0);
+                pair.a.put(pair.now, b, &format!("p{i}"), &format!("q{i}")).unwrap();
+            }
+            let fetched = random_file(&mut rng, get);
+            pair.b.store_mut().insert("g", fetched.clone(), 0);
+            pair.a.get(pair.now, b, "g", "h");
+            let transfers = files.len() + 1;
+            let done = pair.run_until(secs(24 * 3600), |p| {
+                Pair::completed(&p.events_a) == transfers && Pair::completed(&p.events_b) == transfers
+            });
+            prop_assert!(done, "a {:?} b {:?}", Pair::failed(&pair.events_a), Pair::failed(&pair.events_b));
+            for (i, file) in files.iter().enumerate() {
+                prop_assert_eq!(pair.b.store().contents(&format!("q{i}")), Some(&file[..]));
+            }
+            prop_assert_eq!(pair.a.store().contents("h"), Some(&fetched[..]));
+            let (a, b) = (pair.a.stats(), pair.b.stats());
+            prop_assert_eq!(a.duplicate_bytes_received + b.duplicate_bytes_received, 0);
+            let put_bytes: u64 = puts.iter().map(|l| *l as u64).sum();
+            prop_assert_eq!(a.data_bytes_sent, put_bytes + pair.ab.dropped_data_bytes + b.orphan_data_bytes);
+            prop_assert_eq!(b.data_bytes_sent, get as u64 + pair.ba.dropped_data_bytes + a.orphan_data_bytes);
+            // Sending time thrice over, plus the outage, plus a generous
+            // number of repair rounds (a round trip and the longest probe
+            // interval each).
+            let sending = (put_bytes + get as u64) as f64 * 8.0 * 1.1 / (rate_kbps as f64 * 1000.0);
+            let round = 2.0 * delay_ms as f64 / 1000.0 + 61.0;
+            let bound = 3.0 * sending + outage_len as f64 + 15.0 * round;
+            prop_assert!(pair.now.as_duration().as_secs_f64() < bound, "{:?} > {bound:.0} s", pair.now);
+        }
+    }
+}

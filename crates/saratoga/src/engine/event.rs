@@ -104,8 +104,8 @@ pub struct Stats {
     pub malformed: BTreeMap<&'static str, u64>,
     /// Frames for no session we know.
     pub unknown_session: u64,
-    /// DATA payload bytes dropped for want of their session (its METADATA
-    /// lost, or this end restarted): the sender sends them again.
+    /// DATA payload bytes dropped for want of their session or of its
+    /// METADATA (lost, or this end restarted): the sender sends them again.
     pub orphan_data_bytes: u64,
     pub data_frames_sent: u64,
     /// DATA payload bytes sent, first sends and re-sends.

@@ -190,6 +190,9 @@ impl Receiver {
         if self.state != State::Receiving {
             // Before the METADATA, the STATUS says it is missing (so the
             // sender sends it); once done, it is the final one again.
+            if self.state == State::Requesting {
+                out.stats.orphan_data_bytes += data.payload.len() as u64;
+            }
             if data.request_status {
                 self.send_status(false, data.offset, config, out);
             }
