@@ -1,5 +1,6 @@
-//! Two engines joined by a link in virtual time: a fixed one-way delay
-//! (so datagrams stay in order), seeded random loss, outage windows.
+//! Two engines joined by a link in virtual time: a one-way delay (fixed,
+//! so datagrams stay in order, unless jitter is set), seeded random loss,
+//! outage windows.
 //! Time jumps to the next delivery or wake-up, so hours pass instantly.
 //!
 //! The seed is printed; `SARATOGA_SEED=<n>` replays a run.
@@ -35,6 +36,8 @@ pub fn secs(s: u64) -> Duration {
 #[derive(Debug)]
 pub struct Link {
     pub delay: Duration,
+    /// Up to this much more delay, drawn per datagram (reorders them).
+    pub jitter: Duration,
     pub loss: f64,
     /// Datagrams sent inside a window are lost.
     pub outages: Vec<(Instant, Instant)>,
@@ -48,6 +51,7 @@ impl Link {
     pub fn new(delay: Duration) -> Link {
         Link {
             delay,
+            jitter: Duration::ZERO,
             loss: 0.0,
             outages: Vec::new(),
             queue: VecDeque::new(),
@@ -65,7 +69,14 @@ impl Link {
             }
             return;
         }
-        self.queue.push_back((now + self.delay, bytes));
+        let jitter = if self.jitter.is_zero() {
+            Duration::ZERO
+        } else {
+            self.jitter.mul_f64(rng.random::<f64>())
+        };
+        let at = now + self.delay + jitter;
+        let index = self.queue.partition_point(|(t, _)| *t <= at);
+        self.queue.insert(index, (at, bytes));
     }
 }
 
