@@ -1,0 +1,55 @@
+//! How an engine behaves: its rate, frame size, timers and checksum.
+
+use std::time::Duration;
+
+use crate::wire::ChecksumKind;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// DATA is paced at this rate, in bit/s of datagrams with their
+    /// `datagram_overhead` counted; 0 sends at line rate.
+    pub rate_bps: u64,
+    /// The pacer's bucket, in bytes.
+    pub burst_bytes: u64,
+    /// Bytes below each datagram counted against the rate (IPv4 + UDP: 28).
+    pub datagram_overhead: u64,
+    /// The largest datagram sent (Saratoga header included): 1472 fills a
+    /// 1500-byte IPv4 packet.
+    pub max_datagram: usize,
+    /// The checksum sent with each file.
+    pub checksum: ChecksumKind,
+    /// A sender asks for a STATUS on every this many DATA frames (and on
+    /// the last of a pass).
+    pub status_every_frames: u32,
+    /// A sender with nothing to send asks for a STATUS this long after
+    /// its last request; a receiver missing data reports voluntarily this
+    /// often; a requester repeats its REQUEST this often. Each doubles, up
+    /// to `status_interval_max`, while the peer stays silent.
+    pub status_interval: Duration,
+    pub status_interval_max: Duration,
+    /// A transfer whose peer is silent this long fails. It must exceed
+    /// the longest outage to ride out and the round trip.
+    pub inactivity_timeout: Duration,
+    /// The largest directory listing accepted, in bytes.
+    pub max_listing_bytes: u64,
+    /// The first session id this engine picks for its own transfers.
+    pub first_session: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            rate_bps: 1_000_000,
+            burst_bytes: 3000,
+            datagram_overhead: 28,
+            max_datagram: 1472,
+            checksum: ChecksumKind::Md5,
+            status_every_frames: 100,
+            status_interval: Duration::from_secs(1),
+            status_interval_max: Duration::from_secs(60),
+            inactivity_timeout: Duration::from_secs(30 * 60),
+            max_listing_bytes: 16 << 20,
+            first_session: 1,
+        }
+    }
+}

@@ -1,0 +1,415 @@
+//! A [`Store`] over one served directory on disk, with `std::fs` only.
+//!
+//! Path safety: a name is made relative and refused if it has `.` or `..`
+//! components ([`safe_name`]); whatever it names must resolve (symbolic
+//! links followed) to a place inside the served directory, so a link
+//! leading outside is refused, one inside is followed. Listings leave
+//! out links and names that are not UTF-8.
+//!
+//! Files being received live in `.saratoga/partial/` under the served
+//! directory (hidden from listings, refused as a name): the data, written
+//! at its offsets, and a log of the ranges written (`size N`, then one
+//! `start end` line per write), so that a receiver restarted mid-transfer
+//! resumes from what it had. A commit syncs the data and renames it to
+//! its name.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use super::ranges::RangeSet;
+use super::store::{FileInfo, ListEntry, Store, StoreError, safe_name};
+
+/// The directory, under the served one, that holds partial files.
+pub const PARTIAL_DIR: &str = ".saratoga";
+
+#[derive(Debug)]
+pub struct DiskStore {
+    root: PathBuf,
+    /// Partial files open, by their safe name.
+    open: HashMap<String, Partial>,
+}
+
+/// A partial file: its data, its range log and the size it is to have.
+#[derive(Debug)]
+struct Partial {
+    data: File,
+    log: File,
+    size: u64,
+}
+
+fn io(context: &Path, error: std::io::Error) -> StoreError {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => StoreError::NotFound(context.display().to_string()),
+        std::io::ErrorKind::PermissionDenied => StoreError::Denied(context.display().to_string()),
+        _ => StoreError::Io(format!("{}: {error}", context.display())),
+    }
+}
+
+impl DiskStore {
+    /// Serves `root`, which must be a directory.
+    pub fn new(root: impl AsRef<Path>) -> Result<DiskStore, StoreError> {
+        let root = root.as_ref();
+        let root = fs::canonicalize(root).map_err(|e| io(root, e))?;
+        if !root.is_dir() {
+            return Err(StoreError::NotFound(root.display().to_string()));
+        }
+        Ok(DiskStore {
+            root,
+            open: HashMap::new(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path `name` stands for, checked for safety but not resolved.
+    fn path(&self, name: &str) -> Result<(String, PathBuf), StoreError> {
+        let denied = || StoreError::Denied(name.to_owned());
+        let safe = safe_name(name).ok_or_else(denied)?;
+        if safe.split('/').next() == Some(PARTIAL_DIR) {
+            return Err(denied());
+        }
+        let path = if safe.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(&safe)
+        };
+        Ok((safe, path))
+    }
+
+    /// The existing file or directory `name` names, resolved inside the root.
+    fn existing(&self, name: &str) -> Result<PathBuf, StoreError> {
+        let (_, path) = self.path(name)?;
+        let real = fs::canonicalize(&path).map_err(|e| io(Path::new(name), e))?;
+        if !real.starts_with(&self.root) {
+            return Err(StoreError::Denied(name.to_owned()));
+        }
+        Ok(real)
+    }
+
+    fn partial_paths(&self, safe: &str) -> (PathBuf, PathBuf) {
+        let flat = safe.replace('%', "%25").replace('/', "%2F");
+        let dir = self.root.join(PARTIAL_DIR).join("partial");
+        (
+            dir.join(format!("{flat}.data")),
+            dir.join(format!("{flat}.ranges")),
+        )
+    }
+
+    fn opened(&self, name: &str) -> Result<&Partial, StoreError> {
+        self.open
+            .get(name)
+            .ok_or_else(|| StoreError::NotFound(format!("{name} (no partial file open)")))
+    }
+}
+
+fn info_of(metadata: &fs::Metadata) -> FileInfo {
+    FileInfo {
+        size: if metadata.is_dir() { 0 } else { metadata.len() },
+        mtime: metadata
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs()),
+        is_dir: metadata.is_dir(),
+    }
+}
+
+/// Reads a range log: its size line, then the ranges written.
+fn read_log(path: &Path) -> Option<(u64, Vec<Range<u64>>)> {
+    let file = File::open(path).ok()?;
+    let mut lines = BufReader::new(file).lines();
+    let size = lines.next()?.ok()?.strip_prefix("size ")?.parse().ok()?;
+    let mut have = RangeSet::new();
+    for line in lines {
+        // A line cut short by a crash is ignored.
+        let Some((start, end)) = line.ok().and_then(|l| {
+            let (a, b) = l.split_once(' ')?;
+            Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?))
+        }) else {
+            continue;
+        };
+        if start < end && end <= size {
+            have.insert(start..end);
+        }
+    }
+    Some((size, have.iter().collect()))
+}
+
+impl Store for DiskStore {
+    fn info(&self, name: &str) -> Result<FileInfo, StoreError> {
+        let path = self.existing(name)?;
+        let metadata = fs::metadata(&path).map_err(|e| io(Path::new(name), e))?;
+        Ok(info_of(&metadata))
+    }
+
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError> {
+        let path = self.existing(name)?;
+        let file = File::open(&path).map_err(|e| io(Path::new(name), e))?;
+        let mut filled = 0;
+        while filled < buf.len() {
+            let read = file
+                .read_at(&mut buf[filled..], offset + filled as u64)
+                .map_err(|e| io(Path::new(name), e))?;
+            if read == 0 {
+                break;
+            }
+            filled += read;
+        }
+        Ok(filled)
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<ListEntry>, StoreError> {
+        let path = self.existing(dir)?;
+        let mut entries = Vec::new();
+        for entry in fs::read_dir(&path).map_err(|e| io(Path::new(dir), e))? {
+            let entry = entry.map_err(|e| io(Path::new(dir), e))?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let Ok(metadata) = entry.metadata() else {
+                continue;
+            };
+            if (path == self.root && name == PARTIAL_DIR) || metadata.file_type().is_symlink() {
+                continue;
+            }
+            entries.push(ListEntry {
+                name,
+                info: info_of(&metadata),
+            });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    fn delete(&mut self, name: &str) -> Result<(), StoreError> {
+        let path = self.existing(name)?;
+        if path.is_dir() {
+            return Err(StoreError::Denied(format!("{name} is a directory")));
+        }
+        fs::remove_file(&path).map_err(|e| io(Path::new(name), e))
+    }
+
+    fn open_partial(&mut self, name: &str, size: u64) -> Result<Vec<Range<u64>>, StoreError> {
+        let (safe, _) = self.path(name)?;
+        if safe.is_empty() {
+            return Err(StoreError::Denied(name.to_owned()));
+        }
+        let (data_path, log_path) = self.partial_paths(&safe);
+        let dir = data_path.parent().unwrap_or(&self.root);
+        fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let resumed = match read_log(&log_path) {
+            Some((logged, ranges)) if logged == size && data_path.exists() => ranges,
+            _ => {
+                let mut log = File::create(&log_path).map_err(|e| io(&log_path, e))?;
+                writeln!(log, "size {size}").map_err(|e| io(&log_path, e))?;
+                File::create(&data_path).map_err(|e| io(&data_path, e))?;
+                Vec::new()
+            }
+        };
+        let data = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&data_path)
+            .map_err(|e| io(&data_path, e))?;
+        data.set_len(size).map_err(|e| io(&data_path, e))?;
+        let log = OpenOptions::new()
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| io(&log_path, e))?;
+        self.open.insert(safe, Partial { data, log, size });
+        Ok(resumed)
+    }
+
+    fn write_partial(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StoreError> {
+        let (safe, _) = self.path(name)?;
+        let partial = self.opened(&safe)?;
+        let end = offset.saturating_add(data.len() as u64);
+        if end > partial.size {
+            return Err(StoreError::TooBig(name.to_owned()));
+        }
+        partial
+            .data
+            .write_all_at(data, offset)
+            .map_err(|e| io(Path::new(name), e))?;
+        writeln!(&partial.log, "{offset} {end}").map_err(|e| io(Path::new(name), e))
+    }
+
+    fn read_partial(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError> {
+        let (safe, _) = self.path(name)?;
+        let partial = self.opened(&safe)?;
+        let len = buf
+            .len()
+            .min(usize::try_from(partial.size.saturating_sub(offset)).unwrap_or(usize::MAX));
+        partial
+            .data
+            .read_exact_at(&mut buf[..len], offset)
+            .map_err(|e| io(Path::new(name), e))?;
+        Ok(len)
+    }
+
+    fn commit(&mut self, name: &str) -> Result<(), StoreError> {
+        let (safe, target) = self.path(name)?;
+        let partial = self
+            .open
+            .remove(&safe)
+            .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+        partial.data.sync_all().map_err(|e| io(Path::new(name), e))?;
+        drop(partial);
+        let parent = target.parent().unwrap_or(&self.root);
+        fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+        let real_parent = fs::canonicalize(parent).map_err(|e| io(parent, e))?;
+        if !real_parent.starts_with(&self.root) {
+            return Err(StoreError::Denied(name.to_owned()));
+        }
+        let (data_path, log_path) = self.partial_paths(&safe);
+        let file_name = target
+            .file_name()
+            .ok_or_else(|| StoreError::Denied(name.to_owned()))?;
+        fs::rename(&data_path, real_parent.join(file_name)).map_err(|e| io(Path::new(name), e))?;
+        fs::remove_file(&log_path).map_err(|e| io(&log_path, e))
+    }
+
+    fn discard_partial(&mut self, name: &str) -> Result<(), StoreError> {
+        let (safe, _) = self.path(name)?;
+        self.open.remove(&safe);
+        let (data_path, log_path) = self.partial_paths(&safe);
+        for path in [data_path, log_path] {
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&path, e)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A fresh directory under the system's temporary one, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(tag: &str) -> TempDir {
+            let path = std::env::temp_dir().join(format!("scps-saratoga-{tag}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&path);
+            fs::create_dir_all(&path).unwrap();
+            TempDir(path)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn files_are_read_listed_and_deleted_inside_the_root_only() {
+        let tmp = TempDir::new("serve");
+        let served = tmp.0.join("served");
+        fs::create_dir_all(served.join("sub")).unwrap();
+        fs::write(served.join("a.txt"), b"hello").unwrap();
+        fs::write(served.join("sub/b"), b"").unwrap();
+        fs::write(tmp.0.join("secret"), b"outside").unwrap();
+        symlink(tmp.0.join("secret"), served.join("escape")).unwrap();
+        symlink(served.join("a.txt"), served.join("alias")).unwrap();
+        let mut store = DiskStore::new(&served).unwrap();
+
+        assert_eq!(store.info("a.txt").unwrap().size, 5);
+        assert!(store.info("sub").unwrap().is_dir);
+        let mut buf = [0; 8];
+        assert_eq!(store.read_at("a.txt", 1, &mut buf), Ok(4));
+        assert_eq!(&buf[..4], b"ello");
+        assert_eq!(
+            store.read_at("/a.txt", 0, &mut buf),
+            Ok(5),
+            "absolute means from the root"
+        );
+        assert_eq!(
+            store.read_at("alias", 0, &mut buf),
+            Ok(5),
+            "a link inside is followed"
+        );
+
+        assert!(matches!(
+            store.read_at("escape", 0, &mut buf),
+            Err(StoreError::Denied(_))
+        ));
+        assert!(matches!(store.info("../secret"), Err(StoreError::Denied(_))));
+        assert!(matches!(
+            store.info("sub/../../secret"),
+            Err(StoreError::Denied(_))
+        ));
+        assert!(matches!(store.delete("escape"), Err(StoreError::Denied(_))));
+        assert!(matches!(
+            store.info(".saratoga/partial"),
+            Err(StoreError::Denied(_))
+        ));
+        assert!(matches!(store.info("nope"), Err(StoreError::NotFound(_))));
+
+        store.open_partial("new", 1).unwrap();
+        let names: Vec<String> = store.list("").unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, ["a.txt", "sub"], "no links, no partial files");
+        assert!(matches!(store.delete("sub"), Err(StoreError::Denied(_))));
+        store.delete("sub/b").unwrap();
+        assert!(store.list("sub").unwrap().is_empty());
+        assert!(tmp.0.join("secret").exists());
+    }
+
+    #[test]
+    fn a_partial_file_survives_a_restart_and_appears_when_committed() {
+        let tmp = TempDir::new("partial");
+        let mut store = DiskStore::new(&tmp.0).unwrap();
+        assert_eq!(store.open_partial("in/f.bin", 10), Ok(vec![]));
+        store.write_partial("in/f.bin", 0, b"0123").unwrap();
+        store.write_partial("in/f.bin", 6, b"6789").unwrap();
+        assert!(matches!(
+            store.write_partial("in/f.bin", 8, b"xyz"),
+            Err(StoreError::TooBig(_))
+        ));
+        assert!(matches!(store.info("in/f.bin"), Err(StoreError::NotFound(_))));
+        drop(store);
+
+        let mut store = DiskStore::new(&tmp.0).unwrap();
+        let resumed = store.open_partial("in/f.bin", 10).unwrap();
+        assert_eq!(resumed.len(), 2);
+        assert_eq!((resumed[0].clone(), resumed[1].clone()), (0..4, 6..10));
+        store.write_partial("in/f.bin", 4, b"45").unwrap();
+        let mut buf = [0; 10];
+        assert_eq!(store.read_partial("in/f.bin", 0, &mut buf), Ok(10));
+        assert_eq!(&buf, b"0123456789");
+        store.commit("in/f.bin").unwrap();
+        assert_eq!(fs::read(tmp.0.join("in/f.bin")).unwrap(), b"0123456789");
+        assert!(
+            fs::read_dir(tmp.0.join(PARTIAL_DIR).join("partial"))
+                .unwrap()
+                .next()
+                .is_none()
+        );
+
+        // Another size starts again; a discarded partial is gone.
+        store.open_partial("g", 4).unwrap();
+        store.write_partial("g", 0, b"ab").unwrap();
+        assert_eq!(store.open_partial("g", 5), Ok(vec![]));
+        store.discard_partial("g").unwrap();
+        assert!(matches!(
+            store.read_partial("g", 0, &mut buf),
+            Err(StoreError::NotFound(_))
+        ));
+        assert!(matches!(
+            store.open_partial("../g", 1),
+            Err(StoreError::Denied(_))
+        ));
+        assert!(matches!(store.open_partial("", 1), Err(StoreError::Denied(_))));
+    }
+}

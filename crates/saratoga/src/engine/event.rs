@@ -1,0 +1,119 @@
+//! What an engine tells its user: transfers starting, progressing,
+//! ending; and the counters it keeps.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::store::StoreError;
+use crate::wire::{DirEntry, ErrorCode};
+
+/// Which end of a session this engine is. A session is named by the
+/// peer, the session id and the role: both ends may pick the same id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// We send the data (a put, or a get served).
+    Sender,
+    /// We receive the data, or asked for something (get, list, delete).
+    Receiver,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TransferId {
+    pub peer: SocketAddr,
+    pub session: u32,
+    pub role: Role,
+}
+
+/// What a transfer does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Put,
+    Get,
+    GetDelete,
+    Delete,
+    List,
+    /// A peer's GET (or GET+DELETE) we serve.
+    Serve,
+    /// A peer's directory listing request we serve.
+    ServeList,
+    /// A file a peer sends us.
+    Receive,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A transfer began. `size` is 0 for a request, whose size is not
+    /// known until its METADATA comes (a get's receiving end then says
+    /// nothing more until Progress).
+    Started {
+        id: TransferId,
+        operation: Operation,
+        name: String,
+        size: u64,
+    },
+    /// Bytes known to be at the receiver from the start without a gap.
+    Progress {
+        id: TransferId,
+        bytes: u64,
+        size: u64,
+    },
+    /// A receiver found this much of the file already stored and resumes
+    /// after it.
+    Resumed {
+        id: TransferId,
+        bytes: u64,
+    },
+    Completed {
+        id: TransferId,
+        operation: Operation,
+        name: String,
+        size: u64,
+    },
+    Listing {
+        id: TransferId,
+        dir: String,
+        entries: Vec<DirEntry>,
+    },
+    Failed {
+        id: TransferId,
+        reason: FailReason,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FailReason {
+    #[error("the peer answered with error {0}")]
+    Peer(ErrorCode),
+    #[error("the peer was silent for {0:?}")]
+    Timeout(Duration),
+    #[error("the file's checksum does not match the one sent")]
+    ChecksumMismatch,
+    #[error("store: {0}")]
+    Store(StoreError),
+    #[error("directory listing: {0}")]
+    BadListing(String),
+}
+
+/// Counters, for reports and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub datagrams_in: u64,
+    pub datagrams_out: u64,
+    /// Malformed frames dropped, by [`crate::wire::WireError::cause`].
+    pub malformed: BTreeMap<&'static str, u64>,
+    /// Frames for no session we know.
+    pub unknown_session: u64,
+    /// DATA payload bytes dropped for want of their session or of its
+    /// METADATA (lost, or this end restarted): the sender sends them again.
+    pub orphan_data_bytes: u64,
+    pub data_frames_sent: u64,
+    /// DATA payload bytes sent, first sends and re-sends.
+    pub data_bytes_sent: u64,
+    pub data_bytes_resent: u64,
+    pub data_bytes_received: u64,
+    /// DATA payload bytes that arrived for ranges already held.
+    pub duplicate_bytes_received: u64,
+    pub status_sent: u64,
+    pub status_received: u64,
+}

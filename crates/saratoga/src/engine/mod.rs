@@ -1,0 +1,548 @@
+//! The sans-IO transfer engine: every session with every peer, one pacer.
+//!
+//! Drive it like any node: hand in datagrams with
+//! [`Engine::handle_datagram`], call [`Engine::handle_timeout`] when
+//! [`Engine::poll_timeout`] says, drain [`Engine::poll_transmit`] and
+//! [`Engine::poll_event`]. It never reads a clock: `now` is always given.
+//!
+//! Sessions are keyed by the peer's address, the session id and our role
+//! in it (both ends may pick the same id for transfers in opposite
+//! directions). METADATA and DATA go to the receiving end, STATUS to the
+//! sending end (or, as an error or a delete's answer, to the end that
+//! asked).
+//!
+//! ```
+//! use scps_node::Instant;
+//! use scps_saratoga::engine::{Config, Engine, Event, MemoryStore};
+//!
+//! let (a_addr, b_addr) = ("10.0.0.1:7542".parse().unwrap(), "10.0.0.2:7542".parse().unwrap());
+//! let mut a = Engine::new(Config::default(), MemoryStore::new());
+//! let mut b = Engine::new(Config::default(), MemoryStore::new());
+//! a.store_mut().insert("report.txt", b"hello".to_vec(), 0);
+//! let mut now = Instant::ZERO;
+//! a.put(now, b_addr, "report.txt", "inbox/report.txt").unwrap();
+//! // A lossless link with no delay: hand each datagram straight over.
+//! while b.store().contents("inbox/report.txt").is_none() {
+//!     while let Some((_, datagram)) = a.poll_transmit(now) {
+//!         b.handle_datagram(now, a_addr, &datagram);
+//!     }
+//!     while let Some((_, datagram)) = b.poll_transmit(now) {
+//!         a.handle_datagram(now, b_addr, &datagram);
+//!     }
+//!     now = a.poll_timeout().into_iter().chain(b.poll_timeout()).min().unwrap().max(now);
+//!     a.handle_timeout(now);
+//!     b.handle_timeout(now);
+//! }
+//! assert!(std::iter::from_fn(|| b.poll_event()).any(|e| matches!(e, Event::Completed { .. })));
+//! ```
+//!
+//! Frames for no session: a METADATA starts a transfer into the store (a
+//! put from the peer); a DATA is answered with a STATUS saying the
+//! METADATA is missing, so that the sender re-sends it (this is how a
+//! receiver restarted mid-transfer finds the transfer again and resumes
+//! from its partial file); a STATUS is answered with the error STATUS
+//! "unknown session id", unless it is itself an error. Malformed frames
+//! are counted by cause in [`Stats::malformed`] and dropped.
+
+mod config;
+mod disk;
+mod event;
+mod outbox;
+mod pacer;
+mod ranges;
+mod receiver;
+mod sender;
+mod store;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+
+use scps_node::Instant;
+
+pub use config::Config;
+pub use disk::{DiskStore, PARTIAL_DIR};
+pub use event::{Event, FailReason, Operation, Role, Stats, TransferId};
+use store::checksum_of;
+pub use store::{FileInfo, ListEntry, MemoryStore, Store, StoreError, safe_name};
+
+use crate::wire::{
+    Checksum, Data, DirEntry, EntryKind, ErrorCode, Frame, Metadata, Request, RequestType, Status,
+    TransferType,
+};
+use outbox::Outbox;
+use pacer::Pacer;
+use receiver::{Receiver, store_code};
+use sender::{Outgoing, Sender, Source};
+
+type Key = (SocketAddr, u32);
+
+/// Saratoga transfers to and from any number of peers.
+#[derive(Debug)]
+pub struct Engine<S: Store> {
+    config: Config,
+    store: S,
+    pacer: Pacer,
+    senders: BTreeMap<Key, Sender>,
+    receivers: BTreeMap<Key, Receiver>,
+    out: Outbox,
+    /// Sessions for which we answered a DATA with "metadata missing", and when.
+    orphans: HashMap<Key, Instant>,
+    /// Requests answered, or sends finished: a repeat gets the same
+    /// answer (or none) instead of a second transfer. Kept until the
+    /// instant stored.
+    answered: HashMap<Key, (ErrorCode, Instant)>,
+    next_session: u32,
+    /// The sender that sent last, for round robin.
+    last_sender: Option<Key>,
+}
+
+impl<S: Store> Engine<S> {
+    pub fn new(config: Config, store: S) -> Engine<S> {
+        Engine {
+            pacer: Pacer::new(config.rate_bps, config.burst_bytes),
+            next_session: config.first_session,
+            config,
+            store,
+            senders: BTreeMap::new(),
+            receivers: BTreeMap::new(),
+            out: Outbox::default(),
+            orphans: HashMap::new(),
+            answered: HashMap::new(),
+            last_sender: None,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.out.stats
+    }
+
+    /// Transfers in progress.
+    pub fn active(&self) -> usize {
+        self.senders.len() + self.receivers.len()
+    }
+
+    fn session_id(&mut self, peer: SocketAddr) -> u32 {
+        loop {
+            let id = self.next_session;
+            self.next_session = self.next_session.wrapping_add(1);
+            if !self.senders.contains_key(&(peer, id)) && !self.receivers.contains_key(&(peer, id)) {
+                return id;
+            }
+        }
+    }
+
+    /// Sends the store's file `local` to `peer`, to be stored as `remote`.
+    pub fn put(
+        &mut self,
+        now: Instant,
+        peer: SocketAddr,
+        local: &str,
+        remote: &str,
+    ) -> Result<TransferId, StoreError> {
+        if remote.is_empty() || remote.contains('\0') {
+            return Err(StoreError::Denied(format!("remote name {remote:?}")));
+        }
+        let info = self.store.info(local)?;
+        if info.is_dir {
+            return Err(StoreError::Denied(format!("{local} is a directory")));
+        }
+        let checksum = checksum_of(self.config.checksum, info.size, |at, buf| {
+            self.store.read_at(local, at, buf)
+        })?;
+        let session = self.session_id(peer);
+        let id = TransferId {
+            peer,
+            session,
+            role: Role::Sender,
+        };
+        let entry = DirEntry::file(remote, info.size, DirEntry::time_from_unix(info.mtime));
+        let outgoing = Outgoing {
+            operation: Operation::Put,
+            source: Source::File(local.to_owned()),
+            entry,
+            checksum,
+            delete_after: false,
+        };
+        let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
+        self.senders.insert((peer, session), sender);
+        Ok(id)
+    }
+
+    /// Fetches `remote` from `peer` into the store as `local`. A transfer
+    /// already writing `local` makes this one fail at once.
+    pub fn get(&mut self, now: Instant, peer: SocketAddr, remote: &str, local: &str) -> TransferId {
+        self.request(now, peer, RequestType::Get, Operation::Get, remote, local)
+    }
+
+    /// Like [`Engine::get`], and the peer deletes its file once we have it.
+    pub fn get_delete(&mut self, now: Instant, peer: SocketAddr, remote: &str, local: &str) -> TransferId {
+        self.request(
+            now,
+            peer,
+            RequestType::GetDelete,
+            Operation::GetDelete,
+            remote,
+            local,
+        )
+    }
+
+    /// Asks `peer` to delete `remote`.
+    pub fn delete(&mut self, now: Instant, peer: SocketAddr, remote: &str) -> TransferId {
+        self.request(now, peer, RequestType::Delete, Operation::Delete, remote, remote)
+    }
+
+    /// Asks `peer` for the listing of directory `dir` (an [`Event::Listing`]).
+    pub fn list(&mut self, now: Instant, peer: SocketAddr, dir: &str) -> TransferId {
+        self.request(now, peer, RequestType::GetDir, Operation::List, dir, dir)
+    }
+
+    fn request(
+        &mut self,
+        now: Instant,
+        peer: SocketAddr,
+        request_type: RequestType,
+        operation: Operation,
+        remote: &str,
+        local: &str,
+    ) -> TransferId {
+        let session = self.session_id(peer);
+        let id = TransferId {
+            peer,
+            session,
+            role: Role::Receiver,
+        };
+        let mut bytes = Vec::new();
+        let request = Request::new(request_type, session, remote);
+        let refusal = if request.emit(&mut bytes).is_err() {
+            // A name holding a NUL cannot be asked for.
+            Some(StoreError::Denied(format!("{remote:?}")))
+        } else if matches!(operation, Operation::Get | Operation::GetDelete) && self.writing(local) {
+            Some(StoreError::Denied(format!("{local} is being received")))
+        } else {
+            None
+        };
+        if let Some(error) = refusal {
+            self.out.event(Event::Failed {
+                id,
+                reason: FailReason::Store(error),
+            });
+            return id;
+        }
+        let receiver = Receiver::requesting(now, id, operation, local, bytes, &self.config, &mut self.out);
+        self.receivers.insert((peer, session), receiver);
+        id
+    }
+
+    /// A datagram from `from` arrived at `now`.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        self.out.stats.datagrams_in += 1;
+        match Frame::parse(datagram) {
+            Err(error) => *self.out.stats.malformed.entry(error.cause()).or_default() += 1,
+            Ok(Frame::Beacon(_)) => {}
+            Ok(Frame::Request(request)) => self.serve(now, from, &request),
+            Ok(Frame::Metadata(metadata)) => self.on_metadata(now, from, &metadata),
+            Ok(Frame::Data(data)) => self.on_data(now, from, &data),
+            Ok(Frame::Status(status)) => self.on_status(now, from, &status),
+        }
+        self.reap(now);
+    }
+
+    fn on_metadata(&mut self, now: Instant, from: SocketAddr, metadata: &Metadata) {
+        let key = (from, metadata.session);
+        if !self.receivers.contains_key(&key) {
+            // A put from the peer. Vallona names the file by its full local
+            // path: an absolute name keeps only its last component.
+            let name = match metadata.entry.name.strip_prefix('/') {
+                Some(path) => path.rsplit('/').next().unwrap_or_default(),
+                None => metadata.entry.name.as_str(),
+            };
+            let name = match (metadata.transfer_type, safe_name(name)) {
+                (TransferType::File, Some(name)) if !name.is_empty() => name,
+                (TransferType::File, _) => {
+                    return self.send_code(from, metadata.session, ErrorCode::ACCESS_DENIED);
+                }
+                _ => return self.send_code(from, metadata.session, ErrorCode::RX_NOT_INTERESTED),
+            };
+            if self.writing(&name) {
+                return self.send_code(from, metadata.session, ErrorCode::FILE_IN_USE);
+            }
+            let id = TransferId {
+                peer: from,
+                session: metadata.session,
+                role: Role::Receiver,
+            };
+            self.orphans.remove(&key);
+            self.receivers
+                .insert(key, Receiver::incoming(now, id, &name, &self.config));
+        }
+        if let Some(receiver) = self.receivers.get_mut(&key) {
+            receiver.handle_metadata(now, metadata, &self.config, &mut self.store, &mut self.out);
+        }
+    }
+
+    /// Whether a transfer under way writes the store name `name` (two
+    /// must not share a partial file).
+    fn writing(&self, name: &str) -> bool {
+        self.receivers.values().any(|r| r.writing() == Some(name))
+    }
+
+    /// Sends a STATUS that carries only `code`: a refusal, an error, or a
+    /// delete's result.
+    fn send_code(&mut self, peer: SocketAddr, session: u32, code: ErrorCode) {
+        self.out.send(peer, &Frame::Status(Status::error(session, code)));
+    }
+
+    fn on_data(&mut self, now: Instant, from: SocketAddr, data: &Data<'_>) {
+        let key = (from, data.session);
+        if let Some(receiver) = self.receivers.get_mut(&key) {
+            receiver.handle_data(now, data, &self.config, &mut self.store, &mut self.out);
+            return;
+        }
+        self.out.stats.unknown_session += 1;
+        self.out.stats.orphan_data_bytes += data.payload.len() as u64;
+        let due = self.orphans.get(&key).is_none_or(|last| {
+            data.request_status || now.saturating_since(*last) >= self.config.status_interval
+        });
+        if due {
+            self.orphans.insert(key, now);
+            let mut status = Status::error(data.session, ErrorCode::SUCCESS);
+            status.metadata_received = false;
+            status.voluntary = !data.request_status;
+            status.descriptor = data.descriptor;
+            status.in_response_to = data.offset;
+            self.out.send(from, &Frame::Status(status));
+        }
+    }
+
+    fn on_status(&mut self, now: Instant, from: SocketAddr, status: &Status) {
+        self.out.stats.status_received += 1;
+        let key = (from, status.session);
+        if let Some(sender) = self.senders.get_mut(&key) {
+            sender.handle_status(now, status, &self.config, &mut self.store, &mut self.out);
+        } else if let Some(receiver) = self.receivers.get_mut(&key) {
+            receiver.handle_status(now, status, &self.config, &mut self.out);
+        } else if !self.answered.contains_key(&key) {
+            self.out.stats.unknown_session += 1;
+            if status.error.is_success() {
+                self.send_code(from, status.session, ErrorCode::UNKNOWN_ID);
+            }
+        }
+    }
+
+    /// Answers a peer's REQUEST.
+    fn serve(&mut self, now: Instant, from: SocketAddr, request: &Request) {
+        let key = (from, request.session);
+        if let Some(sender) = self.senders.get_mut(&key) {
+            // A repeat: our METADATA may have been lost.
+            sender.resend_metadata(&mut self.out);
+            return;
+        }
+        if let Some((code, _)) = self.answered.get(&key) {
+            if !code.is_success() || request.request_type == RequestType::Delete {
+                let code = *code;
+                self.send_code(from, request.session, code);
+            }
+            return;
+        }
+        let Some(name) = safe_name(&request.name) else {
+            self.answer(now, from, request.session, ErrorCode::ACCESS_DENIED);
+            return;
+        };
+        let id = TransferId {
+            peer: from,
+            session: request.session,
+            role: Role::Sender,
+        };
+        let result = match request.request_type {
+            RequestType::NoAction => return,
+            // Ready to receive: the peer's METADATA starts the transfer.
+            RequestType::Put | RequestType::PutDelete => Err(ErrorCode::SUCCESS),
+            RequestType::Delete => Err(match self.store.delete(&name) {
+                Ok(()) => ErrorCode::SUCCESS,
+                Err(StoreError::Io(_)) => ErrorCode::DID_NOT_DELETE,
+                Err(error) => store_code(&error),
+            }),
+            RequestType::Get | RequestType::GetDelete => self.serve_file(now, id, &name, request),
+            RequestType::GetDir => self.serve_listing(now, id, &name),
+        };
+        if let Err(code) = result {
+            self.answer(now, from, request.session, code);
+        }
+    }
+
+    fn answer(&mut self, now: Instant, peer: SocketAddr, session: u32, code: ErrorCode) {
+        self.answered
+            .insert((peer, session), (code, now + self.config.inactivity_timeout));
+        self.send_code(peer, session, code);
+    }
+
+    fn serve_file(
+        &mut self,
+        now: Instant,
+        id: TransferId,
+        name: &str,
+        request: &Request,
+    ) -> Result<(), ErrorCode> {
+        let info = self.store.info(name).map_err(|e| store_code(&e))?;
+        if info.is_dir {
+            return Err(ErrorCode::ACCESS_DENIED);
+        }
+        let checksum = checksum_of(self.config.checksum, info.size, |at, buf| {
+            self.store.read_at(name, at, buf)
+        })
+        .map_err(|e| store_code(&e))?;
+        let entry = DirEntry::file(name, info.size, DirEntry::time_from_unix(info.mtime));
+        let outgoing = Outgoing {
+            operation: Operation::Serve,
+            source: Source::File(name.to_owned()),
+            entry,
+            checksum,
+            delete_after: request.request_type == RequestType::GetDelete,
+        };
+        let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
+        self.senders.insert((id.peer, id.session), sender);
+        Ok(())
+    }
+
+    fn serve_listing(&mut self, now: Instant, id: TransferId, dir: &str) -> Result<(), ErrorCode> {
+        let entries = self.store.list(dir).map_err(|e| store_code(&e))?;
+        let entries: Vec<DirEntry> = entries
+            .into_iter()
+            .map(|entry| DirEntry {
+                kind: if entry.info.is_dir {
+                    EntryKind::Directory
+                } else {
+                    EntryKind::File
+                },
+                ..DirEntry::file(
+                    &entry.name,
+                    entry.info.size,
+                    DirEntry::time_from_unix(entry.info.mtime),
+                )
+            })
+            .collect();
+        let mut listing = Vec::new();
+        DirEntry::emit_listing(&entries, &mut listing).map_err(|_| ErrorCode::BAD_PACKET)?;
+        let checksum = Checksum::of(self.config.checksum, &listing);
+        let entry = DirEntry {
+            kind: EntryKind::Directory,
+            ..DirEntry::file(dir, listing.len() as u64, 0)
+        };
+        let outgoing = Outgoing {
+            operation: Operation::ServeList,
+            source: Source::Listing(listing),
+            entry,
+            checksum,
+            delete_after: false,
+        };
+        let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
+        self.senders.insert((id.peer, id.session), sender);
+        Ok(())
+    }
+
+    /// The next datagram to send and where to, if any is due at `now`.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>)> {
+        let overhead = self.config.datagram_overhead as usize;
+        if let Some((peer, bytes)) = self.out.control.pop_front() {
+            self.pacer.charge(now, bytes.len() + overhead);
+            self.out.stats.datagrams_out += 1;
+            return Some((peer, bytes));
+        }
+        // Round robin over the senders with DATA to send.
+        let keys: Vec<Key> = self.senders.keys().copied().collect();
+        let start = self
+            .last_sender
+            .and_then(|last| keys.iter().position(|k| *k > last))
+            .unwrap_or(0);
+        for key in keys[start..].iter().chain(&keys[..start]) {
+            let Some(sender) = self.senders.get_mut(key) else {
+                continue;
+            };
+            let Some(len) = sender.next_len(&self.config) else {
+                continue;
+            };
+            if !self.pacer.ready(now, len + overhead) {
+                return None;
+            }
+            match sender.next_data(now, &self.config, &self.store, &mut self.out) {
+                Ok(Some(bytes)) => {
+                    self.pacer.charge(now, bytes.len() + overhead);
+                    self.out.stats.datagrams_out += 1;
+                    self.last_sender = Some(*key);
+                    return Some((key.0, bytes));
+                }
+                Ok(None) => {}
+                Err(reason) => sender.fail(reason, &mut self.out),
+            }
+        }
+        self.reap(now);
+        None
+    }
+
+    /// The earliest instant [`Engine::handle_timeout`] or
+    /// [`Engine::poll_transmit`] has work, if any.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        // When the largest next frame may go, whichever sender is next may
+        // (waking for the smallest could find the next one still held).
+        let paced = self
+            .senders
+            .values()
+            .filter_map(|s| s.next_len(&self.config))
+            .max()
+            .and_then(|len| self.pacer.ready_at(len + self.config.datagram_overhead as usize));
+        let timers = self
+            .senders
+            .values()
+            .filter_map(|s| s.poll_timeout(&self.config))
+            .chain(
+                self.receivers
+                    .values()
+                    .filter_map(|r| r.poll_timeout(&self.config)),
+            );
+        let forget = self.answered.values().map(|(_, until)| *until);
+        paced.into_iter().chain(timers).chain(forget).min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for sender in self.senders.values_mut() {
+            sender.handle_timeout(now, &self.config, &mut self.out);
+        }
+        for receiver in self.receivers.values_mut() {
+            receiver.handle_timeout(now, &self.config, &mut self.out);
+        }
+        let linger = self.config.inactivity_timeout;
+        self.orphans
+            .retain(|_, last| now.saturating_since(*last) < linger);
+        self.answered.retain(|_, (_, until)| *until > now);
+        self.reap(now);
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.out.events.pop_front()
+    }
+
+    /// Drops finished sessions; a finished send is remembered a while.
+    fn reap(&mut self, now: Instant) {
+        let until = now + self.config.inactivity_timeout;
+        let answered = &mut self.answered;
+        self.senders.retain(|key, sender| {
+            if sender.done {
+                answered.insert(*key, (ErrorCode::SUCCESS, until));
+            }
+            !sender.done
+        });
+        self.receivers.retain(|_, receiver| !receiver.removed);
+    }
+}

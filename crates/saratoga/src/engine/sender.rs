@@ -1,0 +1,433 @@
+//! The sending end of a session: METADATA, then DATA paced by the engine,
+//! re-sending what STATUS frames report missing.
+//!
+//! Nothing that arrived is sent twice. Every DATA frame gets a serial,
+//! and the transmissions not yet settled are kept: the first pass's as
+//! its frames' ends in order (what it has sent but not settled is one
+//! range), re-sends in a log. A STATUS sent in answer to a request names,
+//! in its in-response-to, the offset of the frame that asked; the link
+//! being FIFO, every frame sent before that one has arrived or is lost by
+//! then. So transmissions are settled up to that frame,
+//! and a hole is re-sent only where no later transmission is still in
+//! flight and no re-send is queued. For that the offset must name one
+//! frame: a frame does not ask for a STATUS at an offset where an earlier
+//! request is still unanswered (the next frame asks instead). A voluntary
+//! STATUS names the last frame the receiver got, which an offset cannot
+//! tell apart from other transmissions at that offset, so it settles
+//! nothing: only holes whose transmissions are all settled are re-sent on
+//! it (a restarted receiver's losses, for one). A STATUS that lists no
+//! hole but whose progress falls short of the end (Vallona never lists
+//! the tail) reports the tail missing.
+//!
+//! DATA starts at once after the METADATA, without waiting to hear that
+//! it arrived. Until a STATUS confirms it did, the METADATA is sent again
+//! with every request for a STATUS, so that a lost METADATA costs the
+//! frames up to the next request (dropped by the receiver, then re-sent),
+//! not the whole first pass.
+//!
+//! A sender that has sent everything asks for a STATUS with a *probe*:
+//! an empty DATA frame with request-status set, at an offset from the
+//! file's end down (size, size − 1, …) where no request is unanswered.
+//! Probes back off (doubling up to the configured maximum) while the peer
+//! is silent, and the transfer fails once the peer has been silent for
+//! the inactivity timeout: a sender whose peer has gone stops instead of
+//! re-sending at full rate.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+use std::time::Duration;
+
+use scps_node::Instant;
+
+use super::config::Config;
+use super::event::{Event, FailReason, Operation, TransferId};
+use super::outbox::Outbox;
+use super::ranges::RangeSet;
+use super::store::{Store, StoreError};
+use crate::wire::{
+    Checksum, Data, Descriptor, DirEntry, Frame, Hole, Metadata, Status, TransferType, progress_from_wire,
+};
+
+/// Where the bytes come from.
+#[derive(Debug)]
+pub(crate) enum Source {
+    /// A file in the store, by its store name.
+    File(String),
+    /// A directory listing built when the request came.
+    Listing(Vec<u8>),
+}
+
+/// What a sender is to send.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub operation: Operation,
+    pub source: Source,
+    /// The METADATA's directory entry: the name and size announced.
+    pub entry: DirEntry,
+    pub checksum: Checksum,
+    /// Delete the file once the receiver has it all (GET+DELETE served).
+    pub delete_after: bool,
+}
+
+/// One transmission, until a STATUS settles it.
+#[derive(Debug, Clone)]
+struct Sent {
+    serial: u64,
+    range: Range<u64>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Sender {
+    pub id: TransferId,
+    pub operation: Operation,
+    source: Source,
+    metadata: Metadata,
+    size: u64,
+    descriptor: Descriptor,
+    /// Delete the file once the receiver has it all (GET+DELETE served).
+    delete_after: bool,
+    /// The first pass has sent `0..next_new`.
+    next_new: u64,
+    resend: RangeSet,
+    /// First-pass frames not settled: (serial, end offset), in order.
+    first_pass: VecDeque<(u64, u64)>,
+    /// First-pass bytes below this are settled.
+    first_pass_settled: u64,
+    /// Re-sends not settled.
+    resent: VecDeque<Sent>,
+    serial: u64,
+    /// Offsets of frames that asked for a STATUS → their serials.
+    requests: BTreeMap<u64, u64>,
+    frames_since_request: u32,
+    probes: u64,
+    probe_at: Option<Instant>,
+    probe_interval: Duration,
+    /// A STATUS has said the METADATA arrived.
+    metadata_confirmed: bool,
+    last_heard: Instant,
+    acked: u64,
+    pub done: bool,
+}
+
+impl Sender {
+    /// Announces the transfer (METADATA) and is ready to send DATA.
+    pub fn start(
+        now: Instant,
+        id: TransferId,
+        outgoing: Outgoing,
+        config: &Config,
+        out: &mut Outbox,
+    ) -> Sender {
+        let Outgoing {
+            operation,
+            source,
+            entry,
+            checksum,
+            delete_after,
+        } = outgoing;
+        let size = entry.size;
+        let descriptor = Descriptor::fitting(size);
+        let transfer_type = match source {
+            Source::File(_) => TransferType::File,
+            Source::Listing(_) => TransferType::Directory,
+        };
+        let metadata = Metadata {
+            descriptor,
+            transfer_type,
+            terminated: false,
+            udp_lite: false,
+            session: id.session,
+            checksum,
+            entry,
+        };
+        out.send(id.peer, &Frame::Metadata(metadata.clone()));
+        out.event(Event::Started {
+            id,
+            operation,
+            name: metadata.entry.name.clone(),
+            size,
+        });
+        Sender {
+            id,
+            operation,
+            source,
+            metadata,
+            size,
+            descriptor,
+            delete_after,
+            next_new: 0,
+            resend: RangeSet::new(),
+            first_pass: VecDeque::new(),
+            first_pass_settled: 0,
+            resent: VecDeque::new(),
+            serial: 0,
+            requests: BTreeMap::new(),
+            frames_since_request: 0,
+            probes: 0,
+            // An empty file has nothing to send: ask at once.
+            probe_at: (size == 0).then_some(now),
+            probe_interval: config.status_interval,
+            metadata_confirmed: false,
+            last_heard: now,
+            acked: 0,
+            done: false,
+        }
+    }
+
+    pub fn has_data(&self) -> bool {
+        !self.done && (!self.resend.is_empty() || self.next_new < self.size)
+    }
+
+    fn max_payload(&self, config: &Config) -> u64 {
+        (config
+            .max_datagram
+            .saturating_sub(Data::header_len(self.descriptor, false)) as u64)
+            .max(1)
+    }
+
+    /// The next DATA frame's range, without taking it.
+    fn next_range(&self, config: &Config) -> Option<Range<u64>> {
+        let max = self.max_payload(config);
+        if let Some(first) = self.resend.first() {
+            return Some(first.start..first.end.min(first.start + max));
+        }
+        (self.next_new < self.size).then(|| self.next_new..self.size.min(self.next_new + max))
+    }
+
+    /// Length of the next DATA datagram, if there is one.
+    pub fn next_len(&self, config: &Config) -> Option<usize> {
+        let range = self.next_range(config)?;
+        Some(Data::header_len(self.descriptor, false) + (range.end - range.start) as usize)
+    }
+
+    /// Builds the next DATA frame.
+    pub fn next_data<S: Store>(
+        &mut self,
+        now: Instant,
+        config: &Config,
+        store: &S,
+        out: &mut Outbox,
+    ) -> Result<Option<Vec<u8>>, FailReason> {
+        let Some(range) = self.next_range(config) else {
+            return Ok(None);
+        };
+        let resent = !self.resend.is_empty();
+        if resent {
+            self.resend.remove(range.clone());
+            out.stats.data_bytes_resent += range.end - range.start;
+        } else {
+            self.next_new = range.end;
+        }
+        let mut payload = vec![0; (range.end - range.start) as usize];
+        match &self.source {
+            Source::File(name) => {
+                let read = store
+                    .read_at(name, range.start, &mut payload)
+                    .map_err(FailReason::Store)?;
+                if read < payload.len() {
+                    return Err(FailReason::Store(StoreError::Io(format!(
+                        "{name} ends at {} while being sent ({} bytes announced)",
+                        range.start + read as u64,
+                        self.size
+                    ))));
+                }
+            }
+            Source::Listing(bytes) => {
+                payload.copy_from_slice(&bytes[range.start as usize..range.end as usize])
+            }
+        }
+        self.frames_since_request += 1;
+        let last_of_pass = !self.has_data();
+        let request_status = (last_of_pass || self.frames_since_request >= config.status_every_frames)
+            && !self.requests.contains_key(&range.start);
+        let end_of_data = self.next_new >= self.size;
+        let frame = self.data_frame(range.start, &payload, !resent, request_status, end_of_data);
+        if request_status && !self.metadata_confirmed {
+            self.resend_metadata(out);
+        }
+        if last_of_pass {
+            // A pass that could not ask on its last frame asks with a probe.
+            let wait = if request_status {
+                self.probe_interval
+            } else {
+                Duration::ZERO
+            };
+            self.probe_at = Some(now + wait);
+        }
+        out.stats.data_frames_sent += 1;
+        out.stats.data_bytes_sent += payload.len() as u64;
+        Ok(Some(frame))
+    }
+
+    /// A DATA frame, logged until settled (`first_pass`: it extends the
+    /// first pass, else it is a re-send or, empty, a probe).
+    fn data_frame(
+        &mut self,
+        offset: u64,
+        payload: &[u8],
+        first_pass: bool,
+        request_status: bool,
+        end_of_data: bool,
+    ) -> Vec<u8> {
+        self.serial += 1;
+        let end = offset + payload.len() as u64;
+        if first_pass {
+            self.first_pass.push_back((self.serial, end));
+        } else if end > offset {
+            self.resent.push_back(Sent {
+                serial: self.serial,
+                range: offset..end,
+            });
+        }
+        if request_status {
+            self.requests.insert(offset, self.serial);
+            self.frames_since_request = 0;
+        }
+        let data = Data {
+            descriptor: self.descriptor,
+            transfer_type: self.metadata.transfer_type,
+            request_status,
+            end_of_data,
+            session: self.id.session,
+            timestamp: None,
+            offset,
+            payload,
+        };
+        let mut bytes = Vec::with_capacity(Data::header_len(self.descriptor, false) + payload.len());
+        // The offset is at most the size, which the descriptor was chosen to hold.
+        data.emit(&mut bytes)
+            .expect("offsets fit the descriptor chosen for the size");
+        bytes
+    }
+
+    pub fn handle_status<S: Store>(
+        &mut self,
+        now: Instant,
+        status: &Status,
+        config: &Config,
+        store: &mut S,
+        out: &mut Outbox,
+    ) {
+        self.last_heard = now;
+        self.probe_interval = config.status_interval;
+        if !status.error.is_success() {
+            self.fail(FailReason::Peer(status.error), out);
+            return;
+        }
+        if !status.metadata_received {
+            self.resend_metadata(out);
+            return;
+        }
+        self.metadata_confirmed = true;
+        if let Some(serial) = self.answered_serial(status) {
+            while let Some(&(_, end)) = self.first_pass.front().filter(|(s, _)| *s <= serial) {
+                self.first_pass_settled = end;
+                self.first_pass.pop_front();
+            }
+            while self.resent.front().is_some_and(|sent| sent.serial <= serial) {
+                self.resent.pop_front();
+            }
+            self.requests.retain(|_, s| *s > serial);
+        }
+        let holes: Vec<Range<u64>> = status.holes.iter().map(Hole::range).collect();
+        let in_order = progress_from_wire(status.progress, holes.first().map(|h| h.start)).min(self.size);
+        let mut missing: RangeSet = holes.iter().cloned().collect();
+        if holes.is_empty() && in_order < self.size {
+            missing.insert(in_order..self.size);
+        }
+        let mut in_flight: RangeSet = self.resent.iter().map(|sent| sent.range.clone()).collect();
+        in_flight.insert(self.first_pass_settled..self.next_new);
+        for gap in missing.iter() {
+            for lost in in_flight.gaps(gap.start..gap.end.min(self.next_new)) {
+                self.resend.insert(lost);
+            }
+        }
+        if in_order > self.acked {
+            self.acked = in_order;
+            out.event(Event::Progress {
+                id: self.id,
+                bytes: in_order,
+                size: self.size,
+            });
+        }
+        if holes.is_empty() && status.all_holes && in_order >= self.size {
+            self.complete(store, out);
+        } else if !self.has_data() {
+            self.probe_at = Some(now + self.probe_interval);
+        }
+    }
+
+    /// The serial of the request a STATUS answers, if it answers one
+    /// still unanswered.
+    fn answered_serial(&self, status: &Status) -> Option<u64> {
+        if status.voluntary {
+            return None;
+        }
+        self.requests.get(&status.in_response_to).copied()
+    }
+
+    fn complete<S: Store>(&mut self, store: &mut S, out: &mut Outbox) {
+        self.done = true;
+        if self.delete_after
+            && let Source::File(name) = &self.source
+            && let Err(error) = store.delete(name)
+        {
+            out.event(Event::Failed {
+                id: self.id,
+                reason: FailReason::Store(error),
+            });
+            return;
+        }
+        out.event(Event::Completed {
+            id: self.id,
+            operation: self.operation,
+            name: self.metadata.entry.name.clone(),
+            size: self.size,
+        });
+    }
+
+    /// Sends the METADATA again (the peer repeated its REQUEST, or said it
+    /// has none).
+    pub fn resend_metadata(&self, out: &mut Outbox) {
+        out.send(self.id.peer, &Frame::Metadata(self.metadata.clone()));
+    }
+
+    pub fn fail(&mut self, reason: FailReason, out: &mut Outbox) {
+        self.done = true;
+        out.event(Event::Failed { id: self.id, reason });
+    }
+
+    pub fn poll_timeout(&self, config: &Config) -> Option<Instant> {
+        if self.done {
+            return None;
+        }
+        let deadline = self.last_heard + config.inactivity_timeout;
+        let probe = self.probe_at.filter(|_| !self.has_data());
+        Some(probe.map_or(deadline, |probe| probe.min(deadline)))
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant, config: &Config, out: &mut Outbox) {
+        if self.done {
+            return;
+        }
+        let silent = now.saturating_since(self.last_heard);
+        if silent >= config.inactivity_timeout {
+            self.fail(FailReason::Timeout(silent), out);
+            return;
+        }
+        if self.has_data() || self.probe_at.is_none_or(|at| at > now) {
+            return;
+        }
+        let offset = self
+            .size
+            .saturating_sub(self.probes % self.size.saturating_add(1));
+        self.probes += 1;
+        if !self.metadata_confirmed {
+            self.resend_metadata(out);
+        }
+        let probe = self.data_frame(offset, &[], false, true, true);
+        out.control.push_back((self.id.peer, probe));
+        self.probe_interval = (self.probe_interval * 2).min(config.status_interval_max);
+        self.probe_at = Some(now + self.probe_interval);
+    }
+}

@@ -1,0 +1,374 @@
+//! Where files come from and go to: the engine reads and writes through a
+//! [`Store`], so it never touches a file system itself.
+//!
+//! A file being received is a *partial* file: written at offsets as DATA
+//! arrives, remembered with the ranges it holds (so a receiver restarted
+//! mid-transfer resumes from it), and made visible under its name only
+//! when [`Store::commit`] is called after it is complete and verified.
+//!
+//! Names are relative, `/`-separated paths; [`safe_name`] refuses the ones
+//! a store must never be asked for.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use super::ranges::RangeSet;
+use crate::wire::{Checksum, ChecksumKind, Hasher};
+
+/// What a store knows of a file or directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileInfo {
+    pub size: u64,
+    /// Unix seconds.
+    pub mtime: u64,
+    pub is_dir: bool,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListEntry {
+    /// The entry's name within its directory.
+    pub name: String,
+    pub info: FileInfo,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("no such file or directory: {0}")]
+    NotFound(String),
+    #[error("access denied: {0}")]
+    Denied(String),
+    #[error("too big: {0}")]
+    TooBig(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// The file operations the engine needs.
+pub trait Store {
+    fn info(&self, name: &str) -> Result<FileInfo, StoreError>;
+    /// Reads from `offset` into `buf`; fewer bytes only at the end of the file.
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError>;
+    fn list(&self, dir: &str) -> Result<Vec<ListEntry>, StoreError>;
+    fn delete(&mut self, name: &str) -> Result<(), StoreError>;
+
+    /// Opens the partial file for `name`, to be `size` bytes, and returns
+    /// the ranges it already holds (a partial of another size starts
+    /// again, empty).
+    fn open_partial(&mut self, name: &str, size: u64) -> Result<Vec<Range<u64>>, StoreError>;
+    fn write_partial(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StoreError>;
+    fn read_partial(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError>;
+    /// Makes the complete partial file visible under `name`.
+    fn commit(&mut self, name: &str) -> Result<(), StoreError>;
+    fn discard_partial(&mut self, name: &str) -> Result<(), StoreError>;
+}
+
+/// `name` made relative and checked: no empty, `.` or `..` components,
+/// no NUL, no backslash. A leading `/` is dropped (names are relative to
+/// the store). `None` for a name a store must refuse.
+pub fn safe_name(name: &str) -> Option<String> {
+    let trimmed = name.trim_start_matches('/');
+    if name.contains('\0') || name.contains('\\') {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for part in trimmed.split('/') {
+        match part {
+            "" => {}
+            "." | ".." => return None,
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// The checksum of `size` bytes read with `read(offset, buf)`.
+pub(crate) fn checksum_of(
+    kind: ChecksumKind,
+    size: u64,
+    mut read: impl FnMut(u64, &mut [u8]) -> Result<usize, StoreError>,
+) -> Result<Checksum, StoreError> {
+    if kind.is_none() {
+        return Ok(Checksum::None);
+    }
+    let mut hasher = Hasher::new(kind);
+    let mut buf = vec![0; 64 * 1024];
+    let mut offset = 0;
+    while offset < size {
+        let want = buf
+            .len()
+            .min(usize::try_from(size - offset).unwrap_or(usize::MAX));
+        let read = read(offset, &mut buf[..want])?;
+        if read == 0 {
+            return Err(StoreError::Io(format!("ends at {offset} of {size} bytes")));
+        }
+        hasher.update(&buf[..read]);
+        offset += read as u64;
+    }
+    Ok(hasher.finish())
+}
+
+/// A store in memory, for tests and the simulator. It refuses to receive
+/// a file larger than [`MemoryStore::MAX_FILE`] (a peer announcing a huge
+/// size gets "file too big", not an allocation of that size).
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    files: BTreeMap<String, (Vec<u8>, u64)>,
+    partials: BTreeMap<String, (Vec<u8>, RangeSet)>,
+    /// Names that exist but may not be read or deleted.
+    denied: Vec<String>,
+}
+
+impl MemoryStore {
+    pub const MAX_FILE: u64 = 1 << 30;
+
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    pub fn insert(&mut self, name: &str, contents: Vec<u8>, mtime: u64) {
+        self.files.insert(name.to_owned(), (contents, mtime));
+    }
+
+    pub fn contents(&self, name: &str) -> Option<&[u8]> {
+        self.files.get(name).map(|(contents, _)| contents.as_slice())
+    }
+
+    /// Makes `name` refuse every access.
+    pub fn deny(&mut self, name: &str) {
+        self.denied.push(name.to_owned());
+    }
+
+    /// The ranges a partial file holds, if there is one.
+    pub fn partial_ranges(&self, name: &str) -> Option<Vec<Range<u64>>> {
+        self.partials.get(name).map(|(_, have)| have.iter().collect())
+    }
+
+    fn check(&self, name: &str) -> Result<(), StoreError> {
+        if self.denied.iter().any(|d| d == name) {
+            return Err(StoreError::Denied(name.to_owned()));
+        }
+        Ok(())
+    }
+
+    fn partial(&self, name: &str) -> Result<&(Vec<u8>, RangeSet), StoreError> {
+        self.partials
+            .get(name)
+            .ok_or_else(|| StoreError::NotFound(name.to_owned()))
+    }
+
+    fn is_dir(&self, name: &str) -> bool {
+        name.is_empty() || {
+            let prefix = format!("{name}/");
+            self.files.keys().any(|k| k.starts_with(&prefix))
+        }
+    }
+}
+
+fn read_slice(contents: &[u8], offset: u64, buf: &mut [u8]) -> usize {
+    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(contents.len());
+    let len = buf.len().min(contents.len() - start);
+    buf[..len].copy_from_slice(&contents[start..start + len]);
+    len
+}
+
+impl Store for MemoryStore {
+    fn info(&self, name: &str) -> Result<FileInfo, StoreError> {
+        self.check(name)?;
+        if let Some((contents, mtime)) = self.files.get(name) {
+            return Ok(FileInfo {
+                size: contents.len() as u64,
+                mtime: *mtime,
+                is_dir: false,
+            });
+        }
+        if self.is_dir(name) {
+            return Ok(FileInfo {
+                size: 0,
+                mtime: 0,
+                is_dir: true,
+            });
+        }
+        Err(StoreError::NotFound(name.to_owned()))
+    }
+
+    fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError> {
+        self.check(name)?;
+        let (contents, _) = self
+            .files
+            .get(name)
+            .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+        Ok(read_slice(contents, offset, buf))
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<ListEntry>, StoreError> {
+        self.check(dir)?;
+        if !self.is_dir(dir) {
+            return Err(StoreError::NotFound(dir.to_owned()));
+        }
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let mut entries: BTreeMap<String, FileInfo> = BTreeMap::new();
+        for (name, (contents, mtime)) in &self.files {
+            let Some(rest) = name.strip_prefix(&prefix) else {
+                continue;
+            };
+            match rest.split_once('/') {
+                Some((sub, _)) => {
+                    entries.insert(
+                        sub.to_owned(),
+                        FileInfo {
+                            size: 0,
+                            mtime: 0,
+                            is_dir: true,
+                        },
+                    );
+                }
+                None => {
+                    entries.insert(
+                        rest.to_owned(),
+                        FileInfo {
+                            size: contents.len() as u64,
+                            mtime: *mtime,
+                            is_dir: false,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(entries
+            .into_iter()
+            .map(|(name, info)| ListEntry { name, info })
+            .collect())
+    }
+
+    fn delete(&mut self, name: &str) -> Result<(), StoreError> {
+        self.check(name)?;
+        self.files
+            .remove(name)
+            .map(|_| ())
+            .ok_or_else(|| StoreError::NotFound(name.to_owned()))
+    }
+
+    fn open_partial(&mut self, name: &str, size: u64) -> Result<Vec<Range<u64>>, StoreError> {
+        self.check(name)?;
+        let len = usize::try_from(size)
+            .ok()
+            .filter(|_| size <= MemoryStore::MAX_FILE)
+            .ok_or_else(|| StoreError::TooBig(name.to_owned()))?;
+        let partial = self
+            .partials
+            .entry(name.to_owned())
+            .or_insert_with(|| (vec![0; len], RangeSet::new()));
+        if partial.0.len() != len {
+            *partial = (vec![0; len], RangeSet::new());
+        }
+        Ok(partial.1.iter().collect())
+    }
+
+    fn write_partial(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StoreError> {
+        let (contents, have) = self
+            .partials
+            .get_mut(name)
+            .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+        let end = offset.saturating_add(data.len() as u64);
+        if end > contents.len() as u64 {
+            return Err(StoreError::TooBig(name.to_owned()));
+        }
+        contents[offset as usize..end as usize].copy_from_slice(data);
+        have.insert(offset..end);
+        Ok(())
+    }
+
+    fn read_partial(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError> {
+        Ok(read_slice(&self.partial(name)?.0, offset, buf))
+    }
+
+    fn commit(&mut self, name: &str) -> Result<(), StoreError> {
+        let (contents, _) = self
+            .partials
+            .remove(name)
+            .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+        self.files.insert(name.to_owned(), (contents, 0));
+        Ok(())
+    }
+
+    fn discard_partial(&mut self, name: &str) -> Result<(), StoreError> {
+        self.partials.remove(name);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_made_relative_and_checked() {
+        assert_eq!(safe_name("a/b.txt").as_deref(), Some("a/b.txt"));
+        assert_eq!(safe_name("/home/x/f").as_deref(), Some("home/x/f"));
+        assert_eq!(safe_name("a//b/").as_deref(), Some("a/b"));
+        assert_eq!(safe_name("").as_deref(), Some(""));
+        assert_eq!(safe_name("../etc/passwd"), None);
+        assert_eq!(safe_name("a/./b"), None);
+        assert_eq!(safe_name("a\\b"), None);
+    }
+
+    #[test]
+    fn a_partial_file_appears_only_when_committed() {
+        let mut store = MemoryStore::new();
+        assert_eq!(store.open_partial("f", 6), Ok(vec![]));
+        store.write_partial("f", 3, b"def").unwrap();
+        assert!(store.info("f").is_err());
+        let resume = store.open_partial("f", 6).unwrap();
+        assert_eq!(resume.first(), Some(&(3..6)), "resume info");
+        assert_eq!(resume.len(), 1);
+        assert_eq!(
+            store.write_partial("f", 5, b"xy"),
+            Err(StoreError::TooBig("f".into()))
+        );
+        store.write_partial("f", 0, b"abc").unwrap();
+        let mut buf = [0; 6];
+        assert_eq!(store.read_partial("f", 0, &mut buf), Ok(6));
+        store.commit("f").unwrap();
+        assert_eq!(store.contents("f"), Some(&b"abcdef"[..]));
+        assert_eq!(store.open_partial("g", 2), Ok(vec![]));
+        store.write_partial("g", 0, b"a").unwrap();
+        assert_eq!(
+            store.open_partial("g", 3),
+            Ok(vec![]),
+            "another size starts again"
+        );
+        store.discard_partial("g").unwrap();
+        assert_eq!(store.partial_ranges("g"), None);
+        assert_eq!(
+            store.open_partial("huge", u64::MAX),
+            Err(StoreError::TooBig("huge".into()))
+        );
+    }
+
+    #[test]
+    fn listing_shows_files_and_subdirectories() {
+        let mut store = MemoryStore::new();
+        store.insert("d/a", vec![1; 3], 5);
+        store.insert("d/s/b", vec![], 0);
+        store.insert("top", vec![], 0);
+        let names: Vec<_> = store
+            .list("d")
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.info.is_dir))
+            .collect();
+        assert_eq!(names, [("a".to_owned(), false), ("s".to_owned(), true)]);
+        assert_eq!(store.list("").unwrap().len(), 2);
+        assert!(matches!(store.list("nope"), Err(StoreError::NotFound(_))));
+        assert!(store.info("d").unwrap().is_dir);
+        store.deny("top");
+        assert!(matches!(store.delete("top"), Err(StoreError::Denied(_))));
+        assert!(matches!(store.delete("gone"), Err(StoreError::NotFound(_))));
+        store.delete("d/a").unwrap();
+    }
+}

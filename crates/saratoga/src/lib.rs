@@ -1,0 +1,26 @@
+//! Saratoga: rate-based, NACK-repaired file delivery over UDP
+//! (spec/saratoga.md; IETF drafts draft-wood-tsvwg-saratoga).
+//!
+//! [`wire`] reads and writes the five frames to the byte. The transfer
+//! [`engine`] is sans-IO like `scps-proto`: it takes `(now, datagram)` and
+//! `(now)` and gives back datagrams and its next wake-up, never touching
+//! a socket, a thread or a clock; files come and go through a
+//! [`engine::Store`].
+//!
+//! What is not implemented (yet):
+//!
+//! - BEACON frames are read and written but neither sent nor acted on by
+//!   the engine; peers are addressed directly.
+//! - Timestamps are carried as the drafts' 16 opaque bytes and not used;
+//!   UDP-Lite, streams and bundles are flags only; PUT+DELETE is answered
+//!   like PUT; 128-bit descriptors are refused.
+//! - Rate adaptation (the congestion-control companion draft): the rate
+//!   is fixed per engine.
+//! - The sender settles what arrived assuming an in-order path; a path
+//!   that reorders costs re-sent bytes (counted), not transfers.
+//! - A session is named by the peer's address and id: a GET we asked for
+//!   and a PUT the same peer starts with the same id would collide (our
+//!   ids count up from [`engine::Config::first_session`]).
+
+pub mod engine;
+pub mod wire;
