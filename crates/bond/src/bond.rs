@@ -85,7 +85,7 @@ impl std::fmt::Display for Marginal {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Bond {
     config: BondConfig,
     channels: Vec<Channel>,

@@ -194,6 +194,23 @@ impl Link {
         }
     }
 
+    /// The bond that sends `direction`'s circuits, if they are striped by
+    /// the scheduler: its settings with the circuits' sustained rates, and
+    /// holding what their buffers would hold together striped
+    /// round-robin. The simulator and the emulator put one at each end.
+    pub fn bond(&self, direction: Direction) -> Option<BondConfig> {
+        let Striping::Scheduler(settings) = &self.striping else {
+            return None;
+        };
+        let channels = self.channels(direction);
+        let buffers: u64 = channels.iter().map(|c| c.buffer_bytes).sum();
+        Some(BondConfig {
+            channel_rates_bps: channels.iter().map(sustained_rate_bps).collect(),
+            hold_bytes: usize::try_from(buffers).unwrap_or(usize::MAX).clamp(1500, 1 << 30),
+            ..settings.clone()
+        })
+    }
+
     /// The route an SCPS sender paces to in a direction: the channels'
     /// sustained rates summed, bit/s on the line, and the framing the
     /// link adds to each packet (the largest of the channels'), which the

@@ -43,7 +43,7 @@ pub(crate) fn run(
     // slack); a link's delay should not drift by that much.
     let _ = nix::sys::prctl::set_timerslack(1);
     loop {
-        let timeout = lock(state).next_due().map(|due| {
+        let timeout = lock(state).next_due(epoch.elapsed()).map(|due| {
             let wait = due.saturating_sub(epoch.elapsed());
             TimeSpec::from_duration(wait)
         });

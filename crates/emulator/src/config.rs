@@ -123,14 +123,6 @@ impl EmulatorConfig {
             ));
         }
         let link = spec.link.resolve()?;
-        if link.striping != scps_config::link::Striping::RoundRobin {
-            return Err(Error::invalid(
-                "link.bond",
-                "scheduler",
-                "round-robin: the emulator stripes its circuits round-robin; the bonding scheduler runs in the \
-                 simulator so far",
-            ));
-        }
         let (mtu, circuits) = spec.link.circuits()?;
         Ok(EmulatorConfig {
             emulate: spec.emulate,
@@ -208,8 +200,8 @@ mod tests {
                 "emulate.table = 254: 1 to 4294967280",
             ),
             (
-                GOOD.replace("channels = 3", "channels = 3\nbond = \"scheduler\""),
-                "link.bond = scheduler: round-robin: the emulator stripes its circuits round-robin",
+                GOOD.replace("channels = 3", "channels = 3\nbond = \"scheduler\"\nbond_down_after = 0"),
+                "link.bond_down_after = 0: 1 to 100 probe intervals",
             ),
         ];
         for (text, expected) in cases {

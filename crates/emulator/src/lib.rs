@@ -84,6 +84,17 @@ impl From<scps_channel::ConfigError> for Error {
     }
 }
 
+impl From<state::LinkError> for Error {
+    fn from(error: state::LinkError) -> Error {
+        match error {
+            state::LinkError::Channel(error) => Error::Model(error),
+            // The settings were checked with the configuration: only the
+            // circuits' rates are new here.
+            state::LinkError::Bond(error) => Error::Setup(format!("the bonding scheduler: {error}")),
+        }
+    }
+}
+
 /// A running emulator. Dropping it stops it and removes its routing rules.
 #[derive(Debug)]
 pub struct Emulator {

@@ -6,8 +6,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
+use scps_bond::Bond;
 use scps_channel::{Bundle, Fate, derive_seed};
-use scps_config::link::{ChannelSpec, CircuitSpec};
+use scps_config::link::{ChannelSpec, CircuitSpec, Direction as LinkDirection};
 use scps_config::sweep::parse_value;
 
 use crate::command::{Change, Directions};
@@ -41,6 +42,15 @@ impl Direction {
     }
 }
 
+/// Why the link could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LinkError {
+    #[error(transparent)]
+    Channel(#[from] scps_channel::ConfigError),
+    #[error(transparent)]
+    Bond(#[from] scps_bond::ConfigError),
+}
+
 /// A change that cannot be applied; the link is left as it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChangeError {
@@ -62,6 +72,8 @@ struct Pending {
     at: Duration,
     /// Order of acceptance: equal times leave in the order they came.
     seq: u64,
+    /// The circuit it crossed (what a bond at the far end is told).
+    channel: usize,
     packet: Vec<u8>,
 }
 
@@ -76,6 +88,9 @@ struct Path {
     write_errors: u64,
     /// Packets read that do not belong on the link (see `scope.rs`).
     set_aside: u64,
+    /// Packets the bond at this direction's start dropped, its queue
+    /// full (`link.bond = "scheduler"`).
+    bond_full: u64,
 }
 
 impl Path {
@@ -88,6 +103,25 @@ impl Path {
             written_bytes: 0,
             write_errors: 0,
             set_aside: 0,
+            bond_full: 0,
+        }
+    }
+
+    /// A packet onto circuit `channel` (of a bond's choosing) at `now`.
+    fn transmit_on(&mut self, channel: usize, now: Duration, mut packet: Vec<u8>) {
+        let fate = self.bundle.channels_mut()[channel].transmit(now, &mut packet);
+        self.accept(channel, fate, packet);
+    }
+
+    fn accept(&mut self, channel: usize, fate: Fate, packet: Vec<u8>) {
+        if let Fate::Delivered { at, .. } = fate {
+            self.accepted += 1;
+            self.in_flight.push(Reverse(Pending {
+                at,
+                seq: self.accepted,
+                channel,
+                packet,
+            }));
         }
     }
 }
@@ -98,6 +132,11 @@ pub struct LinkState {
     mtu: u16,
     circuits: Vec<CircuitSpec>,
     paths: [Path; 2],
+    /// With `link.bond = "scheduler"`, a bond at each side, as the
+    /// simulator puts them: side a's sends forward and takes the return,
+    /// side b's the other way; without, the circuits are striped
+    /// round-robin.
+    bonds: Option<[Bond; 2]>,
 }
 
 impl LinkState {
@@ -106,10 +145,20 @@ impl LinkState {
     /// and both directions of a circuit share the call drops of
     /// `derive_seed(seed, 3)`: the simulator's link of a run with the same
     /// seed.
-    pub fn new(config: &EmulatorConfig) -> Result<LinkState, scps_channel::ConfigError> {
+    pub fn new(config: &EmulatorConfig) -> Result<LinkState, LinkError> {
         let outages = derive_seed(config.seed, 3);
         let bundle = |configs: &Vec<_>, purpose| {
             Bundle::with_outage_seed(configs.clone(), derive_seed(config.seed, purpose), outages)
+        };
+        let bonds = match (
+            config.link.bond(LinkDirection::Forward),
+            config.link.bond(LinkDirection::Reverse),
+        ) {
+            (Some(forward), Some(reverse)) => Some([
+                Bond::new(forward, Duration::ZERO)?,
+                Bond::new(reverse, Duration::ZERO)?,
+            ]),
+            _ => None,
         };
         Ok(LinkState {
             mtu: config.mtu,
@@ -118,37 +167,81 @@ impl LinkState {
                 Path::new(bundle(&config.link.forward, 1)?),
                 Path::new(bundle(&config.link.reverse, 2)?),
             ],
+            bonds,
         })
     }
 
     /// A packet arrived from the side where `direction` starts, at `now`.
     pub fn offer(&mut self, direction: Direction, now: Duration, mut packet: Vec<u8>) {
         let path = &mut self.paths[direction.index()];
-        let (_, fate) = path.bundle.transmit(now, &mut packet);
-        if let Fate::Delivered { at, .. } = fate {
-            path.accepted += 1;
-            path.in_flight.push(Reverse(Pending {
-                at,
-                seq: path.accepted,
-                packet,
-            }));
+        match &mut self.bonds {
+            None => {
+                let (channel, fate) = path.bundle.transmit(now, &mut packet);
+                path.accept(channel, fate, packet);
+            }
+            Some(bonds) => {
+                if bonds[direction.index()].send(packet).is_err() {
+                    path.bond_full += 1;
+                }
+                self.pump(now);
+            }
         }
     }
 
-    /// When the next packet is due, in either direction.
-    pub fn next_due(&self) -> Option<Duration> {
+    /// Puts on the circuits what the bonds have for them now: data,
+    /// probes, answers.
+    fn pump(&mut self, now: Duration) {
+        let Some(bonds) = &mut self.bonds else {
+            return;
+        };
+        for (bond, path) in bonds.iter_mut().zip(&mut self.paths) {
+            while let Some((channel, datagram)) = bond.poll_transmit(now) {
+                path.transmit_on(channel, now, datagram);
+            }
+            while let Some(event) = bond.poll_event() {
+                tracing::info!(
+                    channel = event.channel,
+                    from = event.from.name(),
+                    to = event.to.name(),
+                    why = %event.why,
+                    "bond circuit changed state"
+                );
+            }
+        }
+    }
+
+    /// When the next packet is due, in either direction, or a bond has
+    /// something to do, after `now`.
+    pub fn next_due(&self, now: Duration) -> Option<Duration> {
+        let bonds = self.bonds.iter().flatten().filter_map(|bond| bond.next_wake(now));
         self.paths
             .iter()
             .filter_map(|p| p.in_flight.peek().map(|Reverse(p)| p.at))
+            .chain(bonds)
             .min()
     }
 
-    /// The next packet of `direction` due at or before `now`.
+    /// The next packet of `direction` due at or before `now`. With bonds,
+    /// what a circuit delivers goes to the far side's bond, which gives
+    /// back the packets it carried (its probes and answers stay in the
+    /// link).
     pub fn take_due(&mut self, direction: Direction, now: Duration) -> Option<Vec<u8>> {
-        let path = &mut self.paths[direction.index()];
-        match path.in_flight.peek() {
-            Some(Reverse(p)) if p.at <= now => path.in_flight.pop().map(|Reverse(p)| p.packet),
-            _ => None,
+        self.pump(now);
+        loop {
+            let path = &mut self.paths[direction.index()];
+            let pending = match path.in_flight.peek() {
+                Some(Reverse(p)) if p.at <= now => path.in_flight.pop().map(|Reverse(p)| p)?,
+                _ => return None,
+            };
+            let Some(bonds) = &mut self.bonds else {
+                return Some(pending.packet);
+            };
+            let far = &mut bonds[1 - direction.index()];
+            let carried = far.handle(now, pending.channel, pending.packet);
+            self.pump(now);
+            if carried.is_some() {
+                return carried;
+            }
         }
     }
 
@@ -375,16 +468,73 @@ mod tests {
         );
     }
 
+    /// Runs `link` from `from` to `to` in steps of 1 ms, offering a
+    /// numbered 1000-byte packet forward every `every` ms: the numbers of
+    /// the packets that come out forward, in order, and whether anything
+    /// else came out.
+    fn stream(link: &mut LinkState, every: u64, to: u64) -> (Vec<u32>, bool) {
+        let (mut out, mut foreign) = (Vec::new(), false);
+        let mut number = 0u32;
+        for ms in 0..to {
+            let now = MS(ms);
+            if ms % every == 0 && ms + 3000 < to {
+                let mut packet = vec![0x45u8; 1000];
+                packet[4..8].copy_from_slice(&number.to_be_bytes());
+                link.offer(Direction::Forward, now, packet);
+                number += 1;
+            }
+            while let Some(packet) = link.take_due(Direction::Forward, now) {
+                match packet.len() {
+                    1000 => out.push(u32::from_be_bytes(packet[4..8].try_into().unwrap())),
+                    _ => foreign = true,
+                }
+            }
+            // The return side's probes' answers are the link's own.
+            while let Some(packet) = link.take_due(Direction::Return, now) {
+                foreign |= !packet.is_empty();
+            }
+        }
+        (out, foreign)
+    }
+
+    #[test]
+    fn the_scheduler_carries_circuits_of_different_delays_in_order() {
+        // Three 64 kbit/s circuits of 0.4, 0.6 and 1.0 s one way: round-
+        // robin delivers what they carry out of order; the bonds at the
+        // two sides send each packet by the circuit that delivers it
+        // first, and keep their probes and answers inside the link.
+        let circuits = "rate = \"64kbit\"\nchannels = 3\n\
+                        [[link.channel]]\ndelay = \"400ms\"\n[[link.channel]]\ndelay = \"600ms\"\n\
+                        [[link.channel]]\ndelay = \"1s\"\n";
+        let mut round_robin = state(circuits);
+        let (out, foreign) = stream(&mut round_robin, 100, 20_000);
+        assert!(!foreign);
+        assert!(out.windows(2).any(|w| w[0] > w[1]), "round-robin reorders");
+        let mut scheduled = state(&format!("bond = \"scheduler\"\nbond_probe_interval = \"200ms\"\n{circuits}"));
+        let (out, foreign) = stream(&mut scheduled, 100, 20_000);
+        assert!(!foreign, "only the offered packets leave the link");
+        let mut sorted = out.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..170).collect::<Vec<u32>>(), "every packet, once");
+        // Until a circuit's probes are answered the bonds do not know its
+        // delay; from then on, nothing is out of order.
+        let settled = out.iter().position(|&n| n >= 20).unwrap();
+        assert!(
+            out[settled..].windows(2).all(|w| w[0] < w[1]),
+            "in order once the first two seconds are past: {out:?}"
+        );
+    }
+
     #[test]
     fn packets_leave_when_their_fate_says() {
         let mut link = state("rate = \"8Mbit\"\ndelay = \"10ms\"");
         link.offer(Direction::Forward, MS(0), vec![0; 1000]);
         link.offer(Direction::Return, MS(0), vec![1; 500]);
-        assert_eq!(link.next_due(), Some(Duration::from_micros(10_500)));
+        assert_eq!(link.next_due(MS(0)), Some(Duration::from_micros(10_500)));
         assert_eq!(link.take_due(Direction::Forward, MS(10)), None);
         assert_eq!(link.take_due(Direction::Return, MS(11)), Some(vec![1; 500]));
         assert_eq!(link.take_due(Direction::Forward, MS(11)), Some(vec![0; 1000]));
-        assert_eq!(link.next_due(), None);
+        assert_eq!(link.next_due(MS(11)), None);
     }
 
     #[test]
@@ -399,7 +549,7 @@ mod tests {
             link.take_due(Direction::Return, MS(2)).map(|p| p.len()),
             Some(1000)
         );
-        assert_eq!(link.next_due(), Some(MS(6)));
+        assert_eq!(link.next_due(MS(2)), Some(MS(6)));
 
         let bad = set(&[("delay", "5ms"), ("ber", "2")], None, Directions::Both);
         let error = link.apply(MS(0), &bad).unwrap_err().to_string();

@@ -14,10 +14,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use scps_bond::{BondConfig, BondNode};
+use scps_bond::BondNode;
 use scps_channel::{Bundle, ChannelConfig};
 use scps_config::gateways::Gateways;
-use scps_config::link::{Striping, sustained_rate_bps};
 use scps_config::topology::{self, LinkModel, NodeKind, Role, Topology};
 use scps_config::{Direction, Point};
 use scps_gateway::RelayConfig;
@@ -212,28 +211,17 @@ fn connect_stressed(
     ends: [NodeInterface; 2],
     bundles: (Bundle, Bundle),
 ) -> Result<Stressed, SimError> {
-    let Striping::Scheduler(settings) = &point.link.striping else {
+    let (Some(forward), Some(reverse)) = (
+        point.link.bond(Direction::Forward),
+        point.link.bond(Direction::Reverse),
+    ) else {
         return Ok(Stressed {
             links: vec![world.connect(ends[0], ends[1], bundles.0, bundles.1)?],
             bonds: Vec::new(),
         });
     };
-    let bond = |direction| -> Result<BondNode, SimError> {
-        let channels = point.link.channels(direction);
-        let mut config = BondConfig {
-            channel_rates_bps: channels.iter().map(sustained_rate_bps).collect(),
-            ..settings.clone()
-        };
-        // It holds what the circuits' own buffers would, striped
-        // round-robin.
-        let buffers: u64 = channels.iter().map(|c| c.buffer_bytes).sum();
-        config.hold_bytes = usize::try_from(buffers)
-            .unwrap_or(usize::MAX)
-            .clamp(1500, 1 << 30);
-        BondNode::new(config).map_err(SimError::Bond)
-    };
-    let a = world.add_node(bond(Direction::Forward)?);
-    let b = world.add_node(bond(Direction::Reverse)?);
+    let a = world.add_node(BondNode::new(forward).map_err(SimError::Bond)?);
+    let b = world.add_node(BondNode::new(reverse).map_err(SimError::Bond)?);
     let at = |node, interface| NodeInterface {
         node,
         interface: InterfaceId(interface),
