@@ -614,7 +614,11 @@ fn send_through(emulation: &Emulation, port: u16, stack: &str, bytes: &str) -> s
         .testbed
         .node("server")
         .unwrap()
-        .spawn(SCPS, &["recv", "--udp", &udp, "--once", "--stack", stack], Io::Null)
+        .spawn(
+            SCPS,
+            &["recv", "--udp", &udp, "--once", "--stack", stack],
+            Io::Null,
+        )
         .unwrap();
     let output = emulation
         .testbed

@@ -206,7 +206,9 @@ impl Link {
         let buffers: u64 = channels.iter().map(|c| c.buffer_bytes).sum();
         Some(BondConfig {
             channel_rates_bps: channels.iter().map(sustained_rate_bps).collect(),
-            hold_bytes: usize::try_from(buffers).unwrap_or(usize::MAX).clamp(1500, 1 << 30),
+            hold_bytes: usize::try_from(buffers)
+                .unwrap_or(usize::MAX)
+                .clamp(1500, 1 << 30),
             ..settings.clone()
         })
     }

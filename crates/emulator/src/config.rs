@@ -200,7 +200,10 @@ mod tests {
                 "emulate.table = 254: 1 to 4294967280",
             ),
             (
-                GOOD.replace("channels = 3", "channels = 3\nbond = \"scheduler\"\nbond_down_after = 0"),
+                GOOD.replace(
+                    "channels = 3",
+                    "channels = 3\nbond = \"scheduler\"\nbond_down_after = 0",
+                ),
                 "link.bond_down_after = 0: 1 to 100 probe intervals",
             ),
         ];

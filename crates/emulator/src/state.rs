@@ -510,7 +510,9 @@ mod tests {
         let (out, foreign) = stream(&mut round_robin, 100, 20_000);
         assert!(!foreign);
         assert!(out.windows(2).any(|w| w[0] > w[1]), "round-robin reorders");
-        let mut scheduled = state(&format!("bond = \"scheduler\"\nbond_probe_interval = \"200ms\"\n{circuits}"));
+        let mut scheduled = state(&format!(
+            "bond = \"scheduler\"\nbond_probe_interval = \"200ms\"\n{circuits}"
+        ));
         let (out, foreign) = stream(&mut scheduled, 100, 20_000);
         assert!(!foreign, "only the offered packets leave the link");
         let mut sorted = out.clone();
