@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     let mut link = LinkState::new(&config).expect("valid");
     if crosses_link(data) {
         link.offer(Direction::Forward, Duration::ZERO, data.to_vec());
-        let due = link.next_due().unwrap_or_default();
+        let due = link.next_due(Duration::ZERO).unwrap_or_default();
         let delivered = link.take_due(Direction::Forward, due);
         assert!(delivered.is_none_or(|p| p.len() == data.len()));
     }

@@ -2,8 +2,9 @@
 //! endpoints, through a relay that can silence a channel or close it: the
 //! bytes arrive intact over the channels that are left, a silent channel
 //! is marked down within two probe intervals and back up when it answers
-//! again, and a channel whose peer is gone is marked down with its
-//! socket's error.
+//! again, a channel whose peer is gone is marked down with its socket's
+//! error, and channels bound to routed interfaces (`device`) outlive one
+//! interface going down.
 
 mod common;
 
@@ -255,4 +256,125 @@ async fn a_bundle_that_cannot_start_says_which_channel_and_why() {
     );
     let error = BundlePath::open(&[channel("127.0.0.1:0")], BondConfig::new(vec![0]), None).unwrap_err();
     assert!(error.to_string().contains("at least 8 bit/s"), "{error}");
+}
+
+/// One end of a bundle over routed interfaces, in its own namespace: a
+/// thread with a runtime of its own (namespaces are per thread) that opens
+/// the channels (each bound to its device) and runs `work` on the stack.
+fn end_in<R: Send + 'static>(
+    namespace: &common::netns::Namespace,
+    channels: Vec<BundleChannelAddrs>,
+    work: impl FnOnce(Net, BundleMonitor) -> std::pin::Pin<Box<dyn Future<Output = R>>> + Send + 'static,
+) -> std::thread::JoinHandle<R> {
+    namespace.spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let (path, monitor) = BundlePath::open(&channels, settings_for(channels.len()), None).unwrap();
+            let net = Net::start(path, NetOptions::default()).unwrap();
+            work(net, monitor).await
+        })
+    })
+}
+
+fn settings_for(channels: usize) -> BondConfig {
+    let mut config = BondConfig::new(vec![8_000_000; channels]);
+    config.probe_interval = PROBE_INTERVAL;
+    config.hold_bytes = 1 << 20;
+    config
+}
+
+#[test]
+fn a_bundle_over_two_routed_interfaces_outlives_one_going_down() {
+    // Two namespaces joined by two veth pairs, a subnet on each: each
+    // channel is bound to its interface (`device`). Mid-transfer one
+    // interface goes down: its channel is marked down and the bytes
+    // arrive over the other; back up, the channel returns.
+    if common::netns::in_user_namespace("a_bundle_over_two_routed_interfaces_outlives_one_going_down") {
+        return;
+    }
+    use common::netns::{Namespace, veth};
+    let (a, b) = (Namespace::new("bundle-a"), Namespace::new("bundle-b"));
+    for i in 0..2 {
+        veth(&a, &format!("ch{i}a"), &b, &format!("ch{i}b"));
+        a.ip(&format!("addr add 10.31.{i}.1/24 dev ch{i}a"));
+        b.ip(&format!("addr add 10.31.{i}.2/24 dev ch{i}b"));
+    }
+    let channels = |side: &str, me: u8, peer: u8| -> Vec<BundleChannelAddrs> {
+        (0..2)
+            .map(|i| BundleChannelAddrs {
+                local: format!("10.31.{i}.{me}:{}", 7000 + i).parse().unwrap(),
+                peer: format!("10.31.{i}.{peer}:{}", 7000 + i).parse().unwrap(),
+                device: Some(format!("ch{i}{side}")),
+            })
+            .collect()
+    };
+    let data = content(seed(), 8 << 20);
+    let digest = Sha256::digest(&data);
+    let (ready, listening) = std::sync::mpsc::channel();
+    let (arrived, digest_of_arrived) = std::sync::mpsc::channel();
+    let (finished, sender_finished) = std::sync::mpsc::channel::<()>();
+    let receiver = end_in(&b, channels("b", 2, 1), move |net, _| {
+        Box::pin(async move {
+            let listener = net.listen("10.31.0.2:5001".parse().unwrap()).unwrap();
+            ready.send(()).unwrap();
+            let mut stream = listener.accept().await.unwrap();
+            let mut received = Vec::new();
+            stream.read_to_end(&mut received).await.unwrap();
+            arrived.send(Sha256::digest(&received)).unwrap();
+            // This end answers the other's probes until it is done.
+            let _ = tokio::task::spawn_blocking(move || sender_finished.recv()).await;
+            let _ = net.close(Duration::from_secs(2)).await;
+        })
+    });
+    listening.recv().unwrap();
+    let (third, third_sent) = std::sync::mpsc::channel();
+    let (link_down, was_down) = std::sync::mpsc::channel::<()>();
+    let sender = end_in(&a, channels("a", 1, 2), move |net, monitor| {
+        Box::pin(async move {
+            let mut stream = net.connect("10.31.0.2:5001".parse().unwrap()).await.unwrap();
+            let (first, rest) = data.split_at(data.len() / 3);
+            stream.write_all(first).await.unwrap();
+            third.send(()).unwrap();
+            // The interface is down by now; the rest goes over the other.
+            let _ = tokio::task::spawn_blocking(move || was_down.recv()).await;
+            stream.write_all(rest).await.unwrap();
+            stream.shutdown().await.unwrap();
+            // The channel must come back once the test brings its
+            // interface up again.
+            let up_again = until_state(&monitor, 1, ChannelState::Up, Duration::from_secs(10)).await;
+            let _ = net.close(Duration::from_secs(2)).await;
+            (monitor.report(), up_again)
+        })
+    });
+    third_sent.recv().unwrap();
+    a.ip("link set ch1a down");
+    link_down.send(()).unwrap();
+    let received = digest_of_arrived.recv().unwrap();
+    // Everything arrived: the interface comes back (its address kept, its
+    // subnet's route restored).
+    a.ip("link set ch1a up");
+    let (report, up_again) = sender.join().unwrap();
+    finished.send(()).unwrap();
+    receiver.join().unwrap();
+    assert_eq!(received, digest, "what arrived is what was sent");
+    println!("{:?}", report.events);
+    let down = report
+        .events
+        .iter()
+        .find(|e| e.channel == 1 && e.to == "down")
+        .expect("the channel whose interface went down was marked down");
+    println!("marked down: {}", down.why);
+    assert!(
+        report.channels[0].sent_bytes > 4 << 20,
+        "the other channel carried the rest: {:?}",
+        report.channels[0]
+    );
+    assert!(
+        up_again,
+        "the channel came back once its interface was up: {:?}",
+        report.channels[1]
+    );
 }
