@@ -124,6 +124,14 @@ fn a_put_as_vallona_sends_it_is_received_under_its_last_path_component() {
 
 #[test]
 fn a_sender_completes_on_a_vallona_status_with_stray_bytes() {
+    // Whatever width the peer answers in: at 16 bits the stray bytes
+    // make a whole (impossible) hole pair.
+    for width in [Descriptor::D32, Descriptor::D16] {
+        a_sender_completes_on_a_vallona_status_of(width);
+    }
+}
+
+fn a_sender_completes_on_a_vallona_status_of(width: Descriptor) {
     let mut engine = engine();
     let now = Instant::ZERO;
     engine.store_mut().insert("f", vec![5; 3000], 0);
@@ -139,6 +147,10 @@ fn a_sender_completes_on_a_vallona_status_with_stray_bytes() {
         .map(|b| Data::parse(b).unwrap())
         .collect();
     assert_eq!(data.iter().map(|d| d.payload.len()).sum::<usize>(), 3000);
+    assert!(
+        data.iter().all(|d| d.descriptor == Descriptor::D32),
+        "never 16-bit, though 3000 fits"
+    );
     let last = data.last().unwrap();
     assert!(
         last.request_status && last.end_of_data,
@@ -146,7 +158,7 @@ fn a_sender_completes_on_a_vallona_status_with_stray_bytes() {
     );
     // Vallona's STATUS: a hole, then 4 stray bytes.
     let hole = Status {
-        descriptor: Descriptor::D32,
+        descriptor: width,
         session: id.session,
         timestamp: None,
         metadata_received: true,

@@ -66,8 +66,8 @@ use store::checksum_of;
 pub use store::{FileInfo, ListEntry, MemoryStore, Store, StoreError, safe_name};
 
 use crate::wire::{
-    Checksum, Data, DirEntry, EntryKind, ErrorCode, Frame, Metadata, Request, RequestType, Status,
-    TransferType,
+    Checksum, Data, Descriptor, DirEntry, EntryKind, ErrorCode, Frame, Metadata, Request, RequestType,
+    Status, TransferType,
 };
 use outbox::Outbox;
 use pacer::Pacer;
@@ -75,6 +75,13 @@ use receiver::{Receiver, store_code};
 use sender::{Outgoing, Sender, Source};
 
 type Key = (SocketAddr, u32);
+
+/// The descriptor for frames about a file of `size` bytes: never less than
+/// 32 bits, because at 16 bits Vallona's 4 stray STATUS bytes make a whole
+/// hole pair (see `wire::Status`), and Vallona answers in our width.
+pub(crate) fn descriptor_for(size: u64) -> Descriptor {
+    Descriptor::fitting(size).max(Descriptor::D32)
+}
 
 /// Saratoga transfers to and from any number of peers.
 #[derive(Debug)]
@@ -320,7 +327,7 @@ impl<S: Store> Engine<S> {
             let mut status = Status::error(data.session, ErrorCode::SUCCESS);
             status.metadata_received = false;
             status.voluntary = !data.request_status;
-            status.descriptor = data.descriptor;
+            status.descriptor = descriptor_for(data.offset);
             status.in_response_to = data.offset;
             self.out.send(from, &Frame::Status(status));
         }

@@ -18,8 +18,7 @@ use super::outbox::Outbox;
 use super::ranges::RangeSet;
 use super::store::{Store, StoreError, checksum_of};
 use crate::wire::{
-    Checksum, Data, Descriptor, DirEntry, ErrorCode, Frame, Hole, Metadata, Status, TransferType,
-    progress_to_wire,
+    Checksum, Data, DirEntry, ErrorCode, Frame, Hole, Metadata, Status, TransferType, progress_to_wire,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,7 +336,7 @@ impl Receiver {
     }
 
     fn send_status(&mut self, voluntary: bool, in_response_to: u64, config: &Config, out: &mut Outbox) {
-        let descriptor = Descriptor::fitting(self.size.max(in_response_to));
+        let descriptor = super::descriptor_for(self.size.max(in_response_to));
         let mut status = Status {
             descriptor,
             session: self.id.session,

@@ -126,7 +126,7 @@ impl Sender {
             delete_after,
         } = outgoing;
         let size = entry.size;
-        let descriptor = Descriptor::fitting(size);
+        let descriptor = super::descriptor_for(size);
         let transfer_type = match source {
             Source::File(_) => TransferType::File,
             Source::Listing(_) => TransferType::Directory,
