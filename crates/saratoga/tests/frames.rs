@@ -467,3 +467,37 @@ fn a_paced_engine_wakes_when_the_next_sender_may_send() {
         now.saturating_since(start)
     );
 }
+
+#[test]
+fn a_partial_of_another_file_with_the_same_name_and_size_is_not_resumed() {
+    let old: Vec<u8> = (0..10).collect();
+    let new: Vec<u8> = (100..110).collect();
+    let announce = |session, file: &[u8], mtime| {
+        let mut metadata = Metadata::parse(&vallona_metadata(
+            session,
+            10,
+            Checksum::of(ChecksumKind::Md5, file),
+        ))
+        .unwrap();
+        metadata.entry.mtime = mtime;
+        Frame::Metadata(metadata).to_bytes().unwrap()
+    };
+    let mut engine = engine();
+    let now = Instant::ZERO;
+    engine.handle_datagram(now, peer(), &announce(40, &old, 1));
+    engine.handle_datagram(now, peer(), &vallona_data(40, 0, &old[..5]));
+    // This end restarts; the peer now sends another file of that name.
+    let store = std::mem::take(engine.store_mut());
+    let mut engine = Engine::new(engine.config().clone(), store);
+    engine.handle_datagram(now, peer(), &announce(41, &new, 2));
+    engine.handle_datagram(now, peer(), &vallona_data(41, 5, &new[5..]));
+    let happened = events(&mut engine);
+    assert!(
+        !happened
+            .iter()
+            .any(|e| matches!(e, Event::Resumed { .. } | Event::Failed { .. })),
+        "{happened:?}"
+    );
+    engine.handle_datagram(now, peer(), &vallona_data(41, 0, &new[..5]));
+    assert_eq!(engine.store().contents("pass-17.raw"), Some(&new[..]));
+}

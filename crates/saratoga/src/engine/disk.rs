@@ -8,10 +8,11 @@
 //!
 //! Files being received live in `.saratoga/partial/` under the served
 //! directory (hidden from listings, refused as a name): the data, written
-//! at its offsets, and a log of the ranges written (`size N`, then one
-//! `start end` line per write), so that a receiver restarted mid-transfer
-//! resumes from what it had. A commit syncs the data and renames it to
-//! its name.
+//! at its offsets, and a log of the ranges written (a header naming the
+//! file, [`header`], then one `start end` line per write), so that a
+//! receiver restarted mid-transfer resumes from what it had, if it is the
+//! same file ([`PartialId::resumes`]). A commit syncs the data and renames
+//! it to its name.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -22,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use super::ranges::RangeSet;
-use super::store::{FileInfo, ListEntry, Store, StoreError, safe_name};
+use super::store::{FileInfo, ListEntry, PartialId, Store, StoreError, safe_name};
 
 /// The directory, under the served one, that holds partial files.
 pub const PARTIAL_DIR: &str = ".saratoga";
@@ -121,11 +122,26 @@ fn info_of(metadata: &fs::Metadata) -> FileInfo {
     }
 }
 
-/// Reads a range log: its size line, then the ranges written.
-fn read_log(path: &Path) -> Option<(u64, Vec<Range<u64>>)> {
+/// A range log's first line: the file the partial is of.
+fn header(id: &PartialId) -> String {
+    let hex: String = id.checksum.bytes().iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "saratoga partial: size {} mtime {} checksum {} {hex}",
+        id.size,
+        id.mtime,
+        id.checksum.kind() as u8
+    )
+}
+
+/// The ranges a range log holds, if its partial may be resumed as `id`.
+fn read_log(path: &Path, id: &PartialId) -> Option<Vec<Range<u64>>> {
     let file = File::open(path).ok()?;
     let mut lines = BufReader::new(file).lines();
-    let size = lines.next()?.ok()?.strip_prefix("size ")?.parse().ok()?;
+    let logged = lines.next()?.ok()?;
+    // Equal headers are equal ids: this is `id.resumes(&stored)`.
+    if logged != header(id) || id.checksum.kind().is_none() {
+        return None;
+    }
     let mut have = RangeSet::new();
     for line in lines {
         // A line cut short by a crash is ignored.
@@ -135,11 +151,11 @@ fn read_log(path: &Path) -> Option<(u64, Vec<Range<u64>>)> {
         }) else {
             continue;
         };
-        if start < end && end <= size {
+        if start < end && end <= id.size {
             have.insert(start..end);
         }
     }
-    Some((size, have.iter().collect()))
+    Some(have.iter().collect())
 }
 
 impl Store for DiskStore {
@@ -196,7 +212,8 @@ impl Store for DiskStore {
         fs::remove_file(&path).map_err(|e| io(Path::new(name), e))
     }
 
-    fn open_partial(&mut self, name: &str, size: u64) -> Result<Vec<Range<u64>>, StoreError> {
+    fn open_partial(&mut self, name: &str, id: &PartialId) -> Result<Vec<Range<u64>>, StoreError> {
+        let size = id.size;
         let (safe, _) = self.path(name)?;
         if safe.is_empty() {
             return Err(StoreError::Denied(name.to_owned()));
@@ -204,11 +221,12 @@ impl Store for DiskStore {
         let (data_path, log_path) = self.partial_paths(&safe);
         let dir = data_path.parent().unwrap_or(&self.root);
         fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-        let resumed = match read_log(&log_path) {
-            Some((logged, ranges)) if logged == size && data_path.exists() => ranges,
+        let resumed = match read_log(&log_path, id) {
+            Some(ranges) if data_path.exists() => ranges,
             _ => {
+                // Another file's partial (or none): truncated, started afresh.
                 let mut log = File::create(&log_path).map_err(|e| io(&log_path, e))?;
-                writeln!(log, "size {size}").map_err(|e| io(&log_path, e))?;
+                writeln!(log, "{}", header(id)).map_err(|e| io(&log_path, e))?;
                 File::create(&data_path).map_err(|e| io(&data_path, e))?;
                 Vec::new()
             }
@@ -293,7 +311,21 @@ impl Store for DiskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::{Checksum, ChecksumKind};
     use std::os::unix::fs::symlink;
+
+    /// One range, as `open_partial` returns it.
+    fn only(range: Range<u64>) -> Result<Vec<Range<u64>>, StoreError> {
+        Ok(vec![range])
+    }
+
+    fn id(size: u64, tag: &[u8]) -> PartialId {
+        PartialId {
+            size,
+            mtime: 7,
+            checksum: Checksum::of(ChecksumKind::Md5, tag),
+        }
+    }
 
     /// A fresh directory under the system's temporary one, removed on drop.
     struct TempDir(PathBuf);
@@ -357,7 +389,7 @@ mod tests {
         ));
         assert!(matches!(store.info("nope"), Err(StoreError::NotFound(_))));
 
-        store.open_partial("new", 1).unwrap();
+        store.open_partial("new", &id(1, b"")).unwrap();
         let names: Vec<String> = store.list("").unwrap().into_iter().map(|e| e.name).collect();
         assert_eq!(names, ["a.txt", "sub"], "no links, no partial files");
         assert!(matches!(store.delete("sub"), Err(StoreError::Denied(_))));
@@ -370,7 +402,8 @@ mod tests {
     fn a_partial_file_survives_a_restart_and_appears_when_committed() {
         let tmp = TempDir::new("partial");
         let mut store = DiskStore::new(&tmp.0).unwrap();
-        assert_eq!(store.open_partial("in/f.bin", 10), Ok(vec![]));
+        let f = id(10, b"f");
+        assert_eq!(store.open_partial("in/f.bin", &f), Ok(vec![]));
         store.write_partial("in/f.bin", 0, b"0123").unwrap();
         store.write_partial("in/f.bin", 6, b"6789").unwrap();
         assert!(matches!(
@@ -381,7 +414,7 @@ mod tests {
         drop(store);
 
         let mut store = DiskStore::new(&tmp.0).unwrap();
-        let resumed = store.open_partial("in/f.bin", 10).unwrap();
+        let resumed = store.open_partial("in/f.bin", &f).unwrap();
         assert_eq!(resumed.len(), 2);
         assert_eq!((resumed[0].clone(), resumed[1].clone()), (0..4, 6..10));
         store.write_partial("in/f.bin", 4, b"45").unwrap();
@@ -397,19 +430,37 @@ mod tests {
                 .is_none()
         );
 
-        // Another size starts again; a discarded partial is gone.
-        store.open_partial("g", 4).unwrap();
-        store.write_partial("g", 0, b"ab").unwrap();
-        assert_eq!(store.open_partial("g", 5), Ok(vec![]));
+        // Another file of that name starts afresh, even of the same size;
+        // so does one without a checksum; a discarded partial is gone.
+        let g = id(4, b"g");
+        let no_checksum = PartialId {
+            checksum: Checksum::None,
+            ..g
+        };
+        for other in [id(5, b"g"), id(4, b"h"), PartialId { mtime: 9, ..g }, no_checksum] {
+            store.open_partial("g", &g).unwrap();
+            store.write_partial("g", 0, b"ab").unwrap();
+            drop(store);
+            store = DiskStore::new(&tmp.0).unwrap();
+            assert_eq!(store.open_partial("g", &g), only(0..2), "after a restart");
+            assert_eq!(store.open_partial("g", &other), Ok(vec![]), "{other:?}");
+            store.write_partial("g", 2, b"cd").unwrap();
+            let kept = if other.checksum == Checksum::None {
+                Ok(vec![])
+            } else {
+                only(2..4)
+            };
+            assert_eq!(store.open_partial("g", &other), kept);
+        }
         store.discard_partial("g").unwrap();
         assert!(matches!(
             store.read_partial("g", 0, &mut buf),
             Err(StoreError::NotFound(_))
         ));
         assert!(matches!(
-            store.open_partial("../g", 1),
+            store.open_partial("../g", &g),
             Err(StoreError::Denied(_))
         ));
-        assert!(matches!(store.open_partial("", 1), Err(StoreError::Denied(_))));
+        assert!(matches!(store.open_partial("", &g), Err(StoreError::Denied(_))));
     }
 }

@@ -63,7 +63,7 @@ pub use config::Config;
 pub use disk::{DiskStore, PARTIAL_DIR};
 pub use event::{Event, FailReason, Operation, Role, Stats, TransferId};
 use store::checksum_of;
-pub use store::{FileInfo, ListEntry, MemoryStore, Store, StoreError, safe_name};
+pub use store::{FileInfo, ListEntry, MemoryStore, PartialId, Store, StoreError, safe_name};
 
 use crate::wire::{
     Checksum, Data, Descriptor, DirEntry, EntryKind, ErrorCode, Frame, Metadata, Request, RequestType,

@@ -16,7 +16,7 @@ use super::config::Config;
 use super::event::{Event, FailReason, Operation, TransferId};
 use super::outbox::Outbox;
 use super::ranges::RangeSet;
-use super::store::{Store, StoreError, checksum_of};
+use super::store::{PartialId, Store, StoreError, checksum_of};
 use crate::wire::{
     Checksum, Data, DirEntry, ErrorCode, Frame, Hole, Metadata, Status, TransferType, progress_to_wire,
 };
@@ -149,7 +149,12 @@ impl Receiver {
             }
             self.listing = Some(vec![0; self.size as usize]);
         } else {
-            match store.open_partial(&self.name, self.size) {
+            let id = PartialId {
+                size: self.size,
+                mtime: metadata.entry.mtime,
+                checksum: metadata.checksum,
+            };
+            match store.open_partial(&self.name, &id) {
                 Ok(ranges) => self.have = ranges.into_iter().collect(),
                 Err(error) => {
                     self.abort(store_code(&error), FailReason::Store(error), out);
