@@ -87,6 +87,10 @@ pub enum FailReason {
     Peer(ErrorCode),
     #[error("the peer was silent for {0:?}")]
     Timeout(Duration),
+    /// The peer kept sending, but the transfer made no progress (no more
+    /// bytes acknowledged, no other holes, no new data) for this long.
+    #[error("no progress for {0:?}: the peer answers but the transfer does not advance")]
+    Stalled(Duration),
     #[error("the file's checksum does not match the one sent")]
     ChecksumMismatch,
     #[error("store: {0}")]

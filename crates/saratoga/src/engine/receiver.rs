@@ -7,6 +7,11 @@
 //! A receiver whose partial file already holds data (it restarted
 //! mid-transfer) says so in its first STATUS, so the sender re-sends only
 //! what is missing.
+//!
+//! It fails once it has made no progress (its METADATA, new bytes, its
+//! answer) for the inactivity timeout, however much the peer sends: a
+//! peer answering a GET with a bare SUCCESS would otherwise have it
+//! repeat its REQUEST for ever.
 
 use std::time::Duration;
 
@@ -16,6 +21,7 @@ use super::config::Config;
 use super::event::{Event, FailReason, Operation, TransferId};
 use super::outbox::Outbox;
 use super::ranges::RangeSet;
+use super::sender::stalled;
 use super::store::{PartialId, Store, StoreError, checksum_of};
 use crate::wire::{
     Checksum, Data, DirEntry, ErrorCode, Frame, Hole, Metadata, Status, TransferType, progress_to_wire,
@@ -48,7 +54,10 @@ pub(crate) struct Receiver {
     listing: Option<Vec<u8>>,
     have: RangeSet,
     last_offset: u64,
+    /// When the peer was last heard from, and when the transfer last
+    /// advanced.
     last_heard: Instant,
+    last_progress: Instant,
     next_timer: Option<Instant>,
     interval: Duration,
     /// Progress last reported in an event.
@@ -100,6 +109,7 @@ impl Receiver {
             have: RangeSet::new(),
             last_offset: 0,
             last_heard: now,
+            last_progress: now,
             next_timer: None,
             interval: config.status_interval,
             reported: 0,
@@ -163,6 +173,7 @@ impl Receiver {
             }
         }
         self.state = State::Receiving;
+        self.last_progress = now;
         if self.operation == Operation::Receive {
             out.event(Event::Started {
                 id: self.id,
@@ -228,6 +239,9 @@ impl Receiver {
             }
             self.have.insert(piece);
         }
+        if fresh > 0 {
+            self.last_progress = now;
+        }
         self.last_offset = data.offset;
         if self.check_complete(now, config, store, out) {
             return;
@@ -239,7 +253,9 @@ impl Receiver {
 
     /// A STATUS to the asking end: the answer to a delete, or an error.
     pub fn handle_status(&mut self, now: Instant, status: &Status, config: &Config, out: &mut Outbox) {
-        self.heard(now, config);
+        // Not progress, nor a reason to repeat the REQUEST sooner: only an
+        // error or a delete's answer ends the wait.
+        self.last_heard = now;
         if matches!(self.state, State::Done { .. }) {
             return;
         }
@@ -381,7 +397,7 @@ impl Receiver {
         match self.state {
             State::Done { until } => Some(until),
             _ => {
-                let deadline = self.last_heard + config.inactivity_timeout;
+                let deadline = self.last_progress + config.inactivity_timeout;
                 Some(self.next_timer.map_or(deadline, |t| t.min(deadline)))
             }
         }
@@ -392,13 +408,9 @@ impl Receiver {
             self.removed = now >= until;
             return;
         }
-        let silent = now.saturating_since(self.last_heard);
-        if silent >= config.inactivity_timeout {
+        if let Some(reason) = stalled(now, self.last_heard, self.last_progress, config) {
             self.removed = true;
-            out.event(Event::Failed {
-                id: self.id,
-                reason: FailReason::Timeout(silent),
-            });
+            out.event(Event::Failed { id: self.id, reason });
             return;
         }
         if self.next_timer.is_none_or(|at| at > now) {
