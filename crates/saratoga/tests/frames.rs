@@ -501,3 +501,62 @@ fn a_partial_of_another_file_with_the_same_name_and_size_is_not_resumed() {
     engine.handle_datagram(now, peer(), &vallona_data(41, 0, &new[..5]));
     assert_eq!(engine.store().contents("pass-17.raw"), Some(&new[..]));
 }
+
+#[test]
+fn sessions_peers_start_are_bounded_in_number_size_and_memory() {
+    let mut engine = Engine::new(
+        Config {
+            rate_bps: 0,
+            max_receivers: 2,
+            max_file_bytes: 1000,
+            max_remembered: 100,
+            ..Config::default()
+        },
+        MemoryStore::new(),
+    );
+    let now = Instant::ZERO;
+    let put = |session: u32, size: u64| {
+        let mut metadata = Metadata::parse(&vallona_metadata(session, size, Checksum::None)).unwrap();
+        metadata.entry.name = format!("f{session}");
+        Frame::Metadata(metadata).to_bytes().unwrap()
+    };
+    for (session, size) in [(1, 10), (2, 10), (3, 10), (4, 1001)] {
+        engine.handle_datagram(now, peer(), &put(session, size));
+    }
+    let codes: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| (s.session, s.error))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            (3, ErrorCode::RX_NOT_INTERESTED),
+            (4, ErrorCode::RX_NOT_INTERESTED)
+        ],
+        "two at once: the rest are not wanted"
+    );
+    engine.handle_datagram(now, peer(), &vallona_data(1, 0, &[0; 10]));
+    engine.handle_datagram(now, peer(), &put(4, 1001));
+    let codes: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| s.error)
+        .collect();
+    assert_eq!(codes.last(), Some(&ErrorCode::FILE_TOO_BIG));
+    let refused: Vec<_> = engine.stats().refused.iter().map(|(k, v)| (*k, *v)).collect();
+    assert_eq!(refused, [("file_too_big", 1), ("too_many_receivers", 2)]);
+    // A fetch of a file too big fails too.
+    let id = engine.get(now, peer(), "big", "big");
+    drain(&mut engine, now);
+    let mut metadata = Metadata::parse(&vallona_metadata(id.session, 5000, Checksum::None)).unwrap();
+    metadata.entry.name = "big".into();
+    engine.handle_datagram(now, peer(), &Frame::Metadata(metadata).to_bytes().unwrap());
+    assert!(events(&mut engine).iter().any(|e| matches!(
+        e,
+        Event::Failed { id: i, reason: FailReason::Store(_) } if *i == id
+    )));
+    // DATA for sessions that never were, from anywhere: remembered within bounds.
+    for session in 1000..1500 {
+        engine.handle_datagram(now, peer(), &vallona_data(session, 0, &[1]));
+    }
+    assert_eq!(engine.stats().forgotten, 400);
+}

@@ -34,6 +34,19 @@ pub struct Config {
     pub max_listing_bytes: u64,
     /// The first session id this engine picks for its own transfers.
     pub first_session: u32,
+    /// Files peers put to us at once; more are refused ("receiver not
+    /// interested"). Any datagram can start one, so this is a bound.
+    pub max_receivers: usize,
+    /// Requests for files or listings served at once; more are refused
+    /// ("unable to send").
+    pub max_served: usize,
+    /// The largest file received, put or fetched, in bytes; larger ones are
+    /// refused ("file too big").
+    pub max_file_bytes: u64,
+    /// Past sessions remembered (answers given, DATA without METADATA),
+    /// each for the inactivity timeout; when full, the one to expire
+    /// first is forgotten.
+    pub max_remembered: usize,
 }
 
 impl Default for Config {
@@ -50,6 +63,10 @@ impl Default for Config {
             inactivity_timeout: Duration::from_secs(30 * 60),
             max_listing_bytes: 16 << 20,
             first_session: 1,
+            max_receivers: 64,
+            max_served: 64,
+            max_file_bytes: 1 << 40,
+            max_remembered: 4096,
         }
     }
 }

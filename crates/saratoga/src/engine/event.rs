@@ -120,4 +120,10 @@ pub struct Stats {
     pub duplicate_bytes_received: u64,
     pub status_sent: u64,
     pub status_received: u64,
+    /// Sessions peers started that were refused, by cause (the limits of
+    /// [`super::Config`]).
+    pub refused: BTreeMap<&'static str, u64>,
+    /// Past sessions forgotten early to keep that memory within
+    /// [`super::Config::max_remembered`].
+    pub forgotten: u64,
 }

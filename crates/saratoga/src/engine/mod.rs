@@ -47,6 +47,7 @@
 mod config;
 mod disk;
 mod event;
+mod expiring;
 mod outbox;
 mod pacer;
 mod ranges;
@@ -54,7 +55,7 @@ mod receiver;
 mod sender;
 mod store;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use scps_node::Instant;
@@ -69,6 +70,7 @@ use crate::wire::{
     Checksum, Data, Descriptor, DirEntry, EntryKind, ErrorCode, Frame, Metadata, Request, RequestType,
     Status, TransferType,
 };
+use expiring::Expiring;
 use outbox::Outbox;
 use pacer::Pacer;
 use receiver::{Receiver, store_code};
@@ -93,11 +95,10 @@ pub struct Engine<S: Store> {
     receivers: BTreeMap<Key, Receiver>,
     out: Outbox,
     /// Sessions for which we answered a DATA with "metadata missing", and when.
-    orphans: HashMap<Key, Instant>,
+    orphans: Expiring<Instant>,
     /// Requests answered, or sends finished: a repeat gets the same
-    /// answer (or none) instead of a second transfer. Kept until the
-    /// instant stored.
-    answered: HashMap<Key, (ErrorCode, Instant)>,
+    /// answer (or none) instead of a second transfer.
+    answered: Expiring<ErrorCode>,
     next_session: u32,
     /// The sender that sent last, for round robin.
     last_sender: Option<Key>,
@@ -108,13 +109,13 @@ impl<S: Store> Engine<S> {
         Engine {
             pacer: Pacer::new(config.rate_bps, config.burst_bytes),
             next_session: config.first_session,
+            orphans: Expiring::new(config.max_remembered),
+            answered: Expiring::new(config.max_remembered),
             config,
             store,
             senders: BTreeMap::new(),
             receivers: BTreeMap::new(),
             out: Outbox::default(),
-            orphans: HashMap::new(),
-            answered: HashMap::new(),
             last_sender: None,
         }
     }
@@ -285,6 +286,23 @@ impl<S: Store> Engine<S> {
             if self.writing(&name) {
                 return self.send_code(from, metadata.session, ErrorCode::FILE_IN_USE);
             }
+            // Any datagram can start a receive: bounded, in number and size.
+            let incoming = self
+                .receivers
+                .values()
+                .filter(|r| r.operation == Operation::Receive && r.writing().is_some())
+                .count();
+            if incoming >= self.config.max_receivers {
+                return self.refuse(
+                    from,
+                    metadata.session,
+                    "too_many_receivers",
+                    ErrorCode::RX_NOT_INTERESTED,
+                );
+            }
+            if metadata.entry.size > self.config.max_file_bytes {
+                return self.refuse(from, metadata.session, "file_too_big", ErrorCode::FILE_TOO_BIG);
+            }
             let id = TransferId {
                 peer: from,
                 session: metadata.session,
@@ -305,6 +323,12 @@ impl<S: Store> Engine<S> {
         self.receivers.values().any(|r| r.writing() == Some(name))
     }
 
+    /// Refuses a session a peer starts, counting why.
+    fn refuse(&mut self, peer: SocketAddr, session: u32, cause: &'static str, code: ErrorCode) {
+        *self.out.stats.refused.entry(cause).or_default() += 1;
+        self.send_code(peer, session, code);
+    }
+
     /// Sends a STATUS that carries only `code`: a refusal, an error, or a
     /// delete's result.
     fn send_code(&mut self, peer: SocketAddr, session: u32, code: ErrorCode) {
@@ -323,7 +347,10 @@ impl<S: Store> Engine<S> {
             data.request_status || now.saturating_since(*last) >= self.config.status_interval
         });
         if due {
-            self.orphans.insert(key, now);
+            let until = now + self.config.inactivity_timeout;
+            if self.orphans.insert(key, now, until) {
+                self.out.stats.forgotten += 1;
+            }
             let mut status = Status::error(data.session, ErrorCode::SUCCESS);
             status.metadata_received = false;
             status.voluntary = !data.request_status;
@@ -356,7 +383,7 @@ impl<S: Store> Engine<S> {
             sender.resend_metadata(&mut self.out);
             return;
         }
-        if let Some((code, _)) = self.answered.get(&key) {
+        if let Some(code) = self.answered.get(&key) {
             if !code.is_success() || request.request_type == RequestType::Delete {
                 let code = *code;
                 self.send_code(from, request.session, code);
@@ -367,6 +394,19 @@ impl<S: Store> Engine<S> {
             self.answer(now, from, request.session, ErrorCode::ACCESS_DENIED);
             return;
         };
+        let serving = matches!(
+            request.request_type,
+            RequestType::Get | RequestType::GetDelete | RequestType::GetDir
+        );
+        let served = self
+            .senders
+            .values()
+            .filter(|s| matches!(s.operation, Operation::Serve | Operation::ServeList))
+            .count();
+        if serving && served >= self.config.max_served {
+            // Not remembered: the peer may ask again once one is done.
+            return self.refuse(from, request.session, "too_many_served", ErrorCode::CANNOT_SEND);
+        }
         let id = TransferId {
             peer: from,
             session: request.session,
@@ -390,8 +430,10 @@ impl<S: Store> Engine<S> {
     }
 
     fn answer(&mut self, now: Instant, peer: SocketAddr, session: u32, code: ErrorCode) {
-        self.answered
-            .insert((peer, session), (code, now + self.config.inactivity_timeout));
+        let until = now + self.config.inactivity_timeout;
+        if self.answered.insert((peer, session), code, until) {
+            self.out.stats.forgotten += 1;
+        }
         self.send_code(peer, session, code);
     }
 
@@ -518,8 +560,11 @@ impl<S: Store> Engine<S> {
                     .values()
                     .filter_map(|r| r.poll_timeout(&self.config)),
             );
-        let forget = self.answered.values().map(|(_, until)| *until);
-        paced.into_iter().chain(timers).chain(forget).min()
+        paced
+            .into_iter()
+            .chain(timers)
+            .chain(self.answered.next_expiry())
+            .min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -529,10 +574,8 @@ impl<S: Store> Engine<S> {
         for receiver in self.receivers.values_mut() {
             receiver.handle_timeout(now, &self.config, &mut self.out);
         }
-        let linger = self.config.inactivity_timeout;
-        self.orphans
-            .retain(|_, last| now.saturating_since(*last) < linger);
-        self.answered.retain(|_, (_, until)| *until > now);
+        self.orphans.expire(now);
+        self.answered.expire(now);
         self.reap(now);
     }
 
@@ -543,10 +586,10 @@ impl<S: Store> Engine<S> {
     /// Drops finished sessions; a finished send is remembered a while.
     fn reap(&mut self, now: Instant) {
         let until = now + self.config.inactivity_timeout;
-        let answered = &mut self.answered;
+        let (answered, stats) = (&mut self.answered, &mut self.out.stats);
         self.senders.retain(|key, sender| {
-            if sender.done {
-                answered.insert(*key, (ErrorCode::SUCCESS, until));
+            if sender.done && answered.insert(*key, ErrorCode::SUCCESS, until) {
+                stats.forgotten += 1;
             }
             !sender.done
         });

@@ -158,6 +158,17 @@ impl Receiver {
                 return;
             }
             self.listing = Some(vec![0; self.size as usize]);
+        } else if self.size > config.max_file_bytes {
+            *out.stats.refused.entry("file_too_big").or_default() += 1;
+            self.abort(
+                ErrorCode::FILE_TOO_BIG,
+                FailReason::Store(StoreError::TooBig(format!(
+                    "{} bytes, more than max_file_bytes",
+                    self.size
+                ))),
+                out,
+            );
+            return;
         } else {
             let id = PartialId {
                 size: self.size,

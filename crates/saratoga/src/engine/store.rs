@@ -131,8 +131,8 @@ pub(crate) fn checksum_of(
 }
 
 /// A store in memory, for tests and the simulator. It refuses to receive
-/// a file larger than [`MemoryStore::MAX_FILE`] (a peer announcing a huge
-/// size gets "file too big", not an allocation of that size).
+/// a file larger than [`MemoryStore::MAX_FILE`], and a partial file takes
+/// memory as its bytes arrive, not as its size is announced.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     files: BTreeMap<String, (Vec<u8>, u64)>,
@@ -144,6 +144,7 @@ pub struct MemoryStore {
 #[derive(Debug, Clone)]
 struct MemoryPartial {
     id: PartialId,
+    /// The bytes up to the last written; the rest of `id.size` reads as 0.
     contents: Vec<u8>,
     have: RangeSet,
 }
@@ -284,10 +285,9 @@ impl Store for MemoryStore {
 
     fn open_partial(&mut self, name: &str, id: &PartialId) -> Result<Vec<Range<u64>>, StoreError> {
         self.check(name)?;
-        let len = usize::try_from(id.size)
-            .ok()
-            .filter(|_| id.size <= MemoryStore::MAX_FILE)
-            .ok_or_else(|| StoreError::TooBig(name.to_owned()))?;
+        if id.size > MemoryStore::MAX_FILE {
+            return Err(StoreError::TooBig(name.to_owned()));
+        }
         if let Some(partial) = self.partials.get(name)
             && id.resumes(&partial.id)
         {
@@ -295,7 +295,7 @@ impl Store for MemoryStore {
         }
         let fresh = MemoryPartial {
             id: *id,
-            contents: vec![0; len],
+            contents: Vec::new(),
             have: RangeSet::new(),
         };
         self.partials.insert(name.to_owned(), fresh);
@@ -308,23 +308,35 @@ impl Store for MemoryStore {
             .get_mut(name)
             .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
         let end = offset.saturating_add(data.len() as u64);
-        if end > partial.contents.len() as u64 {
+        if end > partial.id.size {
             return Err(StoreError::TooBig(name.to_owned()));
         }
-        partial.contents[offset as usize..end as usize].copy_from_slice(data);
+        // Within MAX_FILE, so within usize.
+        let (from, to) = (offset as usize, end as usize);
+        if partial.contents.len() < to {
+            partial.contents.resize(to, 0);
+        }
+        partial.contents[from..to].copy_from_slice(data);
         partial.have.insert(offset..end);
         Ok(())
     }
 
     fn read_partial(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError> {
-        Ok(read_slice(&self.partial(name)?.contents, offset, buf))
+        let partial = self.partial(name)?;
+        let len = buf
+            .len()
+            .min(usize::try_from(partial.id.size.saturating_sub(offset)).unwrap_or(usize::MAX));
+        let read = read_slice(&partial.contents, offset, &mut buf[..len]);
+        buf[read..len].fill(0);
+        Ok(len)
     }
 
     fn commit(&mut self, name: &str) -> Result<(), StoreError> {
-        let partial = self
+        let mut partial = self
             .partials
             .remove(name)
             .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
+        partial.contents.resize(partial.id.size as usize, 0);
         self.files.insert(name.to_owned(), (partial.contents, 0));
         Ok(())
     }
@@ -388,6 +400,18 @@ mod tests {
             store.open_partial("huge", &id(u64::MAX, b"")),
             Err(StoreError::TooBig("huge".into()))
         );
+        // A gigabyte announced takes what arrives, not a gigabyte.
+        store
+            .open_partial("big", &id(MemoryStore::MAX_FILE, b""))
+            .unwrap();
+        store.write_partial("big", 10, b"x").unwrap();
+        assert!(store.partials["big"].contents.capacity() <= 64);
+        let mut tail = [1; 4];
+        assert_eq!(
+            store.read_partial("big", MemoryStore::MAX_FILE - 2, &mut tail),
+            Ok(2)
+        );
+        assert_eq!(tail, [0, 0, 1, 1]);
     }
 
     #[test]
