@@ -2,9 +2,12 @@
 //!
 //! Path safety: a name is made relative and refused if it has `.` or `..`
 //! components ([`safe_name`]); whatever it names must resolve (symbolic
-//! links followed) to a place inside the served directory, so a link
-//! leading outside is refused, one inside is followed. Listings leave
-//! out links and names that are not UTF-8.
+//! links followed) to a place inside the served directory and outside its
+//! partial files' directory, so a link leading outside (or to the
+//! partials) is refused, one inside is followed. A file received goes
+//! where its deepest existing directory resolves to, checked before any
+//! directory is created. Listings leave out links and names that are not
+//! UTF-8.
 //!
 //! Files being received live in `.saratoga/partial/` under the served
 //! directory (hidden from listings, refused as a name): the data, written
@@ -84,14 +87,43 @@ impl DiskStore {
         Ok((safe, path))
     }
 
+    /// Refuses a resolved path outside the root or inside its partials.
+    fn check_inside(&self, real: &Path, name: &str) -> Result<(), StoreError> {
+        if !real.starts_with(&self.root) || real.starts_with(self.root.join(PARTIAL_DIR)) {
+            return Err(StoreError::Denied(name.to_owned()));
+        }
+        Ok(())
+    }
+
     /// The existing file or directory `name` names, resolved inside the root.
     fn existing(&self, name: &str) -> Result<PathBuf, StoreError> {
         let (_, path) = self.path(name)?;
         let real = fs::canonicalize(&path).map_err(|e| io(Path::new(name), e))?;
-        if !real.starts_with(&self.root) {
-            return Err(StoreError::Denied(name.to_owned()));
-        }
+        self.check_inside(&real, name)?;
         Ok(real)
+    }
+
+    /// The directory a new file `target` (for `name`) goes in, created if
+    /// need be: where its deepest existing ancestor resolves to, checked
+    /// before anything is created, then the missing plain components.
+    fn new_parent(&self, name: &str, target: &Path) -> Result<PathBuf, StoreError> {
+        let mut existing = target.parent().unwrap_or(&self.root);
+        let mut missing = Vec::new();
+        // The root exists, so this stops at it at the latest.
+        while !existing.exists()
+            && let (Some(component), Some(up)) = (existing.file_name(), existing.parent())
+        {
+            missing.push(component);
+            existing = up;
+        }
+        let real = fs::canonicalize(existing).map_err(|e| io(Path::new(name), e))?;
+        self.check_inside(&real, name)?;
+        let dir = missing
+            .iter()
+            .rev()
+            .fold(real, |dir, component| dir.join(component));
+        fs::create_dir_all(&dir).map_err(|e| io(Path::new(name), e))?;
+        Ok(dir)
     }
 
     fn partial_paths(&self, safe: &str) -> (PathBuf, PathBuf) {
@@ -274,23 +306,18 @@ impl Store for DiskStore {
 
     fn commit(&mut self, name: &str) -> Result<(), StoreError> {
         let (safe, target) = self.path(name)?;
+        let file_name = target
+            .file_name()
+            .ok_or_else(|| StoreError::Denied(name.to_owned()))?;
+        let parent = self.new_parent(name, &target)?;
         let partial = self
             .open
             .remove(&safe)
             .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
         partial.data.sync_all().map_err(|e| io(Path::new(name), e))?;
         drop(partial);
-        let parent = target.parent().unwrap_or(&self.root);
-        fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-        let real_parent = fs::canonicalize(parent).map_err(|e| io(parent, e))?;
-        if !real_parent.starts_with(&self.root) {
-            return Err(StoreError::Denied(name.to_owned()));
-        }
         let (data_path, log_path) = self.partial_paths(&safe);
-        let file_name = target
-            .file_name()
-            .ok_or_else(|| StoreError::Denied(name.to_owned()))?;
-        fs::rename(&data_path, real_parent.join(file_name)).map_err(|e| io(Path::new(name), e))?;
+        fs::rename(&data_path, parent.join(file_name)).map_err(|e| io(Path::new(name), e))?;
         fs::remove_file(&log_path).map_err(|e| io(&log_path, e))
     }
 
@@ -396,6 +423,45 @@ mod tests {
         store.delete("sub/b").unwrap();
         assert!(store.list("sub").unwrap().is_empty());
         assert!(tmp.0.join("secret").exists());
+    }
+
+    #[test]
+    fn links_lead_neither_out_of_the_root_nor_into_the_partials() {
+        let tmp = TempDir::new("links");
+        let served = tmp.0.join("served");
+        let outside = tmp.0.join("outside");
+        fs::create_dir_all(&served).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        symlink(&outside, served.join("out")).unwrap();
+        symlink(served.join(PARTIAL_DIR), served.join("peek")).unwrap();
+        let mut store = DiskStore::new(&served).unwrap();
+        let f = id(1, b"f");
+        store.open_partial("out/new/f", &f).unwrap();
+        store.write_partial("out/new/f", 0, b"x").unwrap();
+        assert!(matches!(store.commit("out/new/f"), Err(StoreError::Denied(_))));
+        assert!(!outside.join("new").exists(), "nothing created outside");
+        // Through a link to the partials: nothing read, listed or made.
+        store.open_partial("g", &f).unwrap();
+        let mut buf = [0; 8];
+        assert!(matches!(store.list("peek/partial"), Err(StoreError::Denied(_))));
+        assert!(matches!(
+            store.read_at("peek/partial/g.data", 0, &mut buf),
+            Err(StoreError::Denied(_))
+        ));
+        assert!(matches!(
+            store.delete("peek/partial/g.ranges"),
+            Err(StoreError::Denied(_))
+        ));
+        store.open_partial("peek/h", &f).unwrap();
+        store.write_partial("peek/h", 0, b"x").unwrap();
+        assert!(matches!(store.commit("peek/h"), Err(StoreError::Denied(_))));
+        // A link inside the root is still followed, new directories made.
+        fs::create_dir_all(served.join("real")).unwrap();
+        symlink(served.join("real"), served.join("alias")).unwrap();
+        store.open_partial("alias/sub/k", &f).unwrap();
+        store.write_partial("alias/sub/k", 0, b"k").unwrap();
+        store.commit("alias/sub/k").unwrap();
+        assert_eq!(fs::read(served.join("real/sub/k")).unwrap(), b"k");
     }
 
     #[test]
