@@ -560,3 +560,34 @@ fn sessions_peers_start_are_bounded_in_number_size_and_memory() {
     }
     assert_eq!(engine.stats().forgotten, 400);
 }
+
+#[test]
+fn a_fetch_names_its_file_as_the_store_does() {
+    let mut engine = engine();
+    let now = Instant::ZERO;
+    let first = engine.get(now, peer(), "a", "/in/f");
+    // The same file as the store sees it: refused while the first runs.
+    let second = engine.get(now, peer(), "b", "in//f");
+    let unsafe_name = engine.get(now, peer(), "c", "../f");
+    let failed: Vec<_> = events(&mut engine)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Failed {
+                id,
+                reason: FailReason::Store(error),
+            } => Some((id, error.to_string())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert_eq!(failed[0].0, second);
+    assert!(failed[0].1.contains("in/f is being received"), "{failed:?}");
+    assert_eq!(failed[1].0, unsafe_name);
+    assert!(failed[1].1.contains("local name"), "{failed:?}");
+    // The first writes under the normalised name.
+    let mut metadata = Metadata::parse(&vallona_metadata(first.session, 2, Checksum::None)).unwrap();
+    metadata.entry.name = "a".into();
+    engine.handle_datagram(now, peer(), &Frame::Metadata(metadata).to_bytes().unwrap());
+    engine.handle_datagram(now, peer(), &vallona_data(first.session, 0, b"ok"));
+    assert_eq!(engine.store().contents("in/f"), Some(&b"ok"[..]));
+}

@@ -188,8 +188,10 @@ impl<S: Store> Engine<S> {
         Ok(id)
     }
 
-    /// Fetches `remote` from `peer` into the store as `local`. A transfer
-    /// already writing `local` makes this one fail at once.
+    /// Fetches `remote` from `peer` into the store as `local`. A `local`
+    /// the store must refuse ([`safe_name`]), or one a transfer already
+    /// writes (names compared as the store sees them: `/in/f` is `in/f`),
+    /// makes this one fail at once.
     pub fn get(&mut self, now: Instant, peer: SocketAddr, remote: &str, local: &str) -> TransferId {
         self.request(now, peer, RequestType::Get, Operation::Get, remote, local)
     }
@@ -231,26 +233,42 @@ impl<S: Store> Engine<S> {
             session,
             role: Role::Receiver,
         };
-        let mut bytes = Vec::new();
         let request = Request::new(request_type, session, remote);
-        let refusal = if request.emit(&mut bytes).is_err() {
+        let mut bytes = Vec::new();
+        let checked = if request.emit(&mut bytes).is_err() {
             // A name holding a NUL cannot be asked for.
-            Some(StoreError::Denied(format!("{remote:?}")))
-        } else if matches!(operation, Operation::Get | Operation::GetDelete) && self.writing(local) {
-            Some(StoreError::Denied(format!("{local} is being received")))
+            Err(StoreError::Denied(format!("remote name {remote:?}")))
+        } else if matches!(operation, Operation::Get | Operation::GetDelete) {
+            self.writable(local)
         } else {
-            None
+            Ok(local.to_owned())
         };
-        if let Some(error) = refusal {
-            self.out.event(Event::Failed {
+        match checked {
+            Ok(local) => {
+                let receiver =
+                    Receiver::requesting(now, id, operation, &local, bytes, &self.config, &mut self.out);
+                self.receivers.insert((peer, session), receiver);
+            }
+            Err(error) => self.out.event(Event::Failed {
                 id,
                 reason: FailReason::Store(error),
-            });
-            return id;
+            }),
         }
-        let receiver = Receiver::requesting(now, id, operation, local, bytes, &self.config, &mut self.out);
-        self.receivers.insert((peer, session), receiver);
         id
+    }
+
+    /// `local` as the store names it, if a fetch may write it: a name the
+    /// store accepts, and no transfer already writing it.
+    fn writable(&self, local: &str) -> Result<String, StoreError> {
+        let name = safe_name(local).filter(|name| !name.is_empty()).ok_or_else(|| {
+            StoreError::Denied(format!(
+                "local name {local:?}: empty, or with a . or .. component, a NUL or a backslash"
+            ))
+        })?;
+        if self.writing(&name) {
+            return Err(StoreError::Denied(format!("{name} is being received")));
+        }
+        Ok(name)
     }
 
     /// A datagram from `from` arrived at `now`.
