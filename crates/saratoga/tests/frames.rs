@@ -25,6 +25,7 @@ fn engine() -> Engine<MemoryStore> {
         },
         MemoryStore::new(),
     )
+    .unwrap()
 }
 
 fn drain(engine: &mut Engine<MemoryStore>, now: Instant) -> Vec<Vec<u8>> {
@@ -411,7 +412,8 @@ fn a_paced_engine_wakes_when_the_next_sender_may_send() {
             ..Config::default()
         },
         MemoryStore::new(),
-    );
+    )
+    .unwrap();
     let mut now = Instant::ZERO;
     engine.store_mut().insert("x", vec![1; 20 * 1460], 0);
     engine.store_mut().insert("y", vec![2; 1460], 0);
@@ -488,7 +490,7 @@ fn a_partial_of_another_file_with_the_same_name_and_size_is_not_resumed() {
     engine.handle_datagram(now, peer(), &vallona_data(40, 0, &old[..5]));
     // This end restarts; the peer now sends another file of that name.
     let store = std::mem::take(engine.store_mut());
-    let mut engine = Engine::new(engine.config().clone(), store);
+    let mut engine = Engine::new(engine.config().clone(), store).unwrap();
     engine.handle_datagram(now, peer(), &announce(41, &new, 2));
     engine.handle_datagram(now, peer(), &vallona_data(41, 5, &new[5..]));
     let happened = events(&mut engine);
@@ -513,7 +515,8 @@ fn sessions_peers_start_are_bounded_in_number_size_and_memory() {
             ..Config::default()
         },
         MemoryStore::new(),
-    );
+    )
+    .unwrap();
     let now = Instant::ZERO;
     let put = |session: u32, size: u64| {
         let mut metadata = Metadata::parse(&vallona_metadata(session, size, Checksum::None)).unwrap();
@@ -590,4 +593,93 @@ fn a_fetch_names_its_file_as_the_store_does() {
     engine.handle_datagram(now, peer(), &Frame::Metadata(metadata).to_bytes().unwrap());
     engine.handle_datagram(now, peer(), &vallona_data(first.session, 0, b"ok"));
     assert_eq!(engine.store().contents("in/f"), Some(&b"ok"[..]));
+}
+
+#[test]
+fn a_configuration_that_cannot_work_is_refused_naming_the_field() {
+    let refused = |config: Config| Engine::new(config, MemoryStore::new()).err().map(|e| e.field);
+    let base = Config::default();
+    assert_eq!(refused(base.clone()), None);
+    assert_eq!(
+        refused(Config {
+            burst_bytes: 1000,
+            ..base.clone()
+        }),
+        Some("burst_bytes"),
+        "a frame larger than the bucket never goes"
+    );
+    assert_eq!(
+        refused(Config {
+            rate_bps: 0,
+            burst_bytes: 0,
+            ..base.clone()
+        }),
+        None,
+        "unpaced: no bucket"
+    );
+    assert_eq!(
+        refused(Config {
+            max_datagram: 10,
+            ..base.clone()
+        }),
+        Some("max_datagram")
+    );
+    assert_eq!(
+        refused(Config {
+            status_interval: Duration::ZERO,
+            ..base.clone()
+        }),
+        Some("status_interval")
+    );
+    assert_eq!(
+        refused(Config {
+            status_interval_max: Duration::from_millis(10),
+            ..base.clone()
+        }),
+        Some("status_interval_max")
+    );
+    let error = Engine::new(
+        Config {
+            status_every_frames: 0,
+            ..base.clone()
+        },
+        MemoryStore::new(),
+    )
+    .unwrap_err();
+    assert_eq!(error.to_string(), "status_every_frames = 0: at least 1");
+    // Intervals as long as a Duration holds back off without overflow.
+    let mut engine = Engine::new(
+        Config {
+            rate_bps: 0,
+            status_interval: Duration::MAX / 2,
+            status_interval_max: Duration::MAX,
+            inactivity_timeout: Duration::MAX,
+            ..base
+        },
+        MemoryStore::new(),
+    )
+    .unwrap();
+    engine.store_mut().insert("f", vec![1; 10], 0);
+    engine.put(Instant::ZERO, peer(), "f", "f").unwrap();
+    engine.get(Instant::ZERO, peer(), "r", "l");
+    for _ in 0..3 {
+        drain(&mut engine, Instant::ZERO);
+        let wake = engine.poll_timeout().unwrap();
+        engine.handle_timeout(wake);
+    }
+}
+
+#[test]
+fn a_receiver_reports_on_its_timer_before_any_data() {
+    let mut engine = engine();
+    let now = Instant::ZERO;
+    engine.handle_datagram(now, peer(), &vallona_metadata(50, 100, Checksum::None));
+    let wake = engine.poll_timeout().unwrap();
+    assert!(wake <= now + Duration::from_secs(1), "{wake:?}");
+    engine.handle_timeout(wake);
+    let status = statuses(&drain(&mut engine, wake))
+        .pop()
+        .expect("a voluntary STATUS");
+    assert!(status.voluntary && status.metadata_received);
+    assert_eq!(status.holes, [Hole { start: 0, end: 99 }], "all of it missing");
 }

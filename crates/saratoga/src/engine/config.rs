@@ -1,4 +1,5 @@
-//! How an engine behaves: its rate, frame size, timers and checksum.
+//! How an engine behaves: its rate, frame size, timers, checksum and
+//! limits, checked by [`Config::validate`] before an engine starts.
 
 use std::time::Duration;
 
@@ -47,6 +48,76 @@ pub struct Config {
     /// each for the inactivity timeout; when full, the one to expire
     /// first is forgotten.
     pub max_remembered: usize,
+}
+
+/// A setting an engine cannot run with: the field, its value and what is
+/// allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value}: {allowed}")]
+pub struct ConfigError {
+    pub field: &'static str,
+    pub value: String,
+    pub allowed: String,
+}
+
+/// The largest UDP payload over IPv4.
+const MAX_UDP_PAYLOAD: usize = 65_507;
+/// The smallest datagram worth sending: a DATA header at 64-bit offsets
+/// (16 bytes) leaves room for payload, a STATUS for several holes.
+const MIN_DATAGRAM: usize = 64;
+
+impl Config {
+    /// Checks every setting an engine needs to make progress.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let error = |field, value: String, allowed: String| {
+            Err(ConfigError {
+                field,
+                value,
+                allowed,
+            })
+        };
+        if !(MIN_DATAGRAM..=MAX_UDP_PAYLOAD).contains(&self.max_datagram) {
+            return error(
+                "max_datagram",
+                self.max_datagram.to_string(),
+                format!("from {MIN_DATAGRAM} to {MAX_UDP_PAYLOAD} bytes"),
+            );
+        }
+        let frame = self.max_datagram as u64 + self.datagram_overhead;
+        if self.rate_bps > 0 && self.burst_bytes < frame {
+            return error(
+                "burst_bytes",
+                self.burst_bytes.to_string(),
+                format!(
+                    "at least max_datagram + datagram_overhead ({frame} bytes), or a full DATA frame never goes"
+                ),
+            );
+        }
+        if self.status_every_frames == 0 {
+            return error("status_every_frames", "0".into(), "at least 1".into());
+        }
+        if self.status_interval.is_zero() {
+            return error("status_interval", "0s".into(), "more than zero".into());
+        }
+        if self.status_interval_max < self.status_interval {
+            return error(
+                "status_interval_max",
+                format!("{:?}", self.status_interval_max),
+                format!("at least status_interval ({:?})", self.status_interval),
+            );
+        }
+        if self.inactivity_timeout <= self.status_interval {
+            return error(
+                "inactivity_timeout",
+                format!("{:?}", self.inactivity_timeout),
+                format!(
+                    "more than status_interval ({:?}), or a transfer fails before it asks",
+                    self.status_interval
+                ),
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Default for Config {

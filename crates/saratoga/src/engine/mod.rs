@@ -16,8 +16,8 @@
 //! use scps_saratoga::engine::{Config, Engine, Event, MemoryStore};
 //!
 //! let (a_addr, b_addr) = ("10.0.0.1:7542".parse().unwrap(), "10.0.0.2:7542".parse().unwrap());
-//! let mut a = Engine::new(Config::default(), MemoryStore::new());
-//! let mut b = Engine::new(Config::default(), MemoryStore::new());
+//! let mut a = Engine::new(Config::default(), MemoryStore::new()).unwrap();
+//! let mut b = Engine::new(Config::default(), MemoryStore::new()).unwrap();
 //! a.store_mut().insert("report.txt", b"hello".to_vec(), 0);
 //! let mut now = Instant::ZERO;
 //! a.put(now, b_addr, "report.txt", "inbox/report.txt").unwrap();
@@ -60,7 +60,7 @@ use std::net::SocketAddr;
 
 use scps_node::Instant;
 
-pub use config::Config;
+pub use config::{Config, ConfigError};
 pub use disk::{DiskStore, PARTIAL_DIR};
 pub use event::{Event, FailReason, Operation, Role, Stats, TransferId};
 use store::checksum_of;
@@ -105,8 +105,12 @@ pub struct Engine<S: Store> {
 }
 
 impl<S: Store> Engine<S> {
-    pub fn new(config: Config, store: S) -> Engine<S> {
-        Engine {
+    /// An engine over `store`, if `config` passes [`Config::validate`]: a
+    /// setting it cannot make progress with is refused here, naming the
+    /// field, rather than found as a stall half an hour later.
+    pub fn new(config: Config, store: S) -> Result<Engine<S>, ConfigError> {
+        config.validate()?;
+        Ok(Engine {
             pacer: Pacer::new(config.rate_bps, config.burst_bytes),
             next_session: config.first_session,
             orphans: Expiring::new(config.max_remembered),
@@ -117,7 +121,7 @@ impl<S: Store> Engine<S> {
             receivers: BTreeMap::new(),
             out: Outbox::default(),
             last_sender: None,
-        }
+        })
     }
 
     pub fn config(&self) -> &Config {

@@ -185,6 +185,9 @@ impl Receiver {
         }
         self.state = State::Receiving;
         self.last_progress = now;
+        // Reports start now, DATA or not: a sender that lost every frame
+        // (or, like Vallona, never asks) still hears what is missing.
+        self.next_timer = Some(now + self.interval);
         if self.operation == Operation::Receive {
             out.event(Event::Started {
                 id: self.id,
@@ -432,7 +435,8 @@ impl Receiver {
             (_, State::Receiving) => self.send_status(true, self.last_offset, config, out),
             _ => {}
         }
-        self.interval = (self.interval * 2).min(config.status_interval_max);
+        // Saturating: any interval the configuration allows is safe.
+        self.interval = self.interval.saturating_mul(2).min(config.status_interval_max);
         self.next_timer = Some(now + self.interval);
     }
 }

@@ -473,7 +473,11 @@ impl Sender {
         }
         let probe = self.data_frame(now, offset, &[], false, true, true);
         out.control.push_back((self.id.peer, probe));
-        self.probe_interval = (self.probe_interval * 2).min(config.status_interval_max);
+        // Saturating: any interval the configuration allows is safe.
+        self.probe_interval = self
+            .probe_interval
+            .saturating_mul(2)
+            .min(config.status_interval_max);
         self.probe_at = Some(now + self.probe_interval);
     }
 }

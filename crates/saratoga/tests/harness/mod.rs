@@ -108,8 +108,8 @@ impl Pair {
             ..config.clone()
         };
         Pair {
-            a: Engine::new(config, MemoryStore::new()),
-            b: Engine::new(b_config, MemoryStore::new()),
+            a: Engine::new(config, MemoryStore::new()).unwrap(),
+            b: Engine::new(b_config, MemoryStore::new()).unwrap(),
             a_addr: A.parse().unwrap(),
             b_addr: B.parse().unwrap(),
             now: Instant::ZERO,
@@ -133,7 +133,7 @@ impl Pair {
             first_session: 2000,
             ..self.b.config().clone()
         };
-        self.b = Engine::new(config, store);
+        self.b = Engine::new(config, store).unwrap();
     }
 
     fn flush(&mut self) {
