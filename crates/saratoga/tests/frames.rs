@@ -7,8 +7,8 @@ use std::time::Duration;
 use scps_node::Instant;
 use scps_saratoga::engine::{Config, Engine, Event, FailReason, MemoryStore, Operation};
 use scps_saratoga::wire::{
-    Checksum, ChecksumKind, Data, Descriptor, DirEntry, EntryKind, ErrorCode, Frame, Hole, Metadata, Status,
-    TransferType,
+    Checksum, ChecksumKind, Data, Descriptor, DirEntry, EntryKind, ErrorCode, Frame, Hole, Metadata, Request,
+    RequestType, Status, TransferType,
 };
 
 const PEER: &str = "192.0.2.7:40000";
@@ -296,7 +296,8 @@ fn unsafe_or_unwanted_puts_are_refused() {
     let mut engine = engine();
     let now = Instant::ZERO;
     let mut metadata = Metadata::parse(&vallona_metadata(8, 1, Checksum::None)).unwrap();
-    metadata.entry.name = "../../etc/passwd".into();
+    // Only the last component counts (see below): `..` is refused.
+    metadata.entry.name = "etc/..".into();
     engine.handle_datagram(
         now,
         peer(),
@@ -682,4 +683,41 @@ fn a_receiver_reports_on_its_timer_before_any_data() {
         .expect("a voluntary STATUS");
     assert!(status.voluntary && status.metadata_received);
     assert_eq!(status.holes, [Hole { start: 0, end: 99 }], "all of it missing");
+}
+
+#[test]
+fn a_put_is_named_by_its_request_or_the_last_component_of_its_metadata() {
+    let mut engine = engine();
+    let now = Instant::ZERO;
+    let put = |session: u32, name: &str| {
+        let mut metadata = Metadata::parse(&vallona_metadata(session, 2, Checksum::None)).unwrap();
+        metadata.entry.name = name.into();
+        Frame::Metadata(metadata).to_bytes().unwrap()
+    };
+    // No REQUEST: no directories from the METADATA name.
+    engine.handle_datagram(now, peer(), &put(60, "a/b/c"));
+    engine.handle_datagram(now, peer(), &vallona_data(60, 0, b"c!"));
+    assert_eq!(engine.store().contents("c"), Some(&b"c!"[..]));
+    assert_eq!(engine.store().contents("a/b/c"), None);
+    drain(&mut engine, now);
+    // A PUT REQUEST names it, directories and all; a repeat is answered.
+    let request = Request::new(RequestType::Put, 61, "in/x");
+    let request = Frame::Request(request).to_bytes().unwrap();
+    engine.handle_datagram(now, peer(), &request);
+    engine.handle_datagram(now, peer(), &request);
+    let answers: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| (s.session, s.error))
+        .collect();
+    assert_eq!(answers, [(61, ErrorCode::SUCCESS), (61, ErrorCode::SUCCESS)]);
+    engine.handle_datagram(now, peer(), &put(61, "/home/sat/x"));
+    engine.handle_datagram(now, peer(), &vallona_data(61, 0, b"x!"));
+    assert_eq!(engine.store().contents("in/x"), Some(&b"x!"[..]));
+    // Nothing to name a file by: refused.
+    engine.handle_datagram(now, peer(), &put(62, "a/"));
+    let codes: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| (s.session, s.error))
+        .collect();
+    assert_eq!(codes.last(), Some(&(62, ErrorCode::ACCESS_DENIED)));
 }

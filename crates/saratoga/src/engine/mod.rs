@@ -21,13 +21,20 @@
 //! a.store_mut().insert("report.txt", b"hello".to_vec(), 0);
 //! let mut now = Instant::ZERO;
 //! a.put(now, b_addr, "report.txt", "inbox/report.txt").unwrap();
-//! // A lossless link with no delay: hand each datagram straight over.
+//! // A lossless link with no delay: hand each datagram straight over,
+//! // until neither has more to say at `now`.
 //! while b.store().contents("inbox/report.txt").is_none() {
-//!     while let Some((_, datagram)) = a.poll_transmit(now) {
-//!         b.handle_datagram(now, a_addr, &datagram);
-//!     }
-//!     while let Some((_, datagram)) = b.poll_transmit(now) {
-//!         a.handle_datagram(now, b_addr, &datagram);
+//!     let mut quiet = false;
+//!     while !quiet {
+//!         quiet = true;
+//!         while let Some((_, datagram)) = a.poll_transmit(now) {
+//!             b.handle_datagram(now, a_addr, &datagram);
+//!             quiet = false;
+//!         }
+//!         while let Some((_, datagram)) = b.poll_transmit(now) {
+//!             a.handle_datagram(now, b_addr, &datagram);
+//!             quiet = false;
+//!         }
 //!     }
 //!     now = a.poll_timeout().into_iter().chain(b.poll_timeout()).min().unwrap().max(now);
 //!     a.handle_timeout(now);
@@ -99,6 +106,8 @@ pub struct Engine<S: Store> {
     /// Requests answered, or sends finished: a repeat gets the same
     /// answer (or none) instead of a second transfer.
     answered: Expiring<ErrorCode>,
+    /// Names PUT REQUESTs asked for, until their METADATA comes.
+    put_names: Expiring<String>,
     next_session: u32,
     /// The sender that sent last, for round robin.
     last_sender: Option<Key>,
@@ -115,6 +124,7 @@ impl<S: Store> Engine<S> {
             next_session: config.first_session,
             orphans: Expiring::new(config.max_remembered),
             answered: Expiring::new(config.max_remembered),
+            put_names: Expiring::new(config.max_remembered),
             config,
             store,
             senders: BTreeMap::new(),
@@ -156,6 +166,9 @@ impl<S: Store> Engine<S> {
     }
 
     /// Sends the store's file `local` to `peer`, to be stored as `remote`.
+    /// A `remote` with directories is asked for with a PUT REQUEST first
+    /// (a receiver takes only the last component of a METADATA name); the
+    /// transfer starts when the peer answers.
     pub fn put(
         &mut self,
         now: Instant,
@@ -180,12 +193,22 @@ impl<S: Store> Engine<S> {
             role: Role::Sender,
         };
         let entry = DirEntry::file(remote, info.size, DirEntry::time_from_unix(info.mtime));
+        let ask = if safe_name(remote).is_some_and(|name| name.contains('/')) {
+            let mut bytes = Vec::new();
+            Request::new(RequestType::Put, session, remote)
+                .emit(&mut bytes)
+                .map_err(|_| StoreError::Denied(format!("remote name {remote:?}")))?;
+            Some(bytes)
+        } else {
+            None
+        };
         let outgoing = Outgoing {
             operation: Operation::Put,
             source: Source::File(local.to_owned()),
             entry,
             checksum,
             delete_after: false,
+            ask,
         };
         let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
         self.senders.insert((peer, session), sender);
@@ -292,13 +315,14 @@ impl<S: Store> Engine<S> {
     fn on_metadata(&mut self, now: Instant, from: SocketAddr, metadata: &Metadata) {
         let key = (from, metadata.session);
         if !self.receivers.contains_key(&key) {
-            // A put from the peer. Vallona names the file by its full local
-            // path: an absolute name keeps only its last component.
-            let name = match metadata.entry.name.strip_prefix('/') {
-                Some(path) => path.rsplit('/').next().unwrap_or_default(),
-                None => metadata.entry.name.as_str(),
-            };
-            let name = match (metadata.transfer_type, safe_name(name)) {
+            // A put from the peer, named by its PUT REQUEST if one came,
+            // else by the METADATA name's last component: never
+            // directories from it (Vallona sends its full local path).
+            let requested = self.put_names.get(&key).cloned();
+            self.put_names.remove(&key);
+            let name =
+                requested.or_else(|| safe_name(metadata.entry.name.rsplit('/').next().unwrap_or_default()));
+            let name = match (metadata.transfer_type, name) {
                 (TransferType::File, Some(name)) if !name.is_empty() => name,
                 (TransferType::File, _) => {
                     return self.send_code(from, metadata.session, ErrorCode::ACCESS_DENIED);
@@ -406,7 +430,13 @@ impl<S: Store> Engine<S> {
             return;
         }
         if let Some(code) = self.answered.get(&key) {
-            if !code.is_success() || request.request_type == RequestType::Delete {
+            // A repeat: the answer was lost (a success is repeated only
+            // where it is the whole answer; a finished GET's is its data).
+            let whole = matches!(
+                request.request_type,
+                RequestType::Delete | RequestType::Put | RequestType::PutDelete
+            );
+            if !code.is_success() || whole {
                 let code = *code;
                 self.send_code(from, request.session, code);
             }
@@ -436,8 +466,16 @@ impl<S: Store> Engine<S> {
         };
         let result = match request.request_type {
             RequestType::NoAction => return,
-            // Ready to receive: the peer's METADATA starts the transfer.
-            RequestType::Put | RequestType::PutDelete => Err(ErrorCode::SUCCESS),
+            // Ready to receive under that name: the peer's METADATA
+            // starts the transfer.
+            RequestType::Put | RequestType::PutDelete if name.is_empty() => Err(ErrorCode::ACCESS_DENIED),
+            RequestType::Put | RequestType::PutDelete => {
+                let until = now + self.config.inactivity_timeout;
+                if self.put_names.insert(key, name, until) {
+                    self.out.stats.forgotten += 1;
+                }
+                Err(ErrorCode::SUCCESS)
+            }
             RequestType::Delete => Err(match self.store.delete(&name) {
                 Ok(()) => ErrorCode::SUCCESS,
                 Err(StoreError::Io(_)) => ErrorCode::DID_NOT_DELETE,
@@ -481,6 +519,7 @@ impl<S: Store> Engine<S> {
             entry,
             checksum,
             delete_after: request.request_type == RequestType::GetDelete,
+            ask: None,
         };
         let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
         self.senders.insert((id.peer, id.session), sender);
@@ -517,6 +556,7 @@ impl<S: Store> Engine<S> {
             entry,
             checksum,
             delete_after: false,
+            ask: None,
         };
         let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
         self.senders.insert((id.peer, id.session), sender);
@@ -598,6 +638,7 @@ impl<S: Store> Engine<S> {
         }
         self.orphans.expire(now);
         self.answered.expire(now);
+        self.put_names.expire(now);
         self.reap(now);
     }
 

@@ -26,6 +26,11 @@
 //! A STATUS that lists no hole but whose progress falls short of the end
 //! (Vallona never lists the tail) reports the tail missing.
 //!
+//! A put to a name with directories first asks with a PUT REQUEST naming
+//! it (a receiver takes no directories from a METADATA name), repeated
+//! with backoff until the peer answers; the METADATA waits for that
+//! answer. Any other transfer starts with its METADATA.
+//!
 //! DATA starts at once after the METADATA, without waiting to hear that
 //! it arrived. Until a STATUS confirms it did, the METADATA is sent again
 //! with every request for a STATUS, so that a lost METADATA costs the
@@ -76,6 +81,8 @@ pub(crate) struct Outgoing {
     pub checksum: Checksum,
     /// Delete the file once the receiver has it all (GET+DELETE served).
     pub delete_after: bool,
+    /// A PUT REQUEST to have answered before the METADATA goes.
+    pub ask: Option<Vec<u8>>,
 }
 
 /// One transmission, until a STATUS settles it.
@@ -116,6 +123,8 @@ pub(crate) struct Sender {
     probe_interval: Duration,
     /// A STATUS has said the METADATA arrived.
     metadata_confirmed: bool,
+    /// The PUT REQUEST, until the peer answers it.
+    asking: Option<Vec<u8>>,
     started: Instant,
     /// An upper bound of the round trip, once a STATUS came.
     rtt: Option<Duration>,
@@ -143,6 +152,7 @@ impl Sender {
             entry,
             checksum,
             delete_after,
+            ask,
         } = outgoing;
         let size = entry.size;
         let descriptor = super::descriptor_for(size);
@@ -159,7 +169,10 @@ impl Sender {
             checksum,
             entry,
         };
-        out.send(id.peer, &Frame::Metadata(metadata.clone()));
+        match &ask {
+            Some(request) => out.control.push_back((id.peer, request.clone())),
+            None => out.send(id.peer, &Frame::Metadata(metadata.clone())),
+        }
         out.event(Event::Started {
             id,
             operation,
@@ -183,10 +196,16 @@ impl Sender {
             requests: BTreeMap::new(),
             frames_since_request: 0,
             probes: 0,
-            // An empty file has nothing to send: ask at once.
-            probe_at: (size == 0).then_some(now),
+            // An empty file has nothing to send: ask at once (a REQUEST
+            // is repeated on the same timer).
+            probe_at: if ask.is_some() {
+                Some(now + config.status_interval)
+            } else {
+                (size == 0).then_some(now)
+            },
             probe_interval: config.status_interval,
             metadata_confirmed: false,
+            asking: ask,
             started: now,
             rtt: None,
             last_heard: now,
@@ -198,7 +217,7 @@ impl Sender {
     }
 
     pub fn has_data(&self) -> bool {
-        !self.done && (!self.resend.is_empty() || self.next_new < self.size)
+        !self.done && self.asking.is_none() && (!self.resend.is_empty() || self.next_new < self.size)
     }
 
     fn max_payload(&self, config: &Config) -> u64 {
@@ -210,6 +229,9 @@ impl Sender {
 
     /// The next DATA frame's range, without taking it.
     fn next_range(&self, config: &Config) -> Option<Range<u64>> {
+        if self.asking.is_some() {
+            return None;
+        }
         let max = self.max_payload(config);
         if let Some(first) = self.resend.first() {
             return Some(first.start..first.end.min(first.start + max));
@@ -342,6 +364,14 @@ impl Sender {
             self.fail(FailReason::Peer(status.error), out);
             return;
         }
+        if self.asking.take().is_some() {
+            // The PUT is accepted: the transfer starts now.
+            self.started = now;
+            self.last_progress = now;
+            self.resend_metadata(out);
+            self.probe_at = (self.size == 0).then_some(now);
+            return;
+        }
         if !status.metadata_received {
             self.resend_metadata(out);
             return;
@@ -458,6 +488,11 @@ impl Sender {
         if self.has_data() || self.probe_at.is_none_or(|at| at > now) {
             return;
         }
+        if let Some(request) = &self.asking {
+            out.control.push_back((self.id.peer, request.clone()));
+            self.back_off(now, config);
+            return;
+        }
         // From the end down, skipping offsets with a request unanswered.
         let span = self.size.saturating_add(1);
         let skip = (0..=self.requests.len() as u64)
@@ -473,6 +508,11 @@ impl Sender {
         }
         let probe = self.data_frame(now, offset, &[], false, true, true);
         out.control.push_back((self.id.peer, probe));
+        self.back_off(now, config);
+    }
+
+    /// The next probe (or REQUEST) waits twice as long, up to the maximum.
+    fn back_off(&mut self, now: Instant, config: &Config) {
         // Saturating: any interval the configuration allows is safe.
         self.probe_interval = self
             .probe_interval

@@ -161,14 +161,16 @@ pub struct Status {
 }
 
 impl Status {
-    /// An error STATUS: nothing received, no holes. 32-bit, the narrowest
-    /// width our engine sends (see the module's notes on 16 bits).
+    /// A STATUS that carries only its code (an error, or the answer to a
+    /// request): nothing received, no holes, and no METADATA either, so
+    /// that a sender never reads it as a report on its transfer. 32-bit,
+    /// the narrowest width our engine sends (see the module's notes).
     pub fn error(session: u32, error: ErrorCode) -> Status {
         Status {
             descriptor: Descriptor::D32,
             session,
             timestamp: None,
-            metadata_received: true,
+            metadata_received: false,
             all_holes: true,
             voluntary: false,
             error,
