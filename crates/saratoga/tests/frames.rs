@@ -721,3 +721,33 @@ fn a_put_is_named_by_its_request_or_the_last_component_of_its_metadata() {
         .collect();
     assert_eq!(codes.last(), Some(&(62, ErrorCode::ACCESS_DENIED)));
 }
+
+#[test]
+fn a_delete_stores_nothing_a_metadata_announces() {
+    let mut engine = engine();
+    let now = Instant::ZERO;
+    let id = engine.delete(now, peer(), "old");
+    drain(&mut engine, now);
+    engine.handle_datagram(now, peer(), &vallona_metadata(id.session, 4, Checksum::None));
+    engine.handle_datagram(now, peer(), &vallona_data(id.session, 0, b"evil"));
+    let codes: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| s.error)
+        .collect();
+    assert_eq!(codes.first(), Some(&ErrorCode::BAD_REQUEST), "{codes:?}");
+    assert_eq!(engine.store().contents("old"), None);
+    assert_eq!(engine.store().partial_ranges("old"), None);
+    assert_eq!(engine.stats().refused.get("unrequested_metadata"), Some(&1));
+    // The delete still waits for its answer.
+    engine.handle_datagram(
+        now,
+        peer(),
+        &Frame::Status(Status::error(id.session, ErrorCode::SUCCESS))
+            .to_bytes()
+            .unwrap(),
+    );
+    assert!(events(&mut engine).iter().any(|e| matches!(
+        e,
+        Event::Completed { id: i, operation: Operation::Delete, .. } if *i == id
+    )));
+}

@@ -131,6 +131,20 @@ impl Receiver {
         store: &mut S,
         out: &mut Outbox,
     ) {
+        let takes_data = matches!(
+            self.operation,
+            Operation::Get | Operation::GetDelete | Operation::List | Operation::Receive
+        );
+        if !takes_data {
+            // A delete asked for no data: nothing a METADATA announces for
+            // its session is stored.
+            *out.stats.refused.entry("unrequested_metadata").or_default() += 1;
+            out.send(
+                self.id.peer,
+                &Frame::Status(Status::error(self.id.session, ErrorCode::BAD_REQUEST)),
+            );
+            return;
+        }
         self.heard(now, config);
         if self.state != State::Requesting {
             // A repeat: the sender did not hear that it arrived.
