@@ -751,3 +751,47 @@ fn a_delete_stores_nothing_a_metadata_announces() {
         Event::Completed { id: i, operation: Operation::Delete, .. } if *i == id
     )));
 }
+
+#[test]
+fn a_one_byte_file_is_not_done_on_a_status_that_left_before_its_data() {
+    let mut engine = engine();
+    let now = Instant::ZERO;
+    engine.store_mut().insert("one", vec![1], 0);
+    let id = engine.put(now, peer(), "one", "one").unwrap();
+    let sent = drain(&mut engine, now);
+    let data = sent.iter().find_map(|b| Data::parse(b).ok()).unwrap();
+    assert!(data.request_status);
+    // "Metadata here, progress 0, no holes": sent before the byte came.
+    let early = Status {
+        descriptor: Descriptor::D32,
+        session: id.session,
+        timestamp: None,
+        metadata_received: true,
+        all_holes: true,
+        voluntary: true,
+        error: ErrorCode::SUCCESS,
+        progress: 0,
+        in_response_to: 0,
+        holes: Vec::new(),
+    };
+    engine.handle_datagram(now, peer(), &Frame::Status(early.clone()).to_bytes().unwrap());
+    assert_eq!(engine.active(), 1, "not complete on a STATUS older than the data");
+    assert!(
+        !events(&mut engine)
+            .iter()
+            .any(|e| matches!(e, Event::Completed { .. }))
+    );
+    // The answer to the DATA's request: the byte is there.
+    let answer = Status {
+        voluntary: false,
+        in_response_to: data.offset,
+        ..early
+    };
+    let later = now + Duration::from_millis(100);
+    engine.handle_datagram(later, peer(), &Frame::Status(answer).to_bytes().unwrap());
+    assert!(
+        events(&mut engine)
+            .iter()
+            .any(|e| matches!(e, Event::Completed { id: i, .. } if *i == id))
+    );
+}

@@ -379,7 +379,17 @@ impl Sender {
         self.metadata_confirmed = true;
         self.settle(now, status);
         let holes: Vec<Range<u64>> = status.holes.iter().map(Hole::range).collect();
-        let in_order = progress_from_wire(status.progress, holes.first().map(|h| h.start)).min(self.size);
+        // Inclusive progress 0 without a hole is one byte or none. One only
+        // if this STATUS settled the first frame (byte 0 had arrived or was
+        // lost when it left; our receivers would then list it missing):
+        // one sent before the DATA went says nothing about it. A peer that
+        // lists no holes at all (Vallona) and lost byte 0 still reads as
+        // one byte; it cannot be told apart.
+        let first_hole = holes
+            .first()
+            .map(|h| h.start)
+            .or((self.first_pass_settled == 0).then_some(0));
+        let in_order = progress_from_wire(status.progress, first_hole).min(self.size);
         let mut missing: RangeSet = holes.iter().cloned().collect();
         if holes.is_empty() && in_order < self.size {
             missing.insert(in_order..self.size);
