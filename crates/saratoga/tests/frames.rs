@@ -174,12 +174,25 @@ fn a_sender_completes_on_a_vallona_status_of(width: Descriptor) {
     bytes.extend([0, 0, 0, 0]);
     engine.handle_datagram(now, peer(), &bytes);
     // That STATUS confirmed the METADATA: it is not sent again.
-    let resent: Vec<(u64, usize)> = drain(&mut engine, now)
+    let resent: Vec<(u64, usize, bool)> = drain(&mut engine, now)
         .iter()
         .map(|b| Data::parse(b).unwrap())
-        .map(|d| (d.offset, d.payload.len()))
+        .map(|d| (d.offset, d.payload.len(), d.end_of_data))
         .collect();
-    assert_eq!(resent, [(1460, 1460)], "exactly the hole, once");
+    assert_eq!(
+        resent,
+        [(1460, 1460, false)],
+        "exactly the hole, once, and not the end of the data"
+    );
+    // With nothing left to send, the sender probes: no end of data either.
+    let wake = engine.poll_timeout().unwrap();
+    engine.handle_timeout(wake);
+    let probe = drain(&mut engine, wake).iter().find_map(|b| {
+        Data::parse(b)
+            .ok()
+            .map(|d| (d.payload.len(), d.request_status, d.end_of_data))
+    });
+    assert_eq!(probe, Some((0, true, false)));
     let done = Status {
         progress: 2999,
         in_response_to: 1460,

@@ -285,7 +285,9 @@ impl Sender {
         let last_of_pass = !self.has_data();
         let request_status = (last_of_pass || self.frames_since_request >= config.status_every_frames)
             && !self.requests.contains_key(&range.start);
-        let end_of_data = self.next_new >= self.size;
+        // End of data marks the frame that carries the last byte, whenever
+        // it goes: not every re-send after the first pass, nor a probe.
+        let end_of_data = range.end == self.size;
         let frame = self.data_frame(now, range.start, &payload, !resent, request_status, end_of_data);
         if request_status && !self.metadata_confirmed {
             self.resend_metadata(out);
@@ -516,7 +518,7 @@ impl Sender {
         if !self.metadata_confirmed {
             self.resend_metadata(out);
         }
-        let probe = self.data_frame(now, offset, &[], false, true, true);
+        let probe = self.data_frame(now, offset, &[], false, true, false);
         out.control.push_back((self.id.peer, probe));
         self.back_off(now, config);
     }
