@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::store::StoreError;
 use crate::wire::{DirEntry, ErrorCode};
 
-/// Which end of a session this engine is. A session is named by the
-/// peer, the session id and the role: both ends may pick the same id.
+/// Which end of a session this engine is, for the user: the engine itself
+/// keys sessions by peer and id alone (see the engine's notes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Role {
     /// We send the data (a put, or a get served).

@@ -5,11 +5,12 @@
 //! [`Engine::poll_timeout`] says, drain [`Engine::poll_transmit`] and
 //! [`Engine::poll_event`]. It never reads a clock: `now` is always given.
 //!
-//! Sessions are keyed by the peer's address, the session id and our role
-//! in it (both ends may pick the same id for transfers in opposite
-//! directions). METADATA and DATA go to the receiving end, STATUS to the
-//! sending end (or, as an error or a delete's answer, to the end that
-//! asked).
+//! Sessions are keyed by the peer's address and the session id alone (a
+//! frame does not say which end picked the id, so a session we started
+//! and one the peer started with the same id would collide; ours count up
+//! from [`Config::first_session`] and skip ids in use with that peer).
+//! METADATA and DATA go to the receiving end, STATUS to the sending end
+//! (or, as an error or a delete's answer, to the end that asked).
 //!
 //! ```
 //! use scps_node::Instant;
