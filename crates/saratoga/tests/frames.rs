@@ -808,3 +808,64 @@ fn a_one_byte_file_is_not_done_on_a_status_that_left_before_its_data() {
             .any(|e| matches!(e, Event::Completed { id: i, .. } if *i == id))
     );
 }
+
+#[test]
+fn probes_never_ask_at_an_offset_with_a_request_open() {
+    let mut engine = Engine::new(
+        Config {
+            rate_bps: 0,
+            status_interval_max: Duration::from_secs(1),
+            inactivity_timeout: Duration::from_secs(36_000),
+            ..Config::default()
+        },
+        MemoryStore::new(),
+    )
+    .unwrap();
+    let mut now = Instant::ZERO;
+    engine.store_mut().insert("f", vec![3; 3000], 0);
+    engine.put(now, peer(), "f", "f").unwrap();
+    // Nothing ever answers: the last DATA's request (at 2920) stays open
+    // while probes walk down from 3000 past it.
+    let mut asked = Vec::new();
+    while asked.len() < 120 {
+        for bytes in drain(&mut engine, now) {
+            if let Ok(data) = Data::parse(&bytes)
+                && data.request_status
+            {
+                asked.push(data.offset);
+            }
+        }
+        now = engine.poll_timeout().unwrap();
+        engine.handle_timeout(now);
+    }
+    let mut distinct = asked.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), asked.len(), "{asked:?}");
+}
+
+#[test]
+fn requests_served_at_once_are_bounded() {
+    let mut engine = Engine::new(
+        Config {
+            rate_bps: 0,
+            max_served: 1,
+            ..Config::default()
+        },
+        MemoryStore::new(),
+    )
+    .unwrap();
+    let now = Instant::ZERO;
+    engine.store_mut().insert("f", vec![1; 100], 0);
+    for session in [70, 71] {
+        let request = Request::new(RequestType::Get, session, "f");
+        engine.handle_datagram(now, peer(), &Frame::Request(request).to_bytes().unwrap());
+    }
+    let refused: Vec<_> = statuses(&drain(&mut engine, now))
+        .iter()
+        .map(|s| (s.session, s.error))
+        .collect();
+    assert_eq!(refused, [(71, ErrorCode::CANNOT_SEND)]);
+    assert_eq!(engine.stats().refused.get("too_many_served"), Some(&1));
+    assert_eq!(engine.active(), 1);
+}
