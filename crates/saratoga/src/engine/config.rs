@@ -28,8 +28,10 @@ pub struct Config {
     /// to `status_interval_max`, while the peer stays silent.
     pub status_interval: Duration,
     pub status_interval_max: Duration,
-    /// A transfer whose peer is silent this long fails. It must exceed
-    /// the longest outage to ride out and the round trip.
+    /// A transfer that makes no progress this long fails (as
+    /// [`super::FailReason::Timeout`] if the peer was silent all along,
+    /// else [`super::FailReason::Stalled`]). It must exceed the longest
+    /// outage to ride out and the round trip.
     pub inactivity_timeout: Duration,
     /// The largest directory listing accepted, in bytes.
     pub max_listing_bytes: u64,
