@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         inactivity_timeout: Duration::from_secs(30),
         ..Config::default()
     };
-    let mut engine = Engine::new(config, store);
+    let mut engine = Engine::new(config, store).unwrap();
     let mut now = Instant::ZERO;
     // Sessions 1 to 3: a put, a get and a listing of our own.
     engine.put(now, peer, "f", "f").unwrap();

@@ -21,6 +21,10 @@
 //! - A session is named by the peer's address and id: a GET we asked for
 //!   and a PUT the same peer starts with the same id would collide (our
 //!   ids count up from [`engine::Config::first_session`]).
+//! - A put to a name with directories waits for the peer to answer its
+//!   PUT REQUEST (a receiver takes only the last component of a METADATA
+//!   name); whether Vallona answers one is not known here, so a put to it
+//!   should name a plain file.
 
 pub mod engine;
 pub mod wire;

@@ -53,14 +53,15 @@ impl World {
             ..Config::default()
         };
         World {
-            a: Engine::new(config.clone(), DiskStore::new(dir.0.join("a")).unwrap()),
+            a: Engine::new(config.clone(), DiskStore::new(dir.0.join("a")).unwrap()).unwrap(),
             b: Engine::new(
                 Config {
                     first_session: 500,
                     ..config
                 },
                 DiskStore::new(dir.0.join("b")).unwrap(),
-            ),
+            )
+            .unwrap(),
             now: Instant::ZERO,
             wire: Vec::new(),
             events: Vec::new(),
@@ -161,7 +162,8 @@ fn a_receiver_restarted_mid_transfer_resumes_from_disk() {
             ..world.b.config().clone()
         },
         DiskStore::new(dir.0.join("b")).unwrap(),
-    );
+    )
+    .unwrap();
     assert!(
         world.run(Duration::from_secs(60), |e| completed(e) == 2),
         "{:?}",

@@ -9,7 +9,7 @@ use harness::{Pair, random_file, secs, seed};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use scps_saratoga::engine::{Config, Event, FailReason, Operation};
-use scps_saratoga::wire::{ChecksumKind, EntryKind, ErrorCode};
+use scps_saratoga::wire::{ChecksumKind, EntryKind, ErrorCode, Frame, Status};
 use sha2::{Digest, Sha256};
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -205,6 +205,73 @@ fn a_sender_whose_peer_is_gone_gives_up_quietly() {
     // One pass of DATA, then probes backing off: no flood.
     let frames = pair.a.stats().datagrams_out;
     assert!(frames < 100 + 30, "{frames} datagrams");
+}
+
+/// `bytes` with its STATUS (if it is one) changed by `change`.
+fn rewrite_status(bytes: Vec<u8>, change: fn(&mut Status)) -> Vec<u8> {
+    match Status::parse(&bytes) {
+        Ok(mut status) => {
+            change(&mut status);
+            Frame::Status(status).to_bytes().unwrap()
+        }
+        Err(_) => bytes,
+    }
+}
+
+#[test]
+fn a_put_completes_with_a_peer_that_never_answers_a_request_exactly() {
+    let seed = seed(17);
+    // Every STATUS marked voluntary, or echoing an offset we never sent.
+    let peers: [fn(Vec<u8>) -> Vec<u8>; 2] = [
+        |bytes| rewrite_status(bytes, |s| s.voluntary = true),
+        |bytes| {
+            rewrite_status(bytes, |s| {
+                s.in_response_to = s.in_response_to.wrapping_add(1) | 1 << 31
+            })
+        },
+    ];
+    for rewrite in peers {
+        let mut pair = Pair::new(config(2_000_000), Duration::from_millis(200), seed);
+        pair.ab.loss = 0.05;
+        pair.ba.rewrite = Some(rewrite);
+        // Sent once, plus once per loss: a late repair, never a duplicate.
+        put(&mut pair, 300_000, seed, secs(600));
+    }
+}
+
+#[test]
+fn a_requester_answered_only_with_success_gives_up() {
+    let seed = seed(18);
+    let config = Config {
+        inactivity_timeout: secs(600),
+        ..config(1_000_000)
+    };
+    let mut pair = Pair::new(config, Duration::from_millis(50), seed);
+    pair.b.store_mut().insert("f", vec![1; 1000], 0);
+    // b's METADATA and DATA never arrive; its STATUS frames, "success", do.
+    pair.ba.rewrite = Some(|bytes| {
+        let session = match Frame::parse(&bytes) {
+            Ok(Frame::Metadata(m)) => m.session,
+            Ok(Frame::Data(d)) => d.session,
+            Ok(Frame::Status(s)) => s.session,
+            _ => return bytes,
+        };
+        Frame::Status(Status::error(session, ErrorCode::SUCCESS))
+            .to_bytes()
+            .unwrap()
+    });
+    let b = pair.b_addr;
+    pair.a.get(pair.now, b, "f", "g");
+    assert!(pair.run_until(secs(3600), |p| !Pair::failed(&p.events_a).is_empty()));
+    assert!(
+        matches!(
+            Pair::failed(&pair.events_a)[..],
+            [Event::Failed { reason: FailReason::Stalled(t), .. }] if *t >= secs(600)
+        ),
+        "{:?}",
+        pair.events_a
+    );
+    assert!(pair.now < pair.at(secs(700)), "{:?}", pair.now);
 }
 
 #[test]

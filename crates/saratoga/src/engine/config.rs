@@ -1,4 +1,5 @@
-//! How an engine behaves: its rate, frame size, timers and checksum.
+//! How an engine behaves: its rate, frame size, timers, checksum and
+//! limits, checked by [`Config::validate`] before an engine starts.
 
 use std::time::Duration;
 
@@ -27,13 +28,98 @@ pub struct Config {
     /// to `status_interval_max`, while the peer stays silent.
     pub status_interval: Duration,
     pub status_interval_max: Duration,
-    /// A transfer whose peer is silent this long fails. It must exceed
-    /// the longest outage to ride out and the round trip.
+    /// A transfer that makes no progress this long fails (as
+    /// [`super::FailReason::Timeout`] if the peer was silent all along,
+    /// else [`super::FailReason::Stalled`]). It must exceed the longest
+    /// outage to ride out and the round trip.
     pub inactivity_timeout: Duration,
     /// The largest directory listing accepted, in bytes.
     pub max_listing_bytes: u64,
     /// The first session id this engine picks for its own transfers.
     pub first_session: u32,
+    /// Files peers put to us at once; more are refused ("receiver not
+    /// interested"). Any datagram can start one, so this is a bound.
+    pub max_receivers: usize,
+    /// Requests for files or listings served at once; more are refused
+    /// ("unable to send").
+    pub max_served: usize,
+    /// The largest file received, put or fetched, in bytes; larger ones are
+    /// refused ("file too big").
+    pub max_file_bytes: u64,
+    /// Past sessions remembered (answers given, DATA without METADATA),
+    /// each for the inactivity timeout; when full, the one to expire
+    /// first is forgotten.
+    pub max_remembered: usize,
+}
+
+/// A setting an engine cannot run with: the field, its value and what is
+/// allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value}: {allowed}")]
+pub struct ConfigError {
+    pub field: &'static str,
+    pub value: String,
+    pub allowed: String,
+}
+
+/// The largest UDP payload over IPv4.
+const MAX_UDP_PAYLOAD: usize = 65_507;
+/// The smallest datagram worth sending: a DATA header at 64-bit offsets
+/// (16 bytes) leaves room for payload, a STATUS for several holes.
+const MIN_DATAGRAM: usize = 64;
+
+impl Config {
+    /// Checks every setting an engine needs to make progress.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let error = |field, value: String, allowed: String| {
+            Err(ConfigError {
+                field,
+                value,
+                allowed,
+            })
+        };
+        if !(MIN_DATAGRAM..=MAX_UDP_PAYLOAD).contains(&self.max_datagram) {
+            return error(
+                "max_datagram",
+                self.max_datagram.to_string(),
+                format!("from {MIN_DATAGRAM} to {MAX_UDP_PAYLOAD} bytes"),
+            );
+        }
+        let frame = self.max_datagram as u64 + self.datagram_overhead;
+        if self.rate_bps > 0 && self.burst_bytes < frame {
+            return error(
+                "burst_bytes",
+                self.burst_bytes.to_string(),
+                format!(
+                    "at least max_datagram + datagram_overhead ({frame} bytes), or a full DATA frame never goes"
+                ),
+            );
+        }
+        if self.status_every_frames == 0 {
+            return error("status_every_frames", "0".into(), "at least 1".into());
+        }
+        if self.status_interval.is_zero() {
+            return error("status_interval", "0s".into(), "more than zero".into());
+        }
+        if self.status_interval_max < self.status_interval {
+            return error(
+                "status_interval_max",
+                format!("{:?}", self.status_interval_max),
+                format!("at least status_interval ({:?})", self.status_interval),
+            );
+        }
+        if self.inactivity_timeout <= self.status_interval {
+            return error(
+                "inactivity_timeout",
+                format!("{:?}", self.inactivity_timeout),
+                format!(
+                    "more than status_interval ({:?}), or a transfer fails before it asks",
+                    self.status_interval
+                ),
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Default for Config {
@@ -50,6 +136,10 @@ impl Default for Config {
             inactivity_timeout: Duration::from_secs(30 * 60),
             max_listing_bytes: 16 << 20,
             first_session: 1,
+            max_receivers: 64,
+            max_served: 64,
+            max_file_bytes: 1 << 40,
+            max_remembered: 4096,
         }
     }
 }

@@ -2,16 +2,20 @@
 //!
 //! Path safety: a name is made relative and refused if it has `.` or `..`
 //! components ([`safe_name`]); whatever it names must resolve (symbolic
-//! links followed) to a place inside the served directory, so a link
-//! leading outside is refused, one inside is followed. Listings leave
-//! out links and names that are not UTF-8.
+//! links followed) to a place inside the served directory and outside its
+//! partial files' directory, so a link leading outside (or to the
+//! partials) is refused, one inside is followed. A file received goes
+//! where its deepest existing directory resolves to, checked before any
+//! directory is created. Listings leave out links and names that are not
+//! UTF-8.
 //!
 //! Files being received live in `.saratoga/partial/` under the served
 //! directory (hidden from listings, refused as a name): the data, written
-//! at its offsets, and a log of the ranges written (`size N`, then one
-//! `start end` line per write), so that a receiver restarted mid-transfer
-//! resumes from what it had. A commit syncs the data and renames it to
-//! its name.
+//! at its offsets, and a log of the ranges written (a header naming the
+//! file, [`header`], then one `start end` line per write), so that a
+//! receiver restarted mid-transfer resumes from what it had, if it is the
+//! same file ([`PartialId::resumes`]). A commit syncs the data and renames
+//! it to its name.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -22,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use super::ranges::RangeSet;
-use super::store::{FileInfo, ListEntry, Store, StoreError, safe_name};
+use super::store::{FileInfo, ListEntry, PartialId, Store, StoreError, safe_name};
 
 /// The directory, under the served one, that holds partial files.
 pub const PARTIAL_DIR: &str = ".saratoga";
@@ -83,14 +87,43 @@ impl DiskStore {
         Ok((safe, path))
     }
 
+    /// Refuses a resolved path outside the root or inside its partials.
+    fn check_inside(&self, real: &Path, name: &str) -> Result<(), StoreError> {
+        if !real.starts_with(&self.root) || real.starts_with(self.root.join(PARTIAL_DIR)) {
+            return Err(StoreError::Denied(name.to_owned()));
+        }
+        Ok(())
+    }
+
     /// The existing file or directory `name` names, resolved inside the root.
     fn existing(&self, name: &str) -> Result<PathBuf, StoreError> {
         let (_, path) = self.path(name)?;
         let real = fs::canonicalize(&path).map_err(|e| io(Path::new(name), e))?;
-        if !real.starts_with(&self.root) {
-            return Err(StoreError::Denied(name.to_owned()));
-        }
+        self.check_inside(&real, name)?;
         Ok(real)
+    }
+
+    /// The directory a new file `target` (for `name`) goes in, created if
+    /// need be: where its deepest existing ancestor resolves to, checked
+    /// before anything is created, then the missing plain components.
+    fn new_parent(&self, name: &str, target: &Path) -> Result<PathBuf, StoreError> {
+        let mut existing = target.parent().unwrap_or(&self.root);
+        let mut missing = Vec::new();
+        // The root exists, so this stops at it at the latest.
+        while !existing.exists()
+            && let (Some(component), Some(up)) = (existing.file_name(), existing.parent())
+        {
+            missing.push(component);
+            existing = up;
+        }
+        let real = fs::canonicalize(existing).map_err(|e| io(Path::new(name), e))?;
+        self.check_inside(&real, name)?;
+        let dir = missing
+            .iter()
+            .rev()
+            .fold(real, |dir, component| dir.join(component));
+        fs::create_dir_all(&dir).map_err(|e| io(Path::new(name), e))?;
+        Ok(dir)
     }
 
     fn partial_paths(&self, safe: &str) -> (PathBuf, PathBuf) {
@@ -121,11 +154,26 @@ fn info_of(metadata: &fs::Metadata) -> FileInfo {
     }
 }
 
-/// Reads a range log: its size line, then the ranges written.
-fn read_log(path: &Path) -> Option<(u64, Vec<Range<u64>>)> {
+/// A range log's first line: the file the partial is of.
+fn header(id: &PartialId) -> String {
+    let hex: String = id.checksum.bytes().iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "saratoga partial: size {} mtime {} checksum {} {hex}",
+        id.size,
+        id.mtime,
+        id.checksum.kind() as u8
+    )
+}
+
+/// The ranges a range log holds, if its partial may be resumed as `id`.
+fn read_log(path: &Path, id: &PartialId) -> Option<Vec<Range<u64>>> {
     let file = File::open(path).ok()?;
     let mut lines = BufReader::new(file).lines();
-    let size = lines.next()?.ok()?.strip_prefix("size ")?.parse().ok()?;
+    let logged = lines.next()?.ok()?;
+    // Equal headers are equal ids: this is `id.resumes(&stored)`.
+    if logged != header(id) || id.checksum.kind().is_none() {
+        return None;
+    }
     let mut have = RangeSet::new();
     for line in lines {
         // A line cut short by a crash is ignored.
@@ -135,11 +183,11 @@ fn read_log(path: &Path) -> Option<(u64, Vec<Range<u64>>)> {
         }) else {
             continue;
         };
-        if start < end && end <= size {
+        if start < end && end <= id.size {
             have.insert(start..end);
         }
     }
-    Some((size, have.iter().collect()))
+    Some(have.iter().collect())
 }
 
 impl Store for DiskStore {
@@ -196,7 +244,8 @@ impl Store for DiskStore {
         fs::remove_file(&path).map_err(|e| io(Path::new(name), e))
     }
 
-    fn open_partial(&mut self, name: &str, size: u64) -> Result<Vec<Range<u64>>, StoreError> {
+    fn open_partial(&mut self, name: &str, id: &PartialId) -> Result<Vec<Range<u64>>, StoreError> {
+        let size = id.size;
         let (safe, _) = self.path(name)?;
         if safe.is_empty() {
             return Err(StoreError::Denied(name.to_owned()));
@@ -204,11 +253,12 @@ impl Store for DiskStore {
         let (data_path, log_path) = self.partial_paths(&safe);
         let dir = data_path.parent().unwrap_or(&self.root);
         fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-        let resumed = match read_log(&log_path) {
-            Some((logged, ranges)) if logged == size && data_path.exists() => ranges,
+        let resumed = match read_log(&log_path, id) {
+            Some(ranges) if data_path.exists() => ranges,
             _ => {
+                // Another file's partial (or none): truncated, started afresh.
                 let mut log = File::create(&log_path).map_err(|e| io(&log_path, e))?;
-                writeln!(log, "size {size}").map_err(|e| io(&log_path, e))?;
+                writeln!(log, "{}", header(id)).map_err(|e| io(&log_path, e))?;
                 File::create(&data_path).map_err(|e| io(&data_path, e))?;
                 Vec::new()
             }
@@ -256,23 +306,18 @@ impl Store for DiskStore {
 
     fn commit(&mut self, name: &str) -> Result<(), StoreError> {
         let (safe, target) = self.path(name)?;
+        let file_name = target
+            .file_name()
+            .ok_or_else(|| StoreError::Denied(name.to_owned()))?;
+        let parent = self.new_parent(name, &target)?;
         let partial = self
             .open
             .remove(&safe)
             .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
         partial.data.sync_all().map_err(|e| io(Path::new(name), e))?;
         drop(partial);
-        let parent = target.parent().unwrap_or(&self.root);
-        fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-        let real_parent = fs::canonicalize(parent).map_err(|e| io(parent, e))?;
-        if !real_parent.starts_with(&self.root) {
-            return Err(StoreError::Denied(name.to_owned()));
-        }
         let (data_path, log_path) = self.partial_paths(&safe);
-        let file_name = target
-            .file_name()
-            .ok_or_else(|| StoreError::Denied(name.to_owned()))?;
-        fs::rename(&data_path, real_parent.join(file_name)).map_err(|e| io(Path::new(name), e))?;
+        fs::rename(&data_path, parent.join(file_name)).map_err(|e| io(Path::new(name), e))?;
         fs::remove_file(&log_path).map_err(|e| io(&log_path, e))
     }
 
@@ -293,7 +338,21 @@ impl Store for DiskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::{Checksum, ChecksumKind};
     use std::os::unix::fs::symlink;
+
+    /// One range, as `open_partial` returns it.
+    fn only(range: Range<u64>) -> Result<Vec<Range<u64>>, StoreError> {
+        Ok(vec![range])
+    }
+
+    fn id(size: u64, tag: &[u8]) -> PartialId {
+        PartialId {
+            size,
+            mtime: 7,
+            checksum: Checksum::of(ChecksumKind::Md5, tag),
+        }
+    }
 
     /// A fresh directory under the system's temporary one, removed on drop.
     struct TempDir(PathBuf);
@@ -357,7 +416,7 @@ mod tests {
         ));
         assert!(matches!(store.info("nope"), Err(StoreError::NotFound(_))));
 
-        store.open_partial("new", 1).unwrap();
+        store.open_partial("new", &id(1, b"")).unwrap();
         let names: Vec<String> = store.list("").unwrap().into_iter().map(|e| e.name).collect();
         assert_eq!(names, ["a.txt", "sub"], "no links, no partial files");
         assert!(matches!(store.delete("sub"), Err(StoreError::Denied(_))));
@@ -367,10 +426,50 @@ mod tests {
     }
 
     #[test]
+    fn links_lead_neither_out_of_the_root_nor_into_the_partials() {
+        let tmp = TempDir::new("links");
+        let served = tmp.0.join("served");
+        let outside = tmp.0.join("outside");
+        fs::create_dir_all(&served).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        symlink(&outside, served.join("out")).unwrap();
+        symlink(served.join(PARTIAL_DIR), served.join("peek")).unwrap();
+        let mut store = DiskStore::new(&served).unwrap();
+        let f = id(1, b"f");
+        store.open_partial("out/new/f", &f).unwrap();
+        store.write_partial("out/new/f", 0, b"x").unwrap();
+        assert!(matches!(store.commit("out/new/f"), Err(StoreError::Denied(_))));
+        assert!(!outside.join("new").exists(), "nothing created outside");
+        // Through a link to the partials: nothing read, listed or made.
+        store.open_partial("g", &f).unwrap();
+        let mut buf = [0; 8];
+        assert!(matches!(store.list("peek/partial"), Err(StoreError::Denied(_))));
+        assert!(matches!(
+            store.read_at("peek/partial/g.data", 0, &mut buf),
+            Err(StoreError::Denied(_))
+        ));
+        assert!(matches!(
+            store.delete("peek/partial/g.ranges"),
+            Err(StoreError::Denied(_))
+        ));
+        store.open_partial("peek/h", &f).unwrap();
+        store.write_partial("peek/h", 0, b"x").unwrap();
+        assert!(matches!(store.commit("peek/h"), Err(StoreError::Denied(_))));
+        // A link inside the root is still followed, new directories made.
+        fs::create_dir_all(served.join("real")).unwrap();
+        symlink(served.join("real"), served.join("alias")).unwrap();
+        store.open_partial("alias/sub/k", &f).unwrap();
+        store.write_partial("alias/sub/k", 0, b"k").unwrap();
+        store.commit("alias/sub/k").unwrap();
+        assert_eq!(fs::read(served.join("real/sub/k")).unwrap(), b"k");
+    }
+
+    #[test]
     fn a_partial_file_survives_a_restart_and_appears_when_committed() {
         let tmp = TempDir::new("partial");
         let mut store = DiskStore::new(&tmp.0).unwrap();
-        assert_eq!(store.open_partial("in/f.bin", 10), Ok(vec![]));
+        let f = id(10, b"f");
+        assert_eq!(store.open_partial("in/f.bin", &f), Ok(vec![]));
         store.write_partial("in/f.bin", 0, b"0123").unwrap();
         store.write_partial("in/f.bin", 6, b"6789").unwrap();
         assert!(matches!(
@@ -381,7 +480,7 @@ mod tests {
         drop(store);
 
         let mut store = DiskStore::new(&tmp.0).unwrap();
-        let resumed = store.open_partial("in/f.bin", 10).unwrap();
+        let resumed = store.open_partial("in/f.bin", &f).unwrap();
         assert_eq!(resumed.len(), 2);
         assert_eq!((resumed[0].clone(), resumed[1].clone()), (0..4, 6..10));
         store.write_partial("in/f.bin", 4, b"45").unwrap();
@@ -397,19 +496,37 @@ mod tests {
                 .is_none()
         );
 
-        // Another size starts again; a discarded partial is gone.
-        store.open_partial("g", 4).unwrap();
-        store.write_partial("g", 0, b"ab").unwrap();
-        assert_eq!(store.open_partial("g", 5), Ok(vec![]));
+        // Another file of that name starts afresh, even of the same size;
+        // so does one without a checksum; a discarded partial is gone.
+        let g = id(4, b"g");
+        let no_checksum = PartialId {
+            checksum: Checksum::None,
+            ..g
+        };
+        for other in [id(5, b"g"), id(4, b"h"), PartialId { mtime: 9, ..g }, no_checksum] {
+            store.open_partial("g", &g).unwrap();
+            store.write_partial("g", 0, b"ab").unwrap();
+            drop(store);
+            store = DiskStore::new(&tmp.0).unwrap();
+            assert_eq!(store.open_partial("g", &g), only(0..2), "after a restart");
+            assert_eq!(store.open_partial("g", &other), Ok(vec![]), "{other:?}");
+            store.write_partial("g", 2, b"cd").unwrap();
+            let kept = if other.checksum == Checksum::None {
+                Ok(vec![])
+            } else {
+                only(2..4)
+            };
+            assert_eq!(store.open_partial("g", &other), kept);
+        }
         store.discard_partial("g").unwrap();
         assert!(matches!(
             store.read_partial("g", 0, &mut buf),
             Err(StoreError::NotFound(_))
         ));
         assert!(matches!(
-            store.open_partial("../g", 1),
+            store.open_partial("../g", &g),
             Err(StoreError::Denied(_))
         ));
-        assert!(matches!(store.open_partial("", 1), Err(StoreError::Denied(_))));
+        assert!(matches!(store.open_partial("", &g), Err(StoreError::Denied(_))));
     }
 }

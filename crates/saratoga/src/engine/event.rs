@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::store::StoreError;
 use crate::wire::{DirEntry, ErrorCode};
 
-/// Which end of a session this engine is. A session is named by the
-/// peer, the session id and the role: both ends may pick the same id.
+/// Which end of a session this engine is, for the user: the engine itself
+/// keys sessions by peer and id alone (see the engine's notes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Role {
     /// We send the data (a put, or a get served).
@@ -87,6 +87,10 @@ pub enum FailReason {
     Peer(ErrorCode),
     #[error("the peer was silent for {0:?}")]
     Timeout(Duration),
+    /// The peer kept sending, but the transfer made no progress (no more
+    /// bytes acknowledged, no other holes, no new data) for this long.
+    #[error("no progress for {0:?}: the peer answers but the transfer does not advance")]
+    Stalled(Duration),
     #[error("the file's checksum does not match the one sent")]
     ChecksumMismatch,
     #[error("store: {0}")]
@@ -116,4 +120,10 @@ pub struct Stats {
     pub duplicate_bytes_received: u64,
     pub status_sent: u64,
     pub status_received: u64,
+    /// Sessions peers started that were refused, by cause (the limits of
+    /// [`super::Config`]).
+    pub refused: BTreeMap<&'static str, u64>,
+    /// Past sessions forgotten early to keep that memory within
+    /// [`super::Config::max_remembered`].
+    pub forgotten: u64,
 }

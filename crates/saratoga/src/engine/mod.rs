@@ -5,29 +5,37 @@
 //! [`Engine::poll_timeout`] says, drain [`Engine::poll_transmit`] and
 //! [`Engine::poll_event`]. It never reads a clock: `now` is always given.
 //!
-//! Sessions are keyed by the peer's address, the session id and our role
-//! in it (both ends may pick the same id for transfers in opposite
-//! directions). METADATA and DATA go to the receiving end, STATUS to the
-//! sending end (or, as an error or a delete's answer, to the end that
-//! asked).
+//! Sessions are keyed by the peer's address and the session id alone (a
+//! frame does not say which end picked the id, so a session we started
+//! and one the peer started with the same id would collide; ours count up
+//! from [`Config::first_session`] and skip ids in use with that peer).
+//! METADATA and DATA go to the receiving end, STATUS to the sending end
+//! (or, as an error or a delete's answer, to the end that asked).
 //!
 //! ```
 //! use scps_node::Instant;
 //! use scps_saratoga::engine::{Config, Engine, Event, MemoryStore};
 //!
 //! let (a_addr, b_addr) = ("10.0.0.1:7542".parse().unwrap(), "10.0.0.2:7542".parse().unwrap());
-//! let mut a = Engine::new(Config::default(), MemoryStore::new());
-//! let mut b = Engine::new(Config::default(), MemoryStore::new());
+//! let mut a = Engine::new(Config::default(), MemoryStore::new()).unwrap();
+//! let mut b = Engine::new(Config::default(), MemoryStore::new()).unwrap();
 //! a.store_mut().insert("report.txt", b"hello".to_vec(), 0);
 //! let mut now = Instant::ZERO;
 //! a.put(now, b_addr, "report.txt", "inbox/report.txt").unwrap();
-//! // A lossless link with no delay: hand each datagram straight over.
+//! // A lossless link with no delay: hand each datagram straight over,
+//! // until neither has more to say at `now`.
 //! while b.store().contents("inbox/report.txt").is_none() {
-//!     while let Some((_, datagram)) = a.poll_transmit(now) {
-//!         b.handle_datagram(now, a_addr, &datagram);
-//!     }
-//!     while let Some((_, datagram)) = b.poll_transmit(now) {
-//!         a.handle_datagram(now, b_addr, &datagram);
+//!     let mut quiet = false;
+//!     while !quiet {
+//!         quiet = true;
+//!         while let Some((_, datagram)) = a.poll_transmit(now) {
+//!             b.handle_datagram(now, a_addr, &datagram);
+//!             quiet = false;
+//!         }
+//!         while let Some((_, datagram)) = b.poll_transmit(now) {
+//!             a.handle_datagram(now, b_addr, &datagram);
+//!             quiet = false;
+//!         }
 //!     }
 //!     now = a.poll_timeout().into_iter().chain(b.poll_timeout()).min().unwrap().max(now);
 //!     a.handle_timeout(now);
@@ -47,6 +55,7 @@
 mod config;
 mod disk;
 mod event;
+mod expiring;
 mod outbox;
 mod pacer;
 mod ranges;
@@ -54,27 +63,35 @@ mod receiver;
 mod sender;
 mod store;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use scps_node::Instant;
 
-pub use config::Config;
+pub use config::{Config, ConfigError};
 pub use disk::{DiskStore, PARTIAL_DIR};
 pub use event::{Event, FailReason, Operation, Role, Stats, TransferId};
 use store::checksum_of;
-pub use store::{FileInfo, ListEntry, MemoryStore, Store, StoreError, safe_name};
+pub use store::{FileInfo, ListEntry, MemoryStore, PartialId, Store, StoreError, safe_name};
 
 use crate::wire::{
-    Checksum, Data, DirEntry, EntryKind, ErrorCode, Frame, Metadata, Request, RequestType, Status,
-    TransferType,
+    Checksum, Data, Descriptor, DirEntry, EntryKind, ErrorCode, Frame, Metadata, Request, RequestType,
+    Status, TransferType,
 };
+use expiring::Expiring;
 use outbox::Outbox;
 use pacer::Pacer;
 use receiver::{Receiver, store_code};
 use sender::{Outgoing, Sender, Source};
 
 type Key = (SocketAddr, u32);
+
+/// The descriptor for frames about a file of `size` bytes: never less than
+/// 32 bits, because at 16 bits Vallona's 4 stray STATUS bytes make a whole
+/// hole pair (see `wire::Status`), and Vallona answers in our width.
+pub(crate) fn descriptor_for(size: u64) -> Descriptor {
+    Descriptor::fitting(size).max(Descriptor::D32)
+}
 
 /// Saratoga transfers to and from any number of peers.
 #[derive(Debug)]
@@ -86,30 +103,36 @@ pub struct Engine<S: Store> {
     receivers: BTreeMap<Key, Receiver>,
     out: Outbox,
     /// Sessions for which we answered a DATA with "metadata missing", and when.
-    orphans: HashMap<Key, Instant>,
+    orphans: Expiring<Instant>,
     /// Requests answered, or sends finished: a repeat gets the same
-    /// answer (or none) instead of a second transfer. Kept until the
-    /// instant stored.
-    answered: HashMap<Key, (ErrorCode, Instant)>,
+    /// answer (or none) instead of a second transfer.
+    answered: Expiring<ErrorCode>,
+    /// Names PUT REQUESTs asked for, until their METADATA comes.
+    put_names: Expiring<String>,
     next_session: u32,
     /// The sender that sent last, for round robin.
     last_sender: Option<Key>,
 }
 
 impl<S: Store> Engine<S> {
-    pub fn new(config: Config, store: S) -> Engine<S> {
-        Engine {
+    /// An engine over `store`, if `config` passes [`Config::validate`]: a
+    /// setting it cannot make progress with is refused here, naming the
+    /// field, rather than found as a stall half an hour later.
+    pub fn new(config: Config, store: S) -> Result<Engine<S>, ConfigError> {
+        config.validate()?;
+        Ok(Engine {
             pacer: Pacer::new(config.rate_bps, config.burst_bytes),
             next_session: config.first_session,
+            orphans: Expiring::new(config.max_remembered),
+            answered: Expiring::new(config.max_remembered),
+            put_names: Expiring::new(config.max_remembered),
             config,
             store,
             senders: BTreeMap::new(),
             receivers: BTreeMap::new(),
             out: Outbox::default(),
-            orphans: HashMap::new(),
-            answered: HashMap::new(),
             last_sender: None,
-        }
+        })
     }
 
     pub fn config(&self) -> &Config {
@@ -144,6 +167,9 @@ impl<S: Store> Engine<S> {
     }
 
     /// Sends the store's file `local` to `peer`, to be stored as `remote`.
+    /// A `remote` with directories is asked for with a PUT REQUEST first
+    /// (a receiver takes only the last component of a METADATA name); the
+    /// transfer starts when the peer answers.
     pub fn put(
         &mut self,
         now: Instant,
@@ -168,20 +194,32 @@ impl<S: Store> Engine<S> {
             role: Role::Sender,
         };
         let entry = DirEntry::file(remote, info.size, DirEntry::time_from_unix(info.mtime));
+        let ask = if safe_name(remote).is_some_and(|name| name.contains('/')) {
+            let mut bytes = Vec::new();
+            Request::new(RequestType::Put, session, remote)
+                .emit(&mut bytes)
+                .map_err(|_| StoreError::Denied(format!("remote name {remote:?}")))?;
+            Some(bytes)
+        } else {
+            None
+        };
         let outgoing = Outgoing {
             operation: Operation::Put,
             source: Source::File(local.to_owned()),
             entry,
             checksum,
             delete_after: false,
+            ask,
         };
         let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
         self.senders.insert((peer, session), sender);
         Ok(id)
     }
 
-    /// Fetches `remote` from `peer` into the store as `local`. A transfer
-    /// already writing `local` makes this one fail at once.
+    /// Fetches `remote` from `peer` into the store as `local`. A `local`
+    /// the store must refuse ([`safe_name`]), or one a transfer already
+    /// writes (names compared as the store sees them: `/in/f` is `in/f`),
+    /// makes this one fail at once.
     pub fn get(&mut self, now: Instant, peer: SocketAddr, remote: &str, local: &str) -> TransferId {
         self.request(now, peer, RequestType::Get, Operation::Get, remote, local)
     }
@@ -223,26 +261,42 @@ impl<S: Store> Engine<S> {
             session,
             role: Role::Receiver,
         };
-        let mut bytes = Vec::new();
         let request = Request::new(request_type, session, remote);
-        let refusal = if request.emit(&mut bytes).is_err() {
+        let mut bytes = Vec::new();
+        let checked = if request.emit(&mut bytes).is_err() {
             // A name holding a NUL cannot be asked for.
-            Some(StoreError::Denied(format!("{remote:?}")))
-        } else if matches!(operation, Operation::Get | Operation::GetDelete) && self.writing(local) {
-            Some(StoreError::Denied(format!("{local} is being received")))
+            Err(StoreError::Denied(format!("remote name {remote:?}")))
+        } else if matches!(operation, Operation::Get | Operation::GetDelete) {
+            self.writable(local)
         } else {
-            None
+            Ok(local.to_owned())
         };
-        if let Some(error) = refusal {
-            self.out.event(Event::Failed {
+        match checked {
+            Ok(local) => {
+                let receiver =
+                    Receiver::requesting(now, id, operation, &local, bytes, &self.config, &mut self.out);
+                self.receivers.insert((peer, session), receiver);
+            }
+            Err(error) => self.out.event(Event::Failed {
                 id,
                 reason: FailReason::Store(error),
-            });
-            return id;
+            }),
         }
-        let receiver = Receiver::requesting(now, id, operation, local, bytes, &self.config, &mut self.out);
-        self.receivers.insert((peer, session), receiver);
         id
+    }
+
+    /// `local` as the store names it, if a fetch may write it: a name the
+    /// store accepts, and no transfer already writing it.
+    fn writable(&self, local: &str) -> Result<String, StoreError> {
+        let name = safe_name(local).filter(|name| !name.is_empty()).ok_or_else(|| {
+            StoreError::Denied(format!(
+                "local name {local:?}: empty, or with a . or .. component, a NUL or a backslash"
+            ))
+        })?;
+        if self.writing(&name) {
+            return Err(StoreError::Denied(format!("{name} is being received")));
+        }
+        Ok(name)
     }
 
     /// A datagram from `from` arrived at `now`.
@@ -262,13 +316,14 @@ impl<S: Store> Engine<S> {
     fn on_metadata(&mut self, now: Instant, from: SocketAddr, metadata: &Metadata) {
         let key = (from, metadata.session);
         if !self.receivers.contains_key(&key) {
-            // A put from the peer. Vallona names the file by its full local
-            // path: an absolute name keeps only its last component.
-            let name = match metadata.entry.name.strip_prefix('/') {
-                Some(path) => path.rsplit('/').next().unwrap_or_default(),
-                None => metadata.entry.name.as_str(),
-            };
-            let name = match (metadata.transfer_type, safe_name(name)) {
+            // A put from the peer, named by its PUT REQUEST if one came,
+            // else by the METADATA name's last component: never
+            // directories from it (Vallona sends its full local path).
+            let requested = self.put_names.get(&key).cloned();
+            self.put_names.remove(&key);
+            let name =
+                requested.or_else(|| safe_name(metadata.entry.name.rsplit('/').next().unwrap_or_default()));
+            let name = match (metadata.transfer_type, name) {
                 (TransferType::File, Some(name)) if !name.is_empty() => name,
                 (TransferType::File, _) => {
                     return self.send_code(from, metadata.session, ErrorCode::ACCESS_DENIED);
@@ -277,6 +332,23 @@ impl<S: Store> Engine<S> {
             };
             if self.writing(&name) {
                 return self.send_code(from, metadata.session, ErrorCode::FILE_IN_USE);
+            }
+            // Any datagram can start a receive: bounded, in number and size.
+            let incoming = self
+                .receivers
+                .values()
+                .filter(|r| r.operation == Operation::Receive && r.writing().is_some())
+                .count();
+            if incoming >= self.config.max_receivers {
+                return self.refuse(
+                    from,
+                    metadata.session,
+                    "too_many_receivers",
+                    ErrorCode::RX_NOT_INTERESTED,
+                );
+            }
+            if metadata.entry.size > self.config.max_file_bytes {
+                return self.refuse(from, metadata.session, "file_too_big", ErrorCode::FILE_TOO_BIG);
             }
             let id = TransferId {
                 peer: from,
@@ -298,6 +370,12 @@ impl<S: Store> Engine<S> {
         self.receivers.values().any(|r| r.writing() == Some(name))
     }
 
+    /// Refuses a session a peer starts, counting why.
+    fn refuse(&mut self, peer: SocketAddr, session: u32, cause: &'static str, code: ErrorCode) {
+        *self.out.stats.refused.entry(cause).or_default() += 1;
+        self.send_code(peer, session, code);
+    }
+
     /// Sends a STATUS that carries only `code`: a refusal, an error, or a
     /// delete's result.
     fn send_code(&mut self, peer: SocketAddr, session: u32, code: ErrorCode) {
@@ -316,11 +394,14 @@ impl<S: Store> Engine<S> {
             data.request_status || now.saturating_since(*last) >= self.config.status_interval
         });
         if due {
-            self.orphans.insert(key, now);
+            let until = now + self.config.inactivity_timeout;
+            if self.orphans.insert(key, now, until) {
+                self.out.stats.forgotten += 1;
+            }
             let mut status = Status::error(data.session, ErrorCode::SUCCESS);
             status.metadata_received = false;
             status.voluntary = !data.request_status;
-            status.descriptor = data.descriptor;
+            status.descriptor = descriptor_for(data.offset);
             status.in_response_to = data.offset;
             self.out.send(from, &Frame::Status(status));
         }
@@ -349,8 +430,14 @@ impl<S: Store> Engine<S> {
             sender.resend_metadata(&mut self.out);
             return;
         }
-        if let Some((code, _)) = self.answered.get(&key) {
-            if !code.is_success() || request.request_type == RequestType::Delete {
+        if let Some(code) = self.answered.get(&key) {
+            // A repeat: the answer was lost (a success is repeated only
+            // where it is the whole answer; a finished GET's is its data).
+            let whole = matches!(
+                request.request_type,
+                RequestType::Delete | RequestType::Put | RequestType::PutDelete
+            );
+            if !code.is_success() || whole {
                 let code = *code;
                 self.send_code(from, request.session, code);
             }
@@ -360,6 +447,19 @@ impl<S: Store> Engine<S> {
             self.answer(now, from, request.session, ErrorCode::ACCESS_DENIED);
             return;
         };
+        let serving = matches!(
+            request.request_type,
+            RequestType::Get | RequestType::GetDelete | RequestType::GetDir
+        );
+        let served = self
+            .senders
+            .values()
+            .filter(|s| matches!(s.operation, Operation::Serve | Operation::ServeList))
+            .count();
+        if serving && served >= self.config.max_served {
+            // Not remembered: the peer may ask again once one is done.
+            return self.refuse(from, request.session, "too_many_served", ErrorCode::CANNOT_SEND);
+        }
         let id = TransferId {
             peer: from,
             session: request.session,
@@ -367,8 +467,16 @@ impl<S: Store> Engine<S> {
         };
         let result = match request.request_type {
             RequestType::NoAction => return,
-            // Ready to receive: the peer's METADATA starts the transfer.
-            RequestType::Put | RequestType::PutDelete => Err(ErrorCode::SUCCESS),
+            // Ready to receive under that name: the peer's METADATA
+            // starts the transfer.
+            RequestType::Put | RequestType::PutDelete if name.is_empty() => Err(ErrorCode::ACCESS_DENIED),
+            RequestType::Put | RequestType::PutDelete => {
+                let until = now + self.config.inactivity_timeout;
+                if self.put_names.insert(key, name, until) {
+                    self.out.stats.forgotten += 1;
+                }
+                Err(ErrorCode::SUCCESS)
+            }
             RequestType::Delete => Err(match self.store.delete(&name) {
                 Ok(()) => ErrorCode::SUCCESS,
                 Err(StoreError::Io(_)) => ErrorCode::DID_NOT_DELETE,
@@ -383,8 +491,10 @@ impl<S: Store> Engine<S> {
     }
 
     fn answer(&mut self, now: Instant, peer: SocketAddr, session: u32, code: ErrorCode) {
-        self.answered
-            .insert((peer, session), (code, now + self.config.inactivity_timeout));
+        let until = now + self.config.inactivity_timeout;
+        if self.answered.insert((peer, session), code, until) {
+            self.out.stats.forgotten += 1;
+        }
         self.send_code(peer, session, code);
     }
 
@@ -410,6 +520,7 @@ impl<S: Store> Engine<S> {
             entry,
             checksum,
             delete_after: request.request_type == RequestType::GetDelete,
+            ask: None,
         };
         let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
         self.senders.insert((id.peer, id.session), sender);
@@ -446,6 +557,7 @@ impl<S: Store> Engine<S> {
             entry,
             checksum,
             delete_after: false,
+            ask: None,
         };
         let sender = Sender::start(now, id, outgoing, &self.config, &mut self.out);
         self.senders.insert((id.peer, id.session), sender);
@@ -511,8 +623,11 @@ impl<S: Store> Engine<S> {
                     .values()
                     .filter_map(|r| r.poll_timeout(&self.config)),
             );
-        let forget = self.answered.values().map(|(_, until)| *until);
-        paced.into_iter().chain(timers).chain(forget).min()
+        paced
+            .into_iter()
+            .chain(timers)
+            .chain(self.answered.next_expiry())
+            .min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -522,10 +637,9 @@ impl<S: Store> Engine<S> {
         for receiver in self.receivers.values_mut() {
             receiver.handle_timeout(now, &self.config, &mut self.out);
         }
-        let linger = self.config.inactivity_timeout;
-        self.orphans
-            .retain(|_, last| now.saturating_since(*last) < linger);
-        self.answered.retain(|_, (_, until)| *until > now);
+        self.orphans.expire(now);
+        self.answered.expire(now);
+        self.put_names.expire(now);
         self.reap(now);
     }
 
@@ -536,10 +650,10 @@ impl<S: Store> Engine<S> {
     /// Drops finished sessions; a finished send is remembered a while.
     fn reap(&mut self, now: Instant) {
         let until = now + self.config.inactivity_timeout;
-        let answered = &mut self.answered;
+        let (answered, stats) = (&mut self.answered, &mut self.out.stats);
         self.senders.retain(|key, sender| {
-            if sender.done {
-                answered.insert(*key, (ErrorCode::SUCCESS, until));
+            if sender.done && answered.insert(*key, ErrorCode::SUCCESS, until) {
+                stats.forgotten += 1;
             }
             !sender.done
         });

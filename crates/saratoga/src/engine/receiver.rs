@@ -7,6 +7,11 @@
 //! A receiver whose partial file already holds data (it restarted
 //! mid-transfer) says so in its first STATUS, so the sender re-sends only
 //! what is missing.
+//!
+//! It fails once it has made no progress (its METADATA, new bytes, its
+//! answer) for the inactivity timeout, however much the peer sends: a
+//! peer answering a GET with a bare SUCCESS would otherwise have it
+//! repeat its REQUEST for ever.
 
 use std::time::Duration;
 
@@ -16,10 +21,10 @@ use super::config::Config;
 use super::event::{Event, FailReason, Operation, TransferId};
 use super::outbox::Outbox;
 use super::ranges::RangeSet;
-use super::store::{Store, StoreError, checksum_of};
+use super::sender::stalled;
+use super::store::{PartialId, Store, StoreError, checksum_of};
 use crate::wire::{
-    Checksum, Data, Descriptor, DirEntry, ErrorCode, Frame, Hole, Metadata, Status, TransferType,
-    progress_to_wire,
+    Checksum, Data, DirEntry, ErrorCode, Frame, Hole, Metadata, Status, TransferType, progress_to_wire,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +54,10 @@ pub(crate) struct Receiver {
     listing: Option<Vec<u8>>,
     have: RangeSet,
     last_offset: u64,
+    /// When the peer was last heard from, and when the transfer last
+    /// advanced.
     last_heard: Instant,
+    last_progress: Instant,
     next_timer: Option<Instant>,
     interval: Duration,
     /// Progress last reported in an event.
@@ -101,6 +109,7 @@ impl Receiver {
             have: RangeSet::new(),
             last_offset: 0,
             last_heard: now,
+            last_progress: now,
             next_timer: None,
             interval: config.status_interval,
             reported: 0,
@@ -122,6 +131,20 @@ impl Receiver {
         store: &mut S,
         out: &mut Outbox,
     ) {
+        let takes_data = matches!(
+            self.operation,
+            Operation::Get | Operation::GetDelete | Operation::List | Operation::Receive
+        );
+        if !takes_data {
+            // A delete asked for no data: nothing a METADATA announces for
+            // its session is stored.
+            *out.stats.refused.entry("unrequested_metadata").or_default() += 1;
+            out.send(
+                self.id.peer,
+                &Frame::Status(Status::error(self.id.session, ErrorCode::BAD_REQUEST)),
+            );
+            return;
+        }
         self.heard(now, config);
         if self.state != State::Requesting {
             // A repeat: the sender did not hear that it arrived.
@@ -149,8 +172,24 @@ impl Receiver {
                 return;
             }
             self.listing = Some(vec![0; self.size as usize]);
+        } else if self.size > config.max_file_bytes {
+            *out.stats.refused.entry("file_too_big").or_default() += 1;
+            self.abort(
+                ErrorCode::FILE_TOO_BIG,
+                FailReason::Store(StoreError::TooBig(format!(
+                    "{} bytes, more than max_file_bytes",
+                    self.size
+                ))),
+                out,
+            );
+            return;
         } else {
-            match store.open_partial(&self.name, self.size) {
+            let id = PartialId {
+                size: self.size,
+                mtime: metadata.entry.mtime,
+                checksum: metadata.checksum,
+            };
+            match store.open_partial(&self.name, &id) {
                 Ok(ranges) => self.have = ranges.into_iter().collect(),
                 Err(error) => {
                     self.abort(store_code(&error), FailReason::Store(error), out);
@@ -159,6 +198,10 @@ impl Receiver {
             }
         }
         self.state = State::Receiving;
+        self.last_progress = now;
+        // Reports start now, DATA or not: a sender that lost every frame
+        // (or, like Vallona, never asks) still hears what is missing.
+        self.next_timer = Some(now + self.interval);
         if self.operation == Operation::Receive {
             out.event(Event::Started {
                 id: self.id,
@@ -224,6 +267,9 @@ impl Receiver {
             }
             self.have.insert(piece);
         }
+        if fresh > 0 {
+            self.last_progress = now;
+        }
         self.last_offset = data.offset;
         if self.check_complete(now, config, store, out) {
             return;
@@ -235,7 +281,9 @@ impl Receiver {
 
     /// A STATUS to the asking end: the answer to a delete, or an error.
     pub fn handle_status(&mut self, now: Instant, status: &Status, config: &Config, out: &mut Outbox) {
-        self.heard(now, config);
+        // Not progress, nor a reason to repeat the REQUEST sooner: only an
+        // error or a delete's answer ends the wait.
+        self.last_heard = now;
         if matches!(self.state, State::Done { .. }) {
             return;
         }
@@ -337,7 +385,7 @@ impl Receiver {
     }
 
     fn send_status(&mut self, voluntary: bool, in_response_to: u64, config: &Config, out: &mut Outbox) {
-        let descriptor = Descriptor::fitting(self.size.max(in_response_to));
+        let descriptor = super::descriptor_for(self.size.max(in_response_to));
         let mut status = Status {
             descriptor,
             session: self.id.session,
@@ -377,7 +425,7 @@ impl Receiver {
         match self.state {
             State::Done { until } => Some(until),
             _ => {
-                let deadline = self.last_heard + config.inactivity_timeout;
+                let deadline = self.last_progress + config.inactivity_timeout;
                 Some(self.next_timer.map_or(deadline, |t| t.min(deadline)))
             }
         }
@@ -388,13 +436,9 @@ impl Receiver {
             self.removed = now >= until;
             return;
         }
-        let silent = now.saturating_since(self.last_heard);
-        if silent >= config.inactivity_timeout {
+        if let Some(reason) = stalled(now, self.last_heard, self.last_progress, config) {
             self.removed = true;
-            out.event(Event::Failed {
-                id: self.id,
-                reason: FailReason::Timeout(silent),
-            });
+            out.event(Event::Failed { id: self.id, reason });
             return;
         }
         if self.next_timer.is_none_or(|at| at > now) {
@@ -405,7 +449,8 @@ impl Receiver {
             (_, State::Receiving) => self.send_status(true, self.last_offset, config, out),
             _ => {}
         }
-        self.interval = (self.interval * 2).min(config.status_interval_max);
+        // Saturating: any interval the configuration allows is safe.
+        self.interval = self.interval.saturating_mul(2).min(config.status_interval_max);
         self.next_timer = Some(now + self.interval);
     }
 }

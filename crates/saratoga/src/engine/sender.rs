@@ -2,22 +2,34 @@
 //! re-sending what STATUS frames report missing.
 //!
 //! Nothing that arrived is sent twice. Every DATA frame gets a serial,
-//! and the transmissions not yet settled are kept: the first pass's as
-//! its frames' ends in order (what it has sent but not settled is one
-//! range), re-sends in a log. A STATUS sent in answer to a request names,
-//! in its in-response-to, the offset of the frame that asked; the link
-//! being FIFO, every frame sent before that one has arrived or is lost by
-//! then. So transmissions are settled up to that frame,
-//! and a hole is re-sent only where no later transmission is still in
-//! flight and no re-send is queued. For that the offset must name one
-//! frame: a frame does not ask for a STATUS at an offset where an earlier
-//! request is still unanswered (the next frame asks instead). A voluntary
-//! STATUS names the last frame the receiver got, which an offset cannot
-//! tell apart from other transmissions at that offset, so it settles
-//! nothing: only holes whose transmissions are all settled are re-sent on
-//! it (a restarted receiver's losses, for one). A STATUS that lists no
-//! hole but whose progress falls short of the end (Vallona never lists
-//! the tail) reports the tail missing.
+//! and the transmissions not yet settled are kept with when they went:
+//! the first pass's as its frames' ends in order (what it has sent but not
+//! settled is one range), re-sends in a log. A transmission is *settled*
+//! once a STATUS shows whether it arrived; a hole is re-sent only where
+//! no transmission is still in flight and no re-send is queued. Two
+//! things settle, the link being FIFO:
+//!
+//! - A STATUS in answer to a request names, in its in-response-to, the
+//!   offset of the frame that asked: every frame sent up to that one has
+//!   arrived or is lost by then. For that the offset must name one frame:
+//!   a frame does not ask at an offset where an earlier request is still
+//!   unanswered (the next frame asks instead), nor does a probe.
+//! - Any STATUS at all, voluntary or answering something else (Vallona,
+//!   or a peer that echoes the wrong offset), arriving at `t`, settles
+//!   what was sent before `t − rtt`: it left the receiver after those had
+//!   arrived. `rtt` is an upper bound of the round trip: the least of the
+//!   time from the start to the first STATUS and of each answered
+//!   request's time to its answer (a STATUS never comes back sooner than a
+//!   round trip). So a peer that never answers a request exactly is still
+//!   repaired, a round trip late at worst.
+//!
+//! A STATUS that lists no hole but whose progress falls short of the end
+//! (Vallona never lists the tail) reports the tail missing.
+//!
+//! A put to a name with directories first asks with a PUT REQUEST naming
+//! it (a receiver takes no directories from a METADATA name), repeated
+//! with backoff until the peer answers; the METADATA waits for that
+//! answer. Any other transfer starts with its METADATA.
 //!
 //! DATA starts at once after the METADATA, without waiting to hear that
 //! it arrived. Until a STATUS confirms it did, the METADATA is sent again
@@ -29,9 +41,11 @@
 //! an empty DATA frame with request-status set, at an offset from the
 //! file's end down (size, size − 1, …) where no request is unanswered.
 //! Probes back off (doubling up to the configured maximum) while the peer
-//! is silent, and the transfer fails once the peer has been silent for
-//! the inactivity timeout: a sender whose peer has gone stops instead of
-//! re-sending at full rate.
+//! is silent. The transfer fails once it has made no progress (more bytes
+//! acknowledged in order, or another set of holes) for the inactivity
+//! timeout: a sender whose peer has gone stops instead of re-sending at
+//! full rate, and so does one whose peer keeps talking without ever
+//! acknowledging more (the failure says which).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
@@ -67,12 +81,15 @@ pub(crate) struct Outgoing {
     pub checksum: Checksum,
     /// Delete the file once the receiver has it all (GET+DELETE served).
     pub delete_after: bool,
+    /// A PUT REQUEST to have answered before the METADATA goes.
+    pub ask: Option<Vec<u8>>,
 }
 
 /// One transmission, until a STATUS settles it.
 #[derive(Debug, Clone)]
 struct Sent {
     serial: u64,
+    at: Instant,
     range: Range<u64>,
 }
 
@@ -89,22 +106,33 @@ pub(crate) struct Sender {
     /// The first pass has sent `0..next_new`.
     next_new: u64,
     resend: RangeSet,
-    /// First-pass frames not settled: (serial, end offset), in order.
-    first_pass: VecDeque<(u64, u64)>,
+    /// First-pass frames not settled: their serial, when sent and end
+    /// offset, in order.
+    first_pass: VecDeque<(u64, Instant, u64)>,
     /// First-pass bytes below this are settled.
     first_pass_settled: u64,
     /// Re-sends not settled.
     resent: VecDeque<Sent>,
     serial: u64,
-    /// Offsets of frames that asked for a STATUS → their serials.
-    requests: BTreeMap<u64, u64>,
+    /// Offsets of frames that asked for a STATUS → their serials and
+    /// when they went.
+    requests: BTreeMap<u64, (u64, Instant)>,
     frames_since_request: u32,
     probes: u64,
     probe_at: Option<Instant>,
     probe_interval: Duration,
     /// A STATUS has said the METADATA arrived.
     metadata_confirmed: bool,
+    /// The PUT REQUEST, until the peer answers it.
+    asking: Option<Vec<u8>>,
+    started: Instant,
+    /// An upper bound of the round trip, once a STATUS came.
+    rtt: Option<Duration>,
+    /// When a STATUS last came, and when one last showed progress.
     last_heard: Instant,
+    last_progress: Instant,
+    /// The holes the last STATUS listed.
+    holes: Vec<Hole>,
     acked: u64,
     pub done: bool,
 }
@@ -124,9 +152,10 @@ impl Sender {
             entry,
             checksum,
             delete_after,
+            ask,
         } = outgoing;
         let size = entry.size;
-        let descriptor = Descriptor::fitting(size);
+        let descriptor = super::descriptor_for(size);
         let transfer_type = match source {
             Source::File(_) => TransferType::File,
             Source::Listing(_) => TransferType::Directory,
@@ -140,7 +169,10 @@ impl Sender {
             checksum,
             entry,
         };
-        out.send(id.peer, &Frame::Metadata(metadata.clone()));
+        match &ask {
+            Some(request) => out.control.push_back((id.peer, request.clone())),
+            None => out.send(id.peer, &Frame::Metadata(metadata.clone())),
+        }
         out.event(Event::Started {
             id,
             operation,
@@ -164,18 +196,28 @@ impl Sender {
             requests: BTreeMap::new(),
             frames_since_request: 0,
             probes: 0,
-            // An empty file has nothing to send: ask at once.
-            probe_at: (size == 0).then_some(now),
+            // An empty file has nothing to send: ask at once (a REQUEST
+            // is repeated on the same timer).
+            probe_at: if ask.is_some() {
+                Some(now + config.status_interval)
+            } else {
+                (size == 0).then_some(now)
+            },
             probe_interval: config.status_interval,
             metadata_confirmed: false,
+            asking: ask,
+            started: now,
+            rtt: None,
             last_heard: now,
+            last_progress: now,
+            holes: Vec::new(),
             acked: 0,
             done: false,
         }
     }
 
     pub fn has_data(&self) -> bool {
-        !self.done && (!self.resend.is_empty() || self.next_new < self.size)
+        !self.done && self.asking.is_none() && (!self.resend.is_empty() || self.next_new < self.size)
     }
 
     fn max_payload(&self, config: &Config) -> u64 {
@@ -187,6 +229,9 @@ impl Sender {
 
     /// The next DATA frame's range, without taking it.
     fn next_range(&self, config: &Config) -> Option<Range<u64>> {
+        if self.asking.is_some() {
+            return None;
+        }
         let max = self.max_payload(config);
         if let Some(first) = self.resend.first() {
             return Some(first.start..first.end.min(first.start + max));
@@ -240,8 +285,10 @@ impl Sender {
         let last_of_pass = !self.has_data();
         let request_status = (last_of_pass || self.frames_since_request >= config.status_every_frames)
             && !self.requests.contains_key(&range.start);
-        let end_of_data = self.next_new >= self.size;
-        let frame = self.data_frame(range.start, &payload, !resent, request_status, end_of_data);
+        // End of data marks the frame that carries the last byte, whenever
+        // it goes: not every re-send after the first pass, nor a probe.
+        let end_of_data = range.end == self.size;
+        let frame = self.data_frame(now, range.start, &payload, !resent, request_status, end_of_data);
         if request_status && !self.metadata_confirmed {
             self.resend_metadata(out);
         }
@@ -263,6 +310,7 @@ impl Sender {
     /// first pass, else it is a re-send or, empty, a probe).
     fn data_frame(
         &mut self,
+        now: Instant,
         offset: u64,
         payload: &[u8],
         first_pass: bool,
@@ -272,15 +320,19 @@ impl Sender {
         self.serial += 1;
         let end = offset + payload.len() as u64;
         if first_pass {
-            self.first_pass.push_back((self.serial, end));
+            self.first_pass.push_back((self.serial, now, end));
         } else if end > offset {
             self.resent.push_back(Sent {
                 serial: self.serial,
+                at: now,
                 range: offset..end,
             });
         }
         if request_status {
-            self.requests.insert(offset, self.serial);
+            // Only a probe at an offset every other has taken (an empty
+            // file has one) finds a request there: the earlier one is
+            // kept, so an answer settles no more than it shows.
+            self.requests.entry(offset).or_insert((self.serial, now));
             self.frames_since_request = 0;
         }
         let data = Data {
@@ -314,23 +366,32 @@ impl Sender {
             self.fail(FailReason::Peer(status.error), out);
             return;
         }
+        if self.asking.take().is_some() {
+            // The PUT is accepted: the transfer starts now.
+            self.started = now;
+            self.last_progress = now;
+            self.resend_metadata(out);
+            self.probe_at = (self.size == 0).then_some(now);
+            return;
+        }
         if !status.metadata_received {
             self.resend_metadata(out);
             return;
         }
         self.metadata_confirmed = true;
-        if let Some(serial) = self.answered_serial(status) {
-            while let Some(&(_, end)) = self.first_pass.front().filter(|(s, _)| *s <= serial) {
-                self.first_pass_settled = end;
-                self.first_pass.pop_front();
-            }
-            while self.resent.front().is_some_and(|sent| sent.serial <= serial) {
-                self.resent.pop_front();
-            }
-            self.requests.retain(|_, s| *s > serial);
-        }
+        self.settle(now, status);
         let holes: Vec<Range<u64>> = status.holes.iter().map(Hole::range).collect();
-        let in_order = progress_from_wire(status.progress, holes.first().map(|h| h.start)).min(self.size);
+        // Inclusive progress 0 without a hole is one byte or none. One only
+        // if this STATUS settled the first frame (byte 0 had arrived or was
+        // lost when it left; our receivers would then list it missing):
+        // one sent before the DATA went says nothing about it. A peer that
+        // lists no holes at all (Vallona) and lost byte 0 still reads as
+        // one byte; it cannot be told apart.
+        let first_hole = holes
+            .first()
+            .map(|h| h.start)
+            .or((self.first_pass_settled == 0).then_some(0));
+        let in_order = progress_from_wire(status.progress, first_hole).min(self.size);
         let mut missing: RangeSet = holes.iter().cloned().collect();
         if holes.is_empty() && in_order < self.size {
             missing.insert(in_order..self.size);
@@ -341,6 +402,10 @@ impl Sender {
             for lost in in_flight.gaps(gap.start..gap.end.min(self.next_new)) {
                 self.resend.insert(lost);
             }
+        }
+        if in_order > self.acked || status.holes != self.holes {
+            self.last_progress = now;
+            self.holes.clone_from(&status.holes);
         }
         if in_order > self.acked {
             self.acked = in_order;
@@ -357,13 +422,31 @@ impl Sender {
         }
     }
 
-    /// The serial of the request a STATUS answers, if it answers one
-    /// still unanswered.
-    fn answered_serial(&self, status: &Status) -> Option<u64> {
-        if status.voluntary {
-            return None;
+    /// Settles what `status`, arriving at `now`, shows arrived or lost
+    /// (see the module's notes).
+    fn settle(&mut self, now: Instant, status: &Status) {
+        let answered = (!status.voluntary)
+            .then(|| self.requests.get(&status.in_response_to).copied())
+            .flatten();
+        let first = now.saturating_since(self.started);
+        let sample = answered.map_or(first, |(_, at)| now.saturating_since(at));
+        let rtt = self.rtt.map_or(sample, |rtt| rtt.min(sample));
+        self.rtt = Some(rtt);
+        let serial = answered.map_or(0, |(serial, _)| serial);
+        // Sent strictly before `now - rtt`: arrived before the STATUS left.
+        let settled = |s: u64, at: Instant| s <= serial || at + rtt < now;
+        while let Some(&(_, _, end)) = self.first_pass.front().filter(|(s, at, _)| settled(*s, *at)) {
+            self.first_pass_settled = end;
+            self.first_pass.pop_front();
         }
-        self.requests.get(&status.in_response_to).copied()
+        while self
+            .resent
+            .front()
+            .is_some_and(|sent| settled(sent.serial, sent.at))
+        {
+            self.resent.pop_front();
+        }
+        self.requests.retain(|_, (s, at)| !settled(*s, *at));
     }
 
     fn complete<S: Store>(&mut self, store: &mut S, out: &mut Outbox) {
@@ -401,7 +484,7 @@ impl Sender {
         if self.done {
             return None;
         }
-        let deadline = self.last_heard + config.inactivity_timeout;
+        let deadline = self.last_progress + config.inactivity_timeout;
         let probe = self.probe_at.filter(|_| !self.has_data());
         Some(probe.map_or(deadline, |probe| probe.min(deadline)))
     }
@@ -410,24 +493,64 @@ impl Sender {
         if self.done {
             return;
         }
-        let silent = now.saturating_since(self.last_heard);
-        if silent >= config.inactivity_timeout {
-            self.fail(FailReason::Timeout(silent), out);
+        if let Some(reason) = stalled(now, self.last_heard, self.last_progress, config) {
+            self.fail(reason, out);
             return;
         }
         if self.has_data() || self.probe_at.is_none_or(|at| at > now) {
             return;
         }
-        let offset = self
-            .size
-            .saturating_sub(self.probes % self.size.saturating_add(1));
-        self.probes += 1;
+        if let Some(request) = &self.asking {
+            out.control.push_back((self.id.peer, request.clone()));
+            self.back_off(now, config);
+            return;
+        }
+        // From the end down, skipping offsets with a request unanswered.
+        let span = self.size.saturating_add(1);
+        let skip = (0..=self.requests.len() as u64)
+            .find(|k| {
+                let offset = self.size - (self.probes + k) % span;
+                !self.requests.contains_key(&offset)
+            })
+            .unwrap_or(0);
+        let offset = self.size - (self.probes + skip) % span;
+        self.probes += skip + 1;
         if !self.metadata_confirmed {
             self.resend_metadata(out);
         }
-        let probe = self.data_frame(offset, &[], false, true, true);
+        let probe = self.data_frame(now, offset, &[], false, true, false);
         out.control.push_back((self.id.peer, probe));
-        self.probe_interval = (self.probe_interval * 2).min(config.status_interval_max);
+        self.back_off(now, config);
+    }
+
+    /// The next probe (or REQUEST) waits twice as long, up to the maximum.
+    fn back_off(&mut self, now: Instant, config: &Config) {
+        // Saturating: any interval the configuration allows is safe.
+        self.probe_interval = self
+            .probe_interval
+            .saturating_mul(2)
+            .min(config.status_interval_max);
         self.probe_at = Some(now + self.probe_interval);
     }
+}
+
+/// Why a transfer fails at `now`, if it has made no progress for the
+/// inactivity timeout: its peer silent all that time, or heard from but
+/// acknowledging nothing more.
+pub(crate) fn stalled(
+    now: Instant,
+    last_heard: Instant,
+    last_progress: Instant,
+    config: &Config,
+) -> Option<FailReason> {
+    let stuck = now.saturating_since(last_progress);
+    if stuck < config.inactivity_timeout {
+        return None;
+    }
+    let silent = now.saturating_since(last_heard);
+    Some(if silent >= config.inactivity_timeout {
+        FailReason::Timeout(silent)
+    } else {
+        FailReason::Stalled(stuck)
+    })
 }

@@ -6,6 +6,12 @@
 //! mid-transfer resumes from it), and made visible under its name only
 //! when [`Store::commit`] is called after it is complete and verified.
 //!
+//! A partial is resumed only for the same file: the same size, mtime and
+//! checksum ([`PartialId`]), and a checksum there is. A name and a size
+//! alone would merge another file's bytes into it, which only a checksum
+//! can catch, and only at the end; a transfer without one cannot tell, so
+//! it always starts afresh.
+//!
 //! Names are relative, `/`-separated paths; [`safe_name`] refuses the ones
 //! a store must never be asked for.
 
@@ -44,6 +50,22 @@ pub enum StoreError {
     Io(String),
 }
 
+/// The file a partial is of, as its METADATA announced it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartialId {
+    pub size: u64,
+    /// Seconds since 2000, as the METADATA carries it.
+    pub mtime: u32,
+    pub checksum: Checksum,
+}
+
+impl PartialId {
+    /// Whether a partial of `stored` may be resumed for this file.
+    pub fn resumes(&self, stored: &PartialId) -> bool {
+        self == stored && !self.checksum.kind().is_none()
+    }
+}
+
 /// The file operations the engine needs.
 pub trait Store {
     fn info(&self, name: &str) -> Result<FileInfo, StoreError>;
@@ -52,10 +74,10 @@ pub trait Store {
     fn list(&self, dir: &str) -> Result<Vec<ListEntry>, StoreError>;
     fn delete(&mut self, name: &str) -> Result<(), StoreError>;
 
-    /// Opens the partial file for `name`, to be `size` bytes, and returns
-    /// the ranges it already holds (a partial of another size starts
-    /// again, empty).
-    fn open_partial(&mut self, name: &str, size: u64) -> Result<Vec<Range<u64>>, StoreError>;
+    /// Opens the partial file for `name`, to be the file `id`, and
+    /// returns the ranges it already holds: none unless
+    /// [`PartialId::resumes`] the one stored (any other is discarded).
+    fn open_partial(&mut self, name: &str, id: &PartialId) -> Result<Vec<Range<u64>>, StoreError>;
     fn write_partial(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StoreError>;
     fn read_partial(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError>;
     /// Makes the complete partial file visible under `name`.
@@ -109,14 +131,22 @@ pub(crate) fn checksum_of(
 }
 
 /// A store in memory, for tests and the simulator. It refuses to receive
-/// a file larger than [`MemoryStore::MAX_FILE`] (a peer announcing a huge
-/// size gets "file too big", not an allocation of that size).
+/// a file larger than [`MemoryStore::MAX_FILE`], and a partial file takes
+/// memory as its bytes arrive, not as its size is announced.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     files: BTreeMap<String, (Vec<u8>, u64)>,
-    partials: BTreeMap<String, (Vec<u8>, RangeSet)>,
+    partials: BTreeMap<String, MemoryPartial>,
     /// Names that exist but may not be read or deleted.
     denied: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct MemoryPartial {
+    id: PartialId,
+    /// The bytes up to the last written; the rest of `id.size` reads as 0.
+    contents: Vec<u8>,
+    have: RangeSet,
 }
 
 impl MemoryStore {
@@ -141,7 +171,7 @@ impl MemoryStore {
 
     /// The ranges a partial file holds, if there is one.
     pub fn partial_ranges(&self, name: &str) -> Option<Vec<Range<u64>>> {
-        self.partials.get(name).map(|(_, have)| have.iter().collect())
+        self.partials.get(name).map(|p| p.have.iter().collect())
     }
 
     fn check(&self, name: &str) -> Result<(), StoreError> {
@@ -151,7 +181,7 @@ impl MemoryStore {
         Ok(())
     }
 
-    fn partial(&self, name: &str) -> Result<&(Vec<u8>, RangeSet), StoreError> {
+    fn partial(&self, name: &str) -> Result<&MemoryPartial, StoreError> {
         self.partials
             .get(name)
             .ok_or_else(|| StoreError::NotFound(name.to_owned()))
@@ -253,46 +283,61 @@ impl Store for MemoryStore {
             .ok_or_else(|| StoreError::NotFound(name.to_owned()))
     }
 
-    fn open_partial(&mut self, name: &str, size: u64) -> Result<Vec<Range<u64>>, StoreError> {
+    fn open_partial(&mut self, name: &str, id: &PartialId) -> Result<Vec<Range<u64>>, StoreError> {
         self.check(name)?;
-        let len = usize::try_from(size)
-            .ok()
-            .filter(|_| size <= MemoryStore::MAX_FILE)
-            .ok_or_else(|| StoreError::TooBig(name.to_owned()))?;
-        let partial = self
-            .partials
-            .entry(name.to_owned())
-            .or_insert_with(|| (vec![0; len], RangeSet::new()));
-        if partial.0.len() != len {
-            *partial = (vec![0; len], RangeSet::new());
+        if id.size > MemoryStore::MAX_FILE {
+            return Err(StoreError::TooBig(name.to_owned()));
         }
-        Ok(partial.1.iter().collect())
+        if let Some(partial) = self.partials.get(name)
+            && id.resumes(&partial.id)
+        {
+            return Ok(partial.have.iter().collect());
+        }
+        let fresh = MemoryPartial {
+            id: *id,
+            contents: Vec::new(),
+            have: RangeSet::new(),
+        };
+        self.partials.insert(name.to_owned(), fresh);
+        Ok(Vec::new())
     }
 
     fn write_partial(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), StoreError> {
-        let (contents, have) = self
+        let partial = self
             .partials
             .get_mut(name)
             .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
         let end = offset.saturating_add(data.len() as u64);
-        if end > contents.len() as u64 {
+        if end > partial.id.size {
             return Err(StoreError::TooBig(name.to_owned()));
         }
-        contents[offset as usize..end as usize].copy_from_slice(data);
-        have.insert(offset..end);
+        // Within MAX_FILE, so within usize.
+        let (from, to) = (offset as usize, end as usize);
+        if partial.contents.len() < to {
+            partial.contents.resize(to, 0);
+        }
+        partial.contents[from..to].copy_from_slice(data);
+        partial.have.insert(offset..end);
         Ok(())
     }
 
     fn read_partial(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, StoreError> {
-        Ok(read_slice(&self.partial(name)?.0, offset, buf))
+        let partial = self.partial(name)?;
+        let len = buf
+            .len()
+            .min(usize::try_from(partial.id.size.saturating_sub(offset)).unwrap_or(usize::MAX));
+        let read = read_slice(&partial.contents, offset, &mut buf[..len]);
+        buf[read..len].fill(0);
+        Ok(len)
     }
 
     fn commit(&mut self, name: &str) -> Result<(), StoreError> {
-        let (contents, _) = self
+        let mut partial = self
             .partials
             .remove(name)
             .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
-        self.files.insert(name.to_owned(), (contents, 0));
+        partial.contents.resize(partial.id.size as usize, 0);
+        self.files.insert(name.to_owned(), (partial.contents, 0));
         Ok(())
     }
 
@@ -317,13 +362,27 @@ mod tests {
         assert_eq!(safe_name("a\\b"), None);
     }
 
+    /// The id of a file of `size` bytes whose checksum is that of `tag`.
+    /// One range, as `open_partial` returns it.
+    fn only(range: Range<u64>) -> Result<Vec<Range<u64>>, StoreError> {
+        Ok(vec![range])
+    }
+
+    fn id(size: u64, tag: &[u8]) -> PartialId {
+        PartialId {
+            size,
+            mtime: 7,
+            checksum: Checksum::of(ChecksumKind::Crc32, tag),
+        }
+    }
+
     #[test]
     fn a_partial_file_appears_only_when_committed() {
         let mut store = MemoryStore::new();
-        assert_eq!(store.open_partial("f", 6), Ok(vec![]));
+        assert_eq!(store.open_partial("f", &id(6, b"f")), Ok(vec![]));
         store.write_partial("f", 3, b"def").unwrap();
         assert!(store.info("f").is_err());
-        let resume = store.open_partial("f", 6).unwrap();
+        let resume = store.open_partial("f", &id(6, b"f")).unwrap();
         assert_eq!(resume.first(), Some(&(3..6)), "resume info");
         assert_eq!(resume.len(), 1);
         assert_eq!(
@@ -335,19 +394,50 @@ mod tests {
         assert_eq!(store.read_partial("f", 0, &mut buf), Ok(6));
         store.commit("f").unwrap();
         assert_eq!(store.contents("f"), Some(&b"abcdef"[..]));
-        assert_eq!(store.open_partial("g", 2), Ok(vec![]));
-        store.write_partial("g", 0, b"a").unwrap();
-        assert_eq!(
-            store.open_partial("g", 3),
-            Ok(vec![]),
-            "another size starts again"
-        );
         store.discard_partial("g").unwrap();
         assert_eq!(store.partial_ranges("g"), None);
         assert_eq!(
-            store.open_partial("huge", u64::MAX),
+            store.open_partial("huge", &id(u64::MAX, b"")),
             Err(StoreError::TooBig("huge".into()))
         );
+        // A gigabyte announced takes what arrives, not a gigabyte.
+        store
+            .open_partial("big", &id(MemoryStore::MAX_FILE, b""))
+            .unwrap();
+        store.write_partial("big", 10, b"x").unwrap();
+        assert!(store.partials["big"].contents.capacity() <= 64);
+        let mut tail = [1; 4];
+        assert_eq!(
+            store.read_partial("big", MemoryStore::MAX_FILE - 2, &mut tail),
+            Ok(2)
+        );
+        assert_eq!(tail, [0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn a_partial_is_resumed_only_for_the_same_file_with_a_checksum() {
+        let mut store = MemoryStore::new();
+        let same = id(4, b"one");
+        let others = [
+            id(5, b"one"),
+            id(4, b"two"),
+            PartialId { mtime: 8, ..same },
+            PartialId {
+                checksum: Checksum::None,
+                ..same
+            },
+        ];
+        for other in others {
+            store.open_partial("g", &same).unwrap();
+            store.write_partial("g", 0, b"ab").unwrap();
+            assert_eq!(store.open_partial("g", &same), only(0..2));
+            assert_eq!(store.open_partial("g", &other), Ok(vec![]), "{other:?}");
+            assert_eq!(store.open_partial("g", &same), Ok(vec![]), "the old one is gone");
+        }
+        let none = others[3];
+        store.open_partial("n", &none).unwrap();
+        store.write_partial("n", 0, b"ab").unwrap();
+        assert_eq!(store.open_partial("n", &none), Ok(vec![]), "no checksum: afresh");
     }
 
     #[test]

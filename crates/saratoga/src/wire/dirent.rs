@@ -39,10 +39,6 @@ impl EntryKind {
             _ => EntryKind::SpecialDirectory,
         }
     }
-
-    pub fn is_directory(self) -> bool {
-        matches!(self, EntryKind::Directory | EntryKind::SpecialDirectory)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,11 +100,6 @@ impl DirEntry {
         out.extend_from_slice(&self.mtime.to_be_bytes());
         out.extend_from_slice(&self.ctime.to_be_bytes());
         put_name(out, &self.name)
-    }
-
-    /// One entry alone (the whole of `bytes`, trailing bytes allowed).
-    pub fn parse(bytes: &[u8]) -> Result<DirEntry, WireError> {
-        DirEntry::read(&mut Reader::new(bytes))
     }
 
     /// A directory listing: entries back to back (the contents of a

@@ -28,6 +28,10 @@ pub enum WireError {
     },
     #[error("a hole from {start} to {end}: its start is after its end")]
     HoleReversed { start: u64, end: u64 },
+    #[error(
+        "a 16-bit STATUS with a hole at {start} out of order (progress {progress}): holes must be listed from the start of the file up"
+    )]
+    HoleOrder { start: u64, progress: u64 },
     #[error("request type {0}: 0 to 6 are defined")]
     RequestType(u8),
     #[error("checksum type {0}: 0 none, 1 CRC32, 2 MD5, 3 SHA-1 are defined")]
@@ -51,6 +55,7 @@ impl WireError {
             WireError::InvalidName => "name_invalid",
             WireError::ValueTooLarge { .. } => "value_too_large",
             WireError::HoleReversed { .. } => "hole_reversed",
+            WireError::HoleOrder { .. } => "hole_order",
             WireError::RequestType(_) => "request_type",
             WireError::ChecksumType(_) => "checksum_type",
             WireError::ChecksumLength { .. } => "checksum_length",

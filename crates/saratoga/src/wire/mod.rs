@@ -51,16 +51,6 @@ impl<'a> Frame<'a> {
         })
     }
 
-    pub fn frame_type(&self) -> FrameType {
-        match self {
-            Frame::Beacon(_) => FrameType::Beacon,
-            Frame::Request(_) => FrameType::Request,
-            Frame::Metadata(_) => FrameType::Metadata,
-            Frame::Data(_) => FrameType::Data,
-            Frame::Status(_) => FrameType::Status,
-        }
-    }
-
     pub fn emit(&self, out: &mut Vec<u8>) -> Result<(), WireError> {
         match self {
             Frame::Beacon(f) => f.emit(out),

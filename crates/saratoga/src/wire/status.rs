@@ -22,7 +22,17 @@
 //! too many per hole, never one too few.
 //!
 //! Bytes after the last complete hole pair are ignored: Vallona appends
-//! 4 stray bytes to every STATUS.
+//! 4 stray bytes to every STATUS. At 32 and 64 bits they are short of a
+//! pair; at 16 bits a pair is exactly 4 bytes. So a 16-bit STATUS is read
+//! strictly: holes must be in order, each starting after the one before
+//! (a receiver lists what it lacks from the start of the file up) and the
+//! first not before the progress (bytes up to the progress are held, in
+//! either reading of it); the last pair, if it breaks that (or its start
+//! is after its end), is Vallona's stray bytes and dropped, and any other
+//! pair that breaks it makes the frame malformed ([`WireError::HoleOrder`]).
+//! Stray bytes that read as a plausible hole cannot be told apart from
+//! one; that is why our engine never sends with 16-bit descriptors
+//! (Vallona answers in the sender's width).
 
 use super::data::{TIMESTAMP_LEN, read_timestamp};
 use super::error::WireError;
@@ -151,13 +161,16 @@ pub struct Status {
 }
 
 impl Status {
-    /// An error STATUS: nothing received, no holes.
+    /// A STATUS that carries only its code (an error, or the answer to a
+    /// request): nothing received, no holes, and no METADATA either, so
+    /// that a sender never reads it as a report on its transfer. 32-bit,
+    /// the narrowest width our engine sends (see the module's notes).
     pub fn error(session: u32, error: ErrorCode) -> Status {
         Status {
-            descriptor: Descriptor::D16,
+            descriptor: Descriptor::D32,
             session,
             timestamp: None,
-            metadata_received: true,
+            metadata_received: false,
             all_holes: true,
             voluntary: false,
             error,
@@ -175,11 +188,27 @@ impl Status {
         let timestamp = read_timestamp(&mut reader, bit(w, 12))?;
         let progress = reader.value(descriptor, "progress")?;
         let in_response_to = reader.value(descriptor, "in-response-to")?;
-        let mut holes = Vec::with_capacity(reader.remaining() / (2 * descriptor.byte_len()));
+        let pair = 2 * descriptor.byte_len();
+        let mut holes: Vec<Hole> = Vec::with_capacity(reader.remaining() / pair);
         // Trailing bytes short of a whole pair are ignored (Vallona).
-        while reader.remaining() >= 2 * descriptor.byte_len() {
+        while reader.remaining() >= pair {
+            let last = reader.remaining() < 2 * pair;
             let start = reader.value(descriptor, "hole start")?;
             let end = reader.value(descriptor, "hole end")?;
+            let in_order = match holes.last() {
+                Some(before) => start > before.end,
+                None => start >= progress,
+            };
+            if descriptor == Descriptor::D16 && (start > end || !in_order) {
+                if last {
+                    // Vallona's 4 stray bytes (see the module's notes).
+                    break;
+                }
+                if in_order {
+                    return Err(WireError::HoleReversed { start, end });
+                }
+                return Err(WireError::HoleOrder { start, progress });
+            }
             if start > end {
                 return Err(WireError::HoleReversed { start, end });
             }

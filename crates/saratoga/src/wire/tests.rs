@@ -74,6 +74,43 @@ fn a_vallona_status_with_four_stray_bytes_reads_as_without() {
 }
 
 #[test]
+fn a_16_bit_vallona_status_drops_stray_bytes_that_cannot_be_a_hole() {
+    let status = Status {
+        descriptor: Descriptor::D16,
+        ..status_after_a_lost_fifth_frame()
+    };
+    let wire = bytes(&Frame::Status(status.clone()));
+    // At 16 bits, 4 stray bytes make a whole pair: reversed, before the
+    // hole listed, inside the progress (no hole listed), or zeros.
+    for stray in [[0xde, 0xad, 0xbe, 0xef], [0x10, 0x00, 0x10, 0x01], [0, 0, 0, 0]] {
+        let mut vallona = wire.clone();
+        vallona.extend(stray);
+        assert_eq!(Status::parse(&vallona), Ok(status.clone()), "{stray:?}");
+        let mut no_hole = bytes(&Frame::Status(Status {
+            holes: Vec::new(),
+            ..status.clone()
+        }));
+        no_hole.extend(stray);
+        assert_eq!(Status::parse(&no_hole).map(|s| s.holes), Ok(vec![]), "{stray:?}");
+    }
+    // A pair out of order that is not the last is malformed.
+    let mut twisted = status.clone();
+    twisted.holes = vec![
+        Hole {
+            start: 9000,
+            end: 9001,
+        },
+        Hole {
+            start: 6000,
+            end: 6001,
+        },
+    ];
+    let mut wire = bytes(&Frame::Status(twisted));
+    wire.extend([0, 0, 0, 0]);
+    assert_eq!(Status::parse(&wire).map_err(|e| e.cause()), Err("hole_order"));
+}
+
+#[test]
 fn a_metadata_as_vallona_sends_it() {
     // Vallona names the file by the sender's full path and writes Unix
     // time plus 946684800 (2023-11-14 22:13:20 UTC, shifted the wrong way).
@@ -229,8 +266,11 @@ fn a_listing_is_entries_back_to_back() {
     DirEntry::emit_listing(&entries, &mut wire).unwrap();
     assert_eq!(wire[..2], [0x80, 0x00]);
     assert_eq!(DirEntry::parse_listing(&wire), Ok(entries.clone()));
-    assert_eq!(DirEntry::parse(&wire), Ok(entries[0].clone()));
-    assert!(entries[1].kind.is_directory());
+    assert_eq!(
+        wire[18..20],
+        [0x81, 0x00],
+        "the second (after 18 bytes) is a directory"
+    );
 }
 
 /// A valid frame of each type, to break.
@@ -496,11 +536,14 @@ proptest! {
         values in prop::collection::vec(any::<u64>(), 2..20)) {
         let max = descriptor.max_value();
         let fit = |v: u64| if max == u64::MAX { v } else { v % (max + 1) };
-        let holes = values[2..].chunks_exact(2)
-            .map(|pair| { let (a, b) = (fit(pair[0]), fit(pair[1])); Hole { start: a.min(b), end: a.max(b) } })
-            .collect();
+        // Holes as a receiver lists them: in order, apart, after the progress.
+        let mut points: Vec<u64> = values[2..].iter().map(|v| fit(*v)).collect();
+        points.sort_unstable();
+        points.dedup();
+        let holes: Vec<Hole> = points.chunks_exact(2).map(|pair| Hole { start: pair[0], end: pair[1] }).collect();
+        let progress = fit(values[0]).min(holes.first().map_or(u64::MAX, |h| h.start));
         round_trip(&Frame::Status(Status { descriptor, session, timestamp, metadata_received, all_holes,
-            voluntary, error: ErrorCode(error), progress: fit(values[0]), in_response_to: fit(values[1]), holes }))?;
+            voluntary, error: ErrorCode(error), progress, in_response_to: fit(values[1]), holes }))?;
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct Link {
     pub loss: f64,
     /// Datagrams sent inside a window are lost.
     pub outages: Vec<(Instant, Instant)>,
+    /// Rewrites each datagram that gets through (a peer of other habits).
+    pub rewrite: Option<fn(Vec<u8>) -> Vec<u8>>,
     queue: VecDeque<(Instant, Vec<u8>)>,
     pub dropped: u64,
     /// DATA payload bytes lost.
@@ -54,6 +56,7 @@ impl Link {
             jitter: Duration::ZERO,
             loss: 0.0,
             outages: Vec::new(),
+            rewrite: None,
             queue: VecDeque::new(),
             dropped: 0,
             dropped_data_bytes: 0,
@@ -74,6 +77,7 @@ impl Link {
         } else {
             self.jitter.mul_f64(rng.random::<f64>())
         };
+        let bytes = self.rewrite.map_or(bytes.clone(), |rewrite| rewrite(bytes));
         let at = now + self.delay + jitter;
         let index = self.queue.partition_point(|(t, _)| *t <= at);
         self.queue.insert(index, (at, bytes));
@@ -104,8 +108,8 @@ impl Pair {
             ..config.clone()
         };
         Pair {
-            a: Engine::new(config, MemoryStore::new()),
-            b: Engine::new(b_config, MemoryStore::new()),
+            a: Engine::new(config, MemoryStore::new()).unwrap(),
+            b: Engine::new(b_config, MemoryStore::new()).unwrap(),
             a_addr: A.parse().unwrap(),
             b_addr: B.parse().unwrap(),
             now: Instant::ZERO,
@@ -129,7 +133,7 @@ impl Pair {
             first_session: 2000,
             ..self.b.config().clone()
         };
-        self.b = Engine::new(config, store);
+        self.b = Engine::new(config, store).unwrap();
     }
 
     fn flush(&mut self) {
