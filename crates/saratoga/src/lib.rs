@@ -5,7 +5,9 @@
 //! [`engine`] is sans-IO like `scps-proto`: it takes `(now, datagram)` and
 //! `(now)` and gives back datagrams and its next wake-up, never touching
 //! a socket, a thread or a clock; files come and go through a
-//! [`engine::Store`].
+//! [`engine::Store`]. As a [`node::SaratogaNode`] it is a node of one
+//! interface carrying IPv4/UDP packets, for the simulator and any driver
+//! of nodes.
 //!
 //! What is not implemented (yet):
 //!
@@ -23,4 +25,5 @@
 //!   ids count up from [`engine::Config::first_session`]).
 
 pub mod engine;
+pub mod node;
 pub mod wire;
