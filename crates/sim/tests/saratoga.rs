@@ -143,3 +143,36 @@ fn a_message_workload_is_refused_naming_the_key() {
         "{err}"
     );
 }
+
+#[test]
+fn a_capture_of_a_put_is_ipv4_udp_that_tshark_finds_sound() {
+    let point = geo(&["link.rtt=\"100ms\"", "link.ber=1e-5", "workload.bytes=\"2MB\""]);
+    let path = std::env::temp_dir().join(format!("scps-capture-saratoga-{}.pcap", std::process::id()));
+    let options = scps_sim::RunOptions {
+        capture: Some(path.clone()),
+        ..scps_sim::RunOptions::default()
+    };
+    let result = scps_sim::run(&point, seed(), &options).expect("the run starts");
+    assert_eq!(result.error, None, "{}", summary(&result));
+    // UDP checksums checked too; port 7542 read as plain data (tshark
+    // has no Saratoga dissector, and its heuristics would guess).
+    let tshark = |filter: &str| {
+        let args = [
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-d",
+            "udp.port==7542,data",
+            "-Y",
+            filter,
+        ];
+        scps_testbed::tshark::tshark(&path, None, &args).lines().count()
+    };
+    let problems = "_ws.malformed || _ws.expert.severity >= error || ip.checksum.status == 2 \
+                    || udp.checksum.status == 2";
+    assert_eq!(tshark(problems), 0);
+    let data = tshark("ip.src == 10.0.0.1 && udp.srcport == 7542 && udp.dstport == 7542 && ip.len == 1500");
+    assert!(data > 1300, "full-sized DATA datagrams: {data}");
+    let status = tshark("ip.src == 10.0.0.2 && udp.dstport == 7542");
+    assert!(status > 0, "STATUS frames back: {status}");
+    std::fs::remove_file(&path).ok();
+}
