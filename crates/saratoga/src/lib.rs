@@ -20,6 +20,8 @@
 //!   is fixed per engine.
 //! - The sender settles what arrived assuming an in-order path; a path
 //!   that reorders costs re-sent bytes (counted), not transfers.
+//! - The node ([`node::SaratogaNode`]) carries IPv4 only, and neither
+//!   fragments nor reassembles.
 //! - A session is named by the peer's address and id: a GET we asked for
 //!   and a PUT the same peer starts with the same id would collide (our
 //!   ids count up from [`engine::Config::first_session`]).

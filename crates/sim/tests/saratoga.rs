@@ -43,22 +43,24 @@ fn completed(point: &scps_config::Point, bytes: u64) -> scps_sim::RunResult {
 }
 
 #[test]
-fn a_put_over_geo_at_600ms_and_ber_1e5_moves_at_the_limit() {
-    let point = geo(&["link.rtt=\"600ms\"", "link.ber=1e-5"]);
-    // IPv4 20, UDP 8, DATA 12 (a 32-bit offset for 100 MB).
-    assert_eq!(point.header_bytes, 40);
-    let result = completed(&point, 100_000_000);
-    let what = summary(&result);
-    assert!(result.ratio >= 0.95, "{what}");
-    // Every DATA frame lost to bit errors (about 11% at 1500 bytes) is
-    // sent again, and little more: no congestion window, no timeouts.
-    assert!(result.link.forward.dropped_bit_errors > 0, "{what}");
-    let lost = result.link.forward.dropped_bit_errors as f64;
-    let resent_frames = result.retransmitted_bytes as f64 / 1460.0;
-    assert!(
-        resent_frames >= lost * 0.95 && resent_frames <= lost * 1.1,
-        "{what}"
-    );
+fn a_put_over_geo_at_ber_1e5_moves_at_the_limit_at_600ms_and_at_no_delay() {
+    for rtt in ["600ms", "0ms"] {
+        let point = geo(&[&format!("link.rtt=\"{rtt}\""), "link.ber=1e-5"]);
+        // IPv4 20, UDP 8, DATA 12 (a 32-bit offset for 100 MB).
+        assert_eq!(point.header_bytes, 40);
+        let result = completed(&point, 100_000_000);
+        let what = summary(&result);
+        assert!(result.ratio >= 0.95, "{what}");
+        // Every DATA frame lost to bit errors (about 11% at 1500 bytes) is
+        // sent again, and little more: no congestion window, no timeouts.
+        assert!(result.link.forward.dropped_bit_errors > 0, "{what}");
+        let lost = result.link.forward.dropped_bit_errors as f64;
+        let resent_frames = result.retransmitted_bytes as f64 / 1460.0;
+        assert!(
+            resent_frames >= lost * 0.95 && resent_frames <= lost * 1.1,
+            "{what}"
+        );
+    }
 }
 
 #[test]
