@@ -99,6 +99,11 @@ impl Stack {
     /// The protocol label that runs this stack in `world`.
     pub fn label_in(self, world: World) -> Result<Protocol, StackError> {
         match (self, world) {
+            (Stack::Ours(Protocol::Saratoga), World::Testbed) => Err(StackError::NotIn {
+                stack: self,
+                world,
+                why: "the testbed's hosts run TCP; saratoga runs in the simulator (--world sim)",
+            }),
             (Stack::Ours(protocol), _) => Ok(protocol),
             (Stack::Linux(LinuxTcp::Cubic), World::Sim) => Ok(Protocol::TcpCubic),
             // Linux's Reno is NewReno with SACK: the engine's Van Jacobson
@@ -158,6 +163,8 @@ mod tests {
             stack("gw-scps-rate").label_in(World::Sim),
             Ok(Protocol::GwScpsRate)
         );
+        assert_eq!(stack("saratoga").label_in(World::Sim), Ok(Protocol::Saratoga));
+        assert!(stack("saratoga").label_in(World::Testbed).is_err());
         let err = stack("linux-bbr").label_in(World::Sim).unwrap_err().to_string();
         assert_eq!(
             err,

@@ -522,7 +522,7 @@ fn holds_connections(scps: &Path, socket: &Path) -> bool {
 pub fn time_allowed(point: &Point) -> Duration {
     match &point.workload {
         Workload::Messages { duration, .. } | Workload::Echo { duration, .. } => *duration * 2 + MIN_TIME,
-        Workload::Bulk { bytes, both_ways } => {
+        Workload::Bulk { bytes, both_ways, .. } => {
             let moved = *bytes as f64 * if *both_ways { 2.0 } else { 1.0 };
             let at_limit = moved * 8.0 / point.limit_bps(Duration::from_secs(3600)).max(1.0);
             MIN_TIME.max(Duration::from_secs_f64(4.0 * at_limit))
@@ -683,7 +683,7 @@ fn workload_options(point: &Point) -> Result<Vec<String>, Failure> {
 
 fn workload_only_options(workload: &Workload) -> Result<Vec<String>, Failure> {
     match workload {
-        Workload::Bulk { bytes, both_ways } => {
+        Workload::Bulk { bytes, both_ways, .. } => {
             let mut options = vec!["--bytes".into(), bytes.to_string()];
             if *both_ways {
                 options.push("--both-ways".into());

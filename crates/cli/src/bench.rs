@@ -21,7 +21,8 @@ use crate::sim::{Completion, SweepArgs};
 #[command(
     after_help = "Stacks (--set protocol=...): linux-cubic, linux-bbr, linux-reno (Linux's TCP; the \
     simulator runs its model of CUBIC and of Reno), tcp-vj, tcp-cubic, scps-vj, scps-vegas, scps-rate (our stack \
-    end to end), gw-scps-vj, gw-scps-vegas, gw-scps-rate (hosts on TCP, two gateways on our stack).\n\
+    end to end), gw-scps-vj, gw-scps-vegas, gw-scps-rate (hosts on TCP, two gateways on our stack), \
+    saratoga (Saratoga file delivery, bulk workloads, simulator only).\n\
     `scps bench merge DIR... --out DIR` joins the results of shards into one report.\n\
     Scenario keys: docs/configuration.md; figures and the commands behind them: docs/BENCHMARKS.md."
 )]

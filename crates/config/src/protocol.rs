@@ -35,10 +35,13 @@ pub enum Protocol {
     /// Through the gateways, `scps-rate` across the link (one rate shared
     /// by all the connections the gateways carry).
     GwScpsRate,
+    /// Saratoga file delivery (spec/saratoga.md) at the route rate, not
+    /// TCP: bulk workloads between two hosts only, in the simulator.
+    Saratoga,
 }
 
 impl Protocol {
-    pub const ALL: [Protocol; 8] = [
+    pub const ALL: [Protocol; 9] = [
         Protocol::TcpVj,
         Protocol::TcpCubic,
         Protocol::ScpsVj,
@@ -47,6 +50,7 @@ impl Protocol {
         Protocol::GwScpsVj,
         Protocol::GwScpsVegas,
         Protocol::GwScpsRate,
+        Protocol::Saratoga,
     ];
 
     pub fn label(self) -> &'static str {
@@ -59,12 +63,24 @@ impl Protocol {
             Protocol::GwScpsVj => "gw-scps-vj",
             Protocol::GwScpsVegas => "gw-scps-vegas",
             Protocol::GwScpsRate => "gw-scps-rate",
+            Protocol::Saratoga => "saratoga",
         }
     }
 
     /// Whether the hosts run an SCPS-TP stack.
     pub fn is_scps(self) -> bool {
         matches!(self, Protocol::ScpsVj | Protocol::ScpsVegas | Protocol::ScpsRate)
+    }
+
+    /// Whether the hosts run Saratoga instead of TCP.
+    pub fn is_saratoga(self) -> bool {
+        self == Protocol::Saratoga
+    }
+
+    /// Whether the hosts' senders pace at the route rate unless given a
+    /// rate of their own.
+    pub fn paced_at_route(self) -> bool {
+        self.is_scps() || self.is_saratoga()
     }
 
     /// Whether two gateways split the hosts' connections around the
@@ -112,7 +128,8 @@ impl Protocol {
                 CongestionAlgorithm::Cubic
             }
             Protocol::ScpsVegas => CongestionAlgorithm::Vegas,
-            Protocol::ScpsRate => CongestionAlgorithm::Rate,
+            // No TCP runs: the configuration only carries its rate.
+            Protocol::ScpsRate | Protocol::Saratoga => CongestionAlgorithm::Rate,
         };
         config.scps = self.is_scps();
     }

@@ -254,6 +254,73 @@ fn default_header_bytes(tcp: &scps_proto::Config) -> u32 {
     20 + transport
 }
 
+/// H of the limit under `saratoga`: IPv4, UDP and a DATA frame's header
+/// (flags, session id, and an offset as wide as the descriptor a file of
+/// `file_bytes` needs; no timestamp), as the engine sends them.
+fn saratoga_header_bytes(file_bytes: u64) -> u32 {
+    let data =
+        scps_saratoga::wire::Data::header_len(scps_saratoga::wire::Descriptor::fitting(file_bytes), false);
+    20 + 8 + data as u32
+}
+
+/// Largest file `saratoga` may move in the simulator, which holds each
+/// file in memory at both ends (the engine's memory store's limit).
+const SARATOGA_MAX_FILE: u64 = scps_saratoga::engine::MemoryStore::MAX_FILE;
+
+/// What `saratoga` can run: a bulk put of files one way between the two
+/// hosts of `[link]`, at the route rate or a rate given as `tcp.rate`.
+fn check_saratoga(spec: &PointSpec, workload: &Workload, tcp: &scps_proto::Config) -> Result<(), Error> {
+    let kind = match workload {
+        Workload::Bulk { both_ways: true, .. } => {
+            return Err(Error::invalid(
+                "workload.both_ways",
+                true,
+                "false under saratoga: the client puts its files to the server",
+            ));
+        }
+        Workload::Bulk { bytes, files, .. } => {
+            let per_file = bytes.div_ceil(u64::from(*files));
+            if per_file > SARATOGA_MAX_FILE {
+                return Err(Error::invalid(
+                    "workload.bytes",
+                    crate::units::Bytes(*bytes),
+                    format!(
+                        "at most {} per file under saratoga (the simulator holds files in memory; \
+                         more workload.files split them)",
+                        crate::units::Bytes(SARATOGA_MAX_FILE)
+                    ),
+                ));
+            }
+            None
+        }
+        Workload::Messages { .. } => Some("messages"),
+        Workload::Echo { .. } => Some("echo"),
+        Workload::Fetches(_) => Some("fetches"),
+    };
+    if let Some(kind) = kind {
+        return Err(Error::invalid(
+            "workload.kind",
+            kind,
+            "bulk under saratoga: it moves whole files, not message streams or fetches",
+        ));
+    }
+    if spec.topology.is_some() {
+        return Err(Error::invalid(
+            "topology",
+            "a table",
+            "none under saratoga: it runs between the two hosts of [link], not through routers or gateways",
+        ));
+    }
+    if tcp.rate_auto {
+        return Err(Error::invalid(
+            "tcp.rate",
+            "auto",
+            "a rate, or none for the route rate: saratoga sends at a fixed rate and does not measure the link",
+        ));
+    }
+    Ok(())
+}
+
 /// The engine configuration a protocol label's hosts run with: `base`,
 /// the label's defaults, then `[tcp]`, then `[stacks.LABEL]`, then what the
 /// label decides (its congestion control, whether it offers SCPS-TP); each
@@ -311,10 +378,24 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>, document: &toml::Tabl
     let gateways = Gateways::resolve(protocol, &spec.gateway, &spec.stacks, &link)?;
     // The stressed link carries what the gateways send, if there are any.
     let across = gateways.as_ref().map(|g| g.link(&link, Direction::Forward));
-    let header_bytes = spec
-        .limit
-        .header_bytes
-        .unwrap_or_else(|| default_header_bytes(across.as_ref().unwrap_or(&tcp)));
+    let workload = spec.workload.resolve()?;
+    match &workload {
+        _ if protocol.is_saratoga() => check_saratoga(spec, &workload, &tcp)?,
+        Workload::Bulk { files, .. } if *files != 1 => {
+            return Err(Error::invalid(
+                "workload.files",
+                files,
+                format!("1 under {protocol}: only saratoga sends several files"),
+            ));
+        }
+        _ => {}
+    }
+    let header_bytes = spec.limit.header_bytes.unwrap_or_else(|| match &workload {
+        Workload::Bulk { bytes, files, .. } if protocol.is_saratoga() => {
+            saratoga_header_bytes(bytes.div_ceil(u64::from(*files)))
+        }
+        _ => default_header_bytes(across.as_ref().unwrap_or(&tcp)),
+    });
     if header_bytes == 0 || header_bytes >= u32::from(link.mtu) {
         return Err(Error::invalid(
             "limit.header_bytes",
@@ -340,7 +421,7 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>, document: &toml::Tabl
         params,
         link,
         tcp,
-        workload: spec.workload.resolve()?,
+        workload,
         header_bytes,
         time_limit,
         topology,
@@ -364,7 +445,7 @@ pub(crate) fn with_route(
     link: &Link,
     direction: Direction,
 ) -> scps_proto::Config {
-    if protocol.is_scps() && config.rate_bps.is_none() {
+    if protocol.paced_at_route() && config.rate_bps.is_none() {
         // The link's own rate and framing, unless `rate` was given
         // (with `rate_framing` beside it if the link frames). A rate that
         // is "auto" measures the link instead, and knows only its framing.
@@ -547,6 +628,51 @@ recv_buffer = "6MiB"
         );
         // The limit's headers are the gateways' on the link.
         assert_eq!(point.header_bytes, 52);
+    }
+
+    #[test]
+    fn saratoga_paces_at_the_route_rate_and_its_headers_are_ip_udp_and_data() {
+        let at = |sets: &[&str]| {
+            let sets: Vec<_> = sets.iter().map(|s| parse_assignment(s).unwrap()).collect();
+            Scenario::from_text(DOC, "demo", &sets).map(|s| s.points[0].clone())
+        };
+        let point = at(&["protocol=\"saratoga\"", "link.ber=0"]).unwrap();
+        assert_eq!(point.engine_config(Direction::Forward).rate_bps, Some(8_000_000));
+        // 20 + 8, then flags, session id and a 32-bit offset for 1 MiB.
+        assert_eq!(point.header_bytes, 20 + 8 + 12);
+        let small = at(&["protocol=\"saratoga\"", "link.ber=0", "workload.bytes=\"60KB\""]).unwrap();
+        assert_eq!(small.header_bytes, 20 + 8 + 10, "a 16-bit offset");
+        let split = at(&["protocol=\"saratoga\"", "link.ber=0", "workload.files=4"]).unwrap();
+        assert!(matches!(split.workload, Workload::Bulk { files: 4, .. }));
+        let rated = at(&["protocol=\"saratoga\"", "link.ber=0", "tcp.rate=\"2Mbit\""]).unwrap();
+        assert_eq!(rated.engine_config(Direction::Forward).rate_bps, Some(2_000_000));
+    }
+
+    #[test]
+    fn what_saratoga_cannot_run_is_refused_naming_the_key() {
+        let err = |sets: &[&str]| {
+            let sets: Vec<_> = sets.iter().map(|s| parse_assignment(s).unwrap()).collect();
+            Scenario::from_text(DOC, "demo", &sets).unwrap_err().to_string()
+        };
+        let messages = err(&[
+            "protocol=\"saratoga\"",
+            "workload={kind=\"messages\",size=64,rate=\"2kbit\",duration=\"1min\"}",
+        ]);
+        assert!(
+            messages.contains("workload.kind = messages: bulk under saratoga"),
+            "{messages}"
+        );
+        let both = err(&["protocol=\"saratoga\"", "workload.both_ways=true"]);
+        assert!(
+            both.contains("workload.both_ways = true: false under saratoga"),
+            "{both}"
+        );
+        let auto = err(&["protocol=\"saratoga\"", "tcp.rate=\"auto\""]);
+        assert!(auto.contains("tcp.rate = auto"), "{auto}");
+        let gateways = err(&["protocol=\"saratoga\"", "topology.nodes=[]"]);
+        assert!(gateways.contains("topology"), "{gateways}");
+        let files = err(&["protocol=\"tcp-vj\"", "workload.files=2"]);
+        assert!(files.contains("workload.files = 2: 1 under tcp-vj"), "{files}");
     }
 
     #[test]

@@ -148,12 +148,22 @@ impl StackSettings<'_> {
             Some(label) => label.parse()?,
             None => DEFAULT_PROTOCOL,
         };
+        let on_a_host: Vec<&str> = Protocol::ALL
+            .iter()
+            .filter(|p| !p.through_gateways() && !p.is_saratoga())
+            .map(|p| p.label())
+            .collect();
+        if protocol.is_saratoga() {
+            return Err(Error::invalid(
+                "protocol",
+                protocol,
+                format!(
+                    "a TCP stack ({}): saratoga is not TCP, and runs only in the simulator so far",
+                    on_a_host.join(", ")
+                ),
+            ));
+        }
         if let Some(across) = protocol.across_gateways() {
-            let on_a_host: Vec<&str> = Protocol::ALL
-                .iter()
-                .filter(|p| !p.through_gateways())
-                .map(|p| p.label())
-                .collect();
             return Err(Error::invalid(
                 "protocol",
                 protocol,
@@ -370,7 +380,7 @@ mod tests {
     fn nonsense_is_refused_naming_the_key() {
         /// A file, a label, assignments, and the error's start.
         type Case<'a> = (Option<&'a str>, Option<&'a str>, &'a [&'a str], &'a str);
-        let cases: [Case; 8] = [
+        let cases: [Case; 9] = [
             (
                 None,
                 None,
@@ -403,6 +413,13 @@ mod tests {
                 "protocol = gw-scps-rate: a stack this host runs itself (tcp-vj, tcp-cubic, scps-vj, \
                  scps-vegas, scps-rate): gw-scps-rate is two gateways splitting the connection; for \
                  real, run `scps gateway` with protocol = \"scps-rate\"",
+            ),
+            (
+                None,
+                Some("saratoga"),
+                &[],
+                "protocol = saratoga: a TCP stack (tcp-vj, tcp-cubic, scps-vj, scps-vegas, scps-rate): \
+                 saratoga is not TCP, and runs only in the simulator so far",
             ),
             (
                 Some("[sweep]\n\"link.ber\" = [0, 1e-5]\n[link]\nrate = \"8Mbit\"\n"),

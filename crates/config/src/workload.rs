@@ -13,6 +13,8 @@ pub const MESSAGE_HEADER: u64 = 12;
 
 /// Most messages one flow may offer in a run (each one's latency is kept).
 pub const MAX_MESSAGES: f64 = 10_000_000.0;
+/// Most files a bulk workload may be split into.
+pub const MAX_FILES: u32 = 1000;
 /// Most file fetches a run may plan, on average.
 pub const MAX_FETCHES: f64 = 100_000.0;
 
@@ -20,11 +22,14 @@ pub const MAX_FETCHES: f64 = 100_000.0;
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum WorkloadSpec {
     /// One connection carries `bytes` (and as many back with `both_ways`);
-    /// timed from the first SYN to the last byte read.
+    /// timed from the first SYN to the last byte read. Under `saratoga`,
+    /// a put of `files` files (1 unless given) of `bytes / files` each,
+    /// all at once, timed from the start to the last file stored.
     Bulk {
         bytes: Bytes,
         #[serde(default)]
         both_ways: bool,
+        files: Option<u32>,
     },
     /// Timestamped messages of `size` bytes offered at `rate` for
     /// `duration`; with `two_way` the other end sends too
@@ -87,6 +92,9 @@ pub enum Workload {
     Bulk {
         bytes: u64,
         both_ways: bool,
+        /// Files the bytes are split into (only `saratoga` sends more
+        /// than one).
+        files: u32,
     },
     Messages {
         forward: MessageFlow,
@@ -104,13 +112,26 @@ pub enum Workload {
 impl WorkloadSpec {
     pub fn resolve(&self) -> Result<Workload, Error> {
         match *self {
-            WorkloadSpec::Bulk { bytes, both_ways } => {
+            WorkloadSpec::Bulk {
+                bytes,
+                both_ways,
+                files,
+            } => {
                 if bytes.0 == 0 {
                     return Err(Error::invalid("workload.bytes", bytes, "at least 1 byte"));
+                }
+                let files = files.unwrap_or(1);
+                if !(1..=MAX_FILES).contains(&files) || u64::from(files) > bytes.0 {
+                    return Err(Error::invalid(
+                        "workload.files",
+                        files,
+                        format!("1 to {MAX_FILES}, and at most workload.bytes ({bytes})"),
+                    ));
                 }
                 Ok(Workload::Bulk {
                     bytes: bytes.0,
                     both_ways,
+                    files,
                 })
             }
             WorkloadSpec::Messages {
@@ -244,7 +265,8 @@ mod tests {
             bulk.resolve().unwrap(),
             Workload::Bulk {
                 bytes: 1 << 20,
-                both_ways: false
+                both_ways: false,
+                files: 1
             }
         );
         let messages: WorkloadSpec = toml::from_str(

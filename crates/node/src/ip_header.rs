@@ -68,7 +68,7 @@ fn forward_v6(packet: &mut [u8]) -> Result<IpAddr, &'static str> {
 
 /// The 16-bit one's complement sum of `data` (RFC 1071), folded; a header
 /// with a correct checksum sums to 0xffff.
-fn ones_complement_sum(data: &[u8]) -> u16 {
+pub(crate) fn ones_complement_sum(data: &[u8]) -> u16 {
     let mut sum: u32 = data
         .chunks(2)
         .map(|pair| u32::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)])))

@@ -20,6 +20,7 @@ mod prefix;
 pub mod router;
 pub mod tap;
 pub mod time;
+pub mod udp;
 
 pub use prefix::{IpPrefix, PrefixError};
 pub use router::{Route, Router, RouterError, RouterStats};

@@ -5,7 +5,9 @@
 //! [`engine`] is sans-IO like `scps-proto`: it takes `(now, datagram)` and
 //! `(now)` and gives back datagrams and its next wake-up, never touching
 //! a socket, a thread or a clock; files come and go through a
-//! [`engine::Store`].
+//! [`engine::Store`]. As a [`node::SaratogaNode`] it is a node of one
+//! interface carrying IPv4/UDP packets, for the simulator and any driver
+//! of nodes.
 //!
 //! What is not implemented (yet):
 //!
@@ -18,6 +20,8 @@
 //!   is fixed per engine.
 //! - The sender settles what arrived assuming an in-order path; a path
 //!   that reorders costs re-sent bytes (counted), not transfers.
+//! - The node ([`node::SaratogaNode`]) carries IPv4 only, and neither
+//!   fragments nor reassembles.
 //! - A session is named by the peer's address and id: a GET we asked for
 //!   and a PUT the same peer starts with the same id would collide (our
 //!   ids count up from [`engine::Config::first_session`]).
@@ -27,4 +31,5 @@
 //!   should name a plain file.
 
 pub mod engine;
+pub mod node;
 pub mod wire;

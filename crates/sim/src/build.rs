@@ -1,5 +1,6 @@
 //! The world of a run, built from the point's topology: a host for each
-//! host node (an endpoint configured for the direction its data goes), a
+//! host node (an endpoint configured for the direction its data goes, or
+//! under `saratoga` a Saratoga engine), a
 //! router for each router, a link for each link (the stressed one from
 //! `[link]`, the others from their LAN model), and the capture. Behind a
 //! `gw-` label, two gateways (the real gateway's sans-IO node) stand at
@@ -25,6 +26,7 @@ use scps_node::{InterfaceId, IpPrefix, Router};
 use scps_proto::{Endpoint, EndpointConfig};
 
 use crate::run::{RunOptions, SimError};
+use crate::saratoga;
 use crate::world::{LinkId, NodeId, NodeInterface, World};
 use scps_channel::derive_seed;
 use scps_pcap::PcapTap;
@@ -84,9 +86,16 @@ pub(crate) fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Bu
                     Role::Client => (client_seed(seed, clients.len()), 10, Direction::Forward),
                     Role::Server => (seed, 11, Direction::Reverse),
                 };
-                let id = world.add_host(endpoint(point, address, derive_seed(seed, purpose), sends)?);
+                let id = if point.protocol.is_saratoga() {
+                    world.add_node(saratoga::node(point, address, sends)?)
+                } else {
+                    world.add_host(endpoint(point, address, derive_seed(seed, purpose), sends)?)
+                };
                 if *role == Role::Client {
-                    let port = SERVER_PORT + clients.len() as u16;
+                    let port = match point.protocol.is_saratoga() {
+                        true => scps_saratoga::node::PORT,
+                        false => SERVER_PORT + clients.len() as u16,
+                    };
                     clients.push(Client {
                         name: node.name.clone(),
                         node: id,

@@ -12,6 +12,7 @@ pub mod payload;
 pub mod record;
 pub mod result;
 pub mod run;
+mod saratoga;
 mod tally;
 pub mod world;
 

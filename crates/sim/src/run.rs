@@ -2,6 +2,7 @@
 //! client and a server on one link), the workload's applications on every
 //! client and the server, and the record.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use crate::build::{Built, Client, build, client_seed};
 use crate::payload::Pattern;
 use crate::record::{BondFigures, GatewayFigures, RouterFigures, RunRecord};
 use crate::result::{ConnectionTotals, DirectionFigures, LinkFigures, RunResult};
+use crate::saratoga;
 use crate::tally::{BulkTally, FetchTally, MessageTally, summarize, unfinished};
 use crate::world::{App, NodeId, WorldError};
 use scps_node::TapError;
@@ -121,7 +123,11 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
     let limit = Instant::ZERO + point.time_limit;
     let names: Vec<String> = built.clients.iter().map(|c| c.name.clone()).collect();
     let (mut totals, clients) = match &point.workload {
-        Workload::Bulk { bytes, both_ways } => {
+        Workload::Bulk { bytes, files, .. } if point.protocol.is_saratoga() => {
+            let tallies = saratoga::run_put(&mut built, *bytes, *files, limit)?;
+            summarize(point, seed, &names, tallies)
+        }
+        Workload::Bulk { bytes, both_ways, .. } => {
             let tallies = run_bulk(&mut built, *bytes, *both_ways, limit)?;
             summarize(point, seed, &names, tallies)
         }
@@ -159,8 +165,16 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
         }
     };
     let hosts = built.clients.iter().map(|c| c.node).chain([built.server]);
+    let mut saratoga_drops: BTreeMap<String, u64> = BTreeMap::new();
     for node in hosts {
-        count_drops(world.endpoint(node));
+        match saratoga::drops(world, node) {
+            Some(drops) => {
+                for (cause, count) in drops {
+                    *saratoga_drops.entry(cause).or_default() += count;
+                }
+            }
+            None => count_drops(world.endpoint(node)),
+        }
     }
     let mut gateways = Vec::new();
     for (name, id) in GATEWAY_NAMES
@@ -173,6 +187,9 @@ pub fn run_record(point: &Point, seed: u64, options: &RunOptions) -> Result<RunR
         count_drops(gateway.lan_endpoint());
         count_drops(gateway.link_endpoint());
         gateways.push(GatewayFigures::of(name, gateway));
+    }
+    for (cause, count) in saratoga_drops {
+        *totals.endpoint_drops.entry(cause).or_default() += count;
     }
     // What crossed the stressed link was resent by the gateways: the
     // hosts' connections end on LANs.
