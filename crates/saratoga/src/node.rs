@@ -13,7 +13,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use scps_node::udp;
 use scps_node::{Instant, InterfaceId, Node};
 
-use crate::engine::{Config, Engine, Store};
+use crate::engine::{Config, ConfigError, Engine, Store};
 
 /// Saratoga's UDP port (spec/saratoga.md "Transport").
 pub const PORT: u16 = 7542;
@@ -43,13 +43,13 @@ impl<S: Store> SaratogaNode<S> {
     /// datagrams carry IPv4 and UDP headers below them, which its pacer
     /// must count: `config.datagram_overhead` should be at least
     /// [`udp::IPV4_UDP_HEADER_LEN`].
-    pub fn new(config: Config, store: S, address: Ipv4Addr) -> SaratogaNode<S> {
-        SaratogaNode {
-            engine: Engine::new(config, store),
+    pub fn new(config: Config, store: S, address: Ipv4Addr) -> Result<SaratogaNode<S>, ConfigError> {
+        Ok(SaratogaNode {
+            engine: Engine::new(config, store)?,
             address,
             next_id: 0,
             stats: NodeStats::default(),
-        }
+        })
     }
 
     /// Where peers reach this engine.
@@ -132,7 +132,7 @@ mod tests {
             rate_bps: 0,
             ..Config::default()
         };
-        SaratogaNode::new(config, MemoryStore::new(), Ipv4Addr::new(10, 0, 0, last))
+        SaratogaNode::new(config, MemoryStore::new(), Ipv4Addr::new(10, 0, 0, last)).unwrap()
     }
 
     /// Hands every packet each node sends to the other, at once, until

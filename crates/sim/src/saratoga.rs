@@ -44,7 +44,14 @@ pub(crate) fn node(point: &Point, address: IpAddr, sends: Direction) -> Result<N
         max_datagram: usize::from(point.link.mtu) - ip_udp,
         ..Config::default()
     };
-    Ok(SaratogaNode::new(config, MemoryStore::new(), address))
+    // The route's rate or the link's MTU out of the engine's range.
+    SaratogaNode::new(config, MemoryStore::new(), address).map_err(|e| {
+        SimError::Config(scps_config::Error::invalid(
+            format!("saratoga {}", e.field),
+            e.value,
+            e.allowed,
+        ))
+    })
 }
 
 /// The names of the files of a put of `files`.
