@@ -12,7 +12,7 @@ use scps_saratoga::wire::{EPOCH_2000_UNIX, EntryKind};
 use super::capture::PacketCapture;
 use super::host::Host;
 use super::report::{Entry, Report, sha256_of};
-use super::store::OneFile;
+use super::store::{ReceiveOnly, SendFile};
 use super::{EngineArgs, GetArgs, LsArgs, PeerSpec, PutArgs, RmArgs};
 use crate::transfer::{Outcome, interrupts};
 
@@ -163,18 +163,12 @@ fn file_name(path: &Path) -> anyhow::Result<&str> {
 }
 
 pub async fn put(args: PutArgs) -> anyhow::Result<Outcome> {
-    let path =
-        std::fs::canonicalize(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
-    if path.is_dir() {
-        bail!("{} is a directory: put sends one file", args.file.display());
-    }
-    let name = file_name(&path)?.to_owned();
+    let path = &args.file;
+    let name = file_name(path)?.to_owned();
+    let store = SendFile::open(path, &name).with_context(|| format!("cannot read {}", path.display()))?;
     let remote = args.peer.path.clone().unwrap_or_else(|| name.clone());
     let peer = args.peer.resolve()?;
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let store =
-        DiskStore::new(dir).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.file.display()))?;
-    let mut host = host(peer, &args.engine, OneFile::reading(store, &name))?;
+    let mut host = host(peer, &args.engine, store)?;
     let mut report = report("put", peer, &remote, &args.engine);
     report.local = Some(args.file.display().to_string());
     let start = std::time::Instant::now();
@@ -186,7 +180,7 @@ pub async fn put(args: PutArgs) -> anyhow::Result<Outcome> {
     let end = wait(&mut host, id).await?;
     if let End::Done(Event::Completed { size, .. }) = &end {
         report.set_moved(*size, start);
-        report.sha256 = Some(sha256_of(&path).with_context(|| format!("cannot read {}", path.display()))?);
+        report.sha256 = Some(sha256_of(path).with_context(|| format!("cannot read {}", path.display()))?);
         report.verified = true;
     }
     report.retransmitted_bytes = host.engine().stats().data_bytes_resent;
@@ -222,7 +216,7 @@ pub async fn get(args: GetArgs) -> anyhow::Result<Outcome> {
     let store =
         DiskStore::new(&dir).map_err(|e| anyhow::anyhow!("cannot write into {}: {e}", dir.display()))?;
     let partials = store.root().join(scps_saratoga::engine::PARTIAL_DIR);
-    let mut host = host(peer, &args.engine, OneFile::receiving(store, &name))?;
+    let mut host = host(peer, &args.engine, ReceiveOnly::file(store, &name))?;
     let mut report = report("get", peer, &remote, &args.engine);
     report.local = Some(target.display().to_string());
     let start = std::time::Instant::now();
@@ -255,7 +249,7 @@ fn required_path(peer: &PeerSpec, command: &str, example: &str) -> anyhow::Resul
 pub async fn ls(args: LsArgs) -> anyhow::Result<Outcome> {
     let dir = args.peer.path.clone().unwrap_or_default();
     let peer = args.peer.resolve()?;
-    let mut host = host(peer, &args.engine, OneFile::nothing(MemoryStore::new()))?;
+    let mut host = host(peer, &args.engine, ReceiveOnly::nothing(MemoryStore::new()))?;
     let mut report = report("ls", peer, &dir, &args.engine);
     let start = std::time::Instant::now();
     let now = host.now();
@@ -286,7 +280,7 @@ fn unix_time(saratoga: u32) -> u64 {
 pub async fn rm(args: RmArgs) -> anyhow::Result<Outcome> {
     let remote = required_path(&args.peer, "rm", "old.log")?;
     let peer = args.peer.resolve()?;
-    let mut host = host(peer, &args.engine, OneFile::nothing(MemoryStore::new()))?;
+    let mut host = host(peer, &args.engine, ReceiveOnly::nothing(MemoryStore::new()))?;
     let mut report = report("rm", peer, &remote, &args.engine);
     let start = std::time::Instant::now();
     let now = host.now();

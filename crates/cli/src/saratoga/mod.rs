@@ -16,6 +16,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use scps_config::units::Rate;
 use scps_saratoga::engine::Config;
+use scps_saratoga::wire::ChecksumKind;
 
 use crate::transfer::Outcome;
 use crate::transfer::args::parse_time;
@@ -55,10 +56,14 @@ enum SaratogaCommand {
 #[derive(Debug, Args)]
 struct EngineArgs {
     /// DATA is paced at this rate, datagrams' IP and UDP headers counted
-    /// (`8Mbit`, `2400bps`, `1Gbit`); 0 sends as fast as the socket takes
-    /// them.
+    /// (`8Mbit`, `2400bps`, `1Gbit`; at most `1000Gbit`).
     #[arg(long, value_name = "RATE", default_value = "100Mbit")]
     rate: Rate,
+    /// The checksum sent with each file (put, and files served), which
+    /// the receiver verifies before the file appears: md5, crc32
+    /// (cheaper), sha1 or none.
+    #[arg(long, value_name = "KIND", default_value = "md5")]
+    checksum: Checksum,
     /// A transfer whose peer is silent this long fails; it must exceed
     /// the round trip and the longest outage to ride out.
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_time, default_value = "30s")]
@@ -121,6 +126,26 @@ struct RmArgs {
     engine: EngineArgs,
 }
 
+/// The checksums of spec/saratoga.md's METADATA.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Checksum {
+    None,
+    Crc32,
+    Md5,
+    Sha1,
+}
+
+impl From<Checksum> for ChecksumKind {
+    fn from(checksum: Checksum) -> ChecksumKind {
+        match checksum {
+            Checksum::None => ChecksumKind::None,
+            Checksum::Crc32 => ChecksumKind::Crc32,
+            Checksum::Md5 => ChecksumKind::Md5,
+            Checksum::Sha1 => ChecksumKind::Sha1,
+        }
+    }
+}
+
 fn parse_positive_time(text: &str) -> Result<Duration, String> {
     match parse_time(text)? {
         zero if zero.is_zero() => Err(format!("{text:?}: expected a duration above 0")),
@@ -150,6 +175,7 @@ impl EngineArgs {
             datagram_overhead,
             max_datagram,
             inactivity_timeout: self.timeout,
+            checksum: self.checksum.into(),
             ..defaults
         }
     }
