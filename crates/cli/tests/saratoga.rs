@@ -55,8 +55,10 @@ fn saratoga(args: &[&str]) -> (ExitStatus, String, String) {
 /// A running `scps saratoga serve`, killed if the test fails first.
 struct Server {
     child: Option<Child>,
-    /// Where it listens, as a client names it (`127.0.0.1:PORT`).
+    /// Where it listens, as a client names it (`127.0.0.1:PORT`), and
+    /// the second address if it listens on two.
     addr: String,
+    second_addr: Option<String>,
 }
 
 impl Server {
@@ -76,13 +78,18 @@ impl Server {
             listening.contains("listening"),
             "scps saratoga serve said: {listening:?}"
         );
-        let start = listening.find("UDP ").expect("a UDP address") + 4;
-        let addr = listening[start..].split([',', ' ']).next().unwrap().to_owned();
+        let mut addrs = listening
+            .split("UDP ")
+            .skip(1)
+            .map(|rest| rest.split([',', ' ']).next().unwrap().to_owned());
+        let addr = addrs.next().expect("a UDP address");
+        let second_addr = addrs.next();
         // Its later lines are not read: keep the pipe from filling.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         Server {
             child: Some(child),
             addr,
+            second_addr,
         }
     }
 
@@ -278,7 +285,7 @@ fn paths_outside_the_served_directory_are_refused_with_their_error_code() {
 }
 
 #[test]
-fn a_put_over_ipv6_loopback_arrives() {
+fn a_server_on_ipv6_and_ipv4_loopback_takes_a_put_on_each() {
     if std::net::UdpSocket::bind("[::1]:0").is_err() {
         println!("skipped: no IPv6 loopback here");
         return;
@@ -286,11 +293,15 @@ fn a_put_over_ipv6_loopback_arrives() {
     let (_tmp, served, here) = dirs("saratoga-ipv6");
     let file = here.join("v6.bin");
     random_file(&file, 200_000);
-    let server = Server::start(&served, &["--listen", "[::1]:0"]);
+    let server = Server::start(&served, &["--listen", "[::1]:0", "--listen", "127.0.0.1:0"]);
     assert!(server.addr.starts_with("[::1]:"), "{}", server.addr);
     let (status, stdout, stderr) = saratoga(&["put", file.to_str().unwrap(), &server.addr]);
     assert!(status.success(), "put: {stdout}{stderr}");
     assert_eq!(sha256(&served.join("v6.bin")), sha256(&file));
+    let v4 = server.second_addr.clone().expect("a second address");
+    let (status, stdout, stderr) = saratoga(&["put", file.to_str().unwrap(), &format!("{v4}:again.bin")]);
+    assert!(status.success(), "put over IPv4: {stdout}{stderr}");
+    assert_eq!(sha256(&served.join("again.bin")), sha256(&file));
 }
 
 #[test]
@@ -417,4 +428,44 @@ fn bad_peers_and_missing_files_are_refused_before_anything_is_sent() {
         &["saratoga", "put", "/etc/hostname", "127.0.0.1", "--rate", "fast"],
         "rate",
     );
+}
+
+#[test]
+fn an_interrupted_get_leaves_no_file_and_the_next_one_completes() {
+    let (_tmp, served, here) = dirs("saratoga-interrupt");
+    random_file(&served.join("slow.bin"), 1_000_000);
+    let server = Server::start(
+        &served,
+        &["--listen", "127.0.0.1:0", "--rate", "8Mbit", "--timeout", "3s"],
+    );
+    let from = format!("{}:slow.bin", server.addr);
+    let into = here.join("slow.bin");
+    let mut child = scps()
+        .args(["saratoga", "get", &from, into.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once data is arriving: its partial file's range log.
+    let log = here.join(".saratoga/partial/slow.bin.ranges");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 10 {
+        assert!(Instant::now() < deadline, "no data arrived within 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = wait(&mut child, Duration::from_secs(10));
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(!into.exists(), "an unfinished file must not appear");
+
+    let (status, stdout, stderr) = saratoga(&["get", &from, into.to_str().unwrap()]);
+    assert!(status.success(), "get again: {stdout}{stderr}");
+    assert_eq!(sha256(&into), sha256(&served.join("slow.bin")));
 }
