@@ -26,7 +26,7 @@ use peer::{PeerSpec, parse_peer};
 #[command(after_help = "Examples:\n  \
     scps saratoga serve /srv/outbox\n  \
     scps saratoga put report.bin 192.0.2.7:inbox/report.bin --rate 8Mbit\n  \
-    scps saratoga get [2001:db8::7]:7542:logs/today.log\n  \
+    scps saratoga get '[2001:db8::7]:7542:logs/today.log'\n  \
     scps saratoga ls 192.0.2.7:logs\n\
     Beacons are not sent (the engine does not send them): give peers by address.\n\
     docs/saratoga.md has the details.")]
@@ -56,7 +56,8 @@ enum SaratogaCommand {
 #[derive(Debug, Args)]
 struct EngineArgs {
     /// DATA is paced at this rate, datagrams' IP and UDP headers counted
-    /// (`8Mbit`, `2400bps`, `1Gbit`; at most `1000Gbit`).
+    /// (`8Mbit`, `2400bps`, `1Gbit`; at most `1000Gbit`): what put and
+    /// serve send; a get's data comes at the server's rate.
     #[arg(long, value_name = "RATE", default_value = "100Mbit")]
     rate: Rate,
     /// The checksum sent with each file (put, and files served), which
@@ -90,8 +91,10 @@ struct ServeArgs {
 
 #[derive(Debug, Args)]
 struct PutArgs {
+    /// The file to send.
     file: PathBuf,
-    /// HOST[:PORT][:PATH]; an IPv6 address in brackets; port 7542 unless given.
+    /// HOST[:PORT][:PATH]; an IPv6 address in brackets; port 7542 unless
+    /// given; PATH is the name there (default: FILE's name).
     #[arg(value_parser = parse_peer, value_name = "PEER[:PATH]")]
     peer: PeerSpec,
     #[command(flatten)]
@@ -100,8 +103,11 @@ struct PutArgs {
 
 #[derive(Debug, Args)]
 struct GetArgs {
+    /// HOST[:PORT]:PATH, the file to fetch; an IPv6 address in brackets.
     #[arg(value_parser = parse_peer, value_name = "PEER:PATH")]
     peer: PeerSpec,
+    /// Where to write it (default: PATH's last component, here; inside
+    /// FILE if it is a directory).
     file: Option<PathBuf>,
     /// Replace FILE if it exists.
     #[arg(long)]
@@ -112,6 +118,7 @@ struct GetArgs {
 
 #[derive(Debug, Args)]
 struct LsArgs {
+    /// HOST[:PORT][:DIR]; an IPv6 address in brackets.
     #[arg(value_parser = parse_peer, value_name = "PEER[:DIR]")]
     peer: PeerSpec,
     #[command(flatten)]
@@ -120,6 +127,7 @@ struct LsArgs {
 
 #[derive(Debug, Args)]
 struct RmArgs {
+    /// HOST[:PORT]:PATH, the file to delete; an IPv6 address in brackets.
     #[arg(value_parser = parse_peer, value_name = "PEER:PATH")]
     peer: PeerSpec,
     #[command(flatten)]
