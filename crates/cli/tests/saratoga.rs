@@ -217,6 +217,10 @@ fn a_get_fetches_a_file_and_overwrites_only_with_force() {
     let (status, stdout, stderr) = saratoga(&["get", &from, here.to_str().unwrap()]);
     assert!(status.success(), "get into a directory: {stdout}{stderr}");
     assert_eq!(sha256(&here.join("data.bin")), sha256(&into));
+    // The client's last STATUS reached the server: its end completed too.
+    let (_, events) = server.stop();
+    let completed = events.lines().filter(|l| l.starts_with("completed send")).count();
+    assert_eq!(completed, 3, "{events}");
 }
 
 #[test]
