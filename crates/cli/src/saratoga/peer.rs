@@ -19,13 +19,19 @@ pub struct PeerSpec {
 }
 
 impl PeerSpec {
-    /// The peer's address: the host resolved, the first address kept.
+    /// The peer's address: the host resolved, its first IPv4 address
+    /// kept if it has one (a server listens on `0.0.0.0:7542` unless told
+    /// otherwise, and `localhost` often resolves to `::1` first).
     pub fn resolve(&self) -> anyhow::Result<SocketAddr> {
-        let mut addrs = (self.host.as_str(), self.port)
+        let addrs: Vec<SocketAddr> = (self.host.as_str(), self.port)
             .to_socket_addrs()
-            .map_err(|e| anyhow::anyhow!("cannot resolve host {:?}: {e}", self.host))?;
+            .map_err(|e| anyhow::anyhow!("cannot resolve host {:?}: {e}", self.host))?
+            .collect();
         addrs
-            .next()
+            .iter()
+            .find(|a| a.is_ipv4())
+            .or(addrs.first())
+            .copied()
             .ok_or_else(|| anyhow::anyhow!("host {:?} has no address", self.host))
     }
 }
@@ -116,6 +122,14 @@ mod tests {
         assert_eq!(parse_peer("[::1]:7000"), Ok(spec("::1", 7000, None)));
         assert_eq!(parse_peer("[::1]:7000:/x"), Ok(spec("::1", 7000, Some("/x"))));
         assert_eq!(parse_peer("[fe80::1]:x"), Ok(spec("fe80::1", 7542, Some("x"))));
+    }
+
+    #[test]
+    fn a_name_resolves_to_its_ipv4_address_first() {
+        let localhost = parse_peer("localhost:9000").unwrap().resolve().unwrap();
+        assert_eq!(localhost, "127.0.0.1:9000".parse().unwrap());
+        let v6 = parse_peer("[::1]").unwrap().resolve().unwrap();
+        assert_eq!(v6, "[::1]:7542".parse().unwrap());
     }
 
     #[test]
