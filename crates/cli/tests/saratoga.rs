@@ -473,3 +473,38 @@ fn an_interrupted_get_leaves_no_file_and_the_next_one_completes() {
     assert!(status.success(), "get again: {stdout}{stderr}");
     assert_eq!(sha256(&into), sha256(&served.join("slow.bin")));
 }
+
+#[test]
+fn a_put_appears_under_its_name_only_once_complete() {
+    let (_tmp, served, here) = dirs("saratoga-appears");
+    let file = here.join("paced.bin");
+    random_file(&file, 1_000_000);
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    let mut child = scps()
+        .args([
+            "saratoga",
+            "put",
+            file.to_str().unwrap(),
+            &server.addr,
+            "--rate",
+            "8Mbit",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = served.join(".saratoga/partial/paced.bin.ranges");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 10 {
+        assert!(Instant::now() < deadline, "no data arrived within 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !served.join("paced.bin").exists(),
+        "a partial file is not under its name"
+    );
+    let status = wait(&mut child, Duration::from_secs(30));
+    assert!(status.success());
+    assert_eq!(sha256(&served.join("paced.bin")), sha256(&file));
+    assert!(!log.exists(), "the range log is gone once committed");
+}
