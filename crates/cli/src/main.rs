@@ -5,6 +5,7 @@ mod emulate;
 mod gateway;
 mod logging;
 mod recv;
+mod saratoga;
 mod send;
 mod sim;
 mod status;
@@ -49,6 +50,9 @@ enum Command {
     /// Ask a running gateway, through its control socket, for its counters
     /// and the split connections it holds.
     Status(status::StatusArgs),
+    /// Saratoga file delivery over UDP: serve a directory, or put, get,
+    /// list and delete files on a server.
+    Saratoga(saratoga::SaratogaArgs),
 }
 
 fn writes_to_a_closed_pipe(error: &anyhow::Error) -> bool {
@@ -73,6 +77,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => bench::main(args),
         Command::Send(args) => return transfer::exit(send::main(args)),
         Command::Recv(args) => return transfer::exit(recv::main(args)),
+        Command::Saratoga(args) => return transfer::exit(saratoga::main(args)),
         Command::Emulate(args) => emulate::main(args).map(|()| sim::Completion::All),
         Command::Gateway(args) => gateway::main(args).map(|()| sim::Completion::All),
         Command::Status(args) => status::main(args).map(|()| sim::Completion::All),

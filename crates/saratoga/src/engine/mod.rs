@@ -194,7 +194,10 @@ impl<S: Store> Engine<S> {
             role: Role::Sender,
         };
         let entry = DirEntry::file(remote, info.size, DirEntry::time_from_unix(info.mtime));
-        let ask = if safe_name(remote).is_some_and(|name| name.contains('/')) {
+        // A name with a path in it (one the peer may refuse, `..` among
+        // them) is asked for first: the METADATA name alone would be cut
+        // to its last component there.
+        let ask = if remote.contains('/') {
             let mut bytes = Vec::new();
             Request::new(RequestType::Put, session, remote)
                 .emit(&mut bytes)

@@ -1,0 +1,166 @@
+//! What a Saratoga client reports at the end: with `--json` one object
+//! with the field names of `scps sim --json` (`bytes`, `duration_s`,
+//! `goodput_bps`, `retransmitted_bytes`) and `sha256`, `verified`, and the
+//! engine's drops by cause; otherwise a few lines for people.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use scps_saratoga::engine::Stats;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// `put`, `get`, `ls` or `rm`.
+    pub operation: String,
+    pub peer: String,
+    /// The name at the peer.
+    pub remote: String,
+    /// The file here (put and get).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
+    /// File bytes delivered (0 unless complete).
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub goodput_bps: f64,
+    /// DATA bytes sent again (put); for a get, the bytes that arrived
+    /// twice (a receiver cannot see the re-sends that filled its holes).
+    pub retransmitted_bytes: u64,
+    /// SHA-256 of the file here, once complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Whether the transfer's own checksum (MD5) matched at the receiver.
+    pub verified: bool,
+    pub rate_bps: u64,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    /// Datagrams the engine dropped, by cause: malformed frames by their
+    /// `WireError::cause`, `unknown_session`, and DATA bytes dropped for
+    /// want of their METADATA (`orphan_data_bytes`).
+    pub drops: BTreeMap<String, u64>,
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    /// For ls: the entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entries: Option<Vec<Entry>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub name: String,
+    pub directory: bool,
+    pub size: u64,
+    /// Unix seconds.
+    pub mtime: u64,
+}
+
+impl Report {
+    /// Fills in the engine's counters and the process's CPU time.
+    pub fn record_engine(&mut self, stats: &Stats) {
+        self.datagrams_sent = stats.datagrams_out;
+        self.datagrams_received = stats.datagrams_in;
+        self.drops = drops(stats);
+        (self.cpu_user_s, self.cpu_system_s) = process_cpu_time();
+    }
+
+    pub fn set_moved(&mut self, bytes: u64, start: std::time::Instant) {
+        self.bytes = bytes;
+        self.duration_s = start.elapsed().as_secs_f64();
+        self.goodput_bps = if self.duration_s > 0.0 {
+            bytes as f64 * 8.0 / self.duration_s
+        } else {
+            0.0
+        };
+    }
+
+    pub fn render(&self, json: bool) -> String {
+        if json {
+            return serde_json::to_string(self).unwrap_or_default();
+        }
+        let mut lines = Vec::new();
+        for entry in self.entries.iter().flatten() {
+            lines.push(match entry.directory {
+                true => format!("{:>14}  {}/", "-", entry.name),
+                false => format!("{:>14}  {}", entry.size, entry.name),
+            });
+        }
+        if self.operation == "rm" && self.error.is_none() {
+            lines.push(format!("rm {} {}: deleted", self.peer, self.remote));
+        } else if self.entries.is_none() && self.error.is_none() {
+            lines.push(format!(
+                "{} {} {}: {} bytes in {:.3} s, {:.2} Mbit/s",
+                self.operation,
+                self.peer,
+                self.remote,
+                self.bytes,
+                self.duration_s,
+                self.goodput_bps / 1e6
+            ));
+            if let Some(sha) = &self.sha256 {
+                lines.push(format!(
+                    "  sha256 {sha} ({})",
+                    if self.verified { "verified" } else { "not verified" }
+                ));
+            }
+            lines.push(format!(
+                "  re-sent {} bytes; {} datagrams out, {} in; cpu {:.2} s user, {:.2} s system",
+                self.retransmitted_bytes,
+                self.datagrams_sent,
+                self.datagrams_received,
+                self.cpu_user_s,
+                self.cpu_system_s
+            ));
+        }
+        let dropped: Vec<String> = self
+            .drops
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(cause, n)| format!("{cause} {n}"))
+            .collect();
+        if !dropped.is_empty() && self.entries.is_none() {
+            lines.push(format!("  dropped: {}", dropped.join(", ")));
+        }
+        lines.join("\n")
+    }
+}
+
+/// The engine's drop counters by cause.
+pub fn drops(stats: &Stats) -> BTreeMap<String, u64> {
+    let mut drops: BTreeMap<String, u64> = stats
+        .malformed
+        .iter()
+        .map(|(cause, n)| (format!("malformed_{cause}"), *n))
+        .collect();
+    drops.insert("unknown_session".into(), stats.unknown_session);
+    drops.insert("orphan_data_bytes".into(), stats.orphan_data_bytes);
+    drops.insert("duplicate_bytes".into(), stats.duplicate_bytes_received);
+    drops
+}
+
+/// SHA-256 of a file, in hex.
+pub fn sha256_of(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0; 1 << 20];
+    loop {
+        let read = file.read(&mut buf)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buf[..read]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// User and system CPU time of this process so far, seconds.
+fn process_cpu_time() -> (f64, f64) {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    getrusage(UsageWho::RUSAGE_SELF).map_or((0.0, 0.0), |usage| {
+        (secs(usage.user_time()), secs(usage.system_time()))
+    })
+}

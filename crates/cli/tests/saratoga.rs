@@ -1,0 +1,510 @@
+//! `scps saratoga` as a user runs it on loopback: a server of a
+//! directory, and put, get, ls and rm against it; the files compared by
+//! SHA-256, the refusals of paths outside the served directory, the JSON
+//! reports, IPv6, a capture tshark reads, pacing, an unreachable peer.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::TempDir;
+use rand::{Rng, SeedableRng};
+use sha2::Digest;
+
+fn scps() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_scps"))
+}
+
+/// Waits for `child` to exit, killing it (and failing) after `limit`.
+fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `scps saratoga ARGS...` run to its end (at most a minute): status,
+/// stdout, stderr.
+fn saratoga(args: &[&str]) -> (ExitStatus, String, String) {
+    let mut child = scps()
+        .arg("saratoga")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("scps saratoga starts");
+    let status = wait(&mut child, Duration::from_secs(60));
+    let output = child.wait_with_output().unwrap();
+    (
+        status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A running `scps saratoga serve`, killed if the test fails first.
+struct Server {
+    child: Option<Child>,
+    /// Where it listens, as a client names it (`127.0.0.1:PORT`), and
+    /// the second address if it listens on two.
+    addr: String,
+    second_addr: Option<String>,
+}
+
+impl Server {
+    fn start(dir: &Path, args: &[&str]) -> Server {
+        let mut child = scps()
+            .args(["saratoga", "serve"])
+            .arg(dir)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("scps saratoga serve starts");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut listening = String::new();
+        stderr.read_line(&mut listening).unwrap();
+        assert!(
+            listening.contains("listening"),
+            "scps saratoga serve said: {listening:?}"
+        );
+        let mut addrs = listening
+            .split("UDP ")
+            .skip(1)
+            .map(|rest| rest.split([',', ' ']).next().unwrap().to_owned());
+        let addr = addrs.next().expect("a UDP address");
+        let second_addr = addrs.next();
+        // Its later lines are not read: keep the pipe from filling.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Server {
+            child: Some(child),
+            addr,
+            second_addr,
+        }
+    }
+
+    /// Stops it as Ctrl-C would; its status and stdout (the event lines).
+    fn stop(mut self) -> (ExitStatus, String) {
+        let mut child = self.child.take().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let status = wait(&mut child, Duration::from_secs(10));
+        let mut stdout = String::new();
+        child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+        (status, stdout)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn sha256(path: &Path) -> String {
+    let bytes = std::fs::read(path).unwrap();
+    sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `len` random bytes in `path`, from a seed printed (SCPS_TEST_SEED
+/// replays one).
+fn random_file(path: &Path, len: usize) {
+    let seed = std::env::var("SCPS_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    println!(
+        "seed {seed} (SCPS_TEST_SEED={seed} replays it) for {}",
+        path.display()
+    );
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut bytes = vec![0; len];
+    rng.fill_bytes(&mut bytes);
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not one JSON object ({e}): {text}"))
+}
+
+/// A served directory and a client's directory under one temporary one.
+fn dirs(name: &str) -> (TempDir, PathBuf, PathBuf) {
+    let tmp = TempDir::new(name);
+    let (served, here) = (tmp.path().join("served"), tmp.path().join("here"));
+    std::fs::create_dir_all(&served).unwrap();
+    std::fs::create_dir_all(&here).unwrap();
+    (tmp, served, here)
+}
+
+#[test]
+fn a_put_of_5_mb_arrives_whole_and_verified_with_its_json_report() {
+    let (_tmp, served, here) = dirs("saratoga-put");
+    let file = here.join("random.bin");
+    random_file(&file, 5_000_000);
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0", "--json"]);
+    let to = format!("{}:inbox/random.bin", server.addr);
+    let (status, stdout, stderr) =
+        saratoga(&["put", file.to_str().unwrap(), &to, "--rate", "1Gbit", "--json"]);
+    assert!(status.success(), "put: {stdout}{stderr}");
+    let report = json(&stdout);
+    let arrived = served.join("inbox/random.bin");
+    assert_eq!(sha256(&arrived), sha256(&file));
+    assert_eq!(report["sha256"], sha256(&file));
+    assert_eq!(report["verified"], true);
+    assert_eq!(report["bytes"], 5_000_000);
+    for field in ["duration_s", "goodput_bps", "retransmitted_bytes", "cpu_user_s"] {
+        assert!(report[field].is_number(), "{field} in {report}");
+    }
+    assert!(report["drops"]["unknown_session"].is_number(), "{report}");
+
+    let (status, events) = server.stop();
+    assert!(status.success(), "serve ends with status 0 on Ctrl-C: {status}");
+    let events: Vec<serde_json::Value> = events.lines().map(json).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["started", "completed"], "{events:?}");
+    assert_eq!(events[1]["name"], "inbox/random.bin");
+    assert_eq!(events[1]["bytes"], 5_000_000);
+}
+
+#[test]
+fn a_get_fetches_a_file_and_overwrites_only_with_force() {
+    let (_tmp, served, here) = dirs("saratoga-get");
+    random_file(&served.join("data.bin"), 300_000);
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    let from = format!("{}:data.bin", server.addr);
+    let into = here.join("copy.bin");
+    let (status, stdout, stderr) = saratoga(&["get", &from, into.to_str().unwrap()]);
+    assert!(status.success(), "get: {stdout}{stderr}");
+    assert_eq!(sha256(&into), sha256(&served.join("data.bin")));
+    assert!(stdout.contains("verified"), "{stdout}");
+    assert!(
+        !here.join(".saratoga").exists(),
+        "no partial directory left behind"
+    );
+
+    let (status, _, stderr) = saratoga(&["get", &from, into.to_str().unwrap()]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("exists: give --force"), "{stderr}");
+    std::fs::write(&into, b"old").unwrap();
+    let (status, stdout, stderr) = saratoga(&["get", &from, into.to_str().unwrap(), "--force"]);
+    assert!(status.success(), "get --force: {stdout}{stderr}");
+    assert_eq!(sha256(&into), sha256(&served.join("data.bin")));
+    // Into a directory: under the remote name.
+    let (status, stdout, stderr) = saratoga(&["get", &from, here.to_str().unwrap()]);
+    assert!(status.success(), "get into a directory: {stdout}{stderr}");
+    assert_eq!(sha256(&here.join("data.bin")), sha256(&into));
+    // The client's last STATUS reached the server: its end completed too.
+    let (_, events) = server.stop();
+    let completed = events.lines().filter(|l| l.starts_with("completed send")).count();
+    assert_eq!(completed, 3, "{events}");
+}
+
+#[test]
+fn ls_lists_and_rm_deletes() {
+    let (_tmp, served, _here) = dirs("saratoga-ls");
+    std::fs::create_dir_all(served.join("logs")).unwrap();
+    std::fs::write(served.join("logs/a.log"), b"12345").unwrap();
+    std::fs::write(served.join("top.txt"), b"x").unwrap();
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+
+    let (status, stdout, stderr) = saratoga(&["ls", &server.addr]);
+    assert!(status.success(), "ls: {stdout}{stderr}");
+    assert!(stdout.contains("logs/") && stdout.contains("top.txt"), "{stdout}");
+    assert!(!stdout.contains(".saratoga"), "{stdout}");
+    let (status, stdout, stderr) = saratoga(&["ls", &format!("{}:logs", server.addr), "--json"]);
+    assert!(status.success(), "ls --json: {stdout}{stderr}");
+    let entries = &json(&stdout)["entries"];
+    assert_eq!(entries[0]["name"], "a.log", "{entries}");
+    assert_eq!(entries[0]["size"], 5, "{entries}");
+
+    let (status, stdout, stderr) = saratoga(&["rm", &format!("{}:logs/a.log", server.addr)]);
+    assert!(status.success(), "rm: {stdout}{stderr}");
+    assert!(!served.join("logs/a.log").exists());
+    let (status, _, stderr) = saratoga(&["rm", &format!("{}:logs/a.log", server.addr)]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("file not found (4)"), "{stderr}");
+}
+
+#[test]
+fn paths_outside_the_served_directory_are_refused_with_their_error_code() {
+    let (tmp, served, here) = dirs("saratoga-outside");
+    std::fs::write(tmp.path().join("secret"), b"outside").unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("secret"), served.join("escape")).unwrap();
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    for (path, error) in [
+        ("missing", "file not found (4)"),
+        ("../secret", "access denied (5)"),
+        ("../../../../etc/passwd", "access denied (5)"),
+        ("escape", "access denied (5)"),
+        // Absolute names count from the served directory.
+        ("/etc/passwd", "file not found (4)"),
+    ] {
+        let into = here.join("fetched");
+        let (status, stdout, stderr) =
+            saratoga(&["get", &format!("{}:{path}", server.addr), into.to_str().unwrap()]);
+        assert_eq!(status.code(), Some(1), "get {path}: {stdout}{stderr}");
+        assert!(stderr.contains(error), "get {path}: {stderr}");
+        assert!(stderr.contains(&server.addr), "the peer is named: {stderr}");
+        assert!(!into.exists(), "get {path}");
+    }
+    let (status, _, stderr) = saratoga(&["rm", &format!("{}:escape", server.addr)]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("access denied (5)"), "{stderr}");
+    assert!(tmp.path().join("secret").exists());
+
+    let file = here.join("upload");
+    std::fs::write(&file, b"climbing").unwrap();
+    let (status, _, stderr) = saratoga(&[
+        "put",
+        file.to_str().unwrap(),
+        &format!("{}:../planted", server.addr),
+    ]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("access denied (5)"), "{stderr}");
+    assert!(!tmp.path().join("planted").exists());
+}
+
+#[test]
+fn a_server_on_ipv6_and_ipv4_loopback_takes_a_put_on_each() {
+    if std::net::UdpSocket::bind("[::1]:0").is_err() {
+        println!("skipped: no IPv6 loopback here");
+        return;
+    }
+    let (_tmp, served, here) = dirs("saratoga-ipv6");
+    let file = here.join("v6.bin");
+    random_file(&file, 200_000);
+    let server = Server::start(&served, &["--listen", "[::1]:0", "--listen", "127.0.0.1:0"]);
+    assert!(server.addr.starts_with("[::1]:"), "{}", server.addr);
+    let (status, stdout, stderr) = saratoga(&["put", file.to_str().unwrap(), &server.addr]);
+    assert!(status.success(), "put: {stdout}{stderr}");
+    assert_eq!(sha256(&served.join("v6.bin")), sha256(&file));
+    let v4 = server.second_addr.clone().expect("a second address");
+    let (status, stdout, stderr) = saratoga(&["put", file.to_str().unwrap(), &format!("{v4}:again.bin")]);
+    assert!(status.success(), "put over IPv4: {stdout}{stderr}");
+    assert_eq!(sha256(&served.join("again.bin")), sha256(&file));
+}
+
+#[test]
+fn a_capture_is_read_by_tshark_as_udp_to_the_server_port() {
+    let (_tmp, served, here) = dirs("saratoga-pcap");
+    let file = here.join("small.bin");
+    random_file(&file, 30_000);
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    let port = server.addr.rsplit(':').next().unwrap().to_owned();
+    let capture = here.join("put.pcap");
+    let (status, stdout, stderr) = saratoga(&[
+        "put",
+        file.to_str().unwrap(),
+        &server.addr,
+        "--pcap",
+        capture.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(status.success(), "put: {stdout}{stderr}");
+    let report = json(&stdout);
+    if Command::new("which")
+        .arg("tshark")
+        .output()
+        .is_ok_and(|o| !o.status.success())
+    {
+        println!("skipped the decoding: tshark is not installed (.ci/run installs it)");
+        return;
+    }
+    let output = Command::new("tshark")
+        .args([
+            "-r",
+            capture.to_str().unwrap(),
+            "-T",
+            "fields",
+            "-e",
+            "udp.dstport",
+            "-e",
+            "udp.srcport",
+        ])
+        .output()
+        .expect("tshark runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let to_server = text
+        .lines()
+        .filter(|l| l.split('\t').next() == Some(port.as_str()))
+        .count();
+    let from_server = text
+        .lines()
+        .filter(|l| l.split('\t').nth(1) == Some(port.as_str()))
+        .count();
+    assert_eq!(
+        to_server as u64,
+        report["datagrams_sent"].as_u64().unwrap(),
+        "{text}"
+    );
+    assert_eq!(
+        from_server as u64,
+        report["datagrams_received"].as_u64().unwrap(),
+        "{text}"
+    );
+    assert!(to_server > 20, "{text}");
+}
+
+#[test]
+fn a_paced_put_keeps_to_its_rate() {
+    let (_tmp, served, here) = dirs("saratoga-rate");
+    let file = here.join("paced.bin");
+    random_file(&file, 2_000_000);
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    let (status, stdout, stderr) = saratoga(&[
+        "put",
+        file.to_str().unwrap(),
+        &server.addr,
+        "--rate",
+        "8Mbit",
+        "--json",
+    ]);
+    assert!(status.success(), "put: {stdout}{stderr}");
+    let report = json(&stdout);
+    let goodput = report["goodput_bps"].as_f64().unwrap();
+    assert!(goodput < 1.1 * 8e6, "{goodput} bit/s for --rate 8Mbit");
+    assert!(report["duration_s"].as_f64().unwrap() > 1.8, "{report}");
+}
+
+#[test]
+fn an_unreachable_peer_times_out_with_a_message_naming_it() {
+    let (_tmp, _served, here) = dirs("saratoga-unreachable");
+    let file = here.join("lost.bin");
+    std::fs::write(&file, b"nobody listens").unwrap();
+    let port = common::free_udp_port();
+    let peer = format!("127.0.0.1:{port}");
+    let (status, stdout, stderr) =
+        saratoga(&["put", file.to_str().unwrap(), &peer, "--timeout", "2s", "--json"]);
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains(&format!("no answer from {peer}")), "{stderr}");
+    assert!(
+        json(&stdout)["error"].as_str().unwrap().contains("--timeout"),
+        "{stdout}"
+    );
+    let (status, _, stderr) = saratoga(&["get", &format!("{peer}:x"), "--timeout", "2s"]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("no answer from {peer}")), "{stderr}");
+}
+
+#[test]
+fn bad_peers_and_missing_files_are_refused_before_anything_is_sent() {
+    common::assert_refused(&["saratoga", "get", "[::1"], "closing ']'");
+    common::assert_refused(&["saratoga", "get", "127.0.0.1:7542"], "get needs PEER:PATH");
+    common::assert_refused(
+        &["saratoga", "put", "/nonexistent/file", "127.0.0.1"],
+        "cannot read /nonexistent/file",
+    );
+    let dir = std::env::temp_dir();
+    common::assert_refused(
+        &["saratoga", "put", dir.to_str().unwrap(), "127.0.0.1"],
+        "is a directory",
+    );
+    common::assert_refused(
+        &["saratoga", "put", "/etc/hostname", "127.0.0.1", "--rate", "fast"],
+        "rate",
+    );
+}
+
+#[test]
+fn an_interrupted_get_leaves_no_file_and_the_next_one_completes() {
+    let (_tmp, served, here) = dirs("saratoga-interrupt");
+    random_file(&served.join("slow.bin"), 1_000_000);
+    let server = Server::start(
+        &served,
+        &["--listen", "127.0.0.1:0", "--rate", "8Mbit", "--timeout", "3s"],
+    );
+    let from = format!("{}:slow.bin", server.addr);
+    let into = here.join("slow.bin");
+    let mut child = scps()
+        .args(["saratoga", "get", &from, into.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once data is arriving: its partial file's range log.
+    let log = here.join(".saratoga/partial/slow.bin.ranges");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 10 {
+        assert!(Instant::now() < deadline, "no data arrived within 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = wait(&mut child, Duration::from_secs(10));
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(!into.exists(), "an unfinished file must not appear");
+
+    let (status, stdout, stderr) = saratoga(&["get", &from, into.to_str().unwrap()]);
+    assert!(status.success(), "get again: {stdout}{stderr}");
+    assert_eq!(sha256(&into), sha256(&served.join("slow.bin")));
+}
+
+#[test]
+fn a_put_appears_under_its_name_only_once_complete() {
+    let (_tmp, served, here) = dirs("saratoga-appears");
+    let file = here.join("paced.bin");
+    random_file(&file, 1_000_000);
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    let mut child = scps()
+        .args([
+            "saratoga",
+            "put",
+            file.to_str().unwrap(),
+            &server.addr,
+            "--rate",
+            "8Mbit",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = served.join(".saratoga/partial/paced.bin.ranges");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 10 {
+        assert!(Instant::now() < deadline, "no data arrived within 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !served.join("paced.bin").exists(),
+        "a partial file is not under its name"
+    );
+    let status = wait(&mut child, Duration::from_secs(30));
+    assert!(status.success());
+    assert_eq!(sha256(&served.join("paced.bin")), sha256(&file));
+    assert!(!log.exists(), "the range log is gone once committed");
+}
