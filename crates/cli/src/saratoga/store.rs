@@ -199,10 +199,19 @@ mod tests {
         assert!(matches!(store.list(""), Err(StoreError::Denied(_))));
         assert!(matches!(store.delete("sent"), Err(StoreError::Denied(_))));
         assert!(matches!(
-            store.open_partial("sent", 1),
+            store.open_partial("sent", &partial(1)),
             Err(StoreError::Denied(_))
         ));
         assert!(SendFile::open(&std::env::temp_dir(), "d").is_err());
+    }
+
+    /// A partial file's identity as a METADATA of `size` bytes gives it.
+    fn partial(size: u64) -> PartialId {
+        PartialId {
+            size,
+            mtime: 0,
+            checksum: scps_saratoga::wire::Checksum::None,
+        }
     }
 
     #[test]
@@ -213,14 +222,14 @@ mod tests {
         assert!(matches!(receiving.info("other"), Err(StoreError::Denied(_))));
         assert!(matches!(receiving.delete("other"), Err(StoreError::Denied(_))));
         assert!(matches!(
-            receiving.open_partial("x", 1),
+            receiving.open_partial("x", &partial(1)),
             Err(StoreError::Denied(_))
         ));
-        receiving.open_partial("got", 2).unwrap();
+        receiving.open_partial("got", &partial(2)).unwrap();
         receiving.write_partial("got", 0, b"hi").unwrap();
         receiving.commit("got").unwrap();
         let mut nothing = ReceiveOnly::nothing(MemoryStore::new());
         assert!(matches!(nothing.info(""), Err(StoreError::Denied(_))));
-        assert!(matches!(nothing.open_partial("", 1), Err(StoreError::Denied(_))));
+        assert!(matches!(nothing.open_partial("", &partial(1)), Err(StoreError::Denied(_))));
     }
 }
