@@ -59,6 +59,21 @@ fn put(pair: &mut Pair, len: usize, seed: u64, limit: Duration) -> Vec<u8> {
 }
 
 #[test]
+fn a_queue_longer_than_the_round_trip_sends_nothing_twice() {
+    // A sender twice as fast as the bottleneck: a queue of seconds builds
+    // (a socket buffer, a link's buffer), far beyond the 100 ms the first
+    // STATUS measured. The receiver answers our requests, so only its
+    // answers settle what was sent: a frame waiting in the queue is not
+    // taken for lost and sent again (`put` checks that every byte went
+    // once, lost ones aside).
+    let seed = seed(5);
+    let mut pair = Pair::new(config(16_000_000), Duration::from_millis(50), seed);
+    pair.ab.rate_bps = Some(8_000_000);
+    put(&mut pair, 4_000_000, seed, secs(120));
+    assert_eq!(pair.a.stats().data_bytes_sent, 4_000_000, "nothing re-sent");
+}
+
+#[test]
 fn a_put_delivers_the_file_at_the_configured_rate() {
     let seed = seed(1);
     let mut pair = Pair::new(config(8_000_000), Duration::from_millis(50), seed);

@@ -230,6 +230,9 @@ mod tests {
         receiving.commit("got").unwrap();
         let mut nothing = ReceiveOnly::nothing(MemoryStore::new());
         assert!(matches!(nothing.info(""), Err(StoreError::Denied(_))));
-        assert!(matches!(nothing.open_partial("", &partial(1)), Err(StoreError::Denied(_))));
+        assert!(matches!(
+            nothing.open_partial("", &partial(1)),
+            Err(StoreError::Denied(_))
+        ));
     }
 }

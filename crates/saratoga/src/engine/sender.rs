@@ -14,14 +14,14 @@
 //!   arrived or is lost by then. For that the offset must name one frame:
 //!   a frame does not ask at an offset where an earlier request is still
 //!   unanswered (the next frame asks instead), nor does a probe.
-//! - Any STATUS at all, voluntary or answering something else (Vallona,
-//!   or a peer that echoes the wrong offset), arriving at `t`, settles
-//!   what was sent before `t − rtt`: it left the receiver after those had
-//!   arrived. `rtt` is an upper bound of the round trip: the least of the
-//!   time from the start to the first STATUS and of each answered
-//!   request's time to its answer (a STATUS never comes back sooner than a
-//!   round trip). So a peer that never answers a request exactly is still
-//!   repaired, a round trip late at worst.
+//! - From a peer that has never answered a request exactly (Vallona, or
+//!   a peer that echoes the wrong offset), any STATUS arriving at `t`
+//!   settles what was sent before `t − 2 rtt`, `rtt` being the time from
+//!   the start to the first STATUS: it left the receiver after those had
+//!   arrived, unless a queue grew beyond a round trip since the start (a
+//!   hole re-sent twice then, counted). So such a peer is still repaired.
+//!   A peer that answers requests is settled by its answers alone: a time
+//!   rule would take for lost what waits in a queue.
 //!
 //! A STATUS that lists no hole but whose progress falls short of the end
 //! (Vallona never lists the tail) reports the tail missing.
@@ -126,8 +126,12 @@ pub(crate) struct Sender {
     /// The PUT REQUEST, until the peer answers it.
     asking: Option<Vec<u8>>,
     started: Instant,
-    /// An upper bound of the round trip, once a STATUS came.
+    /// The time from the start to the first STATUS: a round trip with
+    /// whatever queue the first frames met.
     rtt: Option<Duration>,
+    /// The peer has answered a request of ours (its in-response-to named
+    /// one): its answers settle what was sent, not time.
+    answers_requests: bool,
     /// When a STATUS last came, and when one last showed progress.
     last_heard: Instant,
     last_progress: Instant,
@@ -208,6 +212,7 @@ impl Sender {
             asking: ask,
             started: now,
             rtt: None,
+            answers_requests: false,
             last_heard: now,
             last_progress: now,
             holes: Vec::new(),
@@ -428,13 +433,16 @@ impl Sender {
         let answered = (!status.voluntary)
             .then(|| self.requests.get(&status.in_response_to).copied())
             .flatten();
-        let first = now.saturating_since(self.started);
-        let sample = answered.map_or(first, |(_, at)| now.saturating_since(at));
-        let rtt = self.rtt.map_or(sample, |rtt| rtt.min(sample));
-        self.rtt = Some(rtt);
+        self.answers_requests |= answered.is_some();
+        let rtt = *self.rtt.get_or_insert(now.saturating_since(self.started));
         let serial = answered.map_or(0, |(serial, _)| serial);
-        // Sent strictly before `now - rtt`: arrived before the STATUS left.
-        let settled = |s: u64, at: Instant| s <= serial || at + rtt < now;
+        // A peer that answers requests settles by its answers alone: a
+        // time rule would take for lost what waits in a queue (a socket
+        // buffer, a link's) longer than the round trip it measured. One
+        // that never does is settled by time, with a round trip's margin:
+        // sent before `now - 2 rtt`, it arrived before the STATUS left.
+        let by_time = !self.answers_requests;
+        let settled = |s: u64, at: Instant| s <= serial || (by_time && at + 2 * rtt < now);
         while let Some(&(_, _, end)) = self.first_pass.front().filter(|(s, at, _)| settled(*s, *at)) {
             self.first_pass_settled = end;
             self.first_pass.pop_front();

@@ -43,6 +43,11 @@ pub struct Link {
     pub outages: Vec<(Instant, Instant)>,
     /// Rewrites each datagram that gets through (a peer of other habits).
     pub rewrite: Option<fn(Vec<u8>) -> Vec<u8>>,
+    /// A bottleneck of this rate, bit/s, with an unbounded queue before
+    /// it: a sender faster than it builds a queue, in order.
+    pub rate_bps: Option<u64>,
+    /// When the bottleneck has sent what it holds.
+    free_at: Option<Instant>,
     queue: VecDeque<(Instant, Vec<u8>)>,
     pub dropped: u64,
     /// DATA payload bytes lost.
@@ -57,6 +62,8 @@ impl Link {
             loss: 0.0,
             outages: Vec::new(),
             rewrite: None,
+            rate_bps: None,
+            free_at: None,
             queue: VecDeque::new(),
             dropped: 0,
             dropped_data_bytes: 0,
@@ -78,7 +85,16 @@ impl Link {
             self.jitter.mul_f64(rng.random::<f64>())
         };
         let bytes = self.rewrite.map_or(bytes.clone(), |rewrite| rewrite(bytes));
-        let at = now + self.delay + jitter;
+        let leaves = match self.rate_bps {
+            Some(rate) => {
+                let start = self.free_at.map_or(now, |free| free.max(now));
+                let done = start + Duration::from_secs_f64(bytes.len() as f64 * 8.0 / rate as f64);
+                self.free_at = Some(done);
+                done
+            }
+            None => now,
+        };
+        let at = leaves + self.delay + jitter;
         let index = self.queue.partition_point(|(t, _)| *t <= at);
         self.queue.insert(index, (at, bytes));
     }
