@@ -362,12 +362,12 @@ mod tests {
         assert_eq!(safe_name("a\\b"), None);
     }
 
-    /// The id of a file of `size` bytes whose checksum is that of `tag`.
     /// One range, as `open_partial` returns it.
     fn only(range: Range<u64>) -> Result<Vec<Range<u64>>, StoreError> {
         Ok(vec![range])
     }
 
+    /// The id of a file of `size` bytes whose checksum is that of `tag`.
     fn id(size: u64, tag: &[u8]) -> PartialId {
         PartialId {
             size,
