@@ -224,9 +224,11 @@ async fn start_explicit(
     live: &Arc<LiveConnections>,
     tasks: &mut JoinSet<()>,
 ) -> Result<Arc<Net>, GatewayError> {
-    let path: BoxedPath = match (&config.engine.bundle, bundle_monitor) {
-        (Some(bundle), Some(monitor)) => Box::new(open_bundle(bundle, monitor)?),
-        _ => Box::new(UdpPath::bind(link.udp, link.peer).map_err(GatewayError::Link)?),
+    let path: BoxedPath = match &config.engine.bundle {
+        Some(bundle) => {
+            Box::new(open_bundle(bundle, bundle_monitor.unwrap_or_default()).map_err(GatewayError::Link)?)
+        }
+        None => Box::new(UdpPath::bind(link.udp, link.peer).map_err(GatewayError::Link)?),
     };
     let mut options = NetOptions {
         capture: config.capture.as_ref().map(|file| {
@@ -297,9 +299,11 @@ async fn start_explicit(
     Ok(net)
 }
 
-/// The explicit link's bundle of channels (docs/bonding.md): its state
-/// changes are logged and run through its hook by the path itself.
-fn open_bundle(bundle: &Bundle, monitor: BundleMonitor) -> Result<BundlePath, GatewayError> {
+/// The path over a configured bundle of channels (docs/bonding.md),
+/// reporting to `monitor`: a gateway's explicit link, and `scps
+/// send`/`recv`'s. Its state changes are logged and run through its hook
+/// by the path itself.
+pub fn open_bundle(bundle: &Bundle, monitor: BundleMonitor) -> Result<BundlePath, NetError> {
     let channels: Vec<BundleChannelAddrs> = bundle
         .channels
         .iter()
@@ -309,8 +313,7 @@ fn open_bundle(bundle: &Bundle, monitor: BundleMonitor) -> Result<BundlePath, Ga
             device: c.device.clone(),
         })
         .collect();
-    BundlePath::open_watched(&channels, bundle.bond.clone(), bundle.hook.clone(), monitor)
-        .map_err(GatewayError::Link)
+    BundlePath::open(&channels, bundle.bond.clone(), bundle.hook.clone(), monitor)
 }
 
 async fn serve_far(

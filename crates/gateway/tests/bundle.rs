@@ -8,10 +8,10 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{free_port, free_udp_port, start};
+use common::{echo_server, free_port, free_udp_port, start};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// `[engine.bundle]` with a channel per (local, peer).
 fn bundle(channels: &[(String, String)]) -> String {
@@ -38,17 +38,7 @@ async fn scrape(address: SocketAddr) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_gateways_carry_a_connection_over_a_bundle_and_report_its_channels() {
-    // An echo server.
-    let server = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server_addr = server.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = server.accept().await {
-            tokio::spawn(async move {
-                let (mut reader, mut writer) = stream.split();
-                let _ = tokio::io::copy(&mut reader, &mut writer).await;
-            });
-        }
-    });
+    let server_addr = echo_server().await;
     let client_ends: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", free_udp_port())).collect();
     let far_ends: Vec<String> = (0..2)
         .map(|_| {

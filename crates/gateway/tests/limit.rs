@@ -10,9 +10,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{free_port, free_udp_port, start};
+use common::{echo_server, free_port, free_udp_port, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// Connects through `via`, sends a byte and reads the echo: the
 /// connection is carried end to end and held open.
@@ -26,17 +26,7 @@ async fn held(via: SocketAddr) -> std::io::Result<TcpStream> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_beyond_the_limit_is_reset_and_counted() {
-    // An echo server.
-    let server = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server_addr = server.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = server.accept().await {
-            tokio::spawn(async move {
-                let (mut reader, mut writer) = stream.split();
-                let _ = tokio::io::copy(&mut reader, &mut writer).await;
-            });
-        }
-    });
+    let server_addr = echo_server().await;
     let far_udp = free_udp_port();
     let far = start(&format!(
         "[link]\nudp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",

@@ -83,6 +83,15 @@ fn relay_channel() -> RelayChannel {
     channel
 }
 
+/// A bundle of `channels` and the monitor it reports to.
+fn watched(channels: &[BundleChannelAddrs], config: BondConfig) -> (BundlePath, BundleMonitor) {
+    let monitor = BundleMonitor::default();
+    (
+        BundlePath::open(channels, config, None, monitor.clone()).unwrap(),
+        monitor,
+    )
+}
+
 fn settings() -> BondConfig {
     let mut config = BondConfig::new(vec![8_000_000; CHANNELS]);
     config.probe_interval = PROBE_INTERVAL;
@@ -102,7 +111,7 @@ fn bundles(relay: &[RelayChannel]) -> [(BundlePath, BundleMonitor); 2] {
                 device: None,
             })
             .collect();
-        BundlePath::open(&channels, settings(), None).unwrap()
+        watched(&channels, settings())
     };
     [end("127.0.0.1", |r| r.a), end("127.0.0.2", |r| r.b)]
 }
@@ -238,7 +247,13 @@ async fn a_bundle_that_cannot_start_says_which_channel_and_why() {
         device: None,
     };
     // An address this host does not have.
-    let error = BundlePath::open(&[channel("192.0.2.1:0")], BondConfig::new(vec![2400]), None).unwrap_err();
+    let error = BundlePath::open(
+        &[channel("192.0.2.1:0")],
+        BondConfig::new(vec![2400]),
+        None,
+        BundleMonitor::default(),
+    )
+    .unwrap_err();
     assert!(
         error
             .to_string()
@@ -246,15 +261,26 @@ async fn a_bundle_that_cannot_start_says_which_channel_and_why() {
         "{error}"
     );
     // Settings for another number of channels.
-    let error =
-        BundlePath::open(&[channel("127.0.0.1:0")], BondConfig::new(vec![2400, 2400]), None).unwrap_err();
+    let error = BundlePath::open(
+        &[channel("127.0.0.1:0")],
+        BondConfig::new(vec![2400, 2400]),
+        None,
+        BundleMonitor::default(),
+    )
+    .unwrap_err();
     assert!(
         error
             .to_string()
             .contains("rates for 2 channels, but 1 were given"),
         "{error}"
     );
-    let error = BundlePath::open(&[channel("127.0.0.1:0")], BondConfig::new(vec![0]), None).unwrap_err();
+    let error = BundlePath::open(
+        &[channel("127.0.0.1:0")],
+        BondConfig::new(vec![0]),
+        None,
+        BundleMonitor::default(),
+    )
+    .unwrap_err();
     assert!(error.to_string().contains("at least 8 bit/s"), "{error}");
 }
 
@@ -272,7 +298,7 @@ fn end_in<R: Send + 'static>(
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let (path, monitor) = BundlePath::open(&channels, settings_for(channels.len()), None).unwrap();
+            let (path, monitor) = watched(&channels, settings_for(channels.len()));
             let net = Net::start(path, NetOptions::default()).unwrap();
             work(net, monitor).await
         })

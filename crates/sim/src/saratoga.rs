@@ -105,9 +105,11 @@ pub(crate) fn run_put(
         // each from where the last look stopped.
         let mut stored = 0;
         let mut finished = None;
+        // Named once: the stop test runs at every event.
+        let names: Vec<String> = (0..files).map(name).collect();
         let outcome = built.world.run(limit, |world| {
             let store = saratoga(world, server).engine().store();
-            while stored < files && store.contents(&name(stored)).is_some() {
+            while stored < files && store.contents(&names[stored as usize]).is_some() {
                 stored += 1;
             }
             if stored == files {

@@ -321,7 +321,7 @@ impl Report {
 }
 
 /// User and system CPU time of this process so far, seconds.
-fn process_cpu_time() -> (f64, f64) {
+pub fn process_cpu_time() -> (f64, f64) {
     use nix::sys::resource::{UsageWho, getrusage};
     let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
     getrusage(UsageWho::RUSAGE_SELF).map_or((0.0, 0.0), |usage| {

@@ -62,17 +62,12 @@ impl Report {
         self.datagrams_sent = stats.datagrams_out;
         self.datagrams_received = stats.datagrams_in;
         self.drops = drops(stats);
-        (self.cpu_user_s, self.cpu_system_s) = process_cpu_time();
+        (self.cpu_user_s, self.cpu_system_s) = scps_workload::report::process_cpu_time();
     }
 
     pub fn set_moved(&mut self, bytes: u64, start: std::time::Instant) {
         self.bytes = bytes;
-        self.duration_s = start.elapsed().as_secs_f64();
-        self.goodput_bps = if self.duration_s > 0.0 {
-            bytes as f64 * 8.0 / self.duration_s
-        } else {
-            0.0
-        };
+        (self.duration_s, self.goodput_bps) = scps_workload::bulk::timing(bytes, start);
     }
 
     pub fn render(&self, json: bool) -> String {
@@ -153,14 +148,5 @@ pub fn sha256_of(path: &Path) -> std::io::Result<String> {
         }
         hasher.update(&buf[..read]);
     }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// User and system CPU time of this process so far, seconds.
-fn process_cpu_time() -> (f64, f64) {
-    use nix::sys::resource::{UsageWho, getrusage};
-    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
-    getrusage(UsageWho::RUSAGE_SELF).map_or((0.0, 0.0), |usage| {
-        (secs(usage.user_time()), secs(usage.system_time()))
-    })
+    Ok(scps_workload::bulk::hex(&hasher.finalize()))
 }

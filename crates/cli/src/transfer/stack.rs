@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use scps_config::Direction;
-use scps_config::bundle::BundleChannel;
+use scps_config::bundle::{Bundle, BundleChannel};
 use scps_config::stack::{RealStack, StackSettings, ToolKeepalive};
 use scps_config::sweep::parse_assignment;
-use scps_net::{BundleChannelAddrs, BundleMonitor, BundlePath, Listener, Net, NetOptions, TunPath, UdpPath};
+use scps_gateway::gateway;
+use scps_net::{BundleMonitor, BundlePath, Listener, Net, NetOptions, TunPath, UdpPath};
 use scps_proto::config::Keepalive;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -263,16 +264,9 @@ fn open_bundle(
         );
     }
     engine.config.rate_framing_bytes += u32::from(overhead);
-    let channels: Vec<BundleChannelAddrs> = bundle
-        .channels
-        .iter()
-        .map(|c| BundleChannelAddrs {
-            local: c.local,
-            peer: c.peer,
-            device: c.device.clone(),
-        })
-        .collect();
-    let (path, monitor) = BundlePath::open(&channels, bundle.bond, hook.or(bundle.hook))?;
+    let hook = hook.or_else(|| bundle.hook.clone());
+    let monitor = BundleMonitor::default();
+    let path = gateway::open_bundle(&Bundle { hook, ..bundle }, monitor.clone())?;
     Ok((path, monitor, engine))
 }
 

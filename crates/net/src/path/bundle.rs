@@ -116,22 +116,12 @@ pub struct BundlePath {
 
 impl BundlePath {
     /// Binds every channel (refused before anything runs: a channel that
-    /// cannot bind, a bundle the scheduler refuses). The endpoint's inner
-    /// address is the first channel's local one (or, unspecified, the
-    /// address the kernel would use towards its peer).
+    /// cannot bind, a bundle the scheduler refuses), reporting to
+    /// `monitor` (made beforehand: a gateway serves its metrics before its
+    /// link opens). The endpoint's inner address is the first channel's
+    /// local one (or, unspecified, the address the kernel would use
+    /// towards its peer).
     pub fn open(
-        channels: &[BundleChannelAddrs],
-        config: BondConfig,
-        hook: Option<String>,
-    ) -> Result<(BundlePath, BundleMonitor), NetError> {
-        let monitor = BundleMonitor::default();
-        let path = BundlePath::open_watched(channels, config, hook, monitor.clone())?;
-        Ok((path, monitor))
-    }
-
-    /// [`BundlePath::open`], reporting to a monitor made beforehand (a
-    /// gateway's metrics, served before its link opens).
-    pub fn open_watched(
         channels: &[BundleChannelAddrs],
         config: BondConfig,
         hook: Option<String>,
