@@ -89,7 +89,7 @@ type Key = (SocketAddr, u32);
 /// The descriptor for frames about a file of `size` bytes: never less than
 /// 32 bits, because at 16 bits Vallona's 4 stray STATUS bytes make a whole
 /// hole pair (see `wire::Status`), and Vallona answers in our width.
-pub(crate) fn descriptor_for(size: u64) -> Descriptor {
+pub fn descriptor_for(size: u64) -> Descriptor {
     Descriptor::fitting(size).max(Descriptor::D32)
 }
 
