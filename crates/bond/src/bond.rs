@@ -244,10 +244,12 @@ impl Bond {
             self.stats.misrouted_answers += 1;
             return;
         }
-        if !self.channels[channel].answered(now, probe.seq, received, self.config.channel_queue) {
+        if !self.channels[channel].awaits(probe.seq) {
             self.stats.stale_answers += 1;
             return;
         }
+        // Back first, then the sample: a channel back from an outage
+        // starts its figures afresh, with this answer as their first.
         let state = &self.channels[channel];
         if state.state == ChannelState::Down {
             // Back as it was, unless it was down as long as a dropped call
@@ -260,6 +262,7 @@ impl Bond {
             };
             self.change(now, channel, back, "its probes are answered again".into(), outage);
         }
+        self.channels[channel].answered(now, probe.seq, received, self.config.channel_queue);
         self.judge(now, channel);
     }
 
@@ -364,12 +367,24 @@ impl Bond {
     /// The channel's socket or device failed: it is down until its probes
     /// are answered again.
     pub fn channel_failed(&mut self, now: Duration, channel: usize, why: String) {
-        if self
-            .channels
-            .get(channel)
-            .is_some_and(|c| c.state != ChannelState::Down)
-        {
+        let Some(state) = self.channels.get_mut(channel) else {
+            return;
+        };
+        // The answers of probes sent before it failed would say it was
+        // alive then, not now: they are taken as stale.
+        state.forget_probes();
+        if state.state != ChannelState::Down {
             self.change(now, channel, ChannelState::Down, why, false);
+        }
+    }
+
+    /// The channel's carrier is back (its modem has a call again): it is
+    /// probed now rather than at its next interval, and the answer brings
+    /// it back into the stripe (a carrier says the circuit is there, not
+    /// what it delivers).
+    pub fn carrier_back(&mut self, now: Duration, channel: usize) {
+        if let Some(channel) = self.channels.get_mut(channel) {
+            channel.next_probe_at = channel.next_probe_at.min(now);
         }
     }
 
@@ -409,6 +424,16 @@ impl Bond {
             )
         });
         probes.chain(deadlines).chain(room).min()
+    }
+
+    /// What the stripe carries now, bit/s: the sum of the measured rates
+    /// of the channels in it.
+    pub fn up_rate_bps(&self) -> u64 {
+        self.channels
+            .iter()
+            .filter(|c| c.state == ChannelState::Up)
+            .map(|c| c.rate_bps)
+            .sum::<f64>() as u64
     }
 
     /// State changes since last asked, oldest first.

@@ -220,14 +220,14 @@ impl Channel {
     }
 
     /// The answer to probe `seq` arrived at `now`, the far end having
-    /// received `received` bytes on the channel by then; false if no such
-    /// probe is on its way (a duplicate, or one given up). A probe that
+    /// received `received` bytes on the channel by then (nothing if no such
+    /// probe is on its way: see [`Channel::awaits`]). A probe that
     /// waited twice the bond's bound (`queue`) more than the channel's
     /// least round trip found the channel busy, however the bond fed it
     /// (it carries less than believed).
-    pub fn answered(&mut self, now: Duration, seq: u32, received: u64, queue: Duration) -> bool {
+    pub fn answered(&mut self, now: Duration, seq: u32, received: u64, queue: Duration) {
         let Some(index) = self.outstanding.iter().position(|o| o.seq == seq) else {
-            return false;
+            return;
         };
         let probe = self.outstanding[index];
         // Older probes were lost, or their answers were: their bytes show
@@ -286,7 +286,16 @@ impl Channel {
         self.last = Some(answer);
         self.last_answer_at = now;
         self.answers += 1;
-        true
+    }
+
+    /// Whether probe `seq` is on its way (an answer to it is news).
+    pub fn awaits(&self, seq: u32) -> bool {
+        self.outstanding.iter().any(|o| o.seq == seq)
+    }
+
+    /// Forgets the probes on their way: their answers will be stale.
+    pub fn forget_probes(&mut self) {
+        self.outstanding.clear();
     }
 
     /// Moves to `state` at `now`. After an outage (`after_outage`: down

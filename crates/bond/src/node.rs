@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use scps_node::{Instant, InterfaceId, Node};
+use scps_proto::PathCapacity;
 
 use crate::bond::{Bond, BondStats, ChannelReport, Event};
 use crate::config::{BondConfig, ConfigError};
@@ -23,6 +24,8 @@ pub struct BondNode {
     events: Vec<Event>,
     /// The latest time the node was given: its wake-ups are after it.
     now: Instant,
+    /// What the stripe carries, for the sender whose packets it carries.
+    capacity: PathCapacity,
 }
 
 impl BondNode {
@@ -32,7 +35,15 @@ impl BondNode {
             arrived: VecDeque::new(),
             events: Vec::new(),
             now: Instant::ZERO,
+            capacity: PathCapacity::new(),
         })
+    }
+
+    /// What the bond's stripe carries now, kept current as channels come
+    /// and go and their rates are measured: a sender's route rate follows
+    /// it ([`scps_proto::Endpoint::follow_path_capacity`]).
+    pub fn capacity(&self) -> PathCapacity {
+        self.capacity.clone()
     }
 
     pub fn events(&self) -> &[Event] {
@@ -55,6 +66,7 @@ impl BondNode {
         while let Some(event) = self.bond.poll_event() {
             self.events.push(event);
         }
+        self.capacity.set(self.bond.up_rate_bps());
     }
 }
 
@@ -104,5 +116,22 @@ impl Node for BondNode {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
+    }
+
+    /// A channel's carrier: lost, it is down at once (what it holds is
+    /// lost with the call, and nothing more is sent into it); back, it is
+    /// probed at once.
+    fn handle_carrier(&mut self, now: Instant, interface: InterfaceId, up: bool) {
+        self.advance(now);
+        let Some(channel) = interface.0.checked_sub(1).map(usize::from) else {
+            return;
+        };
+        if up {
+            self.bond.carrier_back(now.as_duration(), channel);
+        } else {
+            self.bond
+                .channel_failed(now.as_duration(), channel, "its carrier was lost".into());
+        }
+        self.collect_events();
     }
 }

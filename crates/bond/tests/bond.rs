@@ -405,3 +405,62 @@ fn a_channel_far_slower_to_answer_than_its_peers_goes_to_standby() {
     assert!(standby.why.contains("round trip"), "{standby:?}");
     assert!(pair.events.iter().all(|e| e.channel == 2), "{:?}", pair.events);
 }
+
+#[test]
+fn a_lost_carrier_takes_a_channel_out_at_once_and_only_new_probes_bring_it_back() {
+    // Two channels of 2400 bit/s, 1.5 s each way: a probe answered after
+    // the call dropped was sent while it still stood, and says nothing.
+    let wires = vec![Wire::new(2400.0, 1500), Wire::new(2400.0, 1500)];
+    let mut pair = Pair::new(BondConfig::new(vec![2400; 2]), wires);
+    // 3200 bit/s: more than one channel carries.
+    let every = Some(secs(0.25));
+    let next = pair.run(secs(30.0), 100, every, 0);
+    assert_eq!(pair.a.up_rate_bps(), 4800, "both up: {:?}", pair.events);
+    // The call drops at 30 s: both modems say so.
+    pair.forward[1].down.push((secs(30.0), secs(90.0)));
+    pair.back[1].down.push((secs(30.0), secs(90.0)));
+    pair.a.channel_failed(pair.now, 1, "its carrier was lost".into());
+    pair.b.channel_failed(pair.now, 1, "its carrier was lost".into());
+    let carried = pair.data_per_channel[1];
+    let stale_before = pair.a.stats().stale_answers;
+    let next = pair.run(secs(89.0), 100, every, next);
+    assert_eq!(
+        pair.a.channels()[1].state,
+        ChannelState::Down,
+        "{:?}",
+        pair.events
+    );
+    assert_eq!(
+        pair.data_per_channel[1], carried,
+        "nothing sent into the dead circuit"
+    );
+    assert_eq!(pair.a.up_rate_bps(), 2400);
+    assert!(
+        pair.a.stats().stale_answers > stale_before,
+        "the answers on their way when it dropped are stale"
+    );
+    let dropped = pair
+        .events
+        .iter()
+        .filter(|e| e.channel == 1 && e.at >= secs(30.0))
+        .count();
+    assert_eq!(
+        dropped, 1,
+        "down once, never back on an old answer: {:?}",
+        pair.events
+    );
+    // Redialled at 90 s: probed at once, up one round trip later.
+    pair.run(secs(90.0), 100, every, next);
+    pair.a.carrier_back(pair.now, 1);
+    pair.b.carrier_back(pair.now, 1);
+    let next = pair.run(secs(94.0), 100, every, next);
+    let back = pair.events.iter().rfind(|e| e.channel == 1).unwrap();
+    assert_eq!(back.to, ChannelState::Up, "{:?}", pair.events);
+    assert!(
+        back.at >= secs(93.0) && back.at < secs(93.2),
+        "back a round trip after the carrier: {back:?}"
+    );
+    pair.run(secs(120.0), 100, every, next);
+    assert!(pair.data_per_channel[1] > carried, "carrying again");
+    assert_eq!(pair.a.up_rate_bps(), 4800);
+}

@@ -19,7 +19,7 @@ use scps_node::{InterfaceId, IpPrefix, Node};
 use scps_proto::time::Instant;
 use scps_proto::{
     Config, ConnectionError, ConnectionHandle, ConnectionStats, Endpoint, EndpointConfig, EndpointError,
-    Event, StreamError, TransparentListenerId,
+    Event, PathCapacity, StreamError, TransparentListenerId,
 };
 
 use crate::relay::{OpenFailure, Outcome, Relay, RelayConfig, Side};
@@ -187,6 +187,12 @@ impl GatewayNode {
 
     pub fn link_endpoint(&self) -> &Endpoint {
         &self.link
+    }
+
+    /// The link side's route rates follow what the path under it says it
+    /// carries (a bundle's channels that are up), from `now` on.
+    pub fn follow_path_capacity(&mut self, capacity: PathCapacity, now: Instant) {
+        self.link.follow_path_capacity(capacity, now);
     }
 
     fn endpoint(&mut self, side: Side) -> &mut Endpoint {

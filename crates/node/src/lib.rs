@@ -72,6 +72,16 @@ pub trait Node {
 
     /// Runs whatever is due at `now` (calling it early is harmless).
     fn handle_timeout(&mut self, now: Instant);
+
+    /// The link on `interface` lost (`up` false) or regained its carrier
+    /// at `now`: what a modem's carrier detect or a PPP link going down
+    /// tells the host it is plugged into. A node that stripes over several
+    /// links takes a lost one out at once; the others have nothing to do
+    /// (their transports find the loss from what stops arriving). Drivers
+    /// that cannot see a carrier never call it.
+    fn handle_carrier(&mut self, now: Instant, interface: InterfaceId, up: bool) {
+        let _ = (now, interface, up);
+    }
 }
 
 impl<N: Node + ?Sized> Node for Box<N> {
@@ -89,5 +99,8 @@ impl<N: Node + ?Sized> Node for Box<N> {
     }
     fn handle_timeout(&mut self, now: Instant) {
         (**self).handle_timeout(now);
+    }
+    fn handle_carrier(&mut self, now: Instant, interface: InterfaceId, up: bool) {
+        (**self).handle_carrier(now, interface, up);
     }
 }

@@ -52,8 +52,8 @@ use scps_node::IpPrefix;
 
 use crate::config::{Config, ConfigError, RateOrder};
 use crate::connection::{
-    Connection, ConnectionParams, ConnectionStats, Event, FourTuple, RateBudget, State, StreamError,
-    default_mss,
+    Connection, ConnectionParams, ConnectionStats, Event, FourTuple, PathCapacity, RateBudget, State,
+    StreamError, default_mss,
 };
 use crate::time::Instant;
 use crate::wire::{
@@ -283,6 +283,9 @@ pub struct Endpoint {
     cookie_sent_at: Option<Instant>,
     /// The routes' rates, each shared by the connections on it.
     rate_budgets: HashMap<RateKey, RateBudget>,
+    /// What the path under the endpoint says it carries, which every
+    /// route's rate then follows.
+    path_capacity: Option<PathCapacity>,
 }
 
 /// What makes two connections' routes one: the route, its rate (or
@@ -330,7 +333,19 @@ impl Endpoint {
             compression_ids: Default::default(),
             cookie_sent_at: None,
             rate_budgets: HashMap::new(),
+            path_capacity: None,
         })
+    }
+
+    /// Every route with a rate (configured or `auto`) paces no faster than
+    /// `capacity` says the path under the endpoint carries, from `now` on:
+    /// for a driver whose path knows it (a bundle of channels, some of
+    /// which may be down).
+    pub fn follow_path_capacity(&mut self, capacity: PathCapacity, now: Instant) {
+        for budget in self.rate_budgets.values() {
+            budget.follow(capacity.clone(), now);
+        }
+        self.path_capacity = Some(capacity);
     }
 
     pub fn stats(&self) -> &EndpointStats {
@@ -565,6 +580,9 @@ impl Endpoint {
             return Some(budget.clone());
         }
         let budget = RateBudget::for_config(config, now)?;
+        if let Some(capacity) = &self.path_capacity {
+            budget.follow(capacity.clone(), now);
+        }
         self.rate_budgets.insert(key, budget.clone());
         Some(budget)
     }

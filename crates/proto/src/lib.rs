@@ -17,7 +17,9 @@ pub mod recovery;
 mod seq;
 
 pub use config::Config;
-pub use connection::{Connection, ConnectionError, ConnectionStats, Event, FourTuple, State, StreamError};
+pub use connection::{
+    Connection, ConnectionError, ConnectionStats, Event, FourTuple, PathCapacity, State, StreamError,
+};
 pub use endpoint::{
     ConfigChooser, ConnectionHandle, Endpoint, EndpointConfig, EndpointError, EndpointStats,
     MAX_ANSWERS_WAITING, TransparentListenerId,

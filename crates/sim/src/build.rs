@@ -25,6 +25,7 @@ use scps_gateway::node::{GatewayNode, GatewayNodeConfig};
 use scps_node::{InterfaceId, IpPrefix, Router};
 use scps_proto::{Endpoint, EndpointConfig};
 
+use crate::host::Host;
 use crate::run::{RunOptions, SimError};
 use crate::saratoga;
 use crate::world::{LinkId, NodeId, NodeInterface, World};
@@ -229,8 +230,14 @@ fn connect_stressed(
             bonds: Vec::new(),
         });
     };
-    let a = world.add_node(BondNode::new(forward).map_err(SimError::Bond)?);
-    let b = world.add_node(BondNode::new(reverse).map_err(SimError::Bond)?);
+    let (forward, reverse) = (
+        BondNode::new(forward).map_err(SimError::Bond)?,
+        BondNode::new(reverse).map_err(SimError::Bond)?,
+    );
+    follow_capacity(world, ends[0].node, &forward);
+    follow_capacity(world, ends[1].node, &reverse);
+    let a = world.add_node(forward);
+    let b = world.add_node(reverse);
     let at = |node, interface| NodeInterface {
         node,
         interface: InterfaceId(interface),
@@ -250,12 +257,27 @@ fn connect_stressed(
     let mut links = Vec::new();
     for (index, (forward, reverse)) in circuits.enumerate() {
         let interface = index as u16 + 1;
-        links.push(world.connect(at(a, interface), at(b, interface), forward, reverse)?);
+        let link = world.connect(at(a, interface), at(b, interface), forward, reverse)?;
+        // The bonds hear of a dropped call as round-robin striping does.
+        world.report_carrier(link);
+        links.push(link);
     }
     Ok(Stressed {
         links,
         bonds: vec![a, b],
     })
+}
+
+/// The sender at `node` (a host, or a gateway's link side) paces no
+/// faster than `bond`'s stripe carries, as a real driver over a bundle
+/// does; a router there has no rate to bound.
+fn follow_capacity(world: &mut World, node: NodeId, bond: &BondNode) {
+    let now = world.now();
+    if let Some(host) = world.node_mut::<Host>(node) {
+        host.endpoint_mut().follow_path_capacity(bond.capacity(), now);
+    } else if let Some(gateway) = world.node_mut::<GatewayNode>(node) {
+        gateway.follow_path_capacity(bond.capacity(), now);
+    }
 }
 
 /// The endpoint of a host at `address` whose data goes `sends`.

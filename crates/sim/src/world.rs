@@ -11,6 +11,7 @@
 use std::any::Any;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeSet, BinaryHeap};
+use std::time::Duration;
 
 use scps_channel::{Bundle, ChannelStats, Fate};
 use scps_node::{InterfaceId, Node};
@@ -85,11 +86,40 @@ struct Link {
     ends: [NodeInterface; 2],
     /// `directions[i]` carries packets sent by end `i`.
     directions: [Bundle; 2],
+    /// Whether its ends are told its carrier, and what they were told
+    /// last.
+    carrier: Option<bool>,
+}
+
+impl Link {
+    /// Up while both directions are: a circuit's call carries both ways
+    /// or neither.
+    fn carrier(&mut self, now: Duration) -> bool {
+        self.directions.iter_mut().all(|d| d.is_up(now))
+    }
+
+    /// When either direction's state next changes.
+    fn next_carrier_change(&mut self, now: Duration) -> Option<Duration> {
+        self.directions
+            .iter_mut()
+            .flat_map(|d| d.channels_mut())
+            .filter_map(|c| c.next_change(now))
+            .min()
+    }
 }
 
 enum Event {
-    Arrive { to: NodeInterface, packet: Vec<u8> },
-    Wake { node: NodeId },
+    Arrive {
+        to: NodeInterface,
+        packet: Vec<u8>,
+    },
+    Wake {
+        node: NodeId,
+    },
+    /// A reported link's state may change now.
+    Carrier {
+        link: LinkId,
+    },
 }
 
 struct Scheduled {
@@ -271,8 +301,23 @@ impl World {
         self.links.push(Link {
             ends: [a, b],
             directions: [a_to_b, b_to_a],
+            carrier: None,
         });
         Ok(id)
+    }
+
+    /// Tells `link`'s ends each time it goes down and comes back
+    /// ([`Node::handle_carrier`]), as a modem tells its host: for links
+    /// whose ends stripe over several (the bonding scheduler's circuits),
+    /// as the round-robin striping of one link skips a circuit that is
+    /// down.
+    pub fn report_carrier(&mut self, link: LinkId) {
+        let now = self.now.as_duration();
+        let state = &mut self.links[link];
+        state.carrier = Some(state.carrier(now));
+        if let Some(at) = state.next_carrier_change(now) {
+            self.schedule(Instant::from_duration(at), Event::Carrier { link });
+        }
     }
 
     /// Puts `tap` at an interface: it sees what leaves and what arrives
@@ -344,6 +389,7 @@ impl World {
                     self.nodes[node].wakes.remove(&next.at);
                     self.process(node);
                 }
+                Event::Carrier { link } => self.carrier_changed(link),
             }
         }
     }
@@ -366,6 +412,25 @@ impl World {
             && slot.wakes.insert(at)
         {
             self.schedule(at, Event::Wake { node: id });
+        }
+    }
+
+    /// Tells `link`'s ends its carrier if it changed, and looks for the
+    /// next change.
+    fn carrier_changed(&mut self, link: LinkId) {
+        let now = self.now;
+        let state = &mut self.links[link];
+        let up = state.carrier(now.as_duration());
+        let next = state.next_carrier_change(now.as_duration());
+        let ends = state.ends;
+        if state.carrier.replace(up) != Some(up) {
+            for end in ends {
+                self.nodes[end.node].node.handle_carrier(now, end.interface, up);
+                self.process(end.node);
+            }
+        }
+        if let Some(at) = next {
+            self.schedule(Instant::from_duration(at), Event::Carrier { link });
         }
     }
 

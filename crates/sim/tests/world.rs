@@ -119,3 +119,75 @@ fn any_node_joins_the_world_and_what_goes_nowhere_is_counted() {
     assert_eq!(world.unlinked_drops(), forwarded);
     assert_eq!(world.channel_stats(link, 0)[0].packets_in, forwarded);
 }
+
+/// A node that only remembers the carrier changes it is told.
+#[derive(Default)]
+struct CarrierLog(Vec<(Instant, InterfaceId, bool)>);
+
+impl scps_node::Node for CarrierLog {
+    fn interface_count(&self) -> usize {
+        2
+    }
+    fn handle_packet(&mut self, _: Instant, _: InterfaceId, _: &[u8]) {}
+    fn poll_transmit(&mut self, _: Instant, _: &mut Vec<u8>) -> Option<InterfaceId> {
+        None
+    }
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        None
+    }
+    fn handle_timeout(&mut self, _: Instant) {}
+    fn handle_carrier(&mut self, now: Instant, interface: InterfaceId, up: bool) {
+        self.0.push((now, interface, up));
+    }
+}
+
+#[test]
+fn a_link_whose_carrier_is_reported_tells_both_ends_each_change() {
+    let secs = Duration::from_secs;
+    let mut world = World::new();
+    let (a, b) = (
+        world.add_node(CarrierLog::default()),
+        world.add_node(CarrierLog::default()),
+    );
+    let at = |node, interface| NodeInterface {
+        node,
+        interface: InterfaceId(interface),
+    };
+    // Down from 10 s to 20 s, and 15 s to 30 s one way only: a call is
+    // down while either way is.
+    let window = |start, duration| scps_channel::OutageWindow {
+        start: secs(start),
+        duration: secs(duration),
+    };
+    let bundle = |windows: Vec<scps_channel::OutageWindow>, seed| {
+        let mut config = ChannelConfig::new(1_000_000);
+        config.outages.scheduled = windows;
+        Bundle::new(vec![config], seed).unwrap()
+    };
+    let reported = world
+        .connect(
+            at(a, 1),
+            at(b, 1),
+            bundle(vec![window(10, 10)], 1),
+            bundle(vec![window(15, 15)], 2),
+        )
+        .unwrap();
+    // A link not reported tells nobody.
+    world
+        .connect(
+            at(a, 0),
+            at(b, 0),
+            bundle(vec![window(5, 1)], 3),
+            bundle(vec![], 4),
+        )
+        .unwrap();
+    world.report_carrier(reported);
+    world.run(Instant::from_duration(secs(60)), |_| false);
+    let expected = vec![
+        (Instant::from_duration(secs(10)), InterfaceId(1), false),
+        (Instant::from_duration(secs(30)), InterfaceId(1), true),
+    ];
+    for end in [a, b] {
+        assert_eq!(world.node::<CarrierLog>(end).unwrap().0, expected);
+    }
+}

@@ -57,8 +57,8 @@ pub(crate) fn timestamp_clock(now: Instant, offset: u32) -> u32 {
 }
 pub use stats::ConnectionStats;
 
-pub use pacer::RateBudget;
 use pacer::{Paced, Pacer};
+pub use pacer::{PathCapacity, RateBudget};
 use recv_buffer::RecvBuffer;
 use send_buffer::SendBuffer;
 use timers::{Timer, Timers};

@@ -21,12 +21,19 @@
 //! A route whose rate is `auto` measures what its path carries from the
 //! ACKs of all its connections and paces at that ([`AutoRate`]).
 //!
+//! A route may follow what the path under it says it carries now
+//! ([`PathCapacity`]: a bundle, the sum of its channels that are up): its
+//! rate, configured or measured, is then never above that, so a route
+//! paced for three circuits does not fill the queue of the two left when
+//! one drops its call.
+//!
 //! A connection that was queued may have nothing to send when its turn
 //! comes (its window closed meanwhile); a head that does not take its turn
 //! within [`TURN_GRACE`] of the bucket being able to pay loses it, so the
 //! queue never waits on it for longer.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -48,6 +55,34 @@ pub(crate) enum Paced {
     Data,
     /// A pure ACK: whenever the bucket can pay.
     Ack,
+}
+
+/// What the path under a route carries now, bit/s, as the layer below it
+/// knows (a bundle of channels: the sum of the rates of those that are
+/// up). Shared: the path sets it, the routes that follow it read it as
+/// they pace.
+#[derive(Debug, Clone, Default)]
+pub struct PathCapacity(Arc<AtomicU64>);
+
+impl PathCapacity {
+    /// A capacity not known yet.
+    pub fn new() -> PathCapacity {
+        PathCapacity::default()
+    }
+
+    /// The path carries `rate_bps` now (0: nothing; a route that follows
+    /// it then paces at 1 bit/s until it carries again).
+    pub fn set(&self, rate_bps: u64) {
+        self.0.store(rate_bps.max(1), Ordering::Relaxed);
+    }
+
+    /// What the path carries, bit/s, once it has been set.
+    pub fn get(&self) -> Option<u64> {
+        match self.0.load(Ordering::Relaxed) {
+            0 => None,
+            rate => Some(rate),
+        }
+    }
 }
 
 /// One route's rate, shared by the connections that hold a clone of it.
@@ -77,6 +112,12 @@ struct Turns {
     /// The measured rate the bucket follows, for a route whose rate is
     /// `auto`.
     auto: Option<AutoRate>,
+    /// The route's rate before the path's capacity bounds it: the
+    /// configured one, or what `auto` measured.
+    wanted_bps: u64,
+    /// What the path under it says it carries, and what it said when the
+    /// bucket's rate was last set.
+    path: Option<(PathCapacity, Option<u64>)>,
 }
 
 impl RateBudget {
@@ -91,7 +132,17 @@ impl RateBudget {
             last_packet: 1500,
             next_member: 0,
             auto: None,
+            wanted_bps: rate_bps,
+            path: None,
         })))
+    }
+
+    /// Paces no faster than `path` says the path carries, from `now`
+    /// (configured or measured, the route's rate is bounded by it).
+    pub fn follow(&self, path: PathCapacity, now: Instant) {
+        let mut turns = lock(&self.0);
+        turns.path = Some((path, None));
+        turns.set_rate(now);
     }
 
     /// The budget of a route as `config` describes it, if it has a rate:
@@ -188,7 +239,8 @@ impl Pacer {
             auto.on_idle();
         }
         auto.on_ack(now, delivered, lost, rtt);
-        bucket.set_rate(now, auto.pacing_bps());
+        turns.wanted_bps = auto.pacing_bps();
+        turns.set_rate(now);
     }
 
     /// The route's rate now, bit/s, and for an `auto` route the path's rate
@@ -222,7 +274,23 @@ impl Turns {
         self.auto.as_ref().is_some_and(|auto| !auto.has_sent_data())
     }
 
+    /// The bucket's rate: the route's, bounded by what the path under it
+    /// says it carries now.
+    fn set_rate(&mut self, now: Instant) {
+        let capacity = self.path.as_mut().and_then(|(path, seen)| {
+            *seen = path.get();
+            *seen
+        });
+        let rate = capacity.map_or(self.wanted_bps, |c| c.min(self.wanted_bps));
+        if rate != self.bucket.rate_bps() {
+            self.bucket.set_rate(now, rate);
+        }
+    }
+
     fn ready_at(&mut self, waiter: Waiter, now: Instant, paced: Paced) -> Instant {
+        if self.path.as_ref().is_some_and(|(path, seen)| path.get() != *seen) {
+            self.set_rate(now);
+        }
         if paced == Paced::Ack && self.acks_unpaced() {
             return now;
         }
@@ -335,6 +403,46 @@ mod tests {
         // any queue formed and the last round cut short are the only
         // differences.
         assert!(most - least <= 2, "in turn, one packet each: {sent:?}");
+    }
+
+    /// Packets of 1500 bytes one connection that always has data sends
+    /// from `from` to `to`, polling when its pacer says.
+    fn sent_between(pacer: &mut Pacer, from: Instant, to: Instant) -> u64 {
+        let (mut now, mut sent) = (from, 0);
+        while now < to {
+            let ready = pacer.ready_at(now, Paced::Data, 1 << 20);
+            if ready == now {
+                pacer.consume(now, 1500, 1448);
+                sent += 1;
+            } else {
+                now = ready;
+            }
+        }
+        sent
+    }
+
+    #[test]
+    fn a_route_that_follows_its_path_paces_at_no_more_than_the_path_carries() {
+        // 12 Mbit/s configured, a packet a millisecond; the path says what
+        // it carries as channels come and go.
+        let budget = RateBudget::new(12_000_000, 0, RateOrder::Turns, Instant::ZERO);
+        let path = PathCapacity::new();
+        budget.follow(path.clone(), Instant::ZERO);
+        let mut pacer = budget.join();
+        let second = |s: u64| Instant::ZERO + Duration::from_secs(s);
+        // Not known yet: the configured rate.
+        let unknown = sent_between(&mut pacer, second(0), second(1));
+        path.set(6_000_000);
+        let halved = sent_between(&mut pacer, second(1), second(2));
+        // More than configured: the configured rate still bounds it.
+        path.set(24_000_000);
+        let more = sent_between(&mut pacer, second(2), second(3));
+        path.set(0);
+        let none = sent_between(&mut pacer, second(3), second(4));
+        assert!((1000..=1012).contains(&unknown), "{unknown}");
+        assert!((495..=512).contains(&halved), "{halved}");
+        assert!((995..=1012).contains(&more), "{more}");
+        assert!(none <= 2, "a path that carries nothing: {none}");
     }
 
     #[test]
