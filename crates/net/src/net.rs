@@ -83,8 +83,11 @@ impl Net {
             // off-path; on a real network the key is random.
             options.endpoint.secret = random_secret();
         }
-        let endpoint = Endpoint::new(options.endpoint, path.local_addrs())?;
+        let mut endpoint = Endpoint::new(options.endpoint, path.local_addrs())?;
         let clock = Clock::start();
+        if let Some(capacity) = path.capacity() {
+            endpoint.follow_path_capacity(capacity, clock.now());
+        }
         let mut path: BoxedPath = Box::new(path);
         if let Some(capture) = &options.capture {
             // Captured or not, one driver: the capture is a layer of the

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use common::{PORT, content, seed};
 use scps_bond::{BondConfig, ChannelState};
-use scps_net::{BundleChannelAddrs, BundleMonitor, BundlePath, Net, NetOptions};
+use scps_net::{BundleChannelAddrs, BundleMonitor, BundlePath, Net, NetOptions, PacketPath};
+use scps_proto::cc::CongestionAlgorithm;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -403,4 +404,74 @@ fn a_bundle_over_two_routed_interfaces_outlives_one_going_down() {
         "the channel came back once its interface was up: {:?}",
         report.channels[1]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_rate_above_the_bundle_paces_at_what_its_channels_carry() {
+    // Two channels of 4 Mbit/s; the route is configured at 200 Mbit/s with
+    // no congestion control (`scps-rate`): paced at that, it would fill
+    // the bond's hold and lose the rest. It follows the bundle instead.
+    let relay: Vec<RelayChannel> = (0..2).map(|_| relay_channel()).collect();
+    let end = |ip: &str, peer: fn(&RelayChannel) -> SocketAddr| {
+        let channels: Vec<BundleChannelAddrs> = relay
+            .iter()
+            .map(|r| BundleChannelAddrs {
+                local: format!("{ip}:0").parse().unwrap(),
+                peer: peer(r),
+                device: None,
+            })
+            .collect();
+        let mut config = BondConfig::new(vec![4_000_000; 2]);
+        config.probe_interval = PROBE_INTERVAL;
+        config.hold_bytes = 256 << 10;
+        watched(&channels, config)
+    };
+    let [(path_a, monitor_a), (path_b, _)] = [end("127.0.0.1", |r| r.a), end("127.0.0.2", |r| r.b)];
+    let capacity = path_a.capacity().expect("a bundle knows what it carries");
+    assert_eq!(capacity.get(), Some(8_000_000), "both channels, at their rates");
+    let mut options = NetOptions::default();
+    options.endpoint.connection.rate_bps = Some(200_000_000);
+    options.endpoint.connection.congestion = CongestionAlgorithm::Rate;
+    let net_a = Net::start(path_a, options).unwrap();
+    let net_b = Net::start(path_b, NetOptions::default()).unwrap();
+    let server = SocketAddr::new("127.0.0.2".parse().unwrap(), PORT);
+    let listener = net_b.listen(server).unwrap();
+    let data = content(seed(), 3 << 20);
+    let reader = tokio::spawn(async move {
+        let mut stream = listener.accept().await.unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).await.unwrap();
+        Sha256::digest(&received)
+    });
+    let started = tokio::time::Instant::now();
+    let mut stream = net_a.connect(server).await.unwrap();
+    stream.write_all(&data).await.unwrap();
+    stream.shutdown().await.unwrap();
+    assert_eq!(
+        reader.await.unwrap(),
+        Sha256::digest(&data),
+        "what arrived is what was sent"
+    );
+    let seconds = started.elapsed().as_secs_f64();
+    let report = monitor_a.report();
+    let retransmitted = stream
+        .stats()
+        .expect("the connection's figures")
+        .bytes_retransmitted;
+    println!(
+        "3 MiB in {seconds:.2} s ({:.2} Mbit/s), {retransmitted} bytes resent, bond: {:?}",
+        data.len() as f64 * 8.0 / seconds / 1e6,
+        report.bond
+    );
+    assert_eq!(
+        report.bond.dropped_full, 0,
+        "nothing lost to the bond's full hold"
+    );
+    assert!(
+        retransmitted < (data.len() / 50) as u64,
+        "paced at the bundle, little is resent: {retransmitted}"
+    );
+    assert!(seconds > 2.9, "no faster than 8 Mbit/s: {seconds:.2} s");
+    net_a.close(Duration::from_secs(2)).await.unwrap();
+    net_b.close(Duration::from_secs(2)).await.unwrap();
 }

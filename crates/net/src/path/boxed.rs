@@ -8,7 +8,7 @@ use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 
-use scps_proto::FourTuple;
+use scps_proto::{FourTuple, PathCapacity};
 
 use super::{PacketPath, RecvBatch};
 use crate::error::NetError;
@@ -37,6 +37,7 @@ pub trait DynPath: Send + 'static {
     fn dyn_take_damaged(&mut self) -> u64;
     fn dyn_peers_held(&self) -> usize;
     fn dyn_unroutable(&self) -> u64;
+    fn dyn_capacity(&self) -> Option<PathCapacity>;
     fn dyn_finish(&mut self) -> Result<(), NetError>;
 }
 
@@ -76,6 +77,9 @@ impl<P: PacketPath> DynPath for P {
     }
     fn dyn_unroutable(&self) -> u64 {
         self.unroutable()
+    }
+    fn dyn_capacity(&self) -> Option<PathCapacity> {
+        self.capacity()
     }
     fn dyn_finish(&mut self) -> Result<(), NetError> {
         self.finish()
@@ -118,6 +122,9 @@ impl PacketPath for BoxedPath {
     }
     fn unroutable(&self) -> u64 {
         (**self).dyn_unroutable()
+    }
+    fn capacity(&self) -> Option<PathCapacity> {
+        (**self).dyn_capacity()
     }
     fn finish(&mut self) -> Result<(), NetError> {
         (**self).dyn_finish()

@@ -25,6 +25,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use scps_bond::{Bond, BondConfig, BondStats, ChannelReport, Event};
+use scps_proto::PathCapacity;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
@@ -108,6 +109,8 @@ pub struct BundlePath {
     local_addrs: Vec<IpAddr>,
     hook: Option<String>,
     monitor: BundleMonitor,
+    /// What the channels that are up carry, for the endpoint's routes.
+    capacity: PathCapacity,
     /// Frame check failures since the driver last asked.
     damaged: u64,
     /// A datagram being received, or sealed to send.
@@ -166,6 +169,7 @@ impl BundlePath {
             local_addrs: vec![inner],
             hook,
             monitor,
+            capacity: PathCapacity::new(),
             damaged: 0,
             buf: vec![0; SLOT_BYTES],
         };
@@ -264,6 +268,7 @@ impl BundlePath {
                 .collect();
         }
         report.bond = self.bond.stats().clone();
+        self.capacity.set(self.bond.up_rate_bps());
     }
 
     fn describe(&self, event: Event) -> BundleEvent {
@@ -378,6 +383,10 @@ impl PacketPath for BundlePath {
         self.pump(now);
         self.publish();
         Ok(())
+    }
+
+    fn capacity(&self) -> Option<PathCapacity> {
+        Some(self.capacity.clone())
     }
 
     fn take_damaged(&mut self) -> u64 {

@@ -20,7 +20,7 @@ pub(crate) use tapped::Tapped;
 
 use std::net::{IpAddr, SocketAddr};
 
-use scps_proto::FourTuple;
+use scps_proto::{FourTuple, PathCapacity};
 
 use crate::error::NetError;
 
@@ -85,6 +85,12 @@ pub trait PacketPath: Send + 'static {
     /// Packets the path had nowhere to send, counted rather than sent.
     fn unroutable(&self) -> u64 {
         0
+    }
+
+    /// What the path says it carries now, if it knows (a bundle: the sum
+    /// of its channels that are up): the endpoint's route rates follow it.
+    fn capacity(&self) -> Option<PathCapacity> {
+        None
     }
 
     /// The driver has stopped: what the path must still do (a capture

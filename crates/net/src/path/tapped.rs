@@ -8,7 +8,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use scps_node::{Crossing, Tap};
-use scps_proto::FourTuple;
+use scps_proto::{FourTuple, PathCapacity};
 
 use super::{PacketPath, RecvBatch};
 use crate::clock::Clock;
@@ -95,6 +95,10 @@ impl<P: PacketPath> PacketPath for Tapped<P> {
 
     fn unroutable(&self) -> u64 {
         self.inner.unroutable()
+    }
+
+    fn capacity(&self) -> Option<PathCapacity> {
+        self.inner.capacity()
     }
 
     fn finish(&mut self) -> Result<(), NetError> {
