@@ -743,4 +743,35 @@ fn print_rules_shows_what_the_mode_installs() {
         printed.contains("ip -4 route add default dev scps-gw table 154"),
         "{printed}"
     );
+    // Over a bundle: the interception and its delivery only.
+    let ends = [
+        ("10.99.2.2:7001", "10.99.3.2:7001"),
+        ("10.99.2.3:7002", "10.99.3.3:7002"),
+    ];
+    let file = config_bundled(
+        &dir,
+        "bundled.toml",
+        "10.99.1.0/24",
+        "10.99.4.0/24",
+        &bundle(ends),
+    );
+    let output = std::process::Command::new(SCPS)
+        .args(["gateway", "--print-rules", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(printed.contains("tproxy ip to :7301"), "{printed}");
+    assert!(
+        printed.contains("ip -4 rule add fwmark 0x5c lookup 153 priority 153"),
+        "{printed}"
+    );
+    for absent in ["table 154", "steer", "sysctl", "scps-gw"] {
+        assert!(!printed.contains(absent), "no {absent:?}: {printed}");
+    }
 }

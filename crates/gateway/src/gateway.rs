@@ -303,8 +303,8 @@ async fn start_explicit(
 
 /// The path over a configured bundle of channels (docs/bonding.md),
 /// reporting to `monitor`: a gateway's link (the explicit modes' or the
-/// transparent mode's), and `scps send`/`recv`'s. Its state changes are logged and run through its hook
-/// by the path itself.
+/// transparent mode's), and `scps send`/`recv`'s. Its state changes are
+/// logged and run through its hook by the path itself.
 pub fn open_bundle(bundle: &Bundle, monitor: BundleMonitor) -> Result<BundlePath, NetError> {
     let channels: Vec<BundleChannelAddrs> = bundle
         .channels

@@ -4,10 +4,9 @@
 //! gateway (`[engine.bundle]`), **with the applications' own addresses
 //! and ports**, so that the far side can be any standard SCPS gateway
 //! (over the TUN device; a bundle's far side is ours, with the mirror
-//! bundle); link
-//! connections to the local prefixes are taken over (answered as the
-//! server they were sent to) and continued to the server with kernel TCP
-//! from the client's address.
+//! bundle); link connections to the local prefixes are taken over
+//! (answered as the server they were sent to) and continued to the server
+//! with kernel TCP from the client's address.
 //!
 //! Each gateway of a pair runs the same mode with its own view: `local`
 //! the prefixes on its LAN side, `remote` those beyond the far gateway.
