@@ -100,8 +100,8 @@ struct LinkSpec {
 #[serde(deny_unknown_fields)]
 struct TransparentSpec {
     lan: String,
-    /// Without `[engine.bundle]`: the interface the link rides, and the
-    /// TUN device the engine's packets go through.
+    /// The interface the link's packets are routed out of: required
+    /// without `[engine.bundle]`, refused with it (as `tun`).
     link: Option<String>,
     tun: Option<String>,
     local: Vec<String>,
