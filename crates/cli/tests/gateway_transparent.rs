@@ -11,7 +11,9 @@
 //! connects to it from the client's address. The server sees the client's
 //! address, the content is checked both ways, each gateway counted the
 //! connection, and SIGTERM leaves nothing installed behind. A gateway that
-//! cannot run the mode (forwarding off) says why and leaves nothing.
+//! cannot run the mode (forwarding off) says why and leaves nothing. A
+//! pair whose link rides a bundle of two UDP channels instead carries the
+//! same, each channel a share, with no TUN device or steering.
 //!
 //! As root (CI) it runs as it is; otherwise the testbed enters a user
 //! namespace of its own.
@@ -24,9 +26,10 @@ use std::time::Duration;
 
 use common::TempDir;
 use common::gateways::{
-    SCPS, assert_nothing_installed, config, config_prefixes, config_with, reload, start, start_pair,
-    start_pair_with, start_with, stop, wait_ready,
+    SCPS, assert_nothing_installed, config, config_bundled, config_prefixes, config_with, reload, start,
+    start_pair, start_pair_with, start_with, stop, wait_ready,
 };
+use common::metrics::{sample, scrape};
 use scps_testbed::{Output, Testbed, Topology};
 use sha2::{Digest, Sha256};
 
@@ -136,6 +139,111 @@ fn ipv6_and_ipv4_are_carried_by_the_same_pair() {
             "both families carried: {said}"
         );
     }
+    assert_nothing_installed(gw_a);
+    assert_nothing_installed(gw_b);
+}
+
+/// `[[engine.bundle.channel]]` for each (local, peer) of a gateway's end
+/// of the link, with the gateway's metrics (on its namespace's loopback,
+/// port 9464) and probes frequent enough to find every channel up at
+/// once.
+fn bundle(channels: [(&str, &str); 2]) -> String {
+    let mut text = "[engine.link]\nbond_probe_interval = \"100ms\"\n".to_owned();
+    for (local, peer) in channels {
+        text += &format!(
+            "[[engine.bundle.channel]]\nlocal = \"{local}\"\npeer = \"{peer}\"\nrate = \"20Mbit\"\n"
+        );
+    }
+    text + "[metrics]\nlisten = \"127.0.0.1:9464\"\n"
+}
+
+#[test]
+fn a_bundle_of_two_channels_carries_the_transparent_link() {
+    // The gateways' link rides two UDP channels, one per address of each
+    // gateway's link interface (through the emulator's node, which routes
+    // them): gwA 10.99.2.2 and .3, gwB 10.99.3.2 and .3.
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-bundle");
+    let (gw_a, gw_b) = (testbed.node("gwA").unwrap(), testbed.node("gwB").unwrap());
+    gw_a.ip(&["addr", "add", "10.99.2.3/24", "dev", "sat0"]).unwrap();
+    gw_b.ip(&["addr", "add", "10.99.3.3/24", "dev", "sat0"]).unwrap();
+    let ends_a = [
+        ("10.99.2.2:7001", "10.99.3.2:7001"),
+        ("10.99.2.3:7002", "10.99.3.3:7002"),
+    ];
+    let ends_b = ends_a.map(|(local, peer)| (peer, local));
+    let a = start(
+        gw_a,
+        &config_bundled(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24", &bundle(ends_a)),
+    );
+    let b = start(
+        gw_b,
+        &config_bundled(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24", &bundle(ends_b)),
+    );
+    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+    for gateway in [gw_a, gw_b] {
+        // The interception, and nothing of the routed link: no TUN device,
+        // no steering into it.
+        let rules = gateway
+            .output("nft", &["list", "table", "inet", "scps_gateway_7301"])
+            .unwrap();
+        assert!(rules.contains("tproxy ip to :7301"), "{rules}");
+        assert!(!rules.contains("steer"), "{rules}");
+        assert!(
+            gateway.ip(&["link", "show", "scps-gw"]).is_err(),
+            "no TUN device in {}",
+            gateway.name()
+        );
+    }
+
+    let server = digest_server(&testbed, SERVER);
+    let upload: Vec<u8> = (0..4_000_000u32).map(|i| (i * 17 % 241) as u8).collect();
+    let answer = exchange(&testbed, SERVER, &upload).expect("through the bundled gateways");
+    assert_eq!(
+        answer,
+        Sha256::digest(&upload).to_vec(),
+        "the server read the upload whole"
+    );
+    assert_eq!(
+        server.join().unwrap().ip().to_string(),
+        "10.99.1.2",
+        "the server sees the client's own address"
+    );
+    // What is not carried is still routed by the kernel: ICMP, across the
+    // same link interfaces.
+    testbed
+        .node("client")
+        .unwrap()
+        .output("ping", &["-c", "1", "-W", "5", "10.99.4.2"])
+        .expect("the client pings the server through the gateways");
+
+    // Each channel carried a share of the upload, out of gwA and into gwB
+    // (the bundle's metrics, as in the explicit modes).
+    let metrics_at = |gateway: &scps_testbed::Node| gateway.run(|| scrape("127.0.0.1:9464".parse().unwrap()));
+    let (metrics_a, metrics_b) = (metrics_at(gw_a), metrics_at(gw_b));
+    for channel in ["0", "1"] {
+        for (metrics, direction) in [(&metrics_a, "sent"), (&metrics_b, "received")] {
+            let series =
+                format!("scps_gateway_bundle_channel_{direction}_bytes_total{{channel=\"{channel}\"}}");
+            let bytes = sample(metrics, &series).unwrap_or_else(|| panic!("{series} in:\n{metrics}"));
+            assert!(
+                bytes > 1_000_000.0,
+                "channel {channel} {direction} a share of the 4 MB: {bytes}\n{metrics}"
+            );
+        }
+        let up = format!("scps_gateway_bundle_channel_state{{channel=\"{channel}\",state=\"up\"}}");
+        assert_eq!(sample(&metrics_a, &up), Some(1.0), "{metrics_a}");
+    }
+    let said_a = stop(&a);
+    let said_b = stop(&b);
+    assert!(
+        said_a.contains("connections closed 1,"),
+        "gwA intercepted it: {said_a}"
+    );
+    assert!(
+        said_b.contains("connections closed 1,"),
+        "gwB took it over: {said_b}"
+    );
     assert_nothing_installed(gw_a);
     assert_nothing_installed(gw_b);
 }
@@ -635,4 +743,35 @@ fn print_rules_shows_what_the_mode_installs() {
         printed.contains("ip -4 route add default dev scps-gw table 154"),
         "{printed}"
     );
+    // Over a bundle: the interception and its delivery only.
+    let ends = [
+        ("10.99.2.2:7001", "10.99.3.2:7001"),
+        ("10.99.2.3:7002", "10.99.3.3:7002"),
+    ];
+    let file = config_bundled(
+        &dir,
+        "bundled.toml",
+        "10.99.1.0/24",
+        "10.99.4.0/24",
+        &bundle(ends),
+    );
+    let output = std::process::Command::new(SCPS)
+        .args(["gateway", "--print-rules", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(printed.contains("tproxy ip to :7301"), "{printed}");
+    assert!(
+        printed.contains("ip -4 rule add fwmark 0x5c lookup 153 priority 153"),
+        "{printed}"
+    );
+    for absent in ["table 154", "steer", "sysctl", "scps-gw"] {
+        assert!(!printed.contains(absent), "no {absent:?}: {printed}");
+    }
 }

@@ -21,7 +21,7 @@ use crate::explicit::{AllowRule, Allowed};
 use crate::relay::RelayConfig;
 use crate::request::{Destination, host_name};
 use crate::routes::{Carried, Route, RouteMatch, RouteTable};
-use crate::transparent::Plumbing;
+use crate::transparent::{LinkPath, Plumbing};
 
 /// The link port a far gateway takes link connections on, unless
 /// `link.port` says.
@@ -100,7 +100,9 @@ struct LinkSpec {
 #[serde(deny_unknown_fields)]
 struct TransparentSpec {
     lan: String,
-    link: String,
+    /// The interface the link's packets are routed out of: required
+    /// without `[engine.bundle]`, refused with it (as `tun`).
+    link: Option<String>,
     tun: Option<String>,
     local: Vec<String>,
     remote: Vec<String>,
@@ -242,6 +244,9 @@ impl GatewayConfig {
             c.link.as_ref().map(|_| (&c.engine, c.relay))
         }
         [
+            // First: a bundle changes the link's addresses (explicit) or
+            // path (transparent) too, and this names the cause.
+            (self.engine.bundle != new.engine.bundle, "[engine.bundle]"),
             (self.link != new.link, "[link]"),
             (without_routes(self) != without_routes(new), "[transparent]"),
             (self.forwards != new.forwards, "[[forward]]"),
@@ -274,7 +279,6 @@ impl GatewayConfig {
 }
 
 fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
-    let transparent = spec.transparent.as_ref().map(transparent).transpose()?;
     let forwards = spec
         .forward
         .iter()
@@ -320,17 +324,34 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         Direction::Forward
     };
     let (engine, engine_link) = engine(spec.engine.clone(), &format!("{origin} [engine]"), direction)?;
-    let link = match (&spec.link, &engine.bundle) {
-        (Some(link), bundle) => Some(explicit_link(link, bundle.as_ref())?),
-        (None, Some(_)) => {
+    // The bundle is one link's: the explicit modes' or the transparent
+    // mode's (each opens its channels' sockets, which one process cannot
+    // bind twice).
+    let link = match (&spec.link, &engine.bundle, &spec.transparent) {
+        (Some(_), Some(_), Some(_)) => {
             return Err(Error::invalid(
                 "engine.bundle",
                 "set",
-                "a [link] (its `port`) for the explicit modes' link, which the bundle carries",
+                "the channels of one link, and with both a [link] and a [transparent] section the \
+                 gateway has two: run the mode whose link rides the bundle in a gateway of its own",
             ));
         }
-        (None, None) => None,
+        (Some(link), bundle, _) => Some(explicit_link(link, bundle.as_ref())?),
+        (None, Some(_), None) => {
+            return Err(Error::invalid(
+                "engine.bundle",
+                "set",
+                "a [link] (its `port`) for the explicit modes' link, or a [transparent] section, whose \
+                 link the bundle carries",
+            ));
+        }
+        (None, _, _) => None,
     };
+    let transparent = spec
+        .transparent
+        .as_ref()
+        .map(|section| transparent(section, engine.bundle.as_ref()))
+        .transpose()?;
     if (carries || !spec.allow.is_empty()) && link.is_none() {
         return Err(Error::invalid(
             "link",
@@ -646,7 +667,8 @@ fn one_route(
         return Err(Error::invalid(
             format!("{origin} route[{i}].engine.bundle"),
             "set",
-            "the explicit modes' link only ([engine.bundle]); a transparent route rides the transparent link",
+            "not a route's: a bundle carries the gateway's link, which all routes ride (the \
+             top-level [engine.bundle])",
         ));
     }
     let table = merged(
@@ -729,18 +751,51 @@ fn explicit_link(spec: &LinkSpec, bundle: Option<&Bundle>) -> Result<ExplicitLin
 
 /// The transparent mode's section, checked: interface names the kernel
 /// takes, IPv4 prefixes, local and remote apart, tables clear of the
-/// kernel's own (252 to 255).
-fn transparent(spec: &TransparentSpec) -> Result<Plumbing, Error> {
+/// kernel's own (252 to 255); its link routed out of `transparent.link`
+/// through the TUN device, or riding `bundle`'s channels.
+fn transparent(spec: &TransparentSpec, bundle: Option<&Bundle>) -> Result<Plumbing, Error> {
     let lan = interface("transparent.lan", &spec.lan)?;
-    let link = interface("transparent.link", &spec.link)?;
-    let tun = interface("transparent.tun", spec.tun.as_deref().unwrap_or(DEFAULT_TUN))?;
-    if lan == link {
-        return Err(Error::invalid(
-            "transparent.link",
-            &link,
-            "an interface other than transparent.lan",
-        ));
-    }
+    let link = match (bundle, &spec.link) {
+        (Some(bundle), None) => {
+            // The channels name their addresses (and devices); as the
+            // explicit link's `link.udp`, the keys of a routed link would
+            // say something that is not so.
+            if let Some(tun) = &spec.tun {
+                return Err(Error::invalid(
+                    "transparent.tun",
+                    tun,
+                    "not with [engine.bundle]: the link rides its channels, not a TUN device",
+                ));
+            }
+            LinkPath::Bundle(bundle.clone())
+        }
+        (Some(_), Some(link)) => {
+            return Err(Error::invalid(
+                "transparent.link",
+                link,
+                "not with [engine.bundle]: its channels say where the link rides",
+            ));
+        }
+        (None, None) => {
+            return Err(Error::invalid(
+                "transparent.link",
+                "(none)",
+                "the interface the link rides, or the channels of [engine.bundle]",
+            ));
+        }
+        (None, Some(link)) => {
+            let link = interface("transparent.link", link)?;
+            let tun = interface("transparent.tun", spec.tun.as_deref().unwrap_or(DEFAULT_TUN))?;
+            if lan == link {
+                return Err(Error::invalid(
+                    "transparent.link",
+                    &link,
+                    "an interface other than transparent.lan",
+                ));
+            }
+            LinkPath::Routed { link, tun }
+        }
+    };
     let local = prefixes("transparent.local", &spec.local)?;
     let remote = prefixes("transparent.remote", &spec.remote)?;
     for (i, r) in remote.iter().enumerate() {
@@ -797,7 +852,6 @@ fn transparent(spec: &TransparentSpec) -> Result<Plumbing, Error> {
     Ok(Plumbing {
         lan,
         link,
-        tun,
         local,
         remote,
         // Filled in from the route table.
@@ -1125,7 +1179,13 @@ mod tests {
     fn a_transparent_gateway_parses_with_its_defaults() {
         let config = parse(TRANSPARENT).unwrap();
         let plumbing = config.transparent.unwrap();
-        assert_eq!(plumbing.tun, DEFAULT_TUN);
+        assert_eq!(
+            plumbing.link,
+            LinkPath::Routed {
+                link: "sat0".into(),
+                tun: DEFAULT_TUN.into()
+            }
+        );
         assert_eq!((plumbing.port, plumbing.mark, plumbing.table), (7301, 0x5c, 153));
         assert_eq!(plumbing.remote.len(), 2);
         assert!(config.link.is_none(), "no explicit link needed");
@@ -1168,6 +1228,124 @@ mod tests {
         }
     }
 
+    /// A transparent gateway whose link rides two channels, with no
+    /// `transparent.link` (the channels say where the link rides).
+    fn transparent_bundled(channels: &str) -> String {
+        format!(
+            "{}[engine]\nprotocol = \"scps-vj\"\n{channels}",
+            TRANSPARENT.replace("link = \"sat0\"", "")
+        )
+    }
+
+    const TWO_CHANNELS: &str = "[[engine.bundle.channel]]\nlocal = \"10.99.2.2:7001\"\n\
+        peer = \"10.99.3.2:7001\"\nrate = \"20Mbit\"\n\
+        [[engine.bundle.channel]]\nlocal = \"10.99.2.3:7002\"\npeer = \"10.99.3.3:7002\"\n\
+        rate = \"2Mbit\"\ndevice = \"sat0\"\n";
+
+    #[test]
+    fn a_transparent_gateway_carries_its_bundle_as_its_link() {
+        let config = parse(&transparent_bundled(TWO_CHANNELS)).unwrap();
+        assert!(config.link.is_none(), "no explicit link");
+        let plumbing = config.transparent.as_ref().unwrap();
+        let LinkPath::Bundle(bundle) = &plumbing.link else {
+            panic!("the link rides the bundle: {:?}", plumbing.link);
+        };
+        let channels: Vec<(String, String, u64, Option<&str>)> = bundle
+            .channels
+            .iter()
+            .map(|c| {
+                (
+                    c.local.to_string(),
+                    c.peer.to_string(),
+                    c.rate_bps,
+                    c.device.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            channels,
+            [
+                ("10.99.2.2:7001".into(), "10.99.3.2:7001".into(), 20_000_000, None),
+                (
+                    "10.99.2.3:7002".into(),
+                    "10.99.3.3:7002".into(),
+                    2_000_000,
+                    Some("sat0")
+                ),
+            ]
+        );
+        assert_eq!(
+            bundle.bond.channel_rates_bps,
+            [20_000_000, 2_000_000],
+            "the scheduler's rates"
+        );
+        assert_eq!(
+            config.engine.bundle.as_ref(),
+            Some(bundle),
+            "the one bundle of [engine]"
+        );
+        assert_eq!(plumbing.steering(), None, "nothing to steer into a TUN device");
+        let script = plumbing.nft_script();
+        assert!(
+            script.contains("jump intercept"),
+            "the LAN is intercepted:\n{script}"
+        );
+        assert!(!script.contains("steer"), "no steering:\n{script}");
+        // A reload may not change the bundle, and says which key.
+        let other = parse(&transparent_bundled(&TWO_CHANNELS.replace("7002", "7003"))).unwrap();
+        assert_eq!(config.fixed_change(&other), Some("[engine.bundle]"));
+        assert_eq!(
+            config.fixed_change(&parse(&transparent_bundled(TWO_CHANNELS)).unwrap()),
+            None
+        );
+    }
+
+    #[test]
+    fn bad_bundles_of_a_transparent_gateway_name_the_key() {
+        let one = "[[engine.bundle.channel]]\nlocal = \"10.99.2.2:7001\"\npeer = \"10.99.3.2:7001\"\n\
+                   rate = \"2400bps\"\n";
+        let cases = [
+            (
+                format!("{TRANSPARENT}{one}"),
+                "transparent.link = sat0: not with [engine.bundle]".to_owned(),
+            ),
+            (
+                transparent_bundled(one).replace("[transparent]\n", "[transparent]\ntun = \"gw0\"\n"),
+                "transparent.tun = gw0: not with [engine.bundle]".to_owned(),
+            ),
+            (
+                TRANSPARENT.replace("link = \"sat0\"", ""),
+                "transparent.link = (none): the interface the link rides, or the channels of [engine.bundle]"
+                    .to_owned(),
+            ),
+            (
+                format!("{}[link]\nport = 7300\n", transparent_bundled(one)),
+                "engine.bundle = set: the channels of one link".to_owned(),
+            ),
+            (
+                transparent_bundled(&one.replace("10.99.3.2:7001", "10.99.3.2")),
+                "bundle.channel[0].peer = 10.99.3.2: an address and port".to_owned(),
+            ),
+            (
+                transparent_bundled(&format!("{one}{}", one.replace("10.99.2.2", "10.99.2.3"))),
+                "bundle.channel.peer = 10.99.3.2:7001: each channel its own peer".to_owned(),
+            ),
+            (
+                transparent_bundled(&one.replace("2400bps", "4bps")),
+                "at least 8 bit/s".to_owned(),
+            ),
+            (
+                transparent_bundled("[engine.bundle]\n"),
+                "bundle.channel = none: at least one channel".to_owned(),
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = parse(&text).unwrap_err();
+            assert!(err.contains(&expected), "expected {expected:?} in: {err}");
+            assert!(err.starts_with("gw.toml"), "names the file: {err}");
+        }
+    }
+
     const ROUTES: &str = r#"
         [engine]
         protocol = "scps-rate"
@@ -1196,7 +1374,10 @@ mod tests {
         );
         let error = parse(&text).unwrap_err().to_string();
         assert!(
-            error.contains("route[0].engine.bundle = set: the explicit modes' link only"),
+            error.contains(
+                "route[0].engine.bundle = set: not a route's: a bundle carries the gateway's link, which \
+                 all routes ride (the top-level [engine.bundle])"
+            ),
             "{error}"
         );
     }

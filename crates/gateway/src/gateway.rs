@@ -1,7 +1,7 @@
 //! A running gateway: in the explicit modes its link endpoint (our stack
 //! over UDP encapsulation), the far gateway's listener for link
 //! connections when it allows any destination, and a listener per port
-//! forward; in the transparent mode, `transparent.rs`. Each split connection is one task running the relay; the
+//! forward; in the transparent mode, `transparent/`. Each split connection is one task running the relay; the
 //! gateway logs how each ended and counts them, and lists those it holds
 //! (`registry.rs`) for the control socket and the metrics.
 //!
@@ -102,8 +102,9 @@ impl Gateway {
                 .map_err(GatewayError::Control)?,
             None => None,
         };
-        // The explicit link's bundle, if it rides one, watched from the
-        // start by the metrics.
+        // The link's bundle, if it rides one (the explicit modes' link or
+        // the transparent mode's: the configuration gives it to one), watched
+        // from the start by the metrics.
         let bundle = config.engine.bundle.as_ref().map(|_| BundleMonitor::default());
         let metrics = match config.metrics {
             Some(listen) => Some(
@@ -134,6 +135,7 @@ impl Gateway {
                 plumbing.clone(),
                 &config.engine.config,
                 config.capture.clone(),
+                bundle,
                 relaying,
                 &mut tasks,
             )
@@ -300,9 +302,9 @@ async fn start_explicit(
 }
 
 /// The path over a configured bundle of channels (docs/bonding.md),
-/// reporting to `monitor`: a gateway's explicit link, and `scps
-/// send`/`recv`'s. Its state changes are logged and run through its hook
-/// by the path itself.
+/// reporting to `monitor`: a gateway's link (the explicit modes' or the
+/// transparent mode's), and `scps send`/`recv`'s. Its state changes are
+/// logged and run through its hook by the path itself.
 pub fn open_bundle(bundle: &Bundle, monitor: BundleMonitor) -> Result<BundlePath, NetError> {
     let channels: Vec<BundleChannelAddrs> = bundle
         .channels

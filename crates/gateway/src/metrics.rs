@@ -71,7 +71,7 @@ fn render(registry: &Registry) -> String {
 struct GatewayMetrics {
     counters: Arc<Counters>,
     live: Arc<LiveConnections>,
-    /// The explicit link's bundle of channels, if it rides one.
+    /// The link's bundle of channels, if it rides one (either mode's link).
     bundle: Option<BundleMonitor>,
 }
 
@@ -187,7 +187,7 @@ impl Collector for GatewayMetrics {
     }
 }
 
-/// The explicit link's channels (docs/bonding.md): their states, what
+/// The link's channels (docs/bonding.md; either mode's link): their states, what
 /// they carried, what their probes measured.
 fn encode_bundle(encoder: &mut DescriptorEncoder, report: &BundleReport) -> Result<(), std::fmt::Error> {
     let names: Vec<String> = (0..report.channels.len()).map(|i| i.to_string()).collect();

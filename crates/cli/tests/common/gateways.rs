@@ -37,6 +37,33 @@ pub fn config_prefixes(
     remote: &[&str],
     extra: &str,
 ) -> std::path::PathBuf {
+    write_config(dir, name, "link = \"sat0\"\n", local, remote, extra)
+}
+
+/// A transparent gateway's configuration whose link rides a bundle of
+/// channels instead of `sat0`'s routes: `bundle`, its
+/// `[[engine.bundle.channel]]` tables (and any more tables), after
+/// `[engine]`.
+pub fn config_bundled(
+    dir: &TempDir,
+    name: &str,
+    local: &str,
+    remote: &str,
+    bundle: &str,
+) -> std::path::PathBuf {
+    write_config(dir, name, "", &[local], &[remote], bundle)
+}
+
+/// `[transparent]` with `link_keys`, the prefixes, `[engine]`, then
+/// `extra`, written to `name` in `dir`.
+fn write_config(
+    dir: &TempDir,
+    name: &str,
+    link_keys: &str,
+    local: &[&str],
+    remote: &[&str],
+    extra: &str,
+) -> std::path::PathBuf {
     let list = |prefixes: &[&str]| {
         prefixes
             .iter()
@@ -48,7 +75,7 @@ pub fn config_prefixes(
     std::fs::write(
         &file,
         format!(
-            "[transparent]\nlan = \"lan0\"\nlink = \"sat0\"\nlocal = [{}]\nremote = [{}]\n\
+            "[transparent]\nlan = \"lan0\"\n{link_keys}local = [{}]\nremote = [{}]\n\
              [engine]\nprotocol = \"scps-vj\"\n{extra}",
             list(local),
             list(remote)

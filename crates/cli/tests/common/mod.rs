@@ -5,6 +5,7 @@
 
 pub mod gateways;
 pub mod loopback;
+pub mod metrics;
 pub mod servers;
 pub mod typing;
 

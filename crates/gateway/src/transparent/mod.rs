@@ -1,10 +1,12 @@
 //! The transparent mode (DESIGN.md "The gateway"): LAN connections are
 //! intercepted with TPROXY and carried across the link as SCPS-TP over
-//! the gateway's TUN device **with the applications' own addresses and
-//! ports**, so that the far side can be any standard SCPS gateway; link
-//! connections to the local prefixes are taken over (answered as the
-//! server they were sent to) and continued to the server with kernel TCP
-//! from the client's address.
+//! the gateway's TUN device, or a bundle of UDP channels to the far
+//! gateway (`[engine.bundle]`), **with the applications' own addresses
+//! and ports**, so that the far side can be any standard SCPS gateway
+//! (over the TUN device; a bundle's far side is ours, with the mirror
+//! bundle); link connections to the local prefixes are taken over
+//! (answered as the server they were sent to) and continued to the server
+//! with kernel TCP from the client's address.
 //!
 //! Each gateway of a pair runs the same mode with its own view: `local`
 //! the prefixes on its LAN side, `remote` those beyond the far gateway.
@@ -18,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use plain_hosts::PlainHosts;
-pub use plumbing::{Installed, Plumbing, PlumbingError};
-use scps_net::{Net, NetError, NetOptions, TunPath};
+pub use plumbing::{Installed, LinkPath, Plumbing, PlumbingError};
+use scps_net::{BoxedPath, BundleMonitor, Net, NetError, NetOptions, TunPath};
 use tokio::task::JoinSet;
 
 use crate::counters::{Counters, Relays, accept_admitted};
@@ -37,8 +39,11 @@ pub enum TransparentError {
     // command would print a second time).
     #[error("cannot create the TUN device {tun}: {error}")]
     Tun { tun: String, error: NetError },
-    #[error("the link endpoint on {tun}: {error}")]
-    Endpoint { tun: String, error: NetError },
+    #[error("cannot open the link's bundle of channels ([engine.bundle]): {error}")]
+    Bundle { error: NetError },
+    /// `link` says where the endpoint runs: its TUN device or the bundle.
+    #[error("the link endpoint on {link}: {error}")]
+    Endpoint { link: String, error: NetError },
     #[error(
         "IP_TRANSPARENT refused ({error}): the transparent mode needs CAP_NET_ADMIN (root, or a user namespace of its own)"
     )]
@@ -62,7 +67,8 @@ pub struct Relaying {
     pub plain_hosts: Arc<PlainHosts>,
 }
 
-/// Starts the transparent mode: the TUN device and its endpoint, the
+/// Starts the transparent mode: the link's path (the TUN device, or the
+/// bundle's channels reporting to `bundle_monitor`) and its endpoint, the
 /// listeners, then the kernel's interception and steering (last, so that
 /// nothing is intercepted before it can be served). The accept loops run
 /// in `tasks`; the returned guard removes the plumbing when dropped, and
@@ -71,15 +77,26 @@ pub fn start(
     plumbing: Plumbing,
     engine: &scps_proto::Config,
     capture: Option<std::path::PathBuf>,
+    bundle_monitor: Option<BundleMonitor>,
     relaying: Relaying,
     tasks: &mut JoinSet<()>,
 ) -> Result<(Installed, Arc<Net>), TransparentError> {
     plumbing.check_settings()?;
     sockets::check_transparent().map_err(|error| TransparentError::NotPermitted { error })?;
-    let tun = TunPath::create(&plumbing.tun, &[], TUN_MTU).map_err(|error| TransparentError::Tun {
-        tun: plumbing.tun.clone(),
-        error,
-    })?;
+    let (path, on): (BoxedPath, String) = match &plumbing.link {
+        LinkPath::Routed { tun, .. } => {
+            let path = TunPath::create(tun, &[], TUN_MTU).map_err(|error| TransparentError::Tun {
+                tun: tun.clone(),
+                error,
+            })?;
+            (Box::new(path), tun.clone())
+        }
+        LinkPath::Bundle(bundle) => {
+            let path = crate::gateway::open_bundle(bundle, bundle_monitor.unwrap_or_default())
+                .map_err(|error| TransparentError::Bundle { error })?;
+            (Box::new(path), "the bundle of channels".to_owned())
+        }
+    };
     let mut options = NetOptions {
         connect_timeout: relaying.connect_timeout,
         capture,
@@ -88,10 +105,10 @@ pub fn start(
     options.endpoint.connection = engine.clone();
     options.endpoint.transparent = plumbing.local.clone();
     let endpoint_error = |error| TransparentError::Endpoint {
-        tun: plumbing.tun.clone(),
+        link: on.clone(),
         error,
     };
-    let net = Arc::new(Net::start(tun, options).map_err(endpoint_error)?);
+    let net = Arc::new(Net::start(path, options).map_err(endpoint_error)?);
     let link_listener = net
         .listen_transparent(&plumbing.local, None)
         .map_err(endpoint_error)?;

@@ -103,7 +103,7 @@ fn route_rules(
 /// replaces the rules in one transaction (a reload of the routes).
 pub(super) fn script(plumbing: &Plumbing) -> String {
     let table = plumbing.nft_table();
-    let (lan, link) = (&plumbing.lan, &plumbing.link);
+    let lan = &plumbing.lan;
     let (mark, steer) = (plumbing.mark, plumbing.steer_mark());
     let families = plumbing.families();
     let mut prerouting = format!(
@@ -115,11 +115,15 @@ pub(super) fn script(plumbing: &Plumbing) -> String {
         let local = set(&plumbing.local, family);
         let remote = set(&plumbing.remote, family);
         prerouting.push_str(&format!(
-            "\t\tiifname \"{lan}\" meta l4proto tcp {ip} saddr {local} {ip} daddr {remote} jump intercept\n\
-             \t\tiifname \"{link}\" meta l4proto {IPPROTO_SCPS_COMPRESSED} {ip} saddr {remote} {ip} daddr {local} \
-             meta mark set {steer:#x} accept\n\
-             \t\tiifname \"{link}\" meta l4proto tcp {ip} saddr {remote} {ip} daddr {local} jump steer\n"
+            "\t\tiifname \"{lan}\" meta l4proto tcp {ip} saddr {local} {ip} daddr {remote} jump intercept\n"
         ));
+        if let Some((link, _)) = plumbing.steering() {
+            prerouting.push_str(&format!(
+                "\t\tiifname \"{link}\" meta l4proto {IPPROTO_SCPS_COMPRESSED} {ip} saddr {remote} {ip} daddr {local} \
+                 meta mark set {steer:#x} accept\n\
+                 \t\tiifname \"{link}\" meta l4proto tcp {ip} saddr {remote} {ip} daddr {local} jump steer\n"
+            ));
+        }
     }
     let (mut intercept, mut steering) = (String::new(), String::new());
     for (matching, carried) in &plumbing.routes {
@@ -131,13 +135,19 @@ pub(super) fn script(plumbing: &Plumbing) -> String {
             }
         }
     }
+    // No steering, no chain: a bundle's link packets never reach the
+    // kernel's prerouting (plumbing.rs).
+    let steer_chain = match plumbing.steering() {
+        Some(_) => format!("\tchain steer {{\n{steering}\t}}\n"),
+        None => String::new(),
+    };
     format!(
         "table inet {table} {{}}\n\
          flush table inet {table}\n\
          table inet {table} {{\n\
          \tchain prerouting {{\n{prerouting}\t}}\n\
          \tchain intercept {{\n{intercept}\t}}\n\
-         \tchain steer {{\n{steering}\t}}\n\
+         {steer_chain}\
          }}\n"
     )
 }

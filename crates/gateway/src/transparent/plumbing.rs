@@ -16,6 +16,15 @@
 //!   gateway's TUN device (a policy rule on the mark and a table whose
 //!   default route is the device), where the engine reads it.
 //!
+//! A link that rides a bundle of UDP channels (`[engine.bundle]`,
+//! [`LinkPath::Bundle`]) has no steering, no TUN device and no changed
+//! kernel setting: the engine's packets travel inside the channels'
+//! datagrams, which the engine's own sockets send and receive, so the
+//! kernel never sees a link packet to route, steer, filter by its path
+//! back or demultiplex early. The interception stays, as do its `local`
+//! route and the delivery of the far side's server answers to the
+//! gateway's transparent sockets: those are LAN packets.
+//!
 //! Both follow the routes (routes.rs), most specific first: a route that
 //! carries intercepts and steers its connections, one that passes lets
 //! them through, and a connection no route matches passes too. Everything
@@ -31,6 +40,7 @@
 
 use std::process::{Command, Stdio};
 
+use scps_config::bundle::Bundle;
 use scps_node::IpPrefix;
 
 use crate::routes::{Family, RouteMatch};
@@ -38,12 +48,22 @@ use crate::routes::{Family, RouteMatch};
 /// Turned off while the mode runs (see the module's documentation).
 const EARLY_DEMUX: &str = "net.ipv4.tcp_early_demux";
 
+/// How the link connections' packets reach the far gateway.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LinkPath {
+    /// Written into the TUN device `tun`, the kernel routing them out of
+    /// the interface `link`, where the far gateway's are steered in from.
+    Routed { link: String, tun: String },
+    /// In the UDP channels of this bundle, which the engine sends and
+    /// receives itself (`[engine.bundle]`).
+    Bundle(Bundle),
+}
+
 /// What the transparent mode installs, from its configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Plumbing {
     pub lan: String,
-    pub link: String,
-    pub tun: String,
+    pub link: LinkPath,
     pub local: Vec<IpPrefix>,
     pub remote: Vec<IpPrefix>,
     /// The interception listener's port.
@@ -53,8 +73,9 @@ pub struct Plumbing {
     /// its connections (or lets them pass).
     pub routes: Vec<(RouteMatch, bool)>,
     /// Routing tables `table` (local delivery of marked packets) and
-    /// `table + 1` (into the TUN device); the policy rules have those
-    /// numbers as priorities, so that they can be found and removed.
+    /// `table + 1` (into the TUN device, for a routed link); the policy
+    /// rules have those numbers as priorities, so that they can be found
+    /// and removed.
     pub table: u32,
 }
 
@@ -86,6 +107,16 @@ impl Plumbing {
         self.mark + 1
     }
 
+    /// The interface link packets arrive on and the TUN device they are
+    /// steered into, if the link is routed (not a bundle's: see the
+    /// module's documentation).
+    pub fn steering(&self) -> Option<(&str, &str)> {
+        match &self.link {
+            LinkPath::Routed { link, tun } => Some((link, tun)),
+            LinkPath::Bundle(_) => None,
+        }
+    }
+
     /// The nftables script of the interception and the steering.
     pub fn nft_script(&self) -> String {
         super::nft::script(self)
@@ -114,18 +145,23 @@ impl Plumbing {
                     Family::V4 => ("-4", "0.0.0.0/0"),
                     Family::V6 => ("-6", "::/0"),
                 };
-                [
+                let delivery = [
                     format!(
                         "{option} rule add fwmark {:#x} lookup {deliver} priority {deliver}",
                         self.mark
                     ),
                     format!("{option} route add local {any} dev lo table {deliver}"),
-                    format!(
-                        "{option} rule add fwmark {:#x} lookup {steer} priority {steer}",
-                        self.steer_mark()
-                    ),
-                    format!("{option} route add default dev {} table {steer}", self.tun),
-                ]
+                ];
+                let steering = self.steering().map(|(_, tun)| {
+                    [
+                        format!(
+                            "{option} rule add fwmark {:#x} lookup {steer} priority {steer}",
+                            self.steer_mark()
+                        ),
+                        format!("{option} route add default dev {tun} table {steer}"),
+                    ]
+                });
+                delivery.into_iter().chain(steering.into_iter().flatten())
             })
             .map(|command| words(&command))
             .collect()
@@ -144,19 +180,28 @@ impl Plumbing {
         for command in self.ip_commands() {
             text.push_str(&format!("ip {}\n", command.join(" ")));
         }
-        text.push_str(&format!(
-            "sysctl -w net.ipv4.conf.{}.rp_filter=0   # the TUN device carries the clients' addresses\n",
-            self.tun
-        ));
-        text.push_str(&format!(
-            "sysctl -w {EARLY_DEMUX}=0   # link packets have the intercepted sockets' addresses and ports\n"
-        ));
+        if let Some((_, tun)) = self.steering() {
+            text.push_str(&format!(
+                "sysctl -w net.ipv4.conf.{tun}.rp_filter=0   # the TUN device carries the clients' addresses\n"
+            ));
+            text.push_str(&format!(
+                "sysctl -w {EARLY_DEMUX}=0   # link packets have the intercepted sockets' addresses and ports\n"
+            ));
+        }
         text
     }
 
     /// Checks the kernel settings the mode depends on (before anything is
     /// made, so that a refusal leaves nothing behind).
+    ///
+    /// Both are about link packets the kernel forwards and filters; a
+    /// bundle's link has none (the module's documentation), and the
+    /// intercepted LAN connections end and start at the gateway's own
+    /// sockets, so nothing is checked for it.
     pub fn check_settings(&self) -> Result<(), PlumbingError> {
+        if self.steering().is_none() {
+            return Ok(());
+        }
         let families = self.families();
         if families.contains(&Family::V4) {
             check_setting(
@@ -182,20 +227,26 @@ impl Plumbing {
 
     /// Installs the interception and the steering (after removing what a
     /// gateway of the same configuration may have left, killed before it
-    /// could). The TUN device must exist. Undone when the result is
-    /// dropped.
+    /// could). The TUN device of a routed link must exist. Undone when
+    /// the result is dropped.
     pub fn install(self) -> Result<Installed, PlumbingError> {
         self.remove();
-        let early_demux = read_setting(EARLY_DEMUX);
+        // Read only where it is changed: an empty one is not restored.
+        let early_demux = match self.steering() {
+            Some(_) => read_setting(EARLY_DEMUX),
+            None => String::new(),
+        };
         // From here on, whatever fails is undone by the guard's drop.
         let installed = Installed {
             plumbing: self,
             early_demux,
         };
         let plumbing = &installed.plumbing;
-        // The path by hand: an interface name may hold dots.
-        write_proc(&format!("net/ipv4/conf/{}/rp_filter", plumbing.tun), "0")?;
-        write_proc(&EARLY_DEMUX.replace('.', "/"), "0")?;
+        if let Some((_, tun)) = plumbing.steering() {
+            // The path by hand: an interface name may hold dots.
+            write_proc(&format!("net/ipv4/conf/{tun}/rp_filter"), "0")?;
+            write_proc(&EARLY_DEMUX.replace('.', "/"), "0")?;
+        }
         run("nft", &["-f", "-"], Some(&plumbing.nft_script()))?;
         for command in plumbing.ip_commands() {
             let args: Vec<&str> = command.iter().map(String::as_str).collect();
@@ -234,7 +285,7 @@ impl Plumbing {
 #[derive(Debug)]
 pub struct Installed {
     plumbing: Plumbing,
-    /// `net.ipv4.tcp_early_demux` before, to restore.
+    /// `net.ipv4.tcp_early_demux` before, to restore (empty: not changed).
     early_demux: String,
 }
 
@@ -359,8 +410,10 @@ mod tests {
     fn plumbing(local: &[&str], remote: &[&str]) -> Plumbing {
         Plumbing {
             lan: "lan0".into(),
-            link: "sat0".into(),
-            tun: "scpsgw0".into(),
+            link: LinkPath::Routed {
+                link: "sat0".into(),
+                tun: "scpsgw0".into(),
+            },
             local: local.iter().map(|p| p.parse().unwrap()).collect(),
             remote: remote.iter().map(|p| p.parse().unwrap()).collect(),
             routes: vec![
@@ -421,6 +474,54 @@ mod tests {
         );
         assert!(described.contains("rp_filter=0"), "{described}");
         assert!(described.contains("net.ipv4.tcp_early_demux=0"), "{described}");
+    }
+
+    #[test]
+    fn a_bundled_link_is_intercepted_but_not_steered() {
+        let channel = scps_config::bundle::BundleChannel {
+            local: "10.99.2.2:7001".parse().unwrap(),
+            peer: "10.99.3.2:7001".parse().unwrap(),
+            rate_bps: 2400,
+            device: None,
+        };
+        let plumbing = Plumbing {
+            link: LinkPath::Bundle(Bundle {
+                channels: vec![channel],
+                bond: scps_bond::BondConfig::new(vec![2400]),
+                hook: None,
+            }),
+            ..plumbing(&["10.99.1.0/24"], &["10.99.4.0/24"])
+        };
+        let script = plumbing.nft_script();
+        let has = |line: &str| assert!(script.contains(line), "{line:?} in:\n{script}");
+        has("iifname \"lan0\" meta l4proto tcp socket transparent 1 meta mark set 0x5c accept\n");
+        has(
+            "iifname \"lan0\" meta l4proto tcp ip saddr { 10.99.1.0/24 } ip daddr { 10.99.4.0/24 } jump intercept",
+        );
+        has(
+            "\t\tmeta nfproto ipv4 ip saddr 10.99.1.0/24 meta l4proto tcp tcp dport 8000-8999 tproxy ip to :7301 meta mark set 0x5c accept\n",
+        );
+        for absent in ["sat0", "steer", "0x5d", "105"] {
+            assert!(
+                !script.contains(absent),
+                "no {absent:?}: nothing is steered\n{script}"
+            );
+        }
+        let commands: Vec<String> = plumbing.ip_commands().iter().map(|c| c.join(" ")).collect();
+        assert_eq!(
+            commands,
+            [
+                "-4 rule add fwmark 0x5c lookup 153 priority 153",
+                "-4 route add local 0.0.0.0/0 dev lo table 153",
+            ],
+            "the local delivery only"
+        );
+        let described = plumbing.describe();
+        assert!(
+            !described.contains("sysctl"),
+            "no kernel setting changes:\n{described}"
+        );
+        assert!(plumbing.check_settings().is_ok(), "no setting is needed");
     }
 
     #[test]
