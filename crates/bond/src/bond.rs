@@ -57,6 +57,11 @@ pub struct ChannelReport {
     pub loss: f64,
     pub sent_bytes: u64,
     pub received_bytes: u64,
+    /// State changes since the bond started; of them, how many took it
+    /// down and on standby.
+    pub changes: u64,
+    pub went_down: u64,
+    pub went_standby: u64,
 }
 
 /// Why a channel is marginal: far worse than the best of its peers.
@@ -461,6 +466,9 @@ impl Bond {
                 loss: c.loss,
                 sent_bytes: c.sent_bytes,
                 received_bytes: *received,
+                changes: c.changes,
+                went_down: c.went_down,
+                went_standby: c.went_standby,
             })
             .collect()
     }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use scps_proto::recovery::rtt::RttEstimator;
 
-/// Whether a channel carries data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether a channel carries data. Serialized as its [`name`](ChannelState::name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ChannelState {
     /// In the stripe.
     Up,
@@ -107,6 +108,12 @@ pub(crate) struct Channel {
     /// When it last went down, and what it was before.
     pub down_since: Duration,
     pub before_down: ChannelState,
+    /// Its state changes since the bond started, and how many of them
+    /// took it down or on standby: kept here so that a report needs no
+    /// log of the events (the emulator logs them and keeps none).
+    pub changes: u64,
+    pub went_down: u64,
+    pub went_standby: u64,
 }
 
 impl Channel {
@@ -133,6 +140,9 @@ impl Channel {
             up_since: now,
             down_since: now,
             before_down: ChannelState::Up,
+            changes: 0,
+            went_down: 0,
+            went_standby: 0,
         }
     }
 
@@ -303,14 +313,18 @@ impl Channel {
     /// figures start again: what was sent into the dead channel says
     /// nothing of its quality. Otherwise they go on (a channel whose
     /// probes go unanswered now and then is losing them).
+    /// The bond calls it for changes only (`to` is never the state it is
+    /// in), so each call counts as one.
     pub fn set_state(&mut self, now: Duration, state: ChannelState, after_outage: bool) {
+        self.changes += 1;
         match state {
             ChannelState::Up => self.up_since = now,
             ChannelState::Down => {
                 self.down_since = now;
                 self.before_down = self.state;
+                self.went_down += 1;
             }
-            ChannelState::Standby => {}
+            ChannelState::Standby => self.went_standby += 1,
         }
         if state != ChannelState::Up {
             self.free_at = now;

@@ -12,9 +12,11 @@ mod bond;
 mod channel;
 pub mod config;
 pub mod node;
+mod report;
 pub mod wire;
 
 pub use bond::{Bond, BondStats, ChannelReport, Event, Full};
 pub use channel::ChannelState;
 pub use config::{BondConfig, ConfigError, MarginalThresholds};
 pub use node::BondNode;
+pub use report::{BondChannelFigures, BondFigures};

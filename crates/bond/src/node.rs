@@ -11,6 +11,7 @@ use scps_proto::PathCapacity;
 
 use crate::bond::{Bond, BondStats, ChannelReport, Event};
 use crate::config::{BondConfig, ConfigError};
+use crate::report::BondFigures;
 
 /// The interface the carried packets come in and leave by.
 pub const INNER: InterfaceId = InterfaceId(0);
@@ -56,6 +57,10 @@ impl BondNode {
 
     pub fn channels(&self) -> Vec<ChannelReport> {
         self.bond.channels()
+    }
+
+    pub fn figures(&self) -> BondFigures {
+        BondFigures::of(&self.bond)
     }
 
     fn advance(&mut self, now: Instant) {

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use scps_bond::{Bond, BondConfig, ChannelState, Event};
+use scps_bond::{Bond, BondConfig, BondFigures, ChannelState, Event};
 
 const STEP: Duration = Duration::from_millis(1);
 
@@ -260,6 +260,11 @@ fn a_channel_whose_probes_go_unanswered_is_out_within_two_intervals_and_back_whe
     // given before it was found down is lost (the transport repairs it).
     pair.run(secs(190.0), 64, None, next);
     assert_eq!(pair.a.stats().dropped_full, 0);
+    // The channel counts its changes as the events tell them: down, up.
+    let report = &pair.a.channels()[1];
+    let changes = pair.events.iter().filter(|e| e.channel == 1).count();
+    assert_eq!((report.changes, report.went_down, report.went_standby), (2, 1, 0));
+    assert_eq!(changes, 2, "{:?}", pair.events);
     let lost = next - pair.delivered.len() as u64;
     assert!(lost > 0 && lost < 40, "lost {lost} packets in the drop");
 }
@@ -381,6 +386,13 @@ fn frames_that_are_wrong_are_counted_not_obeyed() {
     // A channel we do not have.
     assert_eq!(bond.handle(secs(0.2), 9, vec![0x45]), None);
     assert_eq!(bond.stats().misrouted_answers, 2);
+    // A report gives each counter, and each state by its name.
+    let figures = serde_json::to_value(BondFigures::of(&bond)).unwrap();
+    for (counter, value) in [("bad_frames", 1), ("misrouted_answers", 2), ("stale_answers", 1)] {
+        assert_eq!(figures[counter], value, "{figures}");
+    }
+    assert_eq!(figures["channels"][0]["state"], "up", "{figures}");
+    assert_eq!(figures["channels"][0]["srtt_s"], 0.1, "{figures}");
 }
 
 #[test]

@@ -11,6 +11,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
+use scps_emulator::stats::SideBond;
 use scps_emulator::{Change, Directions, Emulator, EmulatorConfig, Query, Request, Response, Stats};
 
 #[derive(Debug, Args)]
@@ -66,7 +67,8 @@ enum CtlRequest {
         #[arg(long)]
         channel: Option<usize>,
     },
-    /// Counters per channel and direction.
+    /// Counters per channel and direction; with `link.bond = "scheduler"`,
+    /// each side's bond too.
     Stats {
         /// As JSON rather than a table.
         #[arg(long)]
@@ -246,5 +248,47 @@ fn print_table(stats: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             c.queue_delay_max_s * 1e3,
         )?;
     }
+    for bond in &stats.bonds {
+        print_bond(bond, out)?;
+    }
     writeln!(out, "uptime {:.3} s", stats.uptime_s)
+}
+
+/// A side's bond: its counters, then each channel as it sees it.
+fn print_bond(bond: &SideBond, out: &mut impl Write) -> std::io::Result<()> {
+    let f = &bond.figures;
+    writeln!(
+        out,
+        "bond at side {} (sends {}): {} state changes, {} dropped full, {} bad frames, {} misrouted and {} stale answers",
+        bond.side,
+        bond.sends,
+        f.state_changes,
+        f.dropped_full,
+        f.bad_frames,
+        f.misrouted_answers,
+        f.stale_answers
+    )?;
+    writeln!(
+        out,
+        "{:>3} {:<8} {:>12} {:>10} {:>7} {:>12} {:>12} {:>8}",
+        "ch", "state", "rate bit/s", "srtt", "loss", "bytes sent", "bytes recv", "changes"
+    )?;
+    for (index, c) in f.channels.iter().enumerate() {
+        let srtt = c
+            .srtt_s
+            .map_or_else(|| "-".to_owned(), |s| format!("{:.1}ms", s * 1e3));
+        writeln!(
+            out,
+            "{:>3} {:<8} {:>12.0} {:>10} {:>6.2}% {:>12} {:>12} {:>8}",
+            index,
+            c.state.name(),
+            c.rate_bps,
+            srtt,
+            c.loss * 100.0,
+            c.sent_bytes,
+            c.received_bytes,
+            c.changes
+        )?;
+    }
+    Ok(())
 }

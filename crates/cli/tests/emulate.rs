@@ -667,6 +667,35 @@ fn the_emulator_stripes_circuits_of_different_delays_with_the_scheduler() {
     // headers), in a transfer of about 30 s with its slow start.
     let goodput = result["goodput_bps"].as_f64().unwrap();
     assert!(goodput > 100_000.0, "{goodput} bit/s");
+    // The bonds as the control socket gives them: every circuit up at
+    // both sides, each carrying a share of the 600 KB forward.
+    let stats = ctl(&emulation.socket, &["stats", "--json"]);
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let bonds = stats["bonds"].as_array().expect("the stats give the bonds");
+    assert_eq!(bonds.len(), 2, "{stats}");
+    let (a, b) = (&bonds[0], &bonds[1]);
+    assert_eq!((&a["side"], &a["sends"]), (&"a".into(), &"forward".into()));
+    for bond in bonds {
+        let states: Vec<&str> = bond["channels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["state"].as_str().unwrap())
+            .collect();
+        assert_eq!(states, ["up"; 3], "{bond}");
+    }
+    for channel in 0..3 {
+        let sent = a["channels"][channel]["sent_bytes"].as_u64().unwrap();
+        assert!(sent > 100_000, "circuit {channel} carried {sent} bytes: {a}");
+        let received = b["channels"][channel]["received_bytes"].as_u64().unwrap();
+        assert!(received <= sent && received > 100_000, "{b}");
+    }
+    let table = text(&ctl(&emulation.socket, &["stats"]).stdout);
+    println!("{table}");
+    assert!(table.contains("bond at side b (sends return)"), "{table}");
+    let metrics = text(&ctl(&emulation.socket, &["metrics"]).stdout);
+    let up = "scps_emulator_bond_channel_state{side=\"a\",channel=\"2\",state=\"up\"} 1.0";
+    assert!(metrics.lines().any(|l| l == up), "{metrics}");
     assert!(
         emulation.emulator.try_wait().unwrap().is_none(),
         "the emulator kept running"

@@ -194,8 +194,12 @@ mod tests {
     use crate::state::LinkState;
 
     fn shared() -> Shared {
+        shared_with("rate = \"1Mbit\"\n")
+    }
+
+    fn shared_with(link: &str) -> Shared {
         let config = EmulatorConfig::from_text(
-            "[emulate]\nside_a = \"a\"\nside_b = \"b\"\n[link]\nrate = \"1Mbit\"\n",
+            &format!("[emulate]\nside_a = \"a\"\nside_b = \"b\"\n[link]\n{link}"),
             "test",
         )
         .unwrap();
@@ -222,5 +226,38 @@ mod tests {
         assert!(set.ok, "{set:?}");
         let stats = answer(&shared, None, r#"{"op": "stats"}"#).stats.unwrap();
         assert!(stats.channels.iter().all(|c| c.rate_bps == 2_000_000));
+    }
+
+    #[test]
+    fn the_stats_of_a_bonded_link_give_its_bonds_and_read_back_whole() {
+        let shared = shared_with("rate = \"64kbit\"\nchannels = 3\nbond = \"scheduler\"\n");
+        let response = answer(&shared, None, r#"{"op": "stats"}"#);
+        // As the socket sends it, and as `scps emulate ctl` reads it.
+        let line = serde_json::to_string(&response).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let bonds = json["stats"]["bonds"].as_array().unwrap();
+        assert_eq!(bonds.len(), 2, "{json}");
+        assert_eq!(
+            (&bonds[1]["side"], &bonds[1]["sends"]),
+            (&"b".into(), &"return".into())
+        );
+        let channel = &bonds[0]["channels"][2];
+        assert_eq!(channel["state"], "up", "{channel}");
+        assert_eq!(
+            channel["srtt_s"],
+            serde_json::Value::Null,
+            "no answer yet: {channel}"
+        );
+        for counter in [
+            "state_changes",
+            "dropped_full",
+            "bad_frames",
+            "misrouted_answers",
+            "stale_answers",
+        ] {
+            assert_eq!(bonds[0][counter], 0, "{counter}: {json}");
+        }
+        let read: Response = serde_json::from_str(&line).unwrap();
+        assert_eq!(read, response);
     }
 }

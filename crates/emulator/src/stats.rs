@@ -10,6 +10,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
+use scps_bond::{BondFigures, ChannelState};
 use scps_channel::{Channel, QUEUE_DELAY_BOUNDS};
 use serde::{Deserialize, Serialize};
 
@@ -123,12 +124,31 @@ pub struct DirectionFigures {
     pub set_aside: u64,
 }
 
+/// The bond at one side of a link striped by the bonding scheduler
+/// (`link.bond = "scheduler"`). Given per side, not per direction: a
+/// bond's figures mix both (it sends one way, and its probes' answers
+/// and what it receives come the other).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideBond {
+    /// `a` or `b`: the side (`emulate.side_a`, `side_b`) it sits at.
+    pub side: String,
+    /// The direction it sends its data in: `forward` from side a,
+    /// `return` from side b.
+    pub sends: String,
+    #[serde(flatten)]
+    pub figures: BondFigures,
+}
+
 /// A snapshot of the whole emulator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     pub uptime_s: f64,
     pub channels: Vec<ChannelFigures>,
     pub directions: Vec<DirectionFigures>,
+    /// Side a's bond, then side b's; empty (and not printed) unless the
+    /// link is striped by the bonding scheduler.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bonds: Vec<SideBond>,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -147,6 +167,31 @@ struct DropLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DirectionLabels {
     direction: String,
+}
+
+/// A channel as a bond sees it: the side of the bond, the channel.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BondChannelLabels {
+    side: String,
+    channel: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BondStateLabels {
+    side: String,
+    channel: String,
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BondSideLabels {
+    side: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BondCauseLabels {
+    side: String,
+    cause: &'static str,
 }
 
 /// A queueing-delay histogram as the snapshot found it, in the Prometheus
@@ -203,6 +248,22 @@ where
     let family = Family::<L, Counter>::default();
     for (labels, value) in rows {
         family.get_or_create(&labels).inc_by(value);
+    }
+    match unit {
+        Some(unit) => registry.register_with_unit(name, help, unit, family),
+        None => registry.register(name, help, family),
+    }
+}
+
+/// Registers a gauge family of `rows`, as [`counters`] does.
+fn gauges<L, I>(registry: &mut Registry, name: &str, help: &str, unit: Option<Unit>, rows: I)
+where
+    L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static,
+    I: IntoIterator<Item = (L, f64)>,
+{
+    let family = Family::<L, Gauge<f64, AtomicU64>>::default();
+    for (labels, value) in rows {
+        family.get_or_create(&labels).set(value);
     }
     match unit {
         Some(unit) => registry.register_with_unit(name, help, unit, family),
@@ -284,10 +345,8 @@ impl Stats {
             per_channel(|c| c.packets_transmitted),
         );
         let queue = Family::<ChannelLabels, DelayHistogram>::default();
-        let queue_max = Family::<ChannelLabels, Gauge<f64, AtomicU64>>::default();
         for c in &self.channels {
             queue.get_or_create(&labels(c)).fill(c);
-            queue_max.get_or_create(&labels(c)).set(c.queue_delay_max_s);
         }
         registry.register_with_unit(
             "queue_delay",
@@ -295,11 +354,12 @@ impl Stats {
             Unit::Seconds,
             queue,
         );
-        registry.register_with_unit(
+        gauges(
+            &mut registry,
             "queue_delay_max",
             "Longest queueing delay of a transmitted packet",
-            Unit::Seconds,
-            queue_max,
+            Some(Unit::Seconds),
+            self.channels.iter().map(|c| (labels(c), c.queue_delay_max_s)),
         );
         let up = Family::<ChannelLabels, Gauge>::default();
         let backlog = Family::<ChannelLabels, Gauge>::default();
@@ -356,10 +416,125 @@ impl Stats {
             None,
             aside,
         );
+        if !self.bonds.is_empty() {
+            self.bond_metrics(&mut registry);
+        }
         let mut text = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
         text
+    }
+}
+
+impl Stats {
+    /// The bonds' channels and counters, named as the gateway names its
+    /// bundle's (`scps_gateway_bundle_channel_*`), by side and channel.
+    fn bond_metrics(&self, registry: &mut Registry) {
+        let channels = || {
+            self.bonds.iter().flat_map(|bond| {
+                bond.figures.channels.iter().enumerate().map(|(index, channel)| {
+                    let labels = BondChannelLabels {
+                        side: bond.side.clone(),
+                        channel: index.to_string(),
+                    };
+                    (labels, channel)
+                })
+            })
+        };
+        let states = channels().flat_map(|(labels, channel)| {
+            [ChannelState::Up, ChannelState::Down, ChannelState::Standby].map(|state| {
+                let labels = BondStateLabels {
+                    side: labels.side.clone(),
+                    channel: labels.channel.clone(),
+                    state: state.name(),
+                };
+                (labels, f64::from(u8::from(channel.state == state)))
+            })
+        });
+        gauges(
+            registry,
+            "bond_channel_state",
+            "1 for each channel's state now (up, down, standby) as the bond at the side sees it, 0 for the others",
+            None,
+            states,
+        );
+        counters(
+            registry,
+            "bond_channel_changes",
+            "State changes of each channel since the start",
+            None,
+            channels().map(|(labels, c)| (labels, c.changes)),
+        );
+        counters(
+            registry,
+            "bond_channel_sent",
+            "Bytes the bond put on each channel (data, probes, answers)",
+            Some(Unit::Bytes),
+            channels().map(|(labels, c)| (labels, c.sent_bytes)),
+        );
+        counters(
+            registry,
+            "bond_channel_received",
+            "Bytes that came to the bond by each channel",
+            Some(Unit::Bytes),
+            channels().map(|(labels, c)| (labels, c.received_bytes)),
+        );
+        gauges(
+            registry,
+            "bond_channel_rtt",
+            "Smoothed round trip of each channel's probes (absent before an answer)",
+            Some(Unit::Seconds),
+            channels().filter_map(|(labels, c)| Some((labels, c.srtt_s?))),
+        );
+        gauges(
+            registry,
+            "bond_channel_loss",
+            "Share of the bytes given to each channel that did not arrive, as its probes measure it",
+            Some(Unit::Ratios),
+            channels().map(|(labels, c)| (labels, c.loss)),
+        );
+        gauges(
+            registry,
+            "bond_channel_rate",
+            "Delivery rate of each channel as its probes measure it, bit/s",
+            Some(Unit::Other("bits_per_second".to_owned())),
+            channels().map(|(labels, c)| (labels, c.rate_bps)),
+        );
+        counters(
+            registry,
+            "bond_dropped_full",
+            "Packets the bond dropped, every channel and its own queue full",
+            None,
+            self.bonds.iter().map(|bond| {
+                (
+                    BondSideLabels {
+                        side: bond.side.clone(),
+                    },
+                    bond.figures.dropped_full,
+                )
+            }),
+        );
+        let refused = self.bonds.iter().flat_map(|bond| {
+            [
+                ("bad_frame", bond.figures.bad_frames),
+                ("misrouted_answer", bond.figures.misrouted_answers),
+                ("stale_answer", bond.figures.stale_answers),
+            ]
+            .map(|(cause, count)| {
+                let labels = BondCauseLabels {
+                    side: bond.side.clone(),
+                    cause,
+                };
+                (labels, count)
+            })
+        });
+        counters(
+            registry,
+            "bond_frames_refused",
+            "Control frames the bond did not act on, by cause",
+            None,
+            refused,
+        );
     }
 }
 
@@ -403,6 +578,7 @@ mod tests {
             uptime_s: 1.0,
             channels: vec![figures(&counts)],
             directions: Vec::new(),
+            bonds: Vec::new(),
         };
         let text = stats.prometheus();
         let labels = "channel=\"0\",direction=\"forward\"";

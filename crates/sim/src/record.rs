@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use scps_bond::{BondNode, ChannelState};
+use scps_bond::BondNode;
 use scps_gateway::node::GatewayNode;
 use scps_node::RouterStats;
 use serde::Serialize;
@@ -37,55 +37,20 @@ pub struct RunRecord {
     pub bonds: Vec<BondFigures>,
 }
 
-/// A bond's channels as it last saw them, and how often their states
-/// changed.
+/// A bond's channels as it last saw them, and what it counted: the
+/// shape `scps emulate ctl stats` gives its bonds too.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BondFigures {
     pub name: &'static str,
-    pub channels: Vec<BondChannelFigures>,
-    pub state_changes: usize,
-    pub dropped_full: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BondChannelFigures {
-    pub state: &'static str,
-    pub rate_bps: f64,
-    pub srtt_s: Option<f64>,
-    pub loss: f64,
-    pub sent_bytes: u64,
-    /// Times it went down, and on standby.
-    pub down: usize,
-    pub standby: usize,
+    #[serde(flatten)]
+    pub figures: scps_bond::BondFigures,
 }
 
 impl BondFigures {
     pub fn of(name: &'static str, bond: &BondNode) -> BondFigures {
-        let events = bond.events();
-        let count = |channel: usize, to: ChannelState| {
-            events
-                .iter()
-                .filter(|e| e.channel == channel && e.to == to)
-                .count()
-        };
         BondFigures {
             name,
-            channels: bond
-                .channels()
-                .iter()
-                .enumerate()
-                .map(|(index, c)| BondChannelFigures {
-                    state: c.state.name(),
-                    rate_bps: c.rate_bps,
-                    srtt_s: c.srtt.map(|d| d.as_secs_f64()),
-                    loss: c.loss,
-                    sent_bytes: c.sent_bytes,
-                    down: count(index, ChannelState::Down),
-                    standby: count(index, ChannelState::Standby),
-                })
-                .collect(),
-            state_changes: events.len(),
-            dropped_full: bond.stats().dropped_full,
+            figures: bond.figures(),
         }
     }
 }

@@ -54,13 +54,13 @@ fn the_scheduler_carries_a_transfer_over_three_circuits_and_reports_them() {
     assert!(record.totals.ratio > 0.8, "{what}");
     assert_eq!(record.bonds.len(), 2, "a bond at each end");
     let sender = &record.bonds[0];
-    assert_eq!(sender.channels.len(), 3);
-    for channel in &sender.channels {
-        assert_eq!(channel.state, "up", "{sender:?}");
+    assert_eq!(sender.figures.channels.len(), 3);
+    for channel in &sender.figures.channels {
+        assert_eq!(channel.state, scps_bond::ChannelState::Up, "{sender:?}");
         // Each carried its share of the data.
         assert!(channel.sent_bytes > 500_000, "{sender:?}");
     }
-    assert_eq!(sender.state_changes, 0, "{sender:?}");
+    assert_eq!(sender.figures.state_changes, 0, "{sender:?}");
     // Clean circuits of one delay: nothing reordered enough to be resent.
     assert_eq!(record.totals.retransmitted_bytes, 0, "{what}");
     // The circuits' figures are the link's.
@@ -99,7 +99,7 @@ fn the_scheduler_puts_a_marginal_circuit_on_standby_where_round_robin_feeds_it()
     }
     // Its probes, small, mostly cross: on standby it looks well again,
     // comes back, loses again, and goes back for twice as long.
-    let marginal = &scheduler.bonds[0].channels[2];
+    let marginal = &scheduler.bonds[0].figures.channels[2];
     assert!(marginal.standby >= 1, "{:?}", scheduler.bonds[0]);
     println!(
         "resent: scheduler {} bytes, round-robin {}; ratio {:.3} and {:.3}",
