@@ -19,7 +19,24 @@ use std::time::Duration;
 
 use crate::channel::{Channel, ChannelState};
 use crate::config::{BondConfig, ConfigError};
-use crate::wire::{Frame, FrameError, PROBE_LEN, Probe, is_control};
+use crate::wire::{ANSWER_LEN, Frame, FrameError, PROBE_LEN, Probe, is_control};
+
+/// The share of a channel its probes and answers take at most: a slow
+/// channel is probed less often than configured (a 2400 bit/s circuit
+/// probed every second would spend a sixth of itself on them).
+const CONTROL_SHARE: f64 = 0.02;
+
+/// What a channel carries each probe interval for the bond: its probe and
+/// its answer to the far end's, with a few bytes of the link's framing
+/// each.
+const CONTROL_BYTES: usize = PROBE_LEN + ANSWER_LEN + 2 * 8;
+
+/// How often a channel of `rate_bps` is probed: as configured, or less
+/// often if its probes would take more than [`CONTROL_SHARE`] of it.
+fn probe_interval(configured: Duration, rate_bps: u64) -> Duration {
+    let least = (CONTROL_BYTES * 8) as f64 / (CONTROL_SHARE * rate_bps as f64);
+    configured.max(Duration::from_secs_f64(least))
+}
 
 /// A channel changed state.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,14 +135,15 @@ impl Bond {
     pub fn new(config: BondConfig, now: Duration) -> Result<Bond, ConfigError> {
         config.check()?;
         let count = config.channel_rates_bps.len();
-        let hold = config.probe_interval * config.marginal.min_answers * 2;
         let channels = config
             .channel_rates_bps
             .iter()
             .enumerate()
             .map(|(index, rate)| {
-                let first = now + config.probe_interval * index as u32 / count as u32;
-                Channel::new(*rate, now, first, hold)
+                let interval = probe_interval(config.probe_interval, *rate);
+                let first = now + interval * index as u32 / count as u32;
+                let hold = interval * config.marginal.min_answers * 2;
+                Channel::new(*rate, interval, now, first, hold)
             })
             .collect();
         Ok(Bond {
@@ -162,10 +180,10 @@ impl Bond {
             return Some((channel, answer));
         }
         if let Some(index) = self.channels.iter().position(|c| c.next_probe_at <= now) {
-            let (interval, queue) = (self.config.probe_interval, self.config.channel_queue);
+            let queue = self.config.channel_queue;
             let waiting = !self.held.is_empty();
             let channel = &mut self.channels[index];
-            let seq = channel.probe_sent(now, PROBE_LEN, interval, queue, waiting);
+            let seq = channel.probe_sent(now, PROBE_LEN, queue, waiting);
             let probe = Probe {
                 channel: index as u8,
                 seq,
@@ -366,7 +384,7 @@ impl Bond {
     /// `down_after_intervals` probe intervals, or longer when its answers
     /// take longer (see `Channel::answer_timeout`).
     fn silence(&self, channel: &Channel) -> Duration {
-        (self.config.probe_interval * self.config.down_after_intervals).max(channel.answer_timeout())
+        (channel.probe_interval * self.config.down_after_intervals).max(channel.answer_timeout())
     }
 
     /// The channel's socket or device failed: it is down until its probes
@@ -431,13 +449,18 @@ impl Bond {
         probes.chain(deadlines).chain(room).min()
     }
 
-    /// What the stripe carries now, bit/s: the sum of the measured rates
-    /// of the channels in it.
+    /// What the stripe carries for its senders now, bit/s: the measured
+    /// rates of the channels in it, less what the bond's own probes and
+    /// answers take of each (a sender paced at the channels' whole rate
+    /// would queue that much in the bond).
     pub fn up_rate_bps(&self) -> u64 {
         self.channels
             .iter()
             .filter(|c| c.state == ChannelState::Up)
-            .map(|c| c.rate_bps)
+            .map(|c| {
+                let control_bps = (CONTROL_BYTES * 8) as f64 / c.probe_interval.as_secs_f64();
+                (c.rate_bps - control_bps).max(0.0)
+            })
             .sum::<f64>() as u64
     }
 

@@ -66,6 +66,9 @@ const SAMPLES: usize = 10;
 /// several probe intervals, of which a jittery channel's arrivals stretch
 /// and squeeze each alone.
 const SPAN: usize = 4;
+/// Full-sized packets a delivery sample spans at least, at the configured
+/// rate.
+const SAMPLE_PACKETS: f64 = 4.0;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Channel {
@@ -79,6 +82,8 @@ pub(crate) struct Channel {
     pub free_at: Duration,
     pub sent_bytes: u64,
     pub next_probe_at: Duration,
+    /// How often it is probed (less often than configured if it is slow).
+    pub probe_interval: Duration,
     next_seq: u32,
     outstanding: VecDeque<Outstanding>,
     last: Option<Answered>,
@@ -117,8 +122,15 @@ pub(crate) struct Channel {
 }
 
 impl Channel {
-    pub fn new(nominal_bps: u64, now: Duration, first_probe: Duration, hold: Duration) -> Channel {
+    pub fn new(
+        nominal_bps: u64,
+        probe_interval: Duration,
+        now: Duration,
+        first_probe: Duration,
+        hold: Duration,
+    ) -> Channel {
         Channel {
+            probe_interval,
             state: ChannelState::Up,
             nominal_bps: nominal_bps as f64,
             rate_bps: nominal_bps as f64,
@@ -203,14 +215,7 @@ impl Channel {
     /// A probe of `len` bytes leaves now: its sequence number. The
     /// channel is full if it holds half the bond's bound, `queue`, and
     /// the bond has more waiting (`waiting`).
-    pub fn probe_sent(
-        &mut self,
-        now: Duration,
-        len: usize,
-        interval: Duration,
-        queue: Duration,
-        waiting: bool,
-    ) -> u32 {
+    pub fn probe_sent(&mut self, now: Duration, len: usize, queue: Duration, waiting: bool) -> u32 {
         let full = waiting && self.backlog(now) >= queue / 2;
         self.give(now, len);
         let seq = self.next_seq;
@@ -224,7 +229,7 @@ impl Channel {
             sent_bytes: self.sent_bytes,
             full,
         });
-        self.next_probe_at = (self.next_probe_at + interval).max(now);
+        self.next_probe_at = (self.next_probe_at + self.probe_interval).max(now);
         self.phase = (self.phase + 1) % PACING_GAINS.len();
         seq
     }
@@ -246,7 +251,7 @@ impl Channel {
         let rtt = now.saturating_sub(probe.sent_at);
         let queued = self
             .base_rtt()
-            .is_some_and(|base| rtt.saturating_sub(base) >= queue * 2);
+            .is_some_and(|base| rtt.saturating_sub(base) >= queue * 2 + self.rtt.rttvar() * 2);
         self.rtt.on_sample(rtt);
         if let Some(last) = self.last
             && probe.sent_bytes > last.sent_bytes
@@ -271,8 +276,22 @@ impl Channel {
         // rate: only answers to probes sent while it was full (or busy
         // with a queue of its own) count.
         if probe.full || queued {
+            // A sample spans at least `SPAN` answers and the time of a few
+            // full-sized packets at the configured rate: a 2400 bit/s
+            // circuit takes 5 s for a 1500-byte packet, and a shorter
+            // sample sees one packet or none.
+            let least = Duration::from_secs_f64(SAMPLE_PACKETS * 1500.0 * 8.0 / self.nominal_bps);
+            while self.full_answers.len() > SPAN
+                && self
+                    .full_answers
+                    .get(1)
+                    .is_some_and(|next| now.saturating_sub(next.arrived_at) >= least)
+            {
+                self.full_answers.pop_front();
+            }
             if let Some(first) = self.full_answers.front()
                 && received >= first.received
+                && now.saturating_sub(first.arrived_at) >= least
                 && now > first.arrived_at
             {
                 let delivered =
@@ -285,7 +304,7 @@ impl Channel {
                 // Never above the configured (line) rate.
                 self.rate_bps = largest.clamp(self.nominal_bps / 64.0, self.nominal_bps);
             }
-            if self.full_answers.len() == SPAN {
+            if self.full_answers.len() == OUTSTANDING {
                 self.full_answers.pop_front();
             }
             self.full_answers.push_back(answer);
@@ -330,6 +349,7 @@ impl Channel {
             self.free_at = now;
         }
         if after_outage {
+            self.rate_bps = self.nominal_bps;
             self.loss = 0.0;
             self.answers = 0;
             self.last = None;

@@ -9,6 +9,10 @@ use scps_bond::{Bond, BondConfig, BondFigures, ChannelState, Event};
 
 const STEP: Duration = Duration::from_millis(1);
 
+/// Channels fast enough to be probed as configured (a slower one is probed
+/// less often, see `slow_channels_are_probed_less_often_than_configured`).
+const FAST: f64 = 38_400.0;
+
 /// One direction of a channel: packets leave one at a time at `rate_bps`
 /// and arrive `delay` later, unless lost or the channel is down.
 #[derive(Debug, Clone)]
@@ -211,17 +215,13 @@ fn each_channel_carries_in_proportion_to_what_it_delivers() {
 
 #[test]
 fn a_channel_whose_probes_go_unanswered_is_out_within_two_intervals_and_back_when_they_return() {
-    let mut wires = vec![
-        Wire::new(2400.0, 1500),
-        Wire::new(2400.0, 1500),
-        Wire::new(2400.0, 600),
-    ];
+    let mut wires = vec![Wire::new(FAST, 1500), Wire::new(FAST, 1500), Wire::new(FAST, 600)];
     // Channel 1's call drops at 60 s and is back at 120 s.
     wires[1].down.push((secs(60.0), secs(120.0)));
-    let mut config = BondConfig::new(vec![2400; 3]);
+    let mut config = BondConfig::new(vec![FAST as u64; 3]);
     config.probe_interval = secs(2.0);
     let mut pair = Pair::new(config, wires);
-    let every = Some(secs(64.0 * 8.0 / 4096.0));
+    let every = Some(secs(64.0 * 8.0 / 4096.0 / 16.0));
     let next = pair.run(secs(70.0), 64, every, 0);
     assert_eq!(pair.a.channels()[1].state, ChannelState::Down);
     // While down it is given no data.
@@ -271,16 +271,12 @@ fn a_channel_whose_probes_go_unanswered_is_out_within_two_intervals_and_back_whe
 
 #[test]
 fn a_marginal_channel_goes_to_standby_and_comes_back_when_it_recovers() {
-    let mut wires = vec![
-        Wire::new(2400.0, 300),
-        Wire::new(2400.0, 300),
-        Wire::new(2400.0, 300),
-    ];
+    let mut wires = vec![Wire::new(FAST, 300), Wire::new(FAST, 300), Wire::new(FAST, 300)];
     // Channel 2 loses one packet in three.
     wires[2].loss_every = Some(3);
-    let mut pair = Pair::new(BondConfig::new(vec![2400; 3]), wires);
+    let mut pair = Pair::new(BondConfig::new(vec![FAST as u64; 3]), wires);
     // Enough for all three.
-    let every = Some(secs(100.0 * 8.0 / 5500.0));
+    let every = Some(secs(100.0 * 8.0 / 5500.0 / 16.0));
     let next = pair.run(secs(120.0), 100, every, 0);
     let standby = pair
         .events
@@ -305,11 +301,11 @@ fn a_marginal_channel_goes_to_standby_and_comes_back_when_it_recovers() {
 
 #[test]
 fn a_marginal_channel_is_used_when_no_other_carries_data() {
-    let mut wires = vec![Wire::new(2400.0, 300), Wire::new(2400.0, 300)];
+    let mut wires = vec![Wire::new(FAST, 300), Wire::new(FAST, 300)];
     wires[1].loss_every = Some(3);
     wires[0].down.push((secs(100.0), secs(1000.0)));
-    let mut pair = Pair::new(BondConfig::new(vec![2400; 2]), wires);
-    let next = pair.run(secs(99.0), 100, Some(secs(0.5)), 0);
+    let mut pair = Pair::new(BondConfig::new(vec![FAST as u64; 2]), wires);
+    let next = pair.run(secs(99.0), 100, Some(secs(0.5 / 16.0)), 0);
     assert_eq!(
         pair.a.channels()[1].state,
         ChannelState::Standby,
@@ -317,7 +313,7 @@ fn a_marginal_channel_is_used_when_no_other_carries_data() {
         pair.events
     );
     let carried = pair.data_per_channel[1];
-    pair.run(secs(120.0), 100, Some(secs(0.5)), next);
+    pair.run(secs(120.0), 100, Some(secs(0.5 / 16.0)), next);
     let back = pair
         .events
         .iter()
@@ -420,14 +416,19 @@ fn a_channel_far_slower_to_answer_than_its_peers_goes_to_standby() {
 
 #[test]
 fn a_lost_carrier_takes_a_channel_out_at_once_and_only_new_probes_bring_it_back() {
-    // Two channels of 2400 bit/s, 1.5 s each way: a probe answered after
+    // Two channels of 38.4 kbit/s, 1.5 s each way: a probe answered after
     // the call dropped was sent while it still stood, and says nothing.
-    let wires = vec![Wire::new(2400.0, 1500), Wire::new(2400.0, 1500)];
-    let mut pair = Pair::new(BondConfig::new(vec![2400; 2]), wires);
-    // 3200 bit/s: more than one channel carries.
-    let every = Some(secs(0.25));
+    let wires = vec![Wire::new(FAST, 1500), Wire::new(FAST, 1500)];
+    let mut pair = Pair::new(BondConfig::new(vec![FAST as u64; 2]), wires);
+    // 51.2 kbit/s: more than one channel carries.
+    let every = Some(secs(0.25 / 16.0));
     let next = pair.run(secs(30.0), 100, every, 0);
-    assert_eq!(pair.a.up_rate_bps(), 4800, "both up: {:?}", pair.events);
+    let one = pair.a.up_rate_bps() / 2;
+    assert!(
+        one > 37_000 && one < 38_400,
+        "both up, less their probes: {:?}",
+        pair.events
+    );
     // The call drops at 30 s: both modems say so.
     pair.forward[1].down.push((secs(30.0), secs(90.0)));
     pair.back[1].down.push((secs(30.0), secs(90.0)));
@@ -446,7 +447,7 @@ fn a_lost_carrier_takes_a_channel_out_at_once_and_only_new_probes_bring_it_back(
         pair.data_per_channel[1], carried,
         "nothing sent into the dead circuit"
     );
-    assert_eq!(pair.a.up_rate_bps(), 2400);
+    assert_eq!(pair.a.up_rate_bps(), one);
     assert!(
         pair.a.stats().stale_answers > stale_before,
         "the answers on their way when it dropped are stale"
@@ -474,5 +475,25 @@ fn a_lost_carrier_takes_a_channel_out_at_once_and_only_new_probes_bring_it_back(
     );
     pair.run(secs(120.0), 100, every, next);
     assert!(pair.data_per_channel[1] > carried, "carrying again");
-    assert_eq!(pair.a.up_rate_bps(), 4800);
+    assert_eq!(pair.a.up_rate_bps(), 2 * one);
+}
+
+#[test]
+fn slow_channels_are_probed_less_often_than_configured() {
+    // Probed every second, a 2400 bit/s circuit would spend a sixth of
+    // itself on probes and answers (56 bytes with framing each way); its
+    // probes take at most 2% of it instead: one every 9.3 s.
+    let wires = vec![Wire::new(2400.0, 1500), Wire::new(FAST, 1500)];
+    let mut pair = Pair::new(BondConfig::new(vec![2400, FAST as u64]), wires);
+    pair.run(secs(186.0), 100, None, 0);
+    // A probe of its own and an answer to b's for each interval.
+    let slow = pair.forward[0].sent;
+    assert!((38..=42).contains(&slow), "{slow} control frames in 186 s");
+    let fast = pair.forward[1].sent;
+    assert!((370..=374).contains(&fast), "as configured: {fast} in 186 s");
+    // What the stripe offers its senders is each rate less its probes.
+    let control = |interval: f64| 56.0 * 8.0 / interval;
+    let expected = 2400.0 - control(56.0 * 8.0 / (0.02 * 2400.0)) + FAST - control(1.0);
+    let offered = pair.a.up_rate_bps() as f64;
+    assert!((offered - expected).abs() < 2.0, "{offered} against {expected}");
 }
