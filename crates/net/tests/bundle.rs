@@ -428,7 +428,11 @@ async fn a_route_rate_above_the_bundle_paces_at_what_its_channels_carry() {
     };
     let [(path_a, monitor_a), (path_b, _)] = [end("127.0.0.1", |r| r.a), end("127.0.0.2", |r| r.b)];
     let capacity = path_a.capacity().expect("a bundle knows what it carries");
-    assert_eq!(capacity.get(), Some(8_000_000), "both channels, at their rates");
+    let carried = capacity.get().expect("known from the start");
+    assert!(
+        (7_900_000..8_000_000).contains(&carried),
+        "both channels, at their rates less their probes: {carried}"
+    );
     let mut options = NetOptions::default();
     options.endpoint.connection.rate_bps = Some(200_000_000);
     options.endpoint.connection.congestion = CongestionAlgorithm::Rate;
