@@ -401,6 +401,18 @@ impl Bond {
         }
     }
 
+    /// The channel's carrier changed, as its modem's carrier detect (or a
+    /// PPP link going down) tells: lost, the channel is down at once (what
+    /// it holds is lost with the call, and nothing more is sent into it);
+    /// back, it is probed at once ([`Bond::carrier_back`]).
+    pub fn carrier(&mut self, now: Duration, channel: usize, up: bool) {
+        if up {
+            self.carrier_back(now, channel);
+        } else {
+            self.channel_failed(now, channel, "its carrier was lost".into());
+        }
+    }
+
     /// The channel's carrier is back (its modem has a call again): it is
     /// probed now rather than at its next interval, and the answer brings
     /// it back into the stripe (a carrier says the circuit is there, not

@@ -123,20 +123,13 @@ impl Node for BondNode {
         self.advance(now);
     }
 
-    /// A channel's carrier: lost, it is down at once (what it holds is
-    /// lost with the call, and nothing more is sent into it); back, it is
-    /// probed at once.
+    /// A channel's carrier: see [`Bond::carrier`].
     fn handle_carrier(&mut self, now: Instant, interface: InterfaceId, up: bool) {
         self.advance(now);
         let Some(channel) = interface.0.checked_sub(1).map(usize::from) else {
             return;
         };
-        if up {
-            self.bond.carrier_back(now.as_duration(), channel);
-        } else {
-            self.bond
-                .channel_failed(now.as_duration(), channel, "its carrier was lost".into());
-        }
+        self.bond.carrier(now.as_duration(), channel, up);
         self.collect_events();
     }
 }

@@ -17,8 +17,9 @@ use nix::sys::time::TimeSpec;
 use tun_rs::SyncDevice;
 
 use crate::Error;
+use crate::command::Change;
 use crate::scope::crosses_link;
-use crate::state::{Direction, LinkState};
+use crate::state::{ChangeError, Direction, LinkState};
 
 /// Packets read from one side before turning to the other and to the
 /// packets due, so that neither direction starves the other.
@@ -137,5 +138,15 @@ impl Shared {
     /// Time since the emulator started: the models' clock.
     pub(crate) fn now(&self) -> Duration {
         self.epoch.elapsed()
+    }
+
+    /// Applies `change` now, and says when. The clock is read under the
+    /// lock, so the packet loop never sees the models' time go back (the
+    /// bonds and channels are driven from both threads).
+    pub(crate) fn apply(&self, change: &Change) -> Result<Duration, ChangeError> {
+        let mut state = lock(&self.state);
+        let now = self.now();
+        state.apply(now, change)?;
+        Ok(now)
     }
 }

@@ -57,18 +57,15 @@ pub(crate) fn answer(shared: &Shared, recorder: Option<&Recorder>, line: &str) -
         Err(e) => return Response::error(format!("not a request ({e}); see `scps emulate ctl --help`")),
     };
     match request {
-        Request::Change(change) => {
-            let now = shared.now();
-            match lock(&shared.state).apply(now, &change) {
-                Ok(()) => {
-                    if let Some(recorder) = recorder {
-                        recorder.record(now, &change);
-                    }
-                    Response::ok()
+        Request::Change(change) => match shared.apply(&change) {
+            Ok(now) => {
+                if let Some(recorder) = recorder {
+                    recorder.record(now, &change);
                 }
-                Err(e) => Response::error(e.to_string()),
+                Response::ok()
             }
-        }
+            Err(e) => Response::error(e.to_string()),
+        },
         Request::Query(query) => {
             let stats = lock(&shared.state).stats(shared.now());
             match query {

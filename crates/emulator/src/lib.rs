@@ -192,8 +192,7 @@ impl Emulator {
 
     /// Applies a change now, as the control socket would (and records it).
     pub fn apply(&self, change: &Change) -> Result<(), ChangeError> {
-        let now = self.shared.now();
-        lock(&self.shared.state).apply(now, change)?;
+        let now = self.shared.apply(change)?;
         if let Some(recorder) = &self.recorder {
             recorder.record(now, change);
         }

@@ -133,6 +133,18 @@ pub struct LinkState {
     /// side b's the other way; without, the circuits are striped
     /// round-robin.
     bonds: Option<[Bond; 2]>,
+    /// The carrier of each circuit the bonds were last told (they start
+    /// with every circuit up): a circuit is up while both its directions
+    /// are, as both modems see a call end.
+    carrier: Vec<bool>,
+    /// When a circuit's carrier may next change (a call drop or redial,
+    /// an outage window); `None` without bonds, which have nobody to tell.
+    /// Forced outages and reconfigurations look at once ([`Self::apply`]).
+    carrier_due: Option<Duration>,
+    /// Every change of the bonds' circuits, with the index of the bond,
+    /// for the tests to read (the emulator logs them).
+    #[cfg(test)]
+    changes: Vec<(usize, scps_bond::Event)>,
 }
 
 impl LinkState {
@@ -163,7 +175,12 @@ impl LinkState {
                 Path::new(bundle(&config.link.forward, 1)?),
                 Path::new(bundle(&config.link.reverse, 2)?),
             ],
+            carrier: vec![true; config.circuits.len()],
+            // A circuit down from the start is told at the first look.
+            carrier_due: bonds.as_ref().map(|_| Duration::ZERO),
             bonds,
+            #[cfg(test)]
+            changes: Vec::new(),
         })
     }
 
@@ -186,33 +203,68 @@ impl LinkState {
     /// Puts on the circuits what the bonds have for them now: data,
     /// probes, answers.
     fn pump(&mut self, now: Duration) {
+        if self.carrier_due.is_some_and(|due| due <= now) {
+            self.follow_carrier(now);
+        }
         let Some(bonds) = &mut self.bonds else {
             return;
         };
-        for (bond, path) in bonds.iter_mut().zip(&mut self.paths) {
+        for (side, (bond, path)) in bonds.iter_mut().zip(&mut self.paths).enumerate() {
             while let Some((channel, datagram)) = bond.poll_transmit(now) {
                 path.transmit_on(channel, now, datagram);
             }
             while let Some(event) = bond.poll_event() {
                 tracing::info!(
+                    side = ["a", "b"][side],
                     channel = event.channel,
                     from = event.from.name(),
                     to = event.to.name(),
                     why = %event.why,
                     "bond circuit changed state"
                 );
+                #[cfg(test)]
+                self.changes.push((side, event));
             }
         }
     }
 
+    /// Tells both bonds of each circuit whose carrier changed by `now`
+    /// (round-robin striping skips a circuit that is down; a bond learns
+    /// it at once too, rather than from probes unanswered for seconds),
+    /// and finds when to look next.
+    fn follow_carrier(&mut self, now: Duration) {
+        let Some(bonds) = &mut self.bonds else {
+            return;
+        };
+        for (circuit, told) in self.carrier.iter_mut().enumerate() {
+            let up = self
+                .paths
+                .iter_mut()
+                .all(|path| path.bundle.channels_mut()[circuit].is_up(now));
+            if *told != up {
+                *told = up;
+                for bond in bonds.iter_mut() {
+                    bond.carrier(now, circuit, up);
+                }
+            }
+        }
+        self.carrier_due = self
+            .paths
+            .iter_mut()
+            .flat_map(|path| path.bundle.channels_mut())
+            .filter_map(|channel| channel.next_change(now))
+            .min();
+    }
+
     /// When the next packet is due, in either direction, or a bond has
-    /// something to do, after `now`.
+    /// something to do, or a circuit's carrier may change, after `now`.
     pub fn next_due(&self, now: Duration) -> Option<Duration> {
         let bonds = self.bonds.iter().flatten().filter_map(|bond| bond.next_wake(now));
         self.paths
             .iter()
             .filter_map(|p| p.in_flight.peek().map(|Reverse(p)| p.at))
             .chain(bonds)
+            .chain(self.carrier_due)
             .min()
     }
 
@@ -267,8 +319,17 @@ impl LinkState {
         }
     }
 
-    /// Applies `change` at `now`, entirely or (on error) not at all.
+    /// Applies `change` at `now`, entirely or (on error) not at all. A
+    /// forced outage, or new call drops, change the circuits' carrier
+    /// now: the bonds are told at once.
     pub fn apply(&mut self, now: Duration, change: &Change) -> Result<(), ChangeError> {
+        self.change(now, change)?;
+        self.follow_carrier(now);
+        self.pump(now);
+        Ok(())
+    }
+
+    fn change(&mut self, now: Duration, change: &Change) -> Result<(), ChangeError> {
         match change {
             Change::Set {
                 channel,
@@ -550,18 +611,164 @@ mod tests {
         );
     }
 
+    /// Two 1 Mbit/s circuits of 100 ms round trip, a bond at each side
+    /// probing every 200 ms.
+    const TWO_CIRCUITS: &str = "rate = \"1Mbit\"\ndelay = \"50ms\"\nchannels = 2\n\
+                                bond = \"scheduler\"\nbond_probe_interval = \"200ms\"\n";
+
+    /// The changes of the bonds' circuit `channel` so far: (bond, when,
+    /// to what, why).
+    fn changes_of(link: &LinkState, channel: usize) -> Vec<(usize, Duration, ChannelState, &str)> {
+        link.changes
+            .iter()
+            .filter(|(_, e)| e.channel == channel)
+            .map(|(side, e)| (*side, e.at, e.to, e.why.as_str()))
+            .collect()
+    }
+
+    const CARRIER_LOST: &str = "its carrier was lost";
+
+    #[test]
+    fn a_forced_outage_reaches_both_bonds_at_once_and_its_end_within_a_round_trip() {
+        // Offered more than circuit 0 carries, a bond that thought circuit
+        // 1 up would send data into it; told the carrier was lost, it
+        // sends nothing but its probes there (which bring it back).
+        let mut link = state(TWO_CIRCUITS);
+        stream(&mut link, 0, 5, 3_000);
+        stream(&mut link, 3_000, 5, 7_000);
+        assert_eq!(changes_of(&link, 1), []);
+        let sent = |link: &mut LinkState| -> Vec<u64> {
+            let stats = link.stats(MS(0));
+            stats
+                .bonds
+                .iter()
+                .map(|b| b.figures.channels[1].sent_bytes)
+                .collect()
+        };
+        let before = sent(&mut link);
+
+        link.apply(MS(7_000), &Change::OutageStart { channel: Some(1) })
+            .unwrap();
+        let down = [
+            (0, MS(7_000), ChannelState::Down, CARRIER_LOST),
+            (1, MS(7_000), ChannelState::Down, CARRIER_LOST),
+        ];
+        assert_eq!(changes_of(&link, 1), down);
+        let (out, _) = stream(&mut link, 7_000, 5, 11_000);
+        assert!(out.len() > 90, "circuit 0 carries on: {}", out.len());
+        assert_eq!(changes_of(&link, 1), down, "down throughout");
+        // Four seconds of probes every 200 ms, and not one data packet.
+        let probes = (4_000 / 200 + 1) * scps_bond::wire::PROBE_LEN as u64;
+        for (side, (after, before)) in sent(&mut link).into_iter().zip(before).enumerate() {
+            let probed = after - before;
+            assert!(
+                probed % scps_bond::wire::PROBE_LEN as u64 == 0 && probed <= probes,
+                "bond {side} put {probed} bytes on circuit 1 while it was down"
+            );
+        }
+
+        link.apply(MS(11_000), &Change::OutageEnd { channel: Some(1) })
+            .unwrap();
+        stream(&mut link, 11_000, 5, 12_000);
+        let back = &changes_of(&link, 1)[2..];
+        assert_eq!(back.len(), 2, "{back:?}");
+        for &(_, at, to, _) in back {
+            assert_eq!(to, ChannelState::Up, "{back:?}");
+            // A probe at once, its answer a round trip (100 ms) later, seen
+            // at the next 1 ms step each way.
+            assert!(at - MS(11_000) <= MS(102), "{back:?}");
+        }
+    }
+
+    #[test]
+    fn call_drops_reach_both_bonds_at_their_instant_with_no_traffic() {
+        // Circuits that drop their calls every few seconds, and nothing
+        // offered: the link woken only when `next_due` says tells the
+        // bonds of each drop at its instant (not when probes go
+        // unanswered), and each circuit is back within a round trip of
+        // its redial.
+        let mut link = state(&format!(
+            "{TWO_CIRCUITS}call_drop_interval = \"4s\"\nredial_min = \"1s\"\nredial_max = \"2s\"\n"
+        ));
+        // The carrier changes of each circuit, from the same models.
+        let mut models = link.clone();
+        let end = MS(60_000);
+        let mut drops = Vec::new();
+        for circuit in 0..2 {
+            let mut channels: Vec<&mut scps_channel::Channel> = models
+                .paths
+                .iter_mut()
+                .map(|path| &mut path.bundle.channels_mut()[circuit])
+                .collect();
+            let mut at = Duration::ZERO;
+            while let Some(next) = channels.iter_mut().filter_map(|c| c.next_change(at)).min() {
+                at = next;
+                if at > end {
+                    break;
+                }
+                if !channels.iter_mut().all(|c| c.is_up(at)) {
+                    let back = channels
+                        .iter_mut()
+                        .filter_map(|c| c.next_change(at))
+                        .min()
+                        .unwrap();
+                    drops.push((circuit, at, back));
+                }
+            }
+        }
+        assert!(drops.len() >= 10, "{drops:?}");
+
+        let mut now = Duration::ZERO;
+        while let Some(next) = link.next_due(now).filter(|&next| next <= end) {
+            now = next;
+            for direction in Direction::BOTH {
+                assert_eq!(link.take_due(direction, now), None, "nothing offered");
+            }
+        }
+        for circuit in 0..2 {
+            // What each bond does, in order: down at a drop (unless still
+            // down), and up a round trip after the redial, unless the
+            // call drops again before the probe's answer comes.
+            let drops: Vec<_> = drops.iter().filter(|d| d.0 == circuit).collect();
+            let mut expected = Vec::new();
+            let mut up = true;
+            for (i, &&(_, down, back)) in drops.iter().enumerate() {
+                if up {
+                    expected.push((ChannelState::Down, down, down));
+                }
+                let next = drops.get(i + 1).map_or(end, |d| d.1);
+                up = back + MS(101) < next;
+                if up {
+                    expected.push((ChannelState::Up, back, back + MS(101)));
+                }
+            }
+            let changes = changes_of(&link, circuit);
+            assert_eq!(
+                changes.len(),
+                2 * expected.len(),
+                "circuit {circuit}: {changes:?}"
+            );
+            for (both, &(to, earliest, latest)) in changes.chunks(2).zip(&expected) {
+                let mut sides: Vec<usize> = both.iter().map(|c| c.0).collect();
+                sides.sort_unstable();
+                assert_eq!(sides, [0, 1], "{both:?}");
+                for &(_, at, state, why) in both {
+                    assert!(state == to && (earliest..=latest).contains(&at), "{both:?}");
+                    assert!(to == ChannelState::Up || why == CARRIER_LOST, "{both:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_stats_give_each_side_s_bond_and_the_circuit_it_found_down() {
         // Two 1 Mbit/s circuits offered 1.6 Mbit/s: both carry data until
-        // circuit 1's call is dropped; both bonds then find it down, and
-        // up again when it is back. The stream starts once both circuits
+        // circuit 1's call is dropped; both bonds are then told it is
+        // down, and find it up again when it is back. The stream starts once both circuits
         // have answered a probe: before, the first to answer takes all of
         // it, and its next probe, queued behind, is answered too late
         // (that circuit goes down and up, which is not what this tests).
-        let mut link = state(
-            "rate = \"1Mbit\"\ndelay = \"50ms\"\nchannels = 2\n\
-             bond = \"scheduler\"\nbond_probe_interval = \"200ms\"\n",
-        );
+        let mut link = state(TWO_CIRCUITS);
         stream(&mut link, 0, 5, 3_000);
         let (out, _) = stream(&mut link, 3_000, 5, 7_000);
         assert_eq!(out.len(), 200, "every packet crossed");

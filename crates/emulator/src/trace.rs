@@ -27,7 +27,7 @@ use scps_config::units::Time;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::bridge::{Shared, lock};
+use crate::bridge::Shared;
 use crate::command::Change;
 use crate::state::LinkState;
 
@@ -236,12 +236,11 @@ impl Replay {
                     Err(RecvTimeoutError::Timeout) => {}
                     Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
                 }
-                let now = shared.now();
                 // Checked before the start; it can still fail if a control
                 // command changed the state meanwhile (e.g. an outage
                 // already forced by hand): the replay goes on.
-                match lock(&shared.state).apply(now, &change) {
-                    Ok(()) => {
+                match shared.apply(&change) {
+                    Ok(now) => {
                         if let Some(recorder) = &recorder {
                             recorder.record(now, &change);
                         }
