@@ -719,21 +719,27 @@ fn a_gateway_that_cannot_run_the_mode_says_why_and_leaves_nothing() {
     assert_nothing_installed(gw_a);
 }
 
-#[test]
-fn print_rules_shows_what_the_mode_installs() {
-    let dir = TempDir::new("gateway-print-rules");
-    let file = config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24");
+/// What `scps gateway --print-rules` prints for the configuration `file`
+/// (which it must accept).
+fn print_rules(file: &std::path::Path) -> String {
     let output = std::process::Command::new(SCPS)
         .args(["gateway", "--print-rules", "--config"])
-        .arg(&file)
+        .arg(file)
         .output()
         .unwrap();
-    let printed = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn print_rules_shows_what_the_mode_installs() {
+    let dir = TempDir::new("gateway-print-rules");
+    let file = config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24");
+    let printed = print_rules(&file);
     assert!(printed.contains("tproxy ip to :7301"), "{printed}");
     assert!(
         printed.contains("ip -4 rule add fwmark 0x5d lookup 154 priority 154"),
@@ -755,17 +761,7 @@ fn print_rules_shows_what_the_mode_installs() {
         "10.99.4.0/24",
         &bundle(ends),
     );
-    let output = std::process::Command::new(SCPS)
-        .args(["gateway", "--print-rules", "--config"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let printed = print_rules(&file);
     assert!(printed.contains("tproxy ip to :7301"), "{printed}");
     assert!(
         printed.contains("ip -4 rule add fwmark 0x5c lookup 153 priority 153"),

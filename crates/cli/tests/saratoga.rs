@@ -10,27 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::TempDir;
+use common::{TempDir, wait};
 use rand::{Rng, SeedableRng};
 use sha2::Digest;
 
 fn scps() -> Command {
     Command::new(env!("CARGO_BIN_EXE_scps"))
-}
-
-/// Waits for `child` to exit, killing it (and failing) after `limit`.
-fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the process did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// `scps saratoga ARGS...` run to its end (at most a minute): status,

@@ -11,7 +11,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::TempDir;
+use common::{TempDir, wait};
 
 fn scps() -> Command {
     Command::new(env!("CARGO_BIN_EXE_scps"))
@@ -89,21 +89,6 @@ impl Drop for Receiver {
             let _ = child.kill();
             let _ = child.wait();
         }
-    }
-}
-
-/// Waits for `child` to exit, killing it (and failing) after `limit`.
-fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the process did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -101,8 +101,8 @@ fn settings() -> BondConfig {
 }
 
 /// End A's and end B's bundles through the relay's channels (A on
-/// 127.0.0.1, B on 127.0.0.2), with the time A's opened.
-fn bundles(relay: &[RelayChannel]) -> [(BundlePath, BundleMonitor); 2] {
+/// 127.0.0.1, B on 127.0.0.2), the bond set as `config` says.
+fn bundles(relay: &[RelayChannel], config: BondConfig) -> [(BundlePath, BundleMonitor); 2] {
     let end = |ip: &str, peer: fn(&RelayChannel) -> SocketAddr| {
         let channels: Vec<BundleChannelAddrs> = relay
             .iter()
@@ -112,7 +112,7 @@ fn bundles(relay: &[RelayChannel]) -> [(BundlePath, BundleMonitor); 2] {
                 device: None,
             })
             .collect();
-        watched(&channels, settings())
+        watched(&channels, config.clone())
     };
     [end("127.0.0.1", |r| r.a), end("127.0.0.2", |r| r.b)]
 }
@@ -133,7 +133,7 @@ async fn until_state(monitor: &BundleMonitor, channel: usize, state: ChannelStat
 async fn a_bundle_carries_bytes_intact_and_outlives_a_silent_channel() {
     let data = content(seed(), 6 << 20);
     let relay: Vec<RelayChannel> = (0..CHANNELS).map(|_| relay_channel()).collect();
-    let [(path_a, monitor_a), (path_b, _)] = bundles(&relay);
+    let [(path_a, monitor_a), (path_b, _)] = bundles(&relay, settings());
     let opened = tokio::time::Instant::now();
     let net_a = Net::start(path_a, NetOptions::default()).unwrap();
     let net_b = Net::start(path_b, NetOptions::default()).unwrap();
@@ -210,7 +210,7 @@ async fn a_channel_whose_peer_is_gone_is_marked_down_with_its_sockets_error() {
     let data = content(seed(), 1 << 20);
     let relay: Vec<RelayChannel> = (0..CHANNELS).map(|_| relay_channel()).collect();
     relay[2].set(CLOSED);
-    let [(path_a, monitor_a), (path_b, _)] = bundles(&relay);
+    let [(path_a, monitor_a), (path_b, _)] = bundles(&relay, settings());
     let net_a = Net::start(path_a, NetOptions::default()).unwrap();
     let net_b = Net::start(path_b, NetOptions::default()).unwrap();
     let server = SocketAddr::new("127.0.0.2".parse().unwrap(), PORT);
@@ -412,21 +412,10 @@ async fn a_route_rate_above_the_bundle_paces_at_what_its_channels_carry() {
     // no congestion control (`scps-rate`): paced at that, it would fill
     // the bond's hold and lose the rest. It follows the bundle instead.
     let relay: Vec<RelayChannel> = (0..2).map(|_| relay_channel()).collect();
-    let end = |ip: &str, peer: fn(&RelayChannel) -> SocketAddr| {
-        let channels: Vec<BundleChannelAddrs> = relay
-            .iter()
-            .map(|r| BundleChannelAddrs {
-                local: format!("{ip}:0").parse().unwrap(),
-                peer: peer(r),
-                device: None,
-            })
-            .collect();
-        let mut config = BondConfig::new(vec![4_000_000; 2]);
-        config.probe_interval = PROBE_INTERVAL;
-        config.hold_bytes = 256 << 10;
-        watched(&channels, config)
-    };
-    let [(path_a, monitor_a), (path_b, _)] = [end("127.0.0.1", |r| r.a), end("127.0.0.2", |r| r.b)];
+    let mut config = BondConfig::new(vec![4_000_000; 2]);
+    config.probe_interval = PROBE_INTERVAL;
+    config.hold_bytes = 256 << 10;
+    let [(path_a, monitor_a), (path_b, _)] = bundles(&relay, config);
     let capacity = path_a.capacity().expect("a bundle knows what it carries");
     let carried = capacity.get().expect("known from the start");
     assert!(

@@ -10,7 +10,8 @@ pub mod servers;
 pub mod typing;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output};
+use std::time::{Duration, Instant};
 
 /// `scps ARGS...` run to its end.
 pub fn scps(args: &[&str]) -> Output {
@@ -18,6 +19,23 @@ pub fn scps(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("scps runs")
+}
+
+/// Waits for `child` to exit, killing it (and failing) after `limit`: a
+/// child process has no exit event to wait on with a deadline, so it is
+/// polled.
+pub fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// A program's output as text.
