@@ -117,7 +117,9 @@ pub struct Bond {
     held: VecDeque<Vec<u8>>,
     held_bytes: usize,
     /// Answers to send, on their channels.
-    answers: VecDeque<(usize, Vec<u8>)>,
+    /// Answers to send, each with the probe it answers and what had
+    /// arrived by then: built when they leave, with how long they wait.
+    answers: VecDeque<(usize, Probe, u64)>,
     events: VecDeque<Event>,
     stats: BondStats,
     /// The clock origin of the probes' timestamps.
@@ -175,7 +177,15 @@ impl Bond {
     pub fn poll_transmit(&mut self, now: Duration) -> Option<(usize, Vec<u8>)> {
         self.find_down(now);
         self.reinstate_rested(now);
-        if let Some((channel, answer)) = self.answers.pop_front() {
+        if let Some((channel, probe, received)) = self.answers.pop_front() {
+            let held = self.channels[channel].backlog(now);
+            let held_us = u32::try_from(held.as_micros()).unwrap_or(u32::MAX);
+            let answer = Frame::Answer {
+                probe,
+                received,
+                held_us,
+            }
+            .to_bytes();
             self.channels[channel].give(now, answer.len());
             return Some((channel, answer));
         }
@@ -254,15 +264,21 @@ impl Bond {
                 self.stats.last_bad_frame = Some(error);
             }
             Ok(Frame::Probe(probe)) => {
-                let answer = Frame::Answer { probe, received };
-                self.answers.push_back((channel, answer.to_bytes()));
+                self.answers.push_back((channel, probe, received));
             }
-            Ok(Frame::Answer { probe, received }) => self.answered(now, channel, probe, received),
+            Ok(Frame::Answer {
+                probe,
+                received,
+                held_us,
+            }) => {
+                let held = Duration::from_micros(u64::from(held_us));
+                self.answered(now, channel, probe, received, held)
+            }
         }
         None
     }
 
-    fn answered(&mut self, now: Duration, channel: usize, probe: Probe, received: u64) {
+    fn answered(&mut self, now: Duration, channel: usize, probe: Probe, received: u64, held: Duration) {
         if usize::from(probe.channel) != channel {
             self.stats.misrouted_answers += 1;
             return;
@@ -285,7 +301,7 @@ impl Bond {
             };
             self.change(now, channel, back, "its probes are answered again".into(), outage);
         }
-        self.channels[channel].answered(now, probe.seq, received, self.config.channel_queue);
+        self.channels[channel].answered(now, probe.seq, received, held);
         self.judge(now, channel);
     }
 

@@ -40,6 +40,9 @@ struct Outstanding {
     /// Whether the bond kept the channel full when it left (its queue at
     /// the bond's bound, and more waiting for it).
     full: bool,
+    /// How long the bond believed it would wait behind what the channel
+    /// held: what its round trip should exceed the least one by.
+    waited: Duration,
 }
 
 /// The last answered probe: the start of the next delivery sample.
@@ -66,6 +69,9 @@ const SAMPLES: usize = 10;
 /// several probe intervals, of which a jittery channel's arrivals stretch
 /// and squeeze each alone.
 const SPAN: usize = 4;
+/// Answers a channel gives before the bond corrects its account of the
+/// channel's queue by them.
+const SETTLING_ANSWERS: u32 = 4;
 /// Full-sized packets a delivery sample spans at least, at the configured
 /// rate.
 const SAMPLE_PACKETS: f64 = 4.0;
@@ -119,6 +125,12 @@ pub(crate) struct Channel {
     pub changes: u64,
     pub went_down: u64,
     pub went_standby: u64,
+    /// How much longer than the bond reckoned its last probe took,
+    /// seconds, and the smoothed change of that from probe to probe.
+    last_surprise: f64,
+    surprise_deviation: f64,
+    /// When the bond last corrected its account of the channel's queue.
+    corrected_at: Duration,
 }
 
 impl Channel {
@@ -155,6 +167,9 @@ impl Channel {
             changes: 0,
             went_down: 0,
             went_standby: 0,
+            last_surprise: 0.0,
+            surprise_deviation: 0.0,
+            corrected_at: now,
         }
     }
 
@@ -216,7 +231,8 @@ impl Channel {
     /// channel is full if it holds half the bond's bound, `queue`, and
     /// the bond has more waiting (`waiting`).
     pub fn probe_sent(&mut self, now: Duration, len: usize, queue: Duration, waiting: bool) -> u32 {
-        let full = waiting && self.backlog(now) >= queue / 2;
+        let waited = self.backlog(now);
+        let full = waiting && waited >= queue / 2;
         self.give(now, len);
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
@@ -228,6 +244,7 @@ impl Channel {
             sent_at: now,
             sent_bytes: self.sent_bytes,
             full,
+            waited,
         });
         self.next_probe_at = (self.next_probe_at + self.probe_interval).max(now);
         self.phase = (self.phase + 1) % PACING_GAINS.len();
@@ -236,11 +253,9 @@ impl Channel {
 
     /// The answer to probe `seq` arrived at `now`, the far end having
     /// received `received` bytes on the channel by then (nothing if no such
-    /// probe is on its way: see [`Channel::awaits`]). A probe that
-    /// waited twice the bond's bound (`queue`) more than the channel's
-    /// least round trip found the channel busy, however the bond fed it
-    /// (it carries less than believed).
-    pub fn answered(&mut self, now: Duration, seq: u32, received: u64, queue: Duration) {
+    /// probe is on its way: see [`Channel::awaits`]); its answer waited
+    /// `held` at the far end before it left.
+    pub fn answered(&mut self, now: Duration, seq: u32, received: u64, held: Duration) {
         let Some(index) = self.outstanding.iter().position(|o| o.seq == seq) else {
             return;
         };
@@ -249,9 +264,7 @@ impl Channel {
         // in the next sample's loss.
         self.outstanding.drain(..=index);
         let rtt = now.saturating_sub(probe.sent_at);
-        let queued = self
-            .base_rtt()
-            .is_some_and(|base| rtt.saturating_sub(base) >= queue * 2 + self.rtt.rttvar() * 2);
+        self.correct_backlog(now, &probe, rtt.saturating_sub(held));
         self.rtt.on_sample(rtt);
         if let Some(last) = self.last
             && probe.sent_bytes > last.sent_bytes
@@ -273,9 +286,12 @@ impl Channel {
         // bytes received between two of them over the time between them
         // is what the channel delivered. A channel given less than it
         // carries delivers what it was given, which says nothing of its
-        // rate: only answers to probes sent while it was full (or busy
-        // with a queue of its own) count.
-        if probe.full || queued {
+        // rate: only answers to probes sent while the bond kept it full
+        // count. (A long round trip is no sign of a full channel: a
+        // lightly used, jittery one has them, and taking them for one
+        // drove such a channel's estimate down to a sixty-fourth of its
+        // rate.)
+        if probe.full {
             // A sample spans at least `SPAN` answers and the time of a few
             // full-sized packets at the configured rate: a 2400 bit/s
             // circuit takes 5 s for a 1500-byte packet, and a shorter
@@ -317,6 +333,57 @@ impl Channel {
         self.answers += 1;
     }
 
+    /// Puts the bond's account of what the channel holds right by what a
+    /// probe found: its round trip (`rtt`, less the time its answer waited
+    /// at the far end) above the least one is the wait it had behind the
+    /// channel's queue. A rate believed a little too high (per-packet
+    /// framing the bond cannot see, answers bunched by jitter) leaves a
+    /// queue in the modem that the bond's account never shows, and every
+    /// packet sent there arrives that much later than the bond reckons:
+    /// out of order, and late. Only what two probes in a row agree on
+    /// beyond twice the usual change from one to the next counts (jitter
+    /// alone is no queue), and only once: probes sent before the last
+    /// correction saw the queue it already corrected.
+    fn correct_backlog(&mut self, now: Duration, probe: &Outstanding, rtt: Duration) {
+        let Some(base) = self.base_rtt() else {
+            return;
+        };
+        let surprise = rtt.as_secs_f64() - base.as_secs_f64() - probe.waited.as_secs_f64();
+        // Jitter changes the surprise from one probe to the next, and so
+        // does an answer held up on its way back; a queue the account
+        // misses shows in consecutive probes alike, and only what they
+        // agree on beyond the usual change is corrected.
+        let previous = std::mem::replace(&mut self.last_surprise, surprise);
+        let deviation = (surprise - previous).abs();
+        self.surprise_deviation += (deviation - self.surprise_deviation) * GAIN;
+        // Until a few answers have shown how much the surprise varies,
+        // any of it may be jitter.
+        if probe.sent_at < self.corrected_at || self.answers < SETTLING_ANSWERS {
+            return;
+        }
+        let agreed = if surprise > 0.0 && previous > 0.0 {
+            surprise.min(previous)
+        } else if surprise < 0.0 && previous < 0.0 {
+            surprise.max(previous)
+        } else {
+            return;
+        };
+        let beyond = agreed.abs() - 2.0 * self.surprise_deviation;
+        if beyond <= 0.0 {
+            return;
+        }
+        // What the channel held beyond the account when the probe left it
+        // is still there, on top of everything given since, unless the
+        // account has been idle for longer (the real queue drained too).
+        let beyond = Duration::from_secs_f64(beyond);
+        self.free_at = if agreed > 0.0 {
+            self.free_at + beyond
+        } else {
+            self.free_at.saturating_sub(beyond)
+        };
+        self.corrected_at = now;
+    }
+
     /// Whether probe `seq` is on its way (an answer to it is news).
     pub fn awaits(&self, seq: u32) -> bool {
         self.outstanding.iter().any(|o| o.seq == seq)
@@ -356,6 +423,8 @@ impl Channel {
             self.full_answers.clear();
             self.samples.clear();
             self.rtt = fresh_rtt();
+            self.last_surprise = 0.0;
+            self.surprise_deviation = 0.0;
         }
         self.state = state;
     }

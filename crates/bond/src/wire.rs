@@ -7,27 +7,35 @@
 //!
 //! ```text
 //! probe  (16 bytes): 0x00 | 0x01 | channel | 0x00 | seq (u32) | sent_ns (u64)
-//! answer (24 bytes): 0x00 | 0x02 | channel | 0x00 | seq (u32) | sent_ns (u64) | received (u64)
+//! answer (28 bytes): 0x00 | 0x02 | channel | 0x00 | seq (u32) | sent_ns (u64) | received (u64) | held_us (u32)
 //! ```
 //!
 //! All integers are big-endian. `channel` is the index of the channel the
 //! probe was sent on, as the prober numbers them; `sent_ns` is the
 //! prober's clock when it sent the probe, echoed back; `received` is how
 //! many bytes (frames included) the answering end has received on that
-//! channel since it started.
+//! channel since it started; `held_us` is how long the answer waits at the
+//! answering end, behind what that end has given the channel, before it
+//! leaves (microseconds, by the answering end's account): the prober takes
+//! it out of the round trip, so that a queue on the way back (data the
+//! answering end sends) is not taken for one on the way out.
 
 /// The first byte of every control frame.
 pub const CONTROL: u8 = 0x00;
 const PROBE: u8 = 1;
 const ANSWER: u8 = 2;
 pub const PROBE_LEN: usize = 16;
-pub const ANSWER_LEN: usize = 24;
+pub const ANSWER_LEN: usize = 28;
 
 /// A probe, or the answer to one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Frame {
     Probe(Probe),
-    Answer { probe: Probe, received: u64 },
+    Answer {
+        probe: Probe,
+        received: u64,
+        held_us: u32,
+    },
 }
 
 /// What a probe carries.
@@ -76,6 +84,7 @@ impl Frame {
             (ANSWER, ANSWER_LEN) => Ok(Frame::Answer {
                 probe,
                 received: u64_at(16),
+                held_us: u32_at(24),
             }),
             (PROBE | ANSWER, len) => Err(FrameError::Length { len }),
             (kind, _) => Err(FrameError::Kind(kind)),
@@ -84,16 +93,21 @@ impl Frame {
 
     /// The frame's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let (kind, probe, received) = match *self {
+        let (kind, probe, answer) = match *self {
             Frame::Probe(probe) => (PROBE, probe, None),
-            Frame::Answer { probe, received } => (ANSWER, probe, Some(received)),
+            Frame::Answer {
+                probe,
+                received,
+                held_us,
+            } => (ANSWER, probe, Some((received, held_us))),
         };
         let mut bytes = Vec::with_capacity(ANSWER_LEN);
         bytes.extend([CONTROL, kind, probe.channel, 0]);
         bytes.extend(probe.seq.to_be_bytes());
         bytes.extend(probe.sent_ns.to_be_bytes());
-        if let Some(received) = received {
+        if let Some((received, held_us)) = answer {
             bytes.extend(received.to_be_bytes());
+            bytes.extend(held_us.to_be_bytes());
         }
         bytes
     }
@@ -117,10 +131,16 @@ mod tests {
                 0, 1, 2, 0, 1, 2, 3, 4, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88
             ]
         );
-        let answer = Frame::Answer { probe, received: 7 }.to_bytes();
+        let answer = Frame::Answer {
+            probe,
+            received: 7,
+            held_us: 0x0a0b_0c0d,
+        }
+        .to_bytes();
         assert_eq!(answer.len(), ANSWER_LEN);
         assert_eq!(&answer[..2], [0, 2]);
-        assert_eq!(&answer[16..], 7u64.to_be_bytes());
+        assert_eq!(&answer[16..24], 7u64.to_be_bytes());
+        assert_eq!(&answer[24..], [0x0a, 0x0b, 0x0c, 0x0d]);
     }
 
     #[test]
@@ -146,10 +166,10 @@ mod tests {
 
     proptest! {
         #[test]
-        fn frames_read_back_as_written(channel: u8, seq: u32, sent_ns: u64, received: Option<u64>) {
+        fn frames_read_back_as_written(channel: u8, seq: u32, sent_ns: u64, answer: Option<(u64, u32)>) {
             let probe = Probe { channel, seq, sent_ns };
-            let frame = match received {
-                Some(received) => Frame::Answer { probe, received },
+            let frame = match answer {
+                Some((received, held_us)) => Frame::Answer { probe, received, held_us },
                 None => Frame::Probe(probe),
             };
             let bytes = frame.to_bytes();

@@ -14,11 +14,13 @@ const STEP: Duration = Duration::from_millis(1);
 const FAST: f64 = 38_400.0;
 
 /// One direction of a channel: packets leave one at a time at `rate_bps`
-/// and arrive `delay` later, unless lost or the channel is down.
+/// and arrive `delay` later (and up to `jitter` more, in order), unless
+/// lost or the channel is down.
 #[derive(Debug, Clone)]
 struct Wire {
     rate_bps: f64,
     delay: Duration,
+    jitter: Duration,
     /// Share of packets lost (every n-th, deterministically).
     loss_every: Option<u64>,
     down: Vec<(Duration, Duration)>,
@@ -32,6 +34,7 @@ impl Wire {
         Wire {
             rate_bps,
             delay: Duration::from_millis(delay_ms),
+            jitter: Duration::ZERO,
             loss_every: None,
             down: Vec::new(),
             free_at: Duration::ZERO,
@@ -51,7 +54,13 @@ impl Wire {
         self.sent += 1;
         let lost = self.loss_every.is_some_and(|n| self.sent.is_multiple_of(n));
         if !lost && !self.is_down(leaves) {
-            self.in_flight.push_back((leaves + self.delay, packet));
+            // Deterministic jitter: a different share of `jitter` for each
+            // of seven packets in turn; a packet never overtakes the one
+            // before it.
+            let jitter = self.jitter.mul_f64((self.sent * 3 % 7) as f64 / 6.0);
+            let last = self.in_flight.back().map_or(Duration::ZERO, |(at, _)| *at);
+            self.in_flight
+                .push_back(((leaves + self.delay + jitter).max(last), packet));
         }
     }
 
@@ -481,8 +490,8 @@ fn a_lost_carrier_takes_a_channel_out_at_once_and_only_new_probes_bring_it_back(
 #[test]
 fn slow_channels_are_probed_less_often_than_configured() {
     // Probed every second, a 2400 bit/s circuit would spend a sixth of
-    // itself on probes and answers (56 bytes with framing each way); its
-    // probes take at most 2% of it instead: one every 9.3 s.
+    // itself on probes and answers (60 bytes with framing each way); its
+    // probes take at most 2% of it instead: one every 10 s.
     let wires = vec![Wire::new(2400.0, 1500), Wire::new(FAST, 1500)];
     let mut pair = Pair::new(BondConfig::new(vec![2400, FAST as u64]), wires);
     pair.run(secs(186.0), 100, None, 0);
@@ -492,8 +501,31 @@ fn slow_channels_are_probed_less_often_than_configured() {
     let fast = pair.forward[1].sent;
     assert!((370..=374).contains(&fast), "as configured: {fast} in 186 s");
     // What the stripe offers its senders is each rate less its probes.
-    let control = |interval: f64| 56.0 * 8.0 / interval;
-    let expected = 2400.0 - control(56.0 * 8.0 / (0.02 * 2400.0)) + FAST - control(1.0);
+    let control = |interval: f64| 60.0 * 8.0 / interval;
+    let expected = 2400.0 - control(60.0 * 8.0 / (0.02 * 2400.0)) + FAST - control(1.0);
     let offered = pair.a.up_rate_bps() as f64;
     assert!((offered - expected).abs() < 2.0, "{offered} against {expected}");
+}
+
+#[test]
+fn a_lightly_used_jittery_channel_keeps_its_rate() {
+    // The answering bond's channels carry only its probes and answers
+    // (at 2400 bit/s, one each every 10 s), with up to 6 s of jitter:
+    // long round trips that are no queue, and deliveries that are what
+    // the channels were given, not what they carry. Its estimates must
+    // stay where they were configured (taking long round trips for a
+    // queue, they fell to 38 bit/s).
+    let mut wires = vec![Wire::new(2400.0, 1500), Wire::new(2400.0, 600)];
+    for wire in &mut wires {
+        wire.jitter = secs(6.0);
+    }
+    let mut pair = Pair::new(BondConfig::new(vec![2400; 2]), wires);
+    pair.run(secs(1200.0), 100, Some(secs(1.0)), 0);
+    for channel in pair.b.channels() {
+        assert!(
+            channel.rate_bps > 2000.0,
+            "{:?}",
+            pair.b.channels().iter().map(|c| c.rate_bps).collect::<Vec<_>>()
+        );
+    }
 }

@@ -184,3 +184,63 @@ fn circuits_of_different_delays_deliver_in_order_and_nothing_is_resent_for_reord
         );
     }
 }
+
+#[test]
+fn small_messages_striped_over_circuits_of_different_delays_are_not_resent_and_arrive_soon() {
+    // The iridium-3ch circuits without their call drops and jitter: two of
+    // 3.1 s round trip and one of 1.2 s, 2400 bit/s each (PPP framing the
+    // bond does not see), carrying 64-byte messages at 4096 bit/s with
+    // Nagle's algorithm off. Small packets from three queues arrive many
+    // to a reordering: the sender counts how far in segments (not only in
+    // full-sized segments' worth of bytes, which said "one" and left the
+    // duplicate-ACK threshold at 3), the receiver waits for the longest
+    // hole of the last minute (a smoothed figure followed the many short
+    // ones and named the long ones), and the bond's probes find the queues
+    // its account misses (without that, 63 kB resent and 4.75 s). Before,
+    // 112 kB of 980 were resent for nothing and the median message took
+    // 3.2 s; now 3.6 kB and 2.9 s.
+    let point = point_from(
+        r#"
+        name = "small-messages"
+        protocol = "scps-rate"
+        [link]
+        rate = "2400bps"
+        framing = 8
+        rtt = "3.1s"
+        buffer = "4KB"
+        channels = 3
+        bond = "scheduler"
+        [[link.channel]]
+        [[link.channel]]
+        [[link.channel]]
+        rtt = "1.2s"
+        [tcp]
+        nagle = false
+        send_buffer = "64KiB"
+        recv_buffer = "64KiB"
+        rto_initial = "3s"
+        rto_min = "1s"
+        rto_max = "64s"
+        [workload]
+        kind = "messages"
+        size = 64
+        rate = "4096bps"
+        duration = "20min"
+        "#,
+    );
+    let record = scps_sim::run_record(&point, seed(), &RunOptions::default()).unwrap();
+    let what = describe(&record.totals);
+    let messages = &record.totals.messages.as_ref().expect("message figures").forward;
+    println!(
+        "resent {} bytes, {messages:?}; {what}",
+        record.totals.retransmitted_bytes
+    );
+    assert_eq!(record.totals.error, None, "{what}");
+    assert!(messages.actual_bps > 4000.0, "{messages:?}");
+    assert!(
+        record.totals.retransmitted_bytes < 10_000,
+        "{} bytes resent: {what}",
+        record.totals.retransmitted_bytes
+    );
+    assert!(messages.latency_p50_s < 3.2, "{messages:?}");
+}

@@ -139,7 +139,7 @@ impl HoleTracker {
         if let (Some(tsval), Some(then)) = (tsval, hole.newest_tsval_then)
             && !ts_before(then, tsval)
         {
-            self.reordering.on_sample(now.saturating_since(hole.seen_at));
+            self.reordering.on_sample(now, now.saturating_since(hole.seen_at));
         } else if let (Some(named_at), 1) = (hole.named_at, hole.times_named) {
             self.response.on_sample(now.saturating_since(named_at));
         }

@@ -22,7 +22,10 @@
 //! Without timestamps neither end can tell reordering from repair, and
 //! the configured threshold and delay stand.
 
+use std::collections::VecDeque;
 use std::time::Duration;
+
+use crate::time::Instant;
 
 /// The most the duplicate-ACK threshold is raised to (Linux's default
 /// `tcp_max_reordering` is 300): beyond, a window rarely holds enough
@@ -57,35 +60,54 @@ impl SenderReordering {
     }
 }
 
+/// How long the receiver remembers a hole filled by a late original.
+const MEMORY: Duration = Duration::from_secs(60);
+
+/// The most holes remembered at once (only ever-shorter ones are kept
+/// behind the longest, so this is rarely reached).
+const REMEMBERED: usize = 64;
+
 /// The receiver's side: how long reordering keeps a hole open.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReceiverReordering {
-    /// The reordering's extent: the largest sample, drawn an eighth of
-    /// the way towards each smaller one, so that it follows a path whose
-    /// reordering shrinks without forgetting it at the first short one.
-    extent: Duration,
+    /// The holes filled by originals in the last [`MEMORY`], when and how
+    /// long each lasted, each shorter than all before it (a longer one
+    /// makes the shorter ones before it irrelevant): the extent is the
+    /// first. Not a smoothed figure: a bundle of small packets opens many
+    /// short holes and now and then a long one, and a delay that followed
+    /// the many would name each long one (a spurious retransmission, and
+    /// a fast recovery at the sender). A path whose reordering shrinks is
+    /// followed once its long holes are [`MEMORY`] old.
+    longest: VecDeque<(Instant, Duration)>,
     pub(crate) samples: u64,
 }
 
 impl ReceiverReordering {
-    /// A hole seen `lasted` ago was filled by an original.
-    pub(crate) fn on_sample(&mut self, lasted: Duration) {
+    /// A hole seen `lasted` ago was filled by an original at `now`.
+    pub(crate) fn on_sample(&mut self, now: Instant, lasted: Duration) {
         self.samples += 1;
-        self.extent = if lasted >= self.extent {
-            lasted
-        } else {
-            self.extent - (self.extent - lasted) / 8
-        };
+        while self.longest.back().is_some_and(|&(_, l)| l <= lasted) {
+            self.longest.pop_back();
+        }
+        self.longest.push_back((now, lasted));
+        while self.longest.len() > REMEMBERED
+            || self
+                .longest
+                .front()
+                .is_some_and(|&(at, _)| now.saturating_since(at) > MEMORY)
+        {
+            self.longest.pop_front();
+        }
     }
 
     /// How long to wait before naming a hole: the configured delay, or
     /// the reordering's extent and a quarter more (and a clock tick), up
     /// to [`MAX_REORDER_WAIT`].
     pub(crate) fn snack_delay(&self, configured: Duration, granularity: Duration) -> Duration {
-        if self.samples == 0 {
+        let Some(&(_, extent)) = self.longest.front() else {
             return configured;
-        }
-        let wait = (self.extent + self.extent / 4 + granularity).min(MAX_REORDER_WAIT);
+        };
+        let wait = (extent + extent / 4 + granularity).min(MAX_REORDER_WAIT);
         configured.max(wait)
     }
 }
@@ -109,22 +131,33 @@ mod tests {
     }
 
     #[test]
-    fn the_snack_delay_follows_the_holes_reordering_kept_open() {
+    fn the_snack_delay_follows_the_longest_hole_of_the_last_minute() {
         let ms = Duration::from_millis;
+        let at = |s: u64| Instant::ZERO + Duration::from_secs(s);
         let mut receiver = ReceiverReordering::default();
         assert_eq!(
             receiver.snack_delay(ms(5), ms(1)),
             ms(5),
             "nothing seen: as configured"
         );
-        receiver.on_sample(ms(400));
+        receiver.on_sample(at(0), ms(400));
         assert_eq!(receiver.snack_delay(ms(5), ms(1)), ms(501));
-        // Smaller samples draw it down slowly; a larger one at once.
-        receiver.on_sample(ms(80));
-        assert_eq!(receiver.snack_delay(ms(0), ms(1)), ms(451));
-        receiver.on_sample(ms(600));
+        // Many shorter holes do not draw it down; a longer one raises it
+        // at once.
+        for second in 1..=60 {
+            receiver.on_sample(at(second), ms(80));
+            receiver.on_sample(at(second), ms(120));
+        }
+        assert_eq!(receiver.snack_delay(ms(0), ms(1)), ms(501));
+        receiver.on_sample(at(61), ms(80));
+        assert_eq!(
+            receiver.snack_delay(ms(0), ms(1)),
+            ms(151),
+            "the long hole is forgotten after a minute: the longest since"
+        );
+        receiver.on_sample(at(62), ms(600));
         assert_eq!(receiver.snack_delay(ms(0), ms(1)), ms(751));
-        receiver.on_sample(Duration::from_secs(10));
+        receiver.on_sample(at(63), Duration::from_secs(10));
         assert_eq!(receiver.snack_delay(ms(0), ms(1)), MAX_REORDER_WAIT);
         assert_eq!(
             receiver.snack_delay(Duration::from_secs(5), ms(1)),

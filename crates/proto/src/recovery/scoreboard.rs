@@ -152,6 +152,12 @@ impl Scoreboard {
         self.sacked_bytes
     }
 
+    /// How many segments are SACKed: all of them lie above the first
+    /// unacknowledged one, which they overtook if it was sent before them.
+    pub(crate) fn sacked_segments(&self) -> usize {
+        self.segments.iter().filter(|s| s.sacked).count()
+    }
+
     pub(crate) fn high_sacked(&self) -> u64 {
         self.high_sacked
     }
