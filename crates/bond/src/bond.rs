@@ -116,7 +116,6 @@ pub struct Bond {
     /// Packets waiting for a channel, and their bytes.
     held: VecDeque<Vec<u8>>,
     held_bytes: usize,
-    /// Answers to send, on their channels.
     /// Answers to send, each with the probe it answers and what had
     /// arrived by then: built when they leave, with how long they wait.
     answers: VecDeque<(usize, Probe, u64)>,

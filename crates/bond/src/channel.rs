@@ -131,6 +131,9 @@ pub(crate) struct Channel {
     surprise_deviation: f64,
     /// When the bond last corrected its account of the channel's queue.
     corrected_at: Duration,
+    /// The least round trip of its probes since it came up, each less the
+    /// time its answer waited at the far end (see [`Channel::base_rtt`]).
+    least_rtt: Option<Duration>,
 }
 
 impl Channel {
@@ -170,6 +173,7 @@ impl Channel {
             last_surprise: 0.0,
             surprise_deviation: 0.0,
             corrected_at: now,
+            least_rtt: None,
         }
     }
 
@@ -187,9 +191,10 @@ impl Channel {
 
     /// Its round trip without a queue, as far as its answers since it
     /// came up tell (a path's delay does not change while a call lasts; a
-    /// queue does).
+    /// queue does), without the time the answers waited at the far end
+    /// (a queue of the other direction's).
     pub fn base_rtt(&self) -> Option<Duration> {
-        self.rtt.min_rtt()
+        self.least_rtt
     }
 
     /// How long what it holds takes to leave at its rate.
@@ -264,7 +269,12 @@ impl Channel {
         // in the next sample's loss.
         self.outstanding.drain(..=index);
         let rtt = now.saturating_sub(probe.sent_at);
-        self.correct_backlog(now, &probe, rtt.saturating_sub(held));
+        // An answer cannot have waited longer than it took: a far end that
+        // says so is wrong, and its figure is not used.
+        if let Some(unheld) = rtt.checked_sub(held) {
+            self.correct_backlog(now, &probe, unheld);
+            self.least_rtt = Some(self.least_rtt.map_or(unheld, |least| least.min(unheld)));
+        }
         self.rtt.on_sample(rtt);
         if let Some(last) = self.last
             && probe.sent_bytes > last.sent_bytes
@@ -423,6 +433,7 @@ impl Channel {
             self.full_answers.clear();
             self.samples.clear();
             self.rtt = fresh_rtt();
+            self.least_rtt = None;
             self.last_surprise = 0.0;
             self.surprise_deviation = 0.0;
         }

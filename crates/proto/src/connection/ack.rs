@@ -156,14 +156,17 @@ impl Connection {
     fn on_new_ack(&mut self, now: Instant, ack: u64, seg: &TcpRepr<'_>) -> bool {
         let smss = self.negotiated.smss;
         // How far the front segment was overtaken, if it was resent (the
-        // one case Eifel detection reads it): the SACKed span above the
-        // new ACK in full-sized segments, or the SACKed segments, whichever
-        // is more. A stream of small messages overtakes a segment by many
-        // segments and few full-sized ones' worth of bytes (and the loss
-        // rule counts segments); a bulk flow with many holes has more
-        // SACKed than its receiver's few SACK blocks told.
+        // one case Eifel detection reads it): the SACKed span above it in
+        // full-sized segments, or the SACKed segments, whichever is more.
+        // A stream of small messages overtakes a segment by many segments
+        // and few full-sized ones' worth of bytes (and the loss rule
+        // counts segments).
         let overtaken_by = if self.board.front().is_some_and(|s| s.first_resend.is_some()) {
-            let span = self.board.high_sacked().saturating_sub(ack).div_ceil(smss);
+            let span = self
+                .board
+                .high_sacked()
+                .saturating_sub(self.snd.una)
+                .div_ceil(smss);
             span.max(self.board.sacked_segments() as u64)
         } else {
             0

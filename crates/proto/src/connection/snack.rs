@@ -76,6 +76,7 @@ impl HoleTracker {
     /// history of the hole it came from. `tsval` is the timestamp of the
     /// segment that changed it, if it had one.
     fn refresh(&mut self, now: Instant, contiguous_end: u64, held: &[Range<u64>], tsval: Option<u32>) {
+        self.reordering.expire(now);
         if let Some(tsval) = tsval
             && self.newest_tsval.is_none_or(|newest| ts_before(newest, tsval))
         {

@@ -64,7 +64,7 @@ impl SenderReordering {
 const MEMORY: Duration = Duration::from_secs(60);
 
 /// The most holes remembered at once (only ever-shorter ones are kept
-/// behind the longest, so this is rarely reached).
+/// behind the longest; holes that shrink steadily reach it).
 const REMEMBERED: usize = 64;
 
 /// The receiver's side: how long reordering keeps a hole open.
@@ -86,15 +86,28 @@ impl ReceiverReordering {
     /// A hole seen `lasted` ago was filled by an original at `now`.
     pub(crate) fn on_sample(&mut self, now: Instant, lasted: Duration) {
         self.samples += 1;
+        self.expire(now);
         while self.longest.back().is_some_and(|&(_, l)| l <= lasted) {
             self.longest.pop_back();
         }
-        self.longest.push_back((now, lasted));
-        while self.longest.len() > REMEMBERED
-            || self
-                .longest
-                .front()
-                .is_some_and(|&(at, _)| now.saturating_since(at) > MEMORY)
+        let full = self.longest.len() == REMEMBERED;
+        match self.longest.back_mut() {
+            // Full: the shortest remembered, longer than this one, stands
+            // for it too (erring long) rather than the longest being
+            // forgotten early.
+            Some(last) if full => last.0 = now,
+            _ => self.longest.push_back((now, lasted)),
+        }
+    }
+
+    /// Forgets the holes older than [`MEMORY`]; called with every segment
+    /// that changes the holes, so a path that stops reordering is
+    /// followed without new samples.
+    pub(crate) fn expire(&mut self, now: Instant) {
+        while self
+            .longest
+            .front()
+            .is_some_and(|&(at, _)| now.saturating_since(at) > MEMORY)
         {
             self.longest.pop_front();
         }
@@ -149,12 +162,18 @@ mod tests {
             receiver.on_sample(at(second), ms(120));
         }
         assert_eq!(receiver.snack_delay(ms(0), ms(1)), ms(501));
-        receiver.on_sample(at(61), ms(80));
+        receiver.expire(at(61));
         assert_eq!(
             receiver.snack_delay(ms(0), ms(1)),
             ms(151),
-            "the long hole is forgotten after a minute: the longest since"
+            "the long hole is forgotten after a minute, sample or not: the longest since"
         );
+        // Holes that shrink steadily fill the memory: the shortest kept
+        // stands for the ones after it, and the longest is not lost.
+        for k in 0..200 {
+            receiver.on_sample(at(61), ms(110) - Duration::from_micros(k * 500));
+        }
+        assert_eq!(receiver.snack_delay(ms(0), ms(1)), ms(151));
         receiver.on_sample(at(62), ms(600));
         assert_eq!(receiver.snack_delay(ms(0), ms(1)), ms(751));
         receiver.on_sample(at(63), Duration::from_secs(10));
