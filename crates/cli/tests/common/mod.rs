@@ -11,7 +11,7 @@ pub mod typing;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `scps ARGS...` run to its end.
 pub fn scps(args: &[&str]) -> Output {
@@ -22,20 +22,22 @@ pub fn scps(args: &[&str]) -> Output {
 }
 
 /// Waits for `child` to exit, killing it (and failing) after `limit`: a
-/// child process has no exit event to wait on with a deadline, so it is
-/// polled.
+/// thread waits on the exit itself, and this one on that thread's word
+/// with the deadline.
 pub fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (exited, exit) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| exited.send(child.wait().unwrap()));
+        match exit.recv_timeout(limit) {
+            Ok(status) => status,
+            Err(_) => {
+                // The waiting thread then sees it exit, and the scope ends.
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                panic!("the process did not exit within {limit:?}");
+            }
         }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the process did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    })
 }
 
 /// A program's output as text.
