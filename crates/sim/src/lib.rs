@@ -7,6 +7,7 @@
 pub mod apps;
 mod build;
 pub mod host;
+pub mod ideal;
 pub mod message;
 pub mod payload;
 pub mod record;

@@ -1,0 +1,266 @@
+//! What an ideal sender of one ordered message stream achieves over a
+//! point's forward channels: the reference a message stream's latency is
+//! judged against (its rate is judged against `Point::limit_bps`).
+//!
+//! The ideal sender runs on the very channel models of a simulation with
+//! the same seed (same call drops, same kind of jitter), and knows
+//! everything a sender could know at the time, nothing later:
+//!
+//! - every channel's queue exactly, and whether it is up (the carrier);
+//!   it puts a packet only on an idle line, so no buffer ever drops;
+//! - which channel would deliver the oldest waiting message first by its
+//!   line rate and mean delay ("earliest expected arrival"); the jitter to
+//!   come it cannot know, and it sends nothing twice;
+//! - each loss the moment it happens: a packet cut by a dropped call goes
+//!   again from the instant the call drops, one hit by bit errors from the
+//!   end of its transmission (no round trip to learn of either).
+//!
+//! Every packet carries the waiting messages, oldest first, up to the
+//! MTU, behind `header_bytes` of header (the limit's header). The receiver
+//! hands messages over in order, so a message's latency is the time from
+//! its offered instant until it and every message before it have
+//! arrived.
+//!
+//! This is a reference, not a proof: a sender that guessed the jitter, or
+//! chose channels otherwise than by earliest expected arrival, could beat
+//! it now and then. It says what a good scheduler with perfect knowledge
+//! of the queues gets from these channels.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::time::Duration;
+
+use scps_channel::{Bundle, Channel, ConfigError, DropCause, Fate, derive_seed};
+use scps_config::scenario::Point;
+use scps_config::workload::Workload;
+
+use crate::result::percentile;
+
+/// Latency of the ideal sender's messages (offered during the window,
+/// all of which it delivers), seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdealLatency {
+    pub messages: usize,
+    pub p50_s: f64,
+    pub p95_s: f64,
+}
+
+/// Why a point has no ideal latency.
+#[derive(Debug, thiserror::Error)]
+pub enum IdealError {
+    #[error("the ideal sender runs only message workloads of one client, not this point's")]
+    NotOneMessageStream,
+    #[error("the point's channels: {0}")]
+    Channel(#[from] ConfigError),
+    #[error(
+        "a packet of at most {packet} bytes (the MTU) cannot carry a {message}-byte message behind a {header}-byte header"
+    )]
+    MessageTooLarge {
+        message: usize,
+        header: usize,
+        packet: usize,
+    },
+    #[error("the channels never come up again to carry message {0}")]
+    NeverUp(usize),
+}
+
+/// The ideal sender's latency over `point`'s forward channels, with the
+/// channels a simulation of `seed` builds (seeds as in `build.rs`).
+pub fn ordered_stream_latency(point: &Point, seed: u64) -> Result<IdealLatency, IdealError> {
+    let (flow, window) = match &point.workload {
+        Workload::Messages {
+            forward, duration, ..
+        } if point.topology.clients().count() == 1 => (*forward, *duration),
+        _ => return Err(IdealError::NotOneMessageStream),
+    };
+    let header = point.header_bytes as usize;
+    // No larger than any channel's buffer either: the scenario checks
+    // that buffers hold the MTU.
+    let packet = usize::from(point.link.mtu);
+    if header + flow.size > packet || flow.size == 0 {
+        return Err(IdealError::MessageTooLarge {
+            message: flow.size,
+            header,
+            packet,
+        });
+    }
+    let bundle = Bundle::with_outage_seed(
+        point.link.forward.clone(),
+        derive_seed(seed, 1),
+        derive_seed(seed, 3),
+    )?;
+    let offered: Vec<Duration> = (0u32..)
+        .map(|i| flow.interval() * i)
+        .take_while(|&at| at < window)
+        .collect();
+    let sender = IdealSender {
+        channels: bundle.channels().to_vec(),
+        header,
+        per_packet: (packet - header) / flow.size,
+        size: flow.size,
+    };
+    let arrivals = sender.deliver(&offered)?;
+    Ok(in_order_latency(&offered, &arrivals))
+}
+
+struct IdealSender {
+    channels: Vec<Channel>,
+    header: usize,
+    /// Messages one packet carries at most.
+    per_packet: usize,
+    size: usize,
+}
+
+/// Where the messages are: offered and not yet given a channel, given one
+/// and waiting for its line, lost and waiting to go again.
+#[derive(Default)]
+struct Backlog {
+    unassigned: BTreeSet<usize>,
+    /// Per channel, the messages it will send, oldest first.
+    assigned: Vec<VecDeque<usize>>,
+    /// Lost messages, each with the instant the sender learns of it.
+    lost: Vec<(Duration, usize)>,
+}
+
+impl IdealSender {
+    /// When each message (offered at `offered[i]`) arrives.
+    fn deliver(mut self, offered: &[Duration]) -> Result<Vec<Duration>, IdealError> {
+        let mut arrivals = vec![Duration::ZERO; offered.len()];
+        let mut backlog = Backlog {
+            assigned: vec![VecDeque::new(); self.channels.len()],
+            ..Backlog::default()
+        };
+        let mut next_new = 0;
+        let mut now = Duration::ZERO;
+        loop {
+            while next_new < offered.len() && offered[next_new] <= now {
+                backlog.unassigned.insert(next_new);
+                next_new += 1;
+            }
+            let (due, later) = backlog.lost.iter().partition(|&&(at, _)| at <= now);
+            backlog.lost = later;
+            backlog
+                .unassigned
+                .extend(due.into_iter().map(|(_, message): (Duration, usize)| message));
+            for (channel, queue) in self.channels.iter_mut().zip(&mut backlog.assigned) {
+                if !channel.is_up(now) {
+                    backlog.unassigned.extend(queue.drain(..));
+                }
+            }
+            while let Some(message) = backlog.unassigned.pop_first() {
+                let Some(channel) = self.earliest_expected_arrival(now, &backlog.assigned) else {
+                    backlog.unassigned.insert(message);
+                    break;
+                };
+                backlog.assigned[channel].push_back(message);
+            }
+            for channel in 0..self.channels.len() {
+                if self.channels[channel].idle_at() > now || backlog.assigned[channel].is_empty() {
+                    continue;
+                }
+                let queue = &mut backlog.assigned[channel];
+                let batch: Vec<usize> = queue.drain(..queue.len().min(self.per_packet)).collect();
+                match self.send(now, channel, batch.len()) {
+                    Ok(at) => batch.iter().for_each(|&m| arrivals[m] = at),
+                    Err(learnt) => backlog.lost.extend(batch.iter().map(|&m| (learnt, m))),
+                }
+            }
+            match self.next_event(now, &backlog, offered.get(next_new).copied()) {
+                Some(next) => now = next,
+                None if next_new == offered.len() && backlog.is_empty() => return Ok(arrivals),
+                None => return Err(IdealError::NeverUp(backlog.oldest().unwrap_or(next_new))),
+            }
+        }
+    }
+
+    /// Line time of `messages` messages on `channel`, in as few packets
+    /// as carry them.
+    fn line_time(&self, channel: usize, messages: usize) -> Duration {
+        let config = self.channels[channel].config();
+        let packets = messages.div_ceil(self.per_packet);
+        let bytes = packets * (self.header + config.framing_bytes as usize) + messages * self.size;
+        Duration::from_secs_f64(bytes as f64 * 8.0 / config.rate_bps as f64)
+    }
+
+    /// The up channel that would deliver one more message first, behind
+    /// the messages already given to it, by its line rate and mean delay.
+    fn earliest_expected_arrival(&mut self, now: Duration, assigned: &[VecDeque<usize>]) -> Option<usize> {
+        let up: Vec<usize> = (0..self.channels.len())
+            .filter(|&c| self.channels[c].is_up(now))
+            .collect();
+        up.into_iter().min_by_key(|&c| {
+            let channel = &self.channels[c];
+            channel.idle_at().max(now) + self.line_time(c, assigned[c].len() + 1) + channel.config().delay
+        })
+    }
+
+    /// Puts a packet of `messages` messages on `channel` at `now`: its
+    /// arrival, or the instant the sender learns it was lost.
+    fn send(&mut self, now: Duration, channel: usize, messages: usize) -> Result<Duration, Duration> {
+        let mut packet = vec![0; self.header + messages * self.size];
+        let line = &mut self.channels[channel];
+        match line.transmit(now, &mut packet) {
+            Fate::Delivered { at, .. } => Ok(at),
+            Fate::Dropped(DropCause::Outage) => {
+                let dropped = line.next_change(now).unwrap_or(now);
+                Err(dropped.min(line.idle_at()).max(now))
+            }
+            Fate::Dropped(DropCause::BitErrors | DropCause::Buffer) => Err(line.idle_at().max(now)),
+        }
+    }
+
+    /// The next instant anything can change: a message offered, a lost
+    /// one free to go again, a line with messages for it falling idle, a
+    /// channel going down or up while messages wait. `None` if nothing
+    /// will.
+    fn next_event(
+        &mut self,
+        now: Duration,
+        backlog: &Backlog,
+        next_offered: Option<Duration>,
+    ) -> Option<Duration> {
+        let mut events: Vec<Duration> = next_offered.into_iter().collect();
+        events.extend(backlog.lost.iter().map(|&(at, _)| at));
+        for (channel, queue) in self.channels.iter_mut().zip(&backlog.assigned) {
+            if !queue.is_empty() {
+                events.push(channel.idle_at());
+            }
+            if !queue.is_empty() || !backlog.unassigned.is_empty() {
+                events.extend(channel.next_change(now));
+            }
+        }
+        events.into_iter().filter(|&at| at > now).min()
+    }
+}
+
+impl Backlog {
+    fn is_empty(&self) -> bool {
+        self.unassigned.is_empty() && self.lost.is_empty() && self.assigned.iter().all(VecDeque::is_empty)
+    }
+
+    /// The oldest message not yet sent.
+    fn oldest(&self) -> Option<usize> {
+        let assigned = self.assigned.iter().filter_map(|q| q.front().copied());
+        let lost = self.lost.iter().map(|&(_, m)| m);
+        self.unassigned.iter().copied().chain(assigned).chain(lost).min()
+    }
+}
+
+/// Median and 95th percentile (nearest rank, as the simulator's) of the
+/// time from each message's offered instant until it and all before it
+/// have arrived.
+fn in_order_latency(offered: &[Duration], arrivals: &[Duration]) -> IdealLatency {
+    let mut handed_over = Duration::ZERO;
+    let mut latencies: Vec<Duration> = offered
+        .iter()
+        .zip(arrivals)
+        .map(|(&at, &arrived)| {
+            handed_over = handed_over.max(arrived);
+            handed_over - at
+        })
+        .collect();
+    IdealLatency {
+        messages: latencies.len(),
+        p50_s: percentile(&mut latencies, 50.0),
+        p95_s: percentile(&mut latencies, 95.0),
+    }
+}
