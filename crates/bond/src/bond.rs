@@ -31,6 +31,13 @@ const CONTROL_SHARE: f64 = 0.02;
 /// each.
 const CONTROL_BYTES: usize = PROBE_LEN + ANSWER_LEN + 2 * 8;
 
+/// Over how long the bond asks its senders to let what it holds drain
+/// (see [`Bond::sender_rate_bps`]): the time its hold takes at the
+/// stripe's rate, over this, is the share it asks less.
+const HOLD_DRAIN: Duration = Duration::from_secs(2);
+/// The most the bond asks less than its stripe carries.
+const MAX_HOLD_CUT: f64 = 0.25;
+
 /// How often a channel of `rate_bps` is probed: as configured, or less
 /// often if its probes would take more than [`CONTROL_SHARE`] of it.
 fn probe_interval(configured: Duration, rate_bps: u64) -> Duration {
@@ -144,7 +151,7 @@ impl Bond {
                 let interval = probe_interval(config.probe_interval, *rate);
                 let first = now + interval * index as u32 / count as u32;
                 let hold = interval * config.marginal.min_answers * 2;
-                Channel::new(*rate, interval, now, first, hold)
+                Channel::new(*rate, config.framing_bytes, interval, now, first, hold)
             })
             .collect();
         Ok(Bond {
@@ -481,6 +488,30 @@ impl Bond {
     /// answers take of each (a sender paced at the channels' whole rate
     /// would queue that much in the bond).
     pub fn up_rate_bps(&self) -> u64 {
+        self.carried_bps() as u64
+    }
+
+    /// What a sender that follows the stripe should pace at: what it
+    /// carries, less a share while the bond holds packets no channel can
+    /// take yet. Paced at exactly what the channels carry, a sender keeps
+    /// whatever queue once formed (after a burst, an outage, a wrong
+    /// estimate): nothing drains it. Held here, small packets stay small
+    /// and every one costs its headers and framing; held in the sender,
+    /// they go out together in fuller segments. So the bond asks for a
+    /// little less, by the time its hold takes to drain over
+    /// [`HOLD_DRAIN`], at most [`MAX_HOLD_CUT`] less, until it holds
+    /// nothing.
+    pub fn sender_rate_bps(&self) -> u64 {
+        let carried = self.carried_bps();
+        if carried <= 0.0 {
+            return 0;
+        }
+        let standing = self.held_bytes as f64 * 8.0 / carried;
+        let cut = (standing / HOLD_DRAIN.as_secs_f64()).min(MAX_HOLD_CUT);
+        (carried * (1.0 - cut)) as u64
+    }
+
+    fn carried_bps(&self) -> f64 {
         self.channels
             .iter()
             .filter(|c| c.state == ChannelState::Up)
@@ -488,7 +519,7 @@ impl Bond {
                 let control_bps = (CONTROL_BYTES * 8) as f64 / c.probe_interval.as_secs_f64();
                 (c.rate_bps - control_bps).max(0.0)
             })
-            .sum::<f64>() as u64
+            .sum()
     }
 
     /// State changes since last asked, oldest first.

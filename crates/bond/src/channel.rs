@@ -37,6 +37,8 @@ struct Outstanding {
     sent_at: Duration,
     /// Bytes given to the channel up to and including the probe.
     sent_bytes: u64,
+    /// The same, with the link's framing of each datagram.
+    sent_line_bytes: u64,
     /// Whether the bond kept the channel full when it left (its queue at
     /// the bond's bound, and more waiting for it).
     full: bool,
@@ -50,6 +52,7 @@ struct Outstanding {
 struct Answered {
     arrived_at: Duration,
     sent_bytes: u64,
+    sent_line_bytes: u64,
     received: u64,
 }
 
@@ -87,6 +90,11 @@ pub(crate) struct Channel {
     /// When what it was given will have left at its rate.
     pub free_at: Duration,
     pub sent_bytes: u64,
+    /// What it was given with the link's framing of each datagram: the
+    /// line time it took.
+    sent_line_bytes: u64,
+    /// The link's framing of each datagram (`BondConfig::framing_bytes`).
+    framing_bytes: u64,
     pub next_probe_at: Duration,
     /// How often it is probed (less often than configured if it is slow).
     pub probe_interval: Duration,
@@ -139,6 +147,7 @@ pub(crate) struct Channel {
 impl Channel {
     pub fn new(
         nominal_bps: u64,
+        framing_bytes: u32,
         probe_interval: Duration,
         now: Duration,
         first_probe: Duration,
@@ -151,6 +160,8 @@ impl Channel {
             rate_bps: nominal_bps as f64,
             free_at: now,
             sent_bytes: 0,
+            sent_line_bytes: 0,
+            framing_bytes: u64::from(framing_bytes),
             next_probe_at: first_probe,
             next_seq: 0,
             outstanding: VecDeque::new(),
@@ -223,13 +234,15 @@ impl Channel {
         } else {
             1.0
         };
-        Duration::from_secs_f64(len as f64 * 8.0 / (self.rate_bps * gain))
+        let line_bytes = len as u64 + self.framing_bytes;
+        Duration::from_secs_f64(line_bytes as f64 * 8.0 / (self.rate_bps * gain))
     }
 
     /// Accounts `len` bytes given to the channel at `now`.
     pub fn give(&mut self, now: Duration, len: usize) {
         self.free_at = self.free_at.max(now) + self.transmission(len);
         self.sent_bytes += len as u64;
+        self.sent_line_bytes += len as u64 + self.framing_bytes;
     }
 
     /// A probe of `len` bytes leaves now: its sequence number. The
@@ -248,6 +261,7 @@ impl Channel {
             seq,
             sent_at: now,
             sent_bytes: self.sent_bytes,
+            sent_line_bytes: self.sent_line_bytes,
             full,
             waited,
         });
@@ -290,6 +304,7 @@ impl Channel {
         let answer = Answered {
             arrived_at: now,
             sent_bytes: probe.sent_bytes,
+            sent_line_bytes: probe.sent_line_bytes,
             received,
         };
         // Answers arrive as their probes did, a return trip later: the
@@ -320,8 +335,16 @@ impl Channel {
                 && now.saturating_sub(first.arrived_at) >= least
                 && now > first.arrived_at
             {
-                let delivered =
-                    (received - first.received) as f64 * 8.0 / (now - first.arrived_at).as_secs_f64();
+                // The far end counts the datagrams' bytes; the line also
+                // carried their framing, in the share the bond gave it.
+                let framed = match probe.sent_bytes.checked_sub(first.sent_bytes) {
+                    Some(given) if given > 0 => {
+                        (probe.sent_line_bytes - first.sent_line_bytes) as f64 / given as f64
+                    }
+                    _ => 1.0,
+                };
+                let delivered = (received - first.received) as f64 * framed * 8.0
+                    / (now - first.arrived_at).as_secs_f64();
                 if self.samples.len() == SAMPLES {
                     self.samples.pop_front();
                 }

@@ -21,6 +21,11 @@ pub struct BondConfig {
     /// Bytes the bond holds while every channel is full; beyond, a packet
     /// is dropped and counted (a router's queue).
     pub hold_bytes: usize,
+    /// Bytes the link below adds to each datagram (PPP's framing): line
+    /// time the bond cannot see in what it sends, and which its account
+    /// of each channel's queue and its delivery samples must count, or a
+    /// channel of small packets holds a queue the account never shows.
+    pub framing_bytes: u32,
     pub marginal: MarginalThresholds,
 }
 
@@ -59,10 +64,15 @@ impl BondConfig {
             down_after_intervals: 2,
             channel_queue: Duration::from_millis(500),
             hold_bytes: 64 * 1024,
+            framing_bytes: 0,
             marginal: MarginalThresholds::default(),
         }
     }
 }
+
+/// The most framing a bond counts per datagram (as a route's pacer):
+/// more than any link layer adds.
+pub const MAX_FRAMING_BYTES: u32 = 1000;
 
 /// The most channels a bond takes (a channel's index is one byte on the
 /// wire).
@@ -110,6 +120,9 @@ impl BondConfig {
         }
         if !(1500..=1 << 30).contains(&self.hold_bytes) {
             return error("hold", self.hold_bytes.to_string(), "1500 bytes to 1 GiB");
+        }
+        if self.framing_bytes > MAX_FRAMING_BYTES {
+            return error("framing", self.framing_bytes.to_string(), "at most 1000 bytes");
         }
         let marginal = &self.marginal;
         if !(marginal.loss > 0.0 && marginal.loss < 1.0) {

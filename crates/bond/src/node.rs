@@ -71,7 +71,7 @@ impl BondNode {
         while let Some(event) = self.bond.poll_event() {
             self.events.push(event);
         }
-        self.capacity.set(self.bond.up_rate_bps());
+        self.capacity.set(self.bond.sender_rate_bps());
     }
 }
 

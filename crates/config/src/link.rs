@@ -206,6 +206,7 @@ impl Link {
         let buffers: u64 = channels.iter().map(|c| c.buffer_bytes).sum();
         Some(BondConfig {
             channel_rates_bps: channels.iter().map(sustained_rate_bps).collect(),
+            framing_bytes: self.route(direction).framing_bytes,
             hold_bytes: usize::try_from(buffers)
                 .unwrap_or(usize::MAX)
                 .clamp(1500, 1 << 30),
@@ -517,6 +518,8 @@ impl ChannelSpec {
         config.probe_interval = self.bond_probe_interval.map_or(config.probe_interval, |t| t.0);
         config.down_after_intervals = self.bond_down_after.unwrap_or(config.down_after_intervals);
         config.channel_queue = self.bond_channel_queue.map_or(config.channel_queue, |t| t.0);
+        // A real bundle's channels are the link's circuits, framed alike.
+        config.framing_bytes = self.framing.map_or(0, |b| u32::try_from(b.0).unwrap_or(u32::MAX));
         marginal.loss = self.bond_marginal_loss.unwrap_or(marginal.loss);
         marginal.loss_ratio = self.bond_marginal_loss_ratio.unwrap_or(marginal.loss_ratio);
         marginal.rtt_ratio = self.bond_marginal_rtt_ratio.unwrap_or(marginal.rtt_ratio);

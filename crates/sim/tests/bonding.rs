@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use scps_sim::RunOptions;
+use scps_sim::ideal::ordered_stream_latency;
 
 /// 2 MB over three 64 kbit/s circuits of 600 ms round trip, each
 /// overridden by its entry of `circuits` (keys of `[[link.channel]]`),
@@ -188,17 +189,23 @@ fn circuits_of_different_delays_deliver_in_order_and_nothing_is_resent_for_reord
 #[test]
 fn small_messages_striped_over_circuits_of_different_delays_are_not_resent_and_arrive_soon() {
     // The iridium-3ch circuits without their call drops and jitter: two of
-    // 3.1 s round trip and one of 1.2 s, 2400 bit/s each (PPP framing the
-    // bond does not see), carrying 64-byte messages at 4096 bit/s with
-    // Nagle's algorithm off. Small packets from three queues arrive many
-    // to a reordering: the sender counts how far in segments (not only in
-    // full-sized segments' worth of bytes from the new ACK, which said
-    // "one" and left the duplicate-ACK threshold at 3), the receiver waits for the longest
-    // hole of the last minute (a smoothed figure followed the many short
-    // ones and named the long ones), and the bond's probes find the queues
-    // its account misses (without that, 63 kB resent and 4.75 s). Before,
-    // 112 kB of 980 were resent for nothing and the median message took
-    // 3.2 s; now 5.4 kB and 2.6 s.
+    // 3.1 s round trip and one of 1.2 s, 2400 bit/s each with PPP's 8
+    // bytes of framing a packet, carrying 64-byte messages at 4096 bit/s
+    // with Nagle's algorithm off. Small packets from three queues arrive
+    // many to a reordering: the sender counts how far in segments (not only
+    // in full-sized segments' worth of bytes from the new ACK, which said
+    // "one" and left the duplicate-ACK threshold at 3), and the receiver
+    // waits for the longest hole of the last minute (a smoothed figure
+    // followed the many short ones and named the long ones). The bond
+    // counts the framing in its account of each circuit's queue (told
+    // nothing of it, it left a standing queue in every modem), and asks the
+    // sender for a little less while it holds packets no circuit can take
+    // (paced at exactly what the circuits carry, the sender kept a queue of
+    // small packets in the bond instead of fuller segments of its own).
+    // Judged against the ideal sender of `scps_sim::ideal` (2.20 s, 95th
+    // percentile 2.79 s): now 2.54 s and 2.79 s, 7 kB resent. Before the
+    // bond counted framing and held back its sender 2.64 and 4.53 s; before
+    // the reordering measures, 3.2 s with 112 kB of 980 resent for nothing.
     let point = point_from(
         r#"
         name = "small-messages"
@@ -242,5 +249,14 @@ fn small_messages_striped_over_circuits_of_different_delays_are_not_resent_and_a
         "{} bytes resent: {what}",
         record.totals.retransmitted_bytes
     );
-    assert!(messages.latency_p50_s < 3.2, "{messages:?}");
+    let ideal = ordered_stream_latency(&point, seed()).unwrap();
+    println!("the ideal sender: {ideal:?}");
+    assert!(
+        messages.latency_p50_s < 1.25 * ideal.p50_s,
+        "{messages:?} against {ideal:?}"
+    );
+    assert!(
+        messages.latency_p95_s < 1.25 * ideal.p95_s,
+        "{messages:?} against {ideal:?}"
+    );
 }

@@ -268,7 +268,7 @@ impl BundlePath {
                 .collect();
         }
         report.bond = self.bond.stats().clone();
-        self.capacity.set(self.bond.up_rate_bps());
+        self.capacity.set(self.bond.sender_rate_bps());
     }
 
     fn describe(&self, event: Event) -> BundleEvent {
