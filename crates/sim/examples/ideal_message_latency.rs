@@ -6,14 +6,18 @@
 //!         SCENARIO [--set KEY=VALUE]... [--runs N] [--seed S]
 //!
 //! Prints, for each point of the sweep that is a message stream, the
-//! ideal sender's median and 95th-percentile latency (means over the
-//! runs, seeds S..S+N-1, each with the call drops of the simulation of
-//! that seed) as a Markdown table (docs/BENCHMARKS.md, iridium-3ch).
+//! ideal sender's actual rate (what its receiver has by the window's
+//! end), its ratio to the point's physical limit, and its median and
+//! 95th-percentile latency (means over the runs, seeds S..S+N-1, each
+//! with the call drops of the simulation of that seed) as a Markdown
+//! table (docs/BENCHMARKS.md, iridium-3ch).
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use scps_config::scenario::Scenario;
 use scps_config::sweep::parse_assignment;
+use scps_config::workload::Workload;
 use scps_sim::ideal::ordered_stream_latency;
 
 fn main() -> ExitCode {
@@ -42,8 +46,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let scenario = Scenario::load(&scenario.ok_or("name a scenario")?, &sets)?;
     let runs = runs.unwrap_or(scenario.runs).max(1);
     let seed = seed.unwrap_or(scenario.seed);
-    println!("| point | runs | messages | ideal p50 s | ideal p95 s |");
-    println!("|---|---|---|---|---|");
+    println!("| point | runs | messages | ideal actual | limit | ratio | ideal p50 s | ideal p95 s |");
+    println!("|---|---|---|---|---|---|---|---|");
     for point in &scenario.points {
         let latencies = (seed..seed + u64::from(runs))
             .map(|seed| ordered_stream_latency(point, seed))
@@ -51,10 +55,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let mean = |figure: &dyn Fn(&scps_sim::ideal::IdealLatency) -> f64| {
             latencies.iter().map(figure).sum::<f64>() / latencies.len() as f64
         };
+        let window = match &point.workload {
+            Workload::Messages { duration, .. } => *duration,
+            _ => Duration::ZERO,
+        };
+        let limit = point.limit_bps(window);
         println!(
-            "| {} | {runs} | {:.0} | {:.2} | {:.2} |",
+            "| {} | {runs} | {:.0} | {:.0} | {limit:.0} | {:.3} | {:.2} | {:.2} |",
             point.describe(),
             mean(&|l| l.messages as f64),
+            mean(&|l| l.actual_bps),
+            mean(&|l| l.actual_bps) / limit,
             mean(&|l| l.p50_s),
             mean(&|l| l.p95_s),
         );

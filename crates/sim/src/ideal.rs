@@ -9,8 +9,11 @@
 //! - every channel's queue exactly, and whether it is up (the carrier);
 //!   it puts a packet only on an idle line, so no buffer ever drops;
 //! - which channel would deliver the oldest waiting message first by its
-//!   line rate and mean delay ("earliest expected arrival"); the jitter to
-//!   come it cannot know, and it sends nothing twice;
+//!   queue, line rate and mean delay ("earliest expected arrival"); the
+//!   jitter to come it cannot know, and it sends nothing twice. It gives
+//!   a channel a message only once it would arrive there no later than by
+//!   a full packet started at once on the slowest channel up: a backlog
+//!   waits in one queue, in order, for whichever channel frees first;
 //! - each loss the moment it happens: a packet cut by a dropped call goes
 //!   again from the instant the call drops, one hit by bit errors from the
 //!   end of its transmission (no round trip to learn of either).
@@ -35,13 +38,16 @@ use scps_config::workload::Workload;
 
 use crate::result::percentile;
 
-/// Latency of the ideal sender's messages (offered during the window,
-/// all of which it delivers), seconds.
+/// What the ideal sender's receiver gets of the messages offered during
+/// the window: the latency of each (all of them arrive, some after the
+/// window), and the rate of those it has by the window's end (as a
+/// stack's actual rate counts them).
 #[derive(Debug, Clone, PartialEq)]
 pub struct IdealLatency {
     pub messages: usize,
     pub p50_s: f64,
     pub p95_s: f64,
+    pub actual_bps: f64,
 }
 
 /// Why a point has no ideal latency.
@@ -99,7 +105,27 @@ pub fn ordered_stream_latency(point: &Point, seed: u64) -> Result<IdealLatency, 
         size: flow.size,
     };
     let arrivals = sender.deliver(&offered)?;
-    Ok(in_order_latency(&offered, &arrivals))
+    // The receiver hands a message over once it and all before it have
+    // arrived: a time that never goes back.
+    let handed_over: Vec<Duration> = arrivals
+        .iter()
+        .scan(Duration::ZERO, |latest, &arrived| {
+            *latest = (*latest).max(arrived);
+            Some(*latest)
+        })
+        .collect();
+    let mut latencies: Vec<Duration> = handed_over
+        .iter()
+        .zip(&offered)
+        .map(|(&got, &at)| got - at)
+        .collect();
+    let in_window = handed_over.partition_point(|&got| got <= window);
+    Ok(IdealLatency {
+        messages: latencies.len(),
+        p50_s: percentile(&mut latencies, 50.0),
+        p95_s: percentile(&mut latencies, 95.0),
+        actual_bps: (in_window * flow.size * 8) as f64 / window.as_secs_f64(),
+    })
 }
 
 struct IdealSender {
@@ -146,11 +172,14 @@ impl IdealSender {
                     backlog.unassigned.extend(queue.drain(..));
                 }
             }
-            while let Some(message) = backlog.unassigned.pop_first() {
+            while let Some(&message) = backlog.unassigned.first() {
                 let Some(channel) = self.earliest_expected_arrival(now, &backlog.assigned) else {
-                    backlog.unassigned.insert(message);
                     break;
                 };
+                if self.commit_at(now, channel, &backlog.assigned) > now {
+                    break;
+                }
+                backlog.unassigned.pop_first();
                 backlog.assigned[channel].push_back(message);
             }
             for channel in 0..self.channels.len() {
@@ -193,6 +222,25 @@ impl IdealSender {
         })
     }
 
+    /// From when one more message may be given to `channel`: once it
+    /// would arrive there no later than by a full packet started at once
+    /// on the slowest channel up. Given sooner, a backlog would be dealt
+    /// out to the channels' queues, in order within each but not across
+    /// them, where a channel coming back after a dropped call could not
+    /// take any of it.
+    fn commit_at(&mut self, now: Duration, channel: usize, assigned: &[VecDeque<usize>]) -> Duration {
+        let slowest = self
+            .channels
+            .iter_mut()
+            .filter_map(|c| c.is_up(now).then(|| c.config().delay))
+            .max()
+            .unwrap_or_default();
+        let line = &self.channels[channel];
+        let arrival =
+            line.idle_at() + self.line_time(channel, assigned[channel].len() + 1) + line.config().delay;
+        arrival.saturating_sub(slowest + self.line_time(channel, self.per_packet))
+    }
+
     /// Puts a packet of `messages` messages on `channel` at `now`: its
     /// arrival, or the instant the sender learns it was lost.
     fn send(&mut self, now: Duration, channel: usize, messages: usize) -> Result<Duration, Duration> {
@@ -220,11 +268,16 @@ impl IdealSender {
     ) -> Option<Duration> {
         let mut events: Vec<Duration> = next_offered.into_iter().collect();
         events.extend(backlog.lost.iter().map(|&(at, _)| at));
-        for (channel, queue) in self.channels.iter_mut().zip(&backlog.assigned) {
-            if !queue.is_empty() {
+        for index in 0..self.channels.len() {
+            let waiting = !backlog.unassigned.is_empty();
+            if waiting && self.channels[index].is_up(now) {
+                events.push(self.commit_at(now, index, &backlog.assigned));
+            }
+            let channel = &mut self.channels[index];
+            if !backlog.assigned[index].is_empty() {
                 events.push(channel.idle_at());
             }
-            if !queue.is_empty() || !backlog.unassigned.is_empty() {
+            if !backlog.assigned[index].is_empty() || waiting {
                 events.extend(channel.next_change(now));
             }
         }
@@ -242,25 +295,5 @@ impl Backlog {
         let assigned = self.assigned.iter().filter_map(|q| q.front().copied());
         let lost = self.lost.iter().map(|&(_, m)| m);
         self.unassigned.iter().copied().chain(assigned).chain(lost).min()
-    }
-}
-
-/// Median and 95th percentile (nearest rank, as the simulator's) of the
-/// time from each message's offered instant until it and all before it
-/// have arrived.
-fn in_order_latency(offered: &[Duration], arrivals: &[Duration]) -> IdealLatency {
-    let mut handed_over = Duration::ZERO;
-    let mut latencies: Vec<Duration> = offered
-        .iter()
-        .zip(arrivals)
-        .map(|(&at, &arrived)| {
-            handed_over = handed_over.max(arrived);
-            handed_over - at
-        })
-        .collect();
-    IdealLatency {
-        messages: latencies.len(),
-        p50_s: percentile(&mut latencies, 50.0),
-        p95_s: percentile(&mut latencies, 95.0),
     }
 }

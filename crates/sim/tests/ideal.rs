@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{point_from, seed};
 use scps_sim::ideal::{IdealError, ordered_stream_latency};
 
@@ -131,4 +133,28 @@ fn a_message_no_packet_can_carry_is_refused_by_name() {
         error.contains("576-byte message") && error.contains("at most 576 bytes"),
         "{error}"
     );
+}
+
+#[test]
+fn beyond_what_the_circuits_carry_the_backlog_waits_in_order_for_any_circuit() {
+    // 8192 bit/s offered to two 2400 bit/s circuits, each down for a
+    // minute now and then: the backlog waits in one queue, so a circuit
+    // that comes back takes the oldest messages, and the receiver, in order, has
+    // nearly all the circuits could carry by the window's end. (Dealt
+    // out to the circuits' queues as they were offered, the backlog left
+    // the returning circuit nothing old to take: at saturation on
+    // iridium-3ch 0.64 of the limit.)
+    let point = message_stream(
+        "8192bps",
+        "rtt = \"1.2s\"",
+        &[
+            "outages = [{ start = \"100s\", duration = \"60s\" }, { start = \"400s\", duration = \"60s\" }]",
+            "outages = [{ start = \"250s\", duration = \"60s\" }]",
+        ],
+    );
+    let latency = ordered_stream_latency(&point, seed()).unwrap();
+    let limit = point.limit_bps(Duration::from_secs(600));
+    println!("{latency:?}, limit {limit:.0} bit/s");
+    assert!(latency.actual_bps > 0.97 * limit, "{latency:?} against {limit}");
+    assert!(latency.actual_bps < limit, "{latency:?} against {limit}");
 }
