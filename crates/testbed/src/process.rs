@@ -6,6 +6,10 @@
 //! (SIGKILL, abort), the kernel kills the child when that thread ends. Each
 //! also leads its own process group, so that an orderly teardown kills
 //! whatever it started too.
+//!
+//! `setpriv` arms the death signal only once it runs, and a parent killed
+//! before then leaves the child unarmed for good; so a start returns only
+//! once `setpriv` has exec'd the program, which it does after arming.
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -70,6 +74,7 @@ impl Process {
                 what: format!("start `{description}` (through setpriv)"),
                 source,
             })?;
+        wait_until_past_setpriv(child.id(), &description)?;
         Ok(Process {
             pid: child.id(),
             child: Arc::new(Mutex::new(child)),
@@ -153,5 +158,32 @@ impl Process {
             what: format!("reap `{}`", self.description),
             source,
         })
+    }
+}
+
+/// How long `setpriv` may take to arm the death signal and exec the program.
+const SETPRIV_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Returns once process `pid` no longer runs `setpriv` (it has exec'd the
+/// program, or ended: either way its death signal no longer matters).
+fn wait_until_past_setpriv(pid: u32, description: &str) -> Result<(), Error> {
+    let exe = format!("/proc/{pid}/exe");
+    let deadline = Instant::now() + SETPRIV_DEADLINE;
+    loop {
+        // A process that has ended (or is a zombie) has no readable exe.
+        let Ok(running) = std::fs::read_link(&exe) else {
+            return Ok(());
+        };
+        if running.file_name() != Some(OsStr::new("setpriv")) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Io {
+                what: format!("start `{description}`: setpriv did not exec it"),
+                source: std::io::Error::from(std::io::ErrorKind::TimedOut),
+            });
+        }
+        // The exec is a matter of milliseconds; nothing signals it.
+        std::thread::sleep(Duration::from_millis(1));
     }
 }

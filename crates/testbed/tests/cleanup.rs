@@ -34,16 +34,21 @@ fn hold(mode: &str) -> Result<(), scps_testbed::Error> {
         return carry_a_datagram();
     }
     let testbed = Testbed::build(Topology::with_gateways())?;
-    let sleeper = testbed.node("server")?.spawn("sleep", &["120"], Output::Null)?;
     let mut namespaces = Vec::new();
     for node in &testbed.topology().nodes {
         namespaces.push(testbed.node(node)?.namespace_id()?);
     }
+    let sleeper = testbed.node("server")?.spawn("sleep", &["120"], Output::Null)?;
     println!(
         "HOLDING pid={} namespaces={}",
         sleeper.pid(),
         namespaces.join(",")
     );
+    if mode == "killed-at-once" {
+        // Killed the moment the process is started: its death signal
+        // must already be armed.
+        kill(Pid::this(), Signal::SIGKILL).expect("kill itself");
+    }
     if mode == "error" || mode == "panic" {
         // Fail only once the test has seen what was made (a line on
         // stdin), or it could be gone before the test looks.
@@ -242,6 +247,16 @@ fn nothing_left_after_ctrl_c_or_kill() {
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         assert!(!child.wait().unwrap().success());
         assert_nothing_left(&made, &format!("{signal:?}"));
+    }
+}
+
+#[test]
+fn nothing_left_when_killed_the_moment_a_process_starts() {
+    let _one = one_case_at_a_time();
+    for _ in 0..5 {
+        let (mut child, made) = start_holder("killed-at-once");
+        assert!(!child.wait().unwrap().success());
+        assert_nothing_left(&made, "killed at once");
     }
 }
 
