@@ -174,5 +174,8 @@ mod tests {
         let mut config = BondConfig::new(vec![2400]);
         config.down_after_intervals = 0;
         assert!(message(config).starts_with("bond down_after = 0"));
+        let mut config = BondConfig::new(vec![2400]);
+        config.framing_bytes = 1001;
+        assert_eq!(message(config), "bond framing = 1001: at most 1000 bytes");
     }
 }

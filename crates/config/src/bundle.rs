@@ -352,5 +352,11 @@ mod tests {
             channel("10.1.0.1:7000", "10.1.0.2:7000")
         );
         assert!(refusal(&settings).contains("link.bond_channel_queue"));
+        // The framing the bond accounts for is the link's own key.
+        let settings = format!(
+            "[link]\nframing = 2000\n{}",
+            channel("10.1.0.1:7000", "10.1.0.2:7000")
+        );
+        assert!(refusal(&settings).contains("link.framing = 2000: at most 1000 bytes"));
     }
 }

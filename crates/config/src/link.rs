@@ -523,9 +523,14 @@ impl ChannelSpec {
         marginal.loss = self.bond_marginal_loss.unwrap_or(marginal.loss);
         marginal.loss_ratio = self.bond_marginal_loss_ratio.unwrap_or(marginal.loss_ratio);
         marginal.rtt_ratio = self.bond_marginal_rtt_ratio.unwrap_or(marginal.rtt_ratio);
-        config
-            .check()
-            .map_err(|e| Error::invalid(format!("link.bond_{}", e.key), e.value, e.allowed))?;
+        config.check().map_err(|e| {
+            // The framing is the link's own key; the others are the bond's.
+            let key = match e.key {
+                "framing" => "link.framing".to_owned(),
+                key => format!("link.bond_{key}"),
+            };
+            Error::invalid(key, e.value, e.allowed)
+        })?;
         Ok(config)
     }
 

@@ -79,8 +79,7 @@ pub fn ordered_stream_latency(point: &Point, seed: u64) -> Result<IdealLatency, 
         _ => return Err(IdealError::NotOneMessageStream),
     };
     let header = point.header_bytes as usize;
-    // No larger than any channel's buffer either: the scenario checks
-    // that buffers hold the MTU.
+    // The scenario checks that every channel's buffer holds an MTU.
     let packet = usize::from(point.link.mtu);
     if header + flow.size > packet || flow.size == 0 {
         return Err(IdealError::MessageTooLarge {
