@@ -32,10 +32,9 @@ fn auto_comes_close_to_the_configured_rate_on_a_clean_and_a_noisy_geo_link() {
             assert_eq!(auto.error, None, "{what}");
             assert_eq!(auto.bytes, 100_000_000, "{what}");
             // Issue 15's goal: within 5% of the tuned route. Between
-            // gateways on the noisy link it is not met (0.93 of the tuned
-            // route: the gateway's link sender, fed by its relay, is held
-            // back by its window in some rounds after each probe and
-            // drain): held there at 0.9 against regressions.
+            // gateways on the noisy link one seed's run swings by a few
+            // hundredths either way (it is met on the mean of eight seeds,
+            // the next test): held there at 0.9 against regressions.
             let goal = if protocol == "gw-scps-rate" && ber != "0" {
                 0.9
             } else {
@@ -52,14 +51,32 @@ fn auto_comes_close_to_the_configured_rate_on_a_clean_and_a_noisy_geo_link() {
 }
 
 #[test]
-fn auto_between_gateways_on_a_noisy_link_holds_on_every_seed() {
-    // A delay signal that took the losses' repair for jitter once let some
-    // seeds' queues overflow, and those runs took four times as long.
-    for seed in 1..=4 {
+fn auto_between_gateways_on_a_noisy_link_meets_the_goal_over_eight_seeds() {
+    // Issue 15's goal, within 5% of the tuned route, on the mean of eight
+    // seeds (one seed's run swings by a few hundredths: the link's token
+    // bucket lets bursts through above its rate, and each probe risks a
+    // queue). Each seed holds on its own too: a delay signal that took the
+    // losses' repair for jitter once let some seeds' queues overflow, and
+    // those runs took four times as long.
+    const SEEDS: u64 = 8;
+    let (mut tuned_sum, mut auto_sum) = (0.0, 0.0);
+    for seed in 1..=SEEDS {
+        let tuned = run(&geo("gw-scps-rate", "1e-5", &[]), seed);
         let auto = run(&geo("gw-scps-rate", "1e-5", &["gateway.rate=\"auto\""]), seed);
         let what = describe(&auto);
-        eprintln!("seed {seed}: {:.3} of the limit", auto.ratio);
+        eprintln!(
+            "seed {seed}: tuned {:.3}, auto {:.3} of the limit",
+            tuned.ratio, auto.ratio
+        );
+        assert_eq!(tuned.error, None, "{}", describe(&tuned));
         assert_eq!(auto.error, None, "{what}");
         assert!(auto.ratio > 0.85, "{:.3}: {what}", auto.ratio);
+        tuned_sum += tuned.ratio;
+        auto_sum += auto.ratio;
     }
+    let (tuned, auto) = (tuned_sum / SEEDS as f64, auto_sum / SEEDS as f64);
+    assert!(
+        auto > 0.95 * tuned,
+        "over seeds 1 to {SEEDS}: auto {auto:.3}, tuned {tuned:.3} of the limit"
+    );
 }
