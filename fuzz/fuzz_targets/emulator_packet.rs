@@ -1,5 +1,6 @@
 //! Whatever a TUN device hands the emulator: classified, and if it
-//! belongs on the link, carried through the models, without a panic.
+//! belongs on the link, carried through the models (pinned to a circuit
+//! by its UDP port, or striped), without a panic.
 #![no_main]
 
 use std::time::Duration;
@@ -9,7 +10,8 @@ use scps_emulator::{Direction, EmulatorConfig, LinkState, crosses_link};
 
 fuzz_target!(|data: &[u8]| {
     let config = EmulatorConfig::from_text(
-        "[emulate]\nside_a = \"a\"\nside_b = \"b\"\n[link]\nrate = \"1Mbit\"\nber = 1e-3\nerrors = \"corrupt\"\n",
+        "[emulate]\nside_a = \"a\"\nside_b = \"b\"\ncircuit_ports = [7001, 7002]\n\
+         [link]\nrate = \"1Mbit\"\nchannels = 2\nber = 1e-3\nerrors = \"corrupt\"\n",
         "fuzz",
     )
     .expect("valid");

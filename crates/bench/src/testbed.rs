@@ -7,7 +7,9 @@
 //! when the simulator's run of the same seed starts it; the gateways'
 //! nodes plain routers); `gw-*` stacks start two transparent `scps gateway`s whose
 //! link engine takes the point's `[link]`, its gateways' keys and the
-//! buffers the simulator's gateways have; our stack end to end (`scps-*`,
+//! buffers the simulator's gateways have (over the bonding scheduler, each
+//! its own bundle of the emulator's circuits, see [`gateways_bond`]); our
+//! stack end to end (`scps-*`,
 //! `tcp-*`) is `scps send`/`recv` over their UDP path, configured by the
 //! point's document. The transfer's content is
 //! checked by SHA-256 at both ends; a run that does not verify, a process
@@ -170,11 +172,11 @@ impl TestbedWorld {
         match job.stack {
             Stack::Linux(tcp) => Ok(Hosts::Kernel(tcp)),
             Stack::Ours(protocol) if protocol.through_gateways() => {
-                for (node, local, remote, direction) in [
-                    ("gwA", "client", "server", Direction::Forward),
-                    ("gwB", "server", "client", Direction::Reverse),
+                for (node, far, local, remote, direction) in [
+                    ("gwA", "gwB", "client", "server", Direction::Forward),
+                    ("gwB", "gwA", "server", "client", Direction::Reverse),
                 ] {
-                    let gateway = self.start_gateway(job, dir, node, [local, remote], direction)?;
+                    let gateway = self.start_gateway(job, dir, [node, far], [local, remote], direction)?;
                     started.gateways.push((gateway, socket_path(node)));
                 }
                 // The hosts' TCP behind the gateways, as in the simulator.
@@ -292,8 +294,17 @@ impl TestbedWorld {
         emulate.insert("side_a".into(), EMU_SIDE_A.into());
         emulate.insert("side_b".into(), EMU_SIDE_B.into());
         emulate.insert("control".into(), socket.to_string_lossy().into_owned().into());
+        let mut link = job.point.tables.link.clone();
+        if gateways_bond(job) {
+            // The gateways bond the circuits; the emulator carries each of
+            // their channels on its own.
+            link.retain(|key, _| key != "bond" && !key.starts_with("bond_"));
+            let ports =
+                (0..job.point.link.forward.len()).map(|i| toml::Value::from(i64::from(channel_port(i))));
+            emulate.insert("circuit_ports".into(), toml::Value::Array(ports.collect()));
+        }
         config.insert("emulate".into(), emulate.into());
-        config.insert("link".into(), job.point.tables.link.clone().into());
+        config.insert("link".into(), link.into());
         let path = dir.join("emulate.toml");
         write(&path, &config.to_string())?;
         let path_text = path.to_string_lossy().into_owned();
@@ -344,17 +355,19 @@ impl TestbedWorld {
         Ok(capture)
     }
 
-    /// A transparent `scps gateway` in `node` between the prefixes of
-    /// `sides` (its own, the far one's); returns once it says it is ready.
+    /// A transparent `scps gateway` in `gateways[0]` (the far one
+    /// `gateways[1]`) between the prefixes of `sides` (its own, the far
+    /// one's); returns once it says it is ready.
     fn start_gateway(
         &self,
         job: &Job,
         dir: &Path,
-        node: &str,
+        gateways: [&str; 2],
         sides: [&str; 2],
         sends: Direction,
     ) -> Result<Process, Failure> {
-        let Some(gateways) = &job.point.gateways else {
+        let node = gateways[0];
+        let Some(settings) = &job.point.gateways else {
             return Err("a gw- stack without gateways".into());
         };
         let prefix = |host: &str| -> Result<String, Failure> {
@@ -368,24 +381,28 @@ impl TestbedWorld {
         };
         let mut transparent = toml::Table::new();
         transparent.insert("lan".into(), "lan0".into());
-        transparent.insert("link".into(), "sat0".into());
         transparent.insert("local".into(), vec![toml::Value::from(prefix(sides[0])?)].into());
         transparent.insert("remote".into(), vec![toml::Value::from(prefix(sides[1])?)].into());
         // The engine the simulator's gateway of this side runs: the
         // label's stack, the point's link (its route rate and RTT), the
         // gateways' keys, and the buffers the simulator gives them.
-        let link_engine = gateways.link(&job.point.link, sends);
+        let link_engine = settings.link(&job.point.link, sends);
         let mut tcp = job.point.tables.gateway.clone();
         tcp.entry("send_buffer")
             .or_insert((link_engine.send_buffer as i64).into());
         tcp.entry("recv_buffer")
             .or_insert((link_engine.recv_buffer as i64).into());
         let mut engine = toml::Table::new();
-        engine.insert("protocol".into(), gateways.across.label().into());
+        engine.insert("protocol".into(), settings.across.label().into());
         engine.insert("link".into(), job.point.tables.link.clone().into());
         engine.insert("tcp".into(), tcp.into());
+        if gateways_bond(job) {
+            engine.insert("bundle".into(), self.bundle(job, gateways, sends)?.into());
+        } else {
+            transparent.insert("link".into(), LINK_INTERFACE.into());
+        }
         let mut relay = toml::Table::new();
-        relay.insert("buffer".into(), (gateways.relay_buffer as i64).into());
+        relay.insert("buffer".into(), (settings.relay_buffer as i64).into());
         // A control socket of its own: two gateways of one host (and of
         // other benches) must not meet on the default one.
         let mut control = toml::Table::new();
@@ -404,6 +421,64 @@ impl TestbedWorld {
         wait_for_line(&log, "scps gateway: ready", &gateway, "scps gateway")?;
         Ok(gateway)
     }
+
+    /// `[engine.bundle]` of the gateway `gateways[0]`, whose data goes
+    /// `sends`: a channel per circuit from its link interface to the far
+    /// gateway's, each on the circuit's port, at the circuit's rate.
+    fn bundle(&self, job: &Job, gateways: [&str; 2], sends: Direction) -> Result<toml::Table, Failure> {
+        let [own, far] = gateways.map(|node| {
+            self.testbed
+                .topology()
+                .interface_address(node, LINK_INTERFACE)
+                .ok_or_else(|| format!("{node} has no IPv4 address on {LINK_INTERFACE}"))
+        });
+        let (own, far) = (own?, far?);
+        let circuits = match sends {
+            Direction::Forward => &job.point.link.forward,
+            Direction::Reverse => &job.point.link.reverse,
+        };
+        let channels = circuits.iter().enumerate().map(|(i, circuit)| {
+            let mut channel = toml::Table::new();
+            let port = channel_port(i);
+            channel.insert(
+                "local".into(),
+                std::net::SocketAddr::new(own, port).to_string().into(),
+            );
+            channel.insert(
+                "peer".into(),
+                std::net::SocketAddr::new(far, port).to_string().into(),
+            );
+            channel.insert("rate".into(), format!("{}bps", circuit.rate_bps).into());
+            toml::Value::from(channel)
+        });
+        let mut bundle = toml::Table::new();
+        bundle.insert("channel".into(), toml::Value::Array(channels.collect()));
+        Ok(bundle)
+    }
+}
+
+/// The gateways' interface towards the emulator.
+const LINK_INTERFACE: &str = "sat0";
+/// The UDP port of the first channel of the gateways' own bundle; the
+/// next channels take the next ports.
+const FIRST_CHANNEL_PORT: u16 = 7001;
+
+/// The UDP port of channel `index` of the gateways' own bundle, and of
+/// the emulator's circuit that carries it.
+fn channel_port(index: usize) -> u16 {
+    FIRST_CHANNEL_PORT + index as u16
+}
+
+/// Whether the run's gateways bond the circuits themselves: a `gw-`
+/// stack over the bonding scheduler. In the simulator the bonds are
+/// nodes beside the gateways, which follow what they carry, as a real
+/// bundle is part of a gateway's own path (`[engine.bundle]`); so here
+/// each gateway runs its bundle, and the emulator carries each of its
+/// channels on a circuit of its own (`emulate.circuit_ports`) rather than
+/// bonding them itself, where no sender would learn what they carry.
+fn gateways_bond(job: &Job) -> bool {
+    matches!(job.stack, Stack::Ours(protocol) if protocol.through_gateways())
+        && job.point.link.bond(Direction::Forward).is_some()
 }
 
 /// What carries a run's bytes between the hosts.

@@ -204,6 +204,77 @@ fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
 }
 
 #[test]
+fn over_the_scheduler_the_gateways_bond_the_emulator_s_circuits_themselves() {
+    // As in the simulator, where the bonds are the nodes beside the
+    // gateways and the gateways follow what they carry: each gateway runs
+    // its own bundle, a channel per circuit, and the emulator carries each
+    // channel on its own circuit instead of bonding them itself.
+    let dir = TempDir::new("bench-testbed-bundle");
+    let out = dir.path().join("results");
+    bench(
+        &[
+            "iridium-3ch",
+            "--world",
+            "testbed",
+            "--set",
+            "protocol=gw-scps-rate",
+            "--set",
+            "link.bond=scheduler",
+            "--set",
+            "workload.rate=2048bps",
+            "--set",
+            "workload.duration=20s",
+        ],
+        &out,
+    );
+    let records = records(&out);
+    let record = &records[0];
+    assert!(!record.contains_key("error"), "{record:?}");
+    assert!(record["messages"].as_u64().unwrap() > 0, "{record:?}");
+    let runs: Vec<_> = std::fs::read_dir(out.join("testbed"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let read = |name: &str| -> toml::Table {
+        std::fs::read_to_string(runs[0].join(name))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let emulate = read("emulate.toml");
+    assert_eq!(
+        emulate["emulate"]["circuit_ports"],
+        toml::Value::from(vec![7001, 7002, 7003]),
+        "{emulate}"
+    );
+    assert!(
+        !emulate["link"].as_table().unwrap().contains_key("bond"),
+        "the emulator does not bond them: {emulate}"
+    );
+    for (gateway, own, far) in [
+        ("gwA", "10.99.2.2", "10.99.3.2"),
+        ("gwB", "10.99.3.2", "10.99.2.2"),
+    ] {
+        let config = read(&format!("{gateway}.toml"));
+        let channels = config["engine"]["bundle"]["channel"].as_array().unwrap();
+        let ends: Vec<(&str, &str)> = channels
+            .iter()
+            .map(|c| (c["local"].as_str().unwrap(), c["peer"].as_str().unwrap()))
+            .collect();
+        let expected: Vec<(String, String)> = (7001..=7003)
+            .map(|port| (format!("{own}:{port}"), format!("{far}:{port}")))
+            .collect();
+        let expected: Vec<(&str, &str)> = expected.iter().map(|(l, p)| (l.as_str(), p.as_str())).collect();
+        assert_eq!(ends, expected, "{gateway}: {config}");
+        assert!(
+            !config["transparent"].as_table().unwrap().contains_key("link"),
+            "{gateway}: its link rides the bundle, not a routed interface: {config}"
+        );
+    }
+}
+
+#[test]
 fn many_users_fetch_the_simulator_s_requests_through_the_gateways_in_the_testbed() {
     let dir = TempDir::new("bench-testbed-fetches");
     let out = dir.path().join("results");

@@ -8,6 +8,7 @@
 //! side_b = "b0"          # towards the server
 //! control = "/run/scps-emulate.sock"   # optional
 //! metrics = "127.0.0.1:9464"           # optional
+//! circuit_ports = [7001, 7002]          # optional: a bundle's channels, one per circuit
 //! [link]
 //! rate = "8Mbit"
 //! delay = "300ms"
@@ -45,6 +46,11 @@ pub struct EmulateSpec {
     pub record: Option<PathBuf>,
     /// First of the two routing tables used to steer the sides.
     pub table: Option<u32>,
+    /// A UDP port per circuit: a datagram to or from one rides its circuit
+    /// alone (the channels of a bundle the hosts run themselves, see
+    /// `pinning.rs`).
+    #[serde(default)]
+    pub circuit_ports: Vec<u16>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -81,6 +87,26 @@ fn check_interface(key: &str, name: &str) -> Result<(), Error> {
             "an interface name of 1 to 15 characters without '/', ':' or spaces",
         ))
     }
+}
+
+/// `emulate.circuit_ports`: none, or one port per circuit, each its own
+/// and none 0.
+fn check_circuit_ports(ports: &[u16], circuits: usize) -> Result<(), Error> {
+    let key = "emulate.circuit_ports";
+    let shown = || format!("{ports:?}");
+    if !ports.is_empty() && ports.len() != circuits {
+        let allowed = format!("one UDP port per circuit of the link ({circuits})");
+        return Err(Error::invalid(key, shown(), allowed));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if ports.iter().any(|&port| port == 0 || !seen.insert(port)) {
+        return Err(Error::invalid(
+            key,
+            shown(),
+            "ports of 1 to 65535, each circuit its own",
+        ));
+    }
+    Ok(())
 }
 
 impl EmulatorConfig {
@@ -124,6 +150,7 @@ impl EmulatorConfig {
         }
         let link = spec.link.resolve()?;
         let (mtu, circuits) = spec.link.circuits()?;
+        check_circuit_ports(&spec.emulate.circuit_ports, circuits.len())?;
         Ok(EmulatorConfig {
             emulate: spec.emulate,
             seed: spec.seed.unwrap_or(1),
@@ -205,6 +232,31 @@ mod tests {
                     "channels = 3\nbond = \"scheduler\"\nbond_down_after = 0",
                 ),
                 "link.bond_down_after = 0: 1 to 100 probe intervals",
+            ),
+            (
+                GOOD.replace("side_b = \"b0\"", "side_b = \"b0\"\ncircuit_ports = [7001, 7002]"),
+                "emulate.circuit_ports = [7001, 7002]: one UDP port per circuit of the link (3)",
+            ),
+            (
+                GOOD.replace(
+                    "side_b = \"b0\"",
+                    "side_b = \"b0\"\ncircuit_ports = [7001, 7002, 7001]",
+                ),
+                "emulate.circuit_ports = [7001, 7002, 7001]: ports of 1 to 65535, each circuit its own",
+            ),
+            (
+                GOOD.replace(
+                    "side_b = \"b0\"",
+                    "side_b = \"b0\"\ncircuit_ports = [0, 7002, 7003]",
+                ),
+                "emulate.circuit_ports = [0, 7002, 7003]: ports of 1 to 65535",
+            ),
+            (
+                GOOD.replace(
+                    "side_b = \"b0\"",
+                    "side_b = \"b0\"\ncircuit_ports = [7001, 7002, 70000]",
+                ),
+                "emulate.circuit_ports",
             ),
         ];
         for (text, expected) in cases {

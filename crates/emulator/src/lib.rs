@@ -21,6 +21,7 @@ pub mod command;
 pub mod config;
 mod control;
 mod metrics;
+mod pinning;
 mod scope;
 pub mod state;
 pub mod stats;

@@ -13,6 +13,7 @@ use scps_config::sweep::parse_value;
 
 use crate::command::{Change, Directions};
 use crate::config::EmulatorConfig;
+use crate::pinning::pinned_circuit;
 use crate::stats::{ChannelFigures, DirectionFigures, SideBond, Stats};
 
 /// A direction of the link.
@@ -74,6 +75,8 @@ struct Pending {
     seq: u64,
     /// The circuit it crossed (what a bond at the far end is told).
     channel: usize,
+    /// Pinned to its circuit by its port: it goes past the bonds.
+    pinned: bool,
     packet: Vec<u8>,
 }
 
@@ -103,19 +106,21 @@ impl Path {
         }
     }
 
-    /// A packet onto circuit `channel` (of a bond's choosing) at `now`.
-    fn transmit_on(&mut self, channel: usize, now: Duration, mut packet: Vec<u8>) {
+    /// A packet onto circuit `channel` (of a bond's choosing, or the one
+    /// its port is pinned to) at `now`.
+    fn transmit_on(&mut self, channel: usize, now: Duration, mut packet: Vec<u8>, pinned: bool) {
         let fate = self.bundle.channels_mut()[channel].transmit(now, &mut packet);
-        self.accept(channel, fate, packet);
+        self.accept(channel, fate, packet, pinned);
     }
 
-    fn accept(&mut self, channel: usize, fate: Fate, packet: Vec<u8>) {
+    fn accept(&mut self, channel: usize, fate: Fate, packet: Vec<u8>, pinned: bool) {
         if let Fate::Delivered { at, .. } = fate {
             self.accepted += 1;
             self.in_flight.push(Reverse(Pending {
                 at,
                 seq: self.accepted,
                 channel,
+                pinned,
                 packet,
             }));
         }
@@ -133,6 +138,9 @@ pub struct LinkState {
     /// side b's the other way; without, the circuits are striped
     /// round-robin.
     bonds: Option<[Bond; 2]>,
+    /// `emulate.circuit_ports`: a datagram to or from the i-th rides
+    /// circuit i, past the bonds and the striping.
+    circuit_ports: Vec<u16>,
     /// The carrier of each circuit the bonds were last told (they start
     /// with every circuit up): a circuit is up while both its directions
     /// are, as both modems see a call end.
@@ -171,6 +179,7 @@ impl LinkState {
         Ok(LinkState {
             mtu: config.mtu,
             circuits: config.circuits.clone(),
+            circuit_ports: config.emulate.circuit_ports.clone(),
             paths: [
                 Path::new(bundle(&config.link.forward, 1)?),
                 Path::new(bundle(&config.link.reverse, 2)?),
@@ -187,10 +196,14 @@ impl LinkState {
     /// A packet arrived from the side where `direction` starts, at `now`.
     pub fn offer(&mut self, direction: Direction, now: Duration, mut packet: Vec<u8>) {
         let path = &mut self.paths[direction.index()];
+        if let Some(circuit) = pinned_circuit(&packet, &self.circuit_ports) {
+            path.transmit_on(circuit, now, packet, true);
+            return;
+        }
         match &mut self.bonds {
             None => {
                 let (channel, fate) = path.bundle.transmit(now, &mut packet);
-                path.accept(channel, fate, packet);
+                path.accept(channel, fate, packet, false);
             }
             Some(bonds) => {
                 // Full: the bond counts it (`dropped_full` in the stats).
@@ -211,7 +224,7 @@ impl LinkState {
         };
         for (side, (bond, path)) in bonds.iter_mut().zip(&mut self.paths).enumerate() {
             while let Some((channel, datagram)) = bond.poll_transmit(now) {
-                path.transmit_on(channel, now, datagram);
+                path.transmit_on(channel, now, datagram, false);
             }
             while let Some(event) = bond.poll_event() {
                 tracing::info!(
@@ -280,7 +293,7 @@ impl LinkState {
                 Some(Reverse(p)) if p.at <= now => path.in_flight.pop().map(|Reverse(p)| p)?,
                 _ => return None,
             };
-            let Some(bonds) = &mut self.bonds else {
+            let Some(bonds) = self.bonds.as_mut().filter(|_| !pending.pinned) else {
                 return Some(pending.packet);
             };
             let far = &mut bonds[1 - direction.index()];
@@ -913,6 +926,56 @@ mod tests {
             ("shaper.burst", "64KiB"),
         ];
         link.apply(MS(0), &set(&whole, None, Directions::Both)).unwrap();
+    }
+
+    /// A UDP datagram of 100 bytes to `port` (IPv4).
+    fn datagram_to(port: u16) -> Vec<u8> {
+        let mut packet = vec![0u8; 100];
+        packet[0] = 0x45;
+        packet[9] = 17;
+        packet[12..16].copy_from_slice(&[10, 99, 2, 2]);
+        packet[16..20].copy_from_slice(&[10, 99, 3, 2]);
+        packet[20..22].copy_from_slice(&40000u16.to_be_bytes());
+        packet[22..24].copy_from_slice(&port.to_be_bytes());
+        packet
+    }
+
+    #[test]
+    fn a_pinned_datagram_rides_its_own_circuit_past_the_bonds() {
+        // Circuits of 100, 300 and 600 ms, striped round-robin or by a bond
+        // at each side: a bundle's datagrams to the second circuit's port
+        // all cross that circuit, arrive whole (the far bond does not take
+        // them), and are lost while it is down.
+        for bond in ["", "bond = \"scheduler\"\n"] {
+            let text = format!(
+                "[emulate]\nside_a = \"a\"\nside_b = \"b\"\ncircuit_ports = [7001, 7002, 7003]\n\
+                 [link]\nrate = \"8Mbit\"\nchannels = 3\n{bond}\
+                 [[link.channel]]\ndelay = \"100ms\"\n[[link.channel]]\ndelay = \"300ms\"\n\
+                 [[link.channel]]\ndelay = \"600ms\"\n"
+            );
+            let mut link = LinkState::new(&EmulatorConfig::from_text(&text, "test").unwrap()).unwrap();
+            for _ in 0..3 {
+                link.offer(Direction::Forward, MS(0), datagram_to(7002));
+            }
+            assert_eq!(link.take_due(Direction::Forward, MS(299)), None, "{bond}");
+            for _ in 0..3 {
+                assert_eq!(
+                    link.take_due(Direction::Forward, MS(301)),
+                    Some(datagram_to(7002)),
+                    "{bond}"
+                );
+            }
+            link.apply(MS(1000), &Change::OutageStart { channel: Some(1) })
+                .unwrap();
+            link.offer(Direction::Forward, MS(1000), datagram_to(7002));
+            link.offer(Direction::Forward, MS(1000), datagram_to(7001));
+            assert_eq!(
+                link.take_due(Direction::Forward, MS(1101)),
+                Some(datagram_to(7001)),
+                "{bond}"
+            );
+            assert_eq!(link.take_due(Direction::Forward, MS(3000)), None, "{bond}");
+        }
     }
 
     #[test]

@@ -136,14 +136,45 @@ impl Topology {
         }
     }
 
+    /// The first IPv4 address of `node`'s `interface`, if it has one.
+    pub fn interface_address(&self, node: &str, interface: &str) -> Option<IpAddr> {
+        self.addresses_of(node)
+            .find(|(name, address)| *name == interface && address.is_ipv4())
+            .map(|(_, address)| address)
+    }
+
     /// The first address (IPv4) of `node`, if it has one.
     pub fn address(&self, node: &str) -> Option<IpAddr> {
+        self.addresses_of(node).map(|(_, address)| address).next()
+    }
+
+    /// The addresses of `node`'s interfaces, each with its interface's
+    /// name.
+    fn addresses_of<'a>(&'a self, node: &'a str) -> impl Iterator<Item = (&'a str, IpAddr)> + 'a {
         self.links
             .iter()
             .flat_map(|(a, b)| [a, b])
-            .filter(|end| end.node == node)
-            .flat_map(|end| &end.addresses)
-            .filter_map(|a| a.split('/').next()?.parse().ok())
-            .next()
+            .filter(move |end| end.node == node)
+            .flat_map(|end| {
+                end.addresses
+                    .iter()
+                    .filter_map(|a| Some((end.interface.as_str(), a.split('/').next()?.parse().ok()?)))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interface_s_address_is_its_own() {
+        let topology = Topology::with_gateways();
+        let at = |node, interface| topology.interface_address(node, interface);
+        assert_eq!(at("gwA", "sat0"), Some(ipv4(2, 2).into()));
+        assert_eq!(at("gwA", "lan0"), Some(ipv4(1, 1).into()));
+        assert_eq!(at("gwB", "sat0"), Some(ipv4(3, 2).into()));
+        assert_eq!(at("gwB", "eth0"), None);
+        assert_eq!(topology.address("server"), Some(ipv4(4, 2).into()));
     }
 }
