@@ -163,6 +163,25 @@ fn a_two_way_transfer_moves_checked_bytes_both_ways_in_both_worlds() {
     }
 }
 
+/// iridium-3ch in the testbed through the gateways (`gw-scps-rate`), 20 s
+/// of 64-byte messages at 2048 bit/s, with `more` options; its records.
+fn iridium_messages(out: &Path, more: &[&str]) -> Vec<serde_json::Map<String, Value>> {
+    let mut args = vec![
+        "iridium-3ch",
+        "--world",
+        "testbed",
+        "--set",
+        "protocol=gw-scps-rate",
+        "--set",
+        "workload.rate=2048bps",
+        "--set",
+        "workload.duration=20s",
+    ];
+    args.extend(more);
+    bench(&args, out);
+    records(out)
+}
+
 #[test]
 fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
     let dir = TempDir::new("bench-testbed-messages");
@@ -172,21 +191,7 @@ fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
     // window depends on when the emulator's circuits drop (a call takes a
     // minute to come back), so the figures are checked for what they are,
     // not for a rate.
-    bench(
-        &[
-            "iridium-3ch",
-            "--world",
-            "testbed",
-            "--set",
-            "protocol=gw-scps-rate",
-            "--set",
-            "workload.rate=2048bps",
-            "--set",
-            "workload.duration=20s",
-        ],
-        &out,
-    );
-    let records = records(&out);
+    let records = iridium_messages(&out, &[]);
     let record = &records[0];
     assert!(!record.contains_key("error"), "{record:?}");
     assert_eq!(record["offered_bps"], 2048.0, "{record:?}");
@@ -211,23 +216,7 @@ fn over_the_scheduler_the_gateways_bond_the_emulator_s_circuits_themselves() {
     // channel on its own circuit instead of bonding them itself.
     let dir = TempDir::new("bench-testbed-bundle");
     let out = dir.path().join("results");
-    bench(
-        &[
-            "iridium-3ch",
-            "--world",
-            "testbed",
-            "--set",
-            "protocol=gw-scps-rate",
-            "--set",
-            "link.bond=scheduler",
-            "--set",
-            "workload.rate=2048bps",
-            "--set",
-            "workload.duration=20s",
-        ],
-        &out,
-    );
-    let records = records(&out);
+    let records = iridium_messages(&out, &["--set", "link.bond=scheduler"]);
     let record = &records[0];
     assert!(!record.contains_key("error"), "{record:?}");
     assert!(record["messages"].as_u64().unwrap() > 0, "{record:?}");

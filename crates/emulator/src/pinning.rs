@@ -45,17 +45,24 @@ fn udp_header(packet: &[u8]) -> Option<&[u8]> {
     packet.get(header_length..header_length + 4)
 }
 
+/// A UDP datagram over IPv4 from port `source` to `destination`,
+/// `length` bytes in all (at least 28): the tests' packet.
+#[cfg(test)]
+pub(crate) fn ipv4_udp(source: u16, destination: u16, length: usize) -> Vec<u8> {
+    let mut packet = vec![0u8; length];
+    packet[0] = 0x45;
+    packet[9] = UDP;
+    packet[20..22].copy_from_slice(&source.to_be_bytes());
+    packet[22..24].copy_from_slice(&destination.to_be_bytes());
+    packet
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn v4_udp(source: u16, destination: u16) -> Vec<u8> {
-        let mut packet = vec![0u8; 28];
-        packet[0] = 0x45;
-        packet[9] = UDP;
-        packet[20..22].copy_from_slice(&source.to_be_bytes());
-        packet[22..24].copy_from_slice(&destination.to_be_bytes());
-        packet
+        ipv4_udp(source, destination, 28)
     }
 
     fn v6_udp(source: u16, destination: u16) -> Vec<u8> {

@@ -930,14 +930,7 @@ mod tests {
 
     /// A UDP datagram of 100 bytes to `port` (IPv4).
     fn datagram_to(port: u16) -> Vec<u8> {
-        let mut packet = vec![0u8; 100];
-        packet[0] = 0x45;
-        packet[9] = 17;
-        packet[12..16].copy_from_slice(&[10, 99, 2, 2]);
-        packet[16..20].copy_from_slice(&[10, 99, 3, 2]);
-        packet[20..22].copy_from_slice(&40000u16.to_be_bytes());
-        packet[22..24].copy_from_slice(&port.to_be_bytes());
-        packet
+        crate::pinning::ipv4_udp(40000, port, 100)
     }
 
     #[test]
