@@ -125,6 +125,11 @@ fn deliver_due(state: &Mutex<LinkState>, tuns: &[SyncDevice; 2], epoch: Instant)
             state.written(direction, result);
         }
     }
+    // A report goes back to the datagram's sender: the kernel routes it
+    // there from either TUN device. Lost if refused, as a router's.
+    while let Some((direction, report)) = state.take_report() {
+        let _ = tuns[direction.index()].send(&report);
+    }
 }
 
 /// What the rest of the emulator shares with the packet loop.

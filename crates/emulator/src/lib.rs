@@ -27,6 +27,7 @@ pub mod state;
 pub mod stats;
 mod steering;
 pub mod trace;
+mod unreachable;
 mod wake;
 
 use std::io::Write;
@@ -44,6 +45,7 @@ pub use state::{ChangeError, Direction, LinkState};
 pub use stats::Stats;
 pub use steering::TUN_NAMES;
 pub use trace::{BadLine, Recorder, Timeline};
+pub use unreachable::RouterAddresses;
 
 use bridge::{Shared, lock};
 use control::ControlServer;
@@ -119,7 +121,7 @@ impl Emulator {
     /// steering, packet loop, and the control socket, metrics, replay and
     /// recording that `config` asks for. Nothing starts if any part fails.
     pub fn start(config: &EmulatorConfig) -> Result<Emulator, Error> {
-        let state = LinkState::new(config)?;
+        let mut state = LinkState::new(config)?;
         let timeline = match &config.emulate.replay {
             Some(path) => Some(Timeline::load(path, &state)?),
             None => None,
@@ -130,6 +132,7 @@ impl Emulator {
         };
         let sides = [config.emulate.side_a.as_str(), config.emulate.side_b.as_str()];
         let steering = Arc::new(Steering::new(sides, config.table(), config.mtu)?);
+        state.set_routers(steering.routers);
         let shared = Shared {
             state: Arc::new(Mutex::new(state)),
             epoch: Instant::now(),

@@ -3,7 +3,7 @@
 //! `Duration` since the emulator's start, so tests drive it directly.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
 use scps_bond::{Bond, BondFigures};
@@ -15,6 +15,7 @@ use crate::command::{Change, Directions};
 use crate::config::EmulatorConfig;
 use crate::pinning::pinned_circuit;
 use crate::stats::{ChannelFigures, DirectionFigures, SideBond, Stats};
+use crate::unreachable::{REPORT_GAP, RouterAddresses, host_unreachable};
 
 /// A direction of the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +92,11 @@ struct Path {
     write_errors: u64,
     /// Packets read that do not belong on the link (see `scope.rs`).
     set_aside: u64,
+    /// Destination-unreachable reports sent back to the side where the
+    /// direction starts (see `unreachable.rs`).
+    unreachable_reports: u64,
+    /// When each circuit last had one sent, for the gap between them.
+    last_report: Vec<Option<Duration>>,
 }
 
 impl Path {
@@ -103,6 +109,8 @@ impl Path {
             written_bytes: 0,
             write_errors: 0,
             set_aside: 0,
+            unreachable_reports: 0,
+            last_report: Vec::new(),
         }
     }
 
@@ -111,6 +119,28 @@ impl Path {
     fn transmit_on(&mut self, channel: usize, now: Duration, mut packet: Vec<u8>, pinned: bool) {
         let fate = self.bundle.channels_mut()[channel].transmit(now, &mut packet);
         self.accept(channel, fate, packet, pinned);
+    }
+
+    /// The router's report that `datagram`, pinned to `circuit` while its
+    /// call is down, cannot reach its destination: at most one per
+    /// circuit every [`REPORT_GAP`].
+    fn report_unreachable(
+        &mut self,
+        circuit: usize,
+        now: Duration,
+        datagram: &[u8],
+        router: RouterAddresses,
+    ) -> Option<Vec<u8>> {
+        if self.last_report.len() <= circuit {
+            self.last_report.resize(circuit + 1, None);
+        }
+        if self.last_report[circuit].is_some_and(|last| now < last + REPORT_GAP) {
+            return None;
+        }
+        let report = host_unreachable(datagram, router)?;
+        self.last_report[circuit] = Some(now);
+        self.unreachable_reports += 1;
+        Some(report)
     }
 
     fn accept(&mut self, channel: usize, fate: Fate, packet: Vec<u8>, pinned: bool) {
@@ -151,6 +181,12 @@ pub struct LinkState {
     carrier_due: Option<Duration>,
     /// Every change of the bonds' circuits, with the index of the bond,
     /// for the tests to read (the emulator logs them).
+    /// The router's addresses on each side, the sources of its reports
+    /// (none until [`Self::set_routers`]: no reports).
+    routers: [RouterAddresses; 2],
+    /// Reports to write back, each with the direction of the datagram it
+    /// is about.
+    reports: VecDeque<(Direction, Vec<u8>)>,
     #[cfg(test)]
     changes: Vec<(usize, scps_bond::Event)>,
 }
@@ -188,6 +224,8 @@ impl LinkState {
             // A circuit down from the start is told at the first look.
             carrier_due: bonds.as_ref().map(|_| Duration::ZERO),
             bonds,
+            routers: [RouterAddresses::default(); 2],
+            reports: VecDeque::new(),
             #[cfg(test)]
             changes: Vec::new(),
         })
@@ -197,6 +235,12 @@ impl LinkState {
     pub fn offer(&mut self, direction: Direction, now: Duration, mut packet: Vec<u8>) {
         let path = &mut self.paths[direction.index()];
         if let Some(circuit) = pinned_circuit(&packet, &self.circuit_ports) {
+            if !path.bundle.channels_mut()[circuit].is_up(now)
+                && let Some(report) =
+                    path.report_unreachable(circuit, now, &packet, self.routers[direction.index()])
+            {
+                self.reports.push_back((direction, report));
+            }
             path.transmit_on(circuit, now, packet, true);
             return;
         }
@@ -303,6 +347,18 @@ impl LinkState {
                 return carried;
             }
         }
+    }
+
+    /// Gives the router's addresses on each side (a then b): datagrams
+    /// pinned to a circuit whose call is down are answered from them.
+    pub fn set_routers(&mut self, routers: [RouterAddresses; 2]) {
+        self.routers = routers;
+    }
+
+    /// The next destination-unreachable report to write back, with the
+    /// direction of the datagram it is about.
+    pub fn take_report(&mut self) -> Option<(Direction, Vec<u8>)> {
+        self.reports.pop_front()
     }
 
     /// Counts a packet read from the side where `direction` starts that
@@ -442,6 +498,7 @@ impl LinkState {
                 bytes_out: path.written_bytes,
                 write_errors: path.write_errors,
                 set_aside: path.set_aside,
+                unreachable_reports: path.unreachable_reports,
             });
         }
         // bonds[i] sends in Direction::BOTH[i], from the side it starts at.
@@ -969,6 +1026,59 @@ mod tests {
             );
             assert_eq!(link.take_due(Direction::Forward, MS(3000)), None, "{bond}");
         }
+    }
+
+    #[test]
+    fn a_datagram_for_a_circuit_whose_call_is_down_is_answered_host_unreachable() {
+        let text = "[emulate]\nside_a = \"a\"\nside_b = \"b\"\ncircuit_ports = [7001, 7002]\n\
+                    [link]\nrate = \"2400bps\"\nchannels = 2\n";
+        let mut link = LinkState::new(&EmulatorConfig::from_text(text, "test").unwrap()).unwrap();
+        let router = |net: u8| RouterAddresses {
+            v4: Some(std::net::Ipv4Addr::new(10, net, 0, 1)),
+            v6: None,
+        };
+        link.set_routers([router(0), router(9)]);
+        let between = |from: u8, to: u8, port: u16| {
+            let mut datagram = datagram_to(port);
+            datagram[12..16].copy_from_slice(&[10, from, 0, 2]);
+            datagram[16..20].copy_from_slice(&[10, to, 0, 2]);
+            datagram
+        };
+        let forward = between(0, 9, 7002);
+        link.offer(Direction::Forward, MS(0), forward.clone());
+        assert_eq!(link.take_report(), None, "the circuit is up");
+        link.apply(MS(1000), &Change::OutageStart { channel: Some(1) })
+            .unwrap();
+        link.offer(Direction::Forward, MS(1000), forward.clone());
+        assert_eq!(
+            link.take_report(),
+            Some((Direction::Forward, host_unreachable(&forward, router(0)).unwrap()))
+        );
+        // One report per circuit every REPORT_GAP; the other circuit's
+        // datagrams cross as before.
+        link.offer(Direction::Forward, MS(1099), forward.clone());
+        link.offer(Direction::Forward, MS(1099), between(0, 9, 7001));
+        assert_eq!(link.take_report(), None);
+        link.offer(Direction::Forward, MS(1100), forward.clone());
+        assert!(link.take_report().is_some());
+        // The far side's datagrams are answered by the router on its side.
+        let reverse = between(9, 0, 7002);
+        link.offer(Direction::Return, MS(1100), reverse.clone());
+        assert_eq!(
+            link.take_report(),
+            Some((Direction::Return, host_unreachable(&reverse, router(9)).unwrap()))
+        );
+        let reports: Vec<u64> = link
+            .stats(MS(1100))
+            .directions
+            .iter()
+            .map(|d| d.unreachable_reports)
+            .collect();
+        assert_eq!(reports, [2, 1]);
+        link.apply(MS(2000), &Change::OutageEnd { channel: Some(1) })
+            .unwrap();
+        link.offer(Direction::Forward, MS(2000), forward);
+        assert_eq!(link.take_report(), None, "the call is back");
     }
 
     #[test]

@@ -122,6 +122,11 @@ pub struct DirectionFigures {
     /// Packets read that do not belong on the link: link-local or
     /// multicast, or not IP (see `scope.rs`).
     pub set_aside: u64,
+    /// Destination-unreachable reports sent back to the side where the
+    /// direction starts: datagrams pinned to a circuit whose call was
+    /// down (see `unreachable.rs`).
+    #[serde(default)]
+    pub unreachable_reports: u64,
 }
 
 /// The bond at one side of a link striped by the bonding scheduler
@@ -415,6 +420,21 @@ impl Stats {
             "Packets read that do not belong on the link",
             None,
             aside,
+        );
+        let reports = self.directions.iter().map(|d| {
+            (
+                DirectionLabels {
+                    direction: d.direction.clone(),
+                },
+                d.unreachable_reports,
+            )
+        });
+        counters(
+            &mut registry,
+            "unreachable_reports",
+            "Destination-unreachable reports sent back about datagrams for a circuit that was down",
+            None,
+            reports,
         );
         if !self.bonds.is_empty() {
             self.bond_metrics(&mut registry);

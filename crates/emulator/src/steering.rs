@@ -14,7 +14,8 @@
 //! decisions, so its TTL drops by two.
 //!
 //! Forwarding is switched on and reverse-path filtering off (a packet
-//! coming back from a TUN device carries a source that routes elsewhere);
+//! coming back from a TUN device carries a source that routes elsewhere),
+//! and the TUN devices accept this namespace's own addresses as sources;
 //! the rules are removed, and the sysctls restored, when the emulator
 //! stops. The TUN devices disappear with the emulator, and with them the
 //! routes of its tables.
@@ -27,6 +28,7 @@ use nix::sched::{CloneFlags, setns};
 use tun_rs::{DeviceBuilder, SyncDevice};
 
 use crate::Error;
+use crate::unreachable::RouterAddresses;
 
 /// Names of the emulator's TUN devices (one per side).
 pub const TUN_NAMES: [&str; 2] = ["scps-emu-a", "scps-emu-b"];
@@ -43,6 +45,9 @@ const RULE_PRIORITY: &str = "1000";
 /// The devices and the rules that route the two sides through them.
 pub(crate) struct Steering {
     pub(crate) tuns: [SyncDevice; 2],
+    /// The emulator's addresses on each side: a router's, the sources of
+    /// its reports to hosts there (see `unreachable.rs`).
+    pub(crate) routers: [RouterAddresses; 2],
     /// The network namespace it was set up in: the teardown runs there,
     /// whichever thread drops it.
     namespace: File,
@@ -117,6 +122,7 @@ impl Steering {
         })?;
         let mut steering = Steering {
             tuns: [tun(TUN_NAMES[0])?, tun(TUN_NAMES[1])?],
+            routers: [side_addresses(sides[0])?, side_addresses(sides[1])?],
             namespace,
             rules: Vec::new(),
             restore: Vec::new(),
@@ -125,6 +131,12 @@ impl Steering {
         steering.sysctl("net/ipv6/conf/all/forwarding", "1")?;
         for interface in ["all", "default", sides[0], sides[1], TUN_NAMES[0], TUN_NAMES[1]] {
             steering.sysctl(&format!("net/ipv4/conf/{interface}/rp_filter"), "0")?;
+        }
+        // The emulator's own reports (see `unreachable.rs`) come back from
+        // a TUN device with one of this namespace's addresses as their
+        // source, which IPv4 otherwise drops as a martian.
+        for tun in TUN_NAMES {
+            steering.sysctl(&format!("net/ipv4/conf/{tun}/accept_local"), "1")?;
         }
         for (i, side) in sides.iter().enumerate() {
             let table = table + i as u32;
@@ -164,6 +176,30 @@ impl Steering {
         }
         Ok(())
     }
+}
+
+/// The first IPv4 address of interface `side`, and its first IPv6 one that
+/// is not link-local (a report from a link-local source would name no
+/// router a host could tell apart).
+fn side_addresses(side: &str) -> Result<RouterAddresses, Error> {
+    let interfaces = nix::ifaddrs::getifaddrs().map_err(|e| Error::Io {
+        what: format!("read the addresses of {side}"),
+        source: e.into(),
+    })?;
+    let mut addresses = RouterAddresses::default();
+    for interface in interfaces.filter(|i| i.interface_name == side) {
+        let Some(address) = interface.address else {
+            continue;
+        };
+        if let Some(v4) = address.as_sockaddr_in() {
+            addresses.v4.get_or_insert(v4.ip());
+        } else if let Some(v6) = address.as_sockaddr_in6()
+            && !v6.ip().is_unicast_link_local()
+        {
+            addresses.v6.get_or_insert(v6.ip());
+        }
+    }
+    Ok(addresses)
 }
 
 impl Drop for Steering {

@@ -1,15 +1,18 @@
 //! The emulator carrying real traffic: kernel TCP both ways with every
 //! byte checked, IPv6, ICMP (ping), burst errors and the queue
-//! discipline, parallel channels, timeline replay and recording,
-//! and Prometheus metrics over HTTP.
+//! discipline, parallel channels, reports about a pinned circuit that is
+//! down, timeline replay and recording, and Prometheus metrics over HTTP.
 
 mod common;
 
 use std::io::{BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use common::{bench, config, probe, quantile};
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, SockaddrStorage, recvmsg, setsockopt, sockopt};
+use scps_emulator::Change;
 use scps_testbed::{EMU, ipv4, ipv6};
 
 /// A checksum over the byte stream (FNV-1a, 64 bits).
@@ -254,6 +257,100 @@ fn emulated_parallel_channels_stripe_round_robin_each_with_its_own_model() {
         .map(|c| c.packets_in)
         .collect();
     assert_eq!(forward, [100, 100, 100]);
+}
+
+#[test]
+fn a_pinned_circuit_whose_call_is_down_is_reported_unreachable_to_the_sender() {
+    // Two circuits, a UDP port pinned to each. While the second circuit's
+    // call is down, a datagram for its port is answered with ICMP host
+    // unreachable (ICMPv6 address unreachable) from the emulator's address
+    // on the sender's side: the kernel takes the report (its checksums
+    // and quote right) and a connected socket listening for reports hears
+    // "no route to host", from that router. The first circuit carries on.
+    let v4 = |host| IpAddr::V4(ipv4(1, host));
+    let v6 = |host| IpAddr::V6(ipv6(1, host));
+    for (sender, server, router, icmp) in [
+        (v4(2), IpAddr::V4(ipv4(2, 2)), v4(1), (3, 1)),
+        (v6(2), IpAddr::V6(ipv6(2, 2)), v6(1), (1, 3)),
+    ] {
+        let (reported, from) = reported_unreachable(sender, server);
+        assert_eq!((reported.ee_type, reported.ee_code), icmp, "{sender}");
+        assert_eq!(from, Some(router), "from the emulator's side a");
+    }
+}
+
+/// What a socket at `sender`, listening for reports, hears after sending
+/// into a pinned circuit whose call is down: the report and its sender.
+fn reported_unreachable(sender: IpAddr, server: IpAddr) -> (nix::libc::sock_extended_err, Option<IpAddr>) {
+    let link = "rate = \"2400bps\"\nchannels = 2\n";
+    let bench = bench(config(link, "circuit_ports = [7000, 7001]", 17));
+    let receiver = bench.udp("server", SocketAddr::new(server, 7000));
+    receiver.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let connected = |port: u16| {
+        let socket = bench.udp("client", SocketAddr::new(sender, 0));
+        match sender {
+            IpAddr::V4(_) => setsockopt(&socket, sockopt::Ipv4RecvErr, &true).unwrap(),
+            IpAddr::V6(_) => setsockopt(&socket, sockopt::Ipv6RecvErr, &true).unwrap(),
+        }
+        socket.connect(SocketAddr::new(server, port)).unwrap();
+        socket
+    };
+    let (up, down) = (connected(7000), connected(7001));
+    bench
+        .emulator
+        .apply(&Change::OutageStart { channel: Some(1) })
+        .unwrap();
+    down.send(b"into a dead circuit").unwrap();
+    up.send(b"through a live one").unwrap();
+    let mut buf = [0u8; 64];
+    let len = receiver
+        .recv(&mut buf)
+        .expect("the live circuit carries its datagram");
+    assert_eq!(&buf[..len], b"through a live one");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let error = loop {
+        if let Some(error) = down.take_error().unwrap() {
+            break error;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no report within 2 s: {:?}",
+            bench.emulator.stats().directions
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(error.raw_os_error(), Some(nix::libc::EHOSTUNREACH), "{error}");
+    let reports: Vec<u64> = bench
+        .emulator
+        .stats()
+        .directions
+        .iter()
+        .map(|d| d.unreachable_reports)
+        .collect();
+    assert_eq!(reports, [1, 0]);
+    let mut quoted = [0u8; 64];
+    let mut control = nix::cmsg_space!(nix::libc::sock_extended_err, nix::libc::sockaddr_in6);
+    let mut iov = [std::io::IoSliceMut::new(&mut quoted)];
+    let message = recvmsg::<SockaddrStorage>(
+        down.as_raw_fd(),
+        &mut iov,
+        Some(&mut control),
+        MsgFlags::MSG_ERRQUEUE | MsgFlags::MSG_DONTWAIT,
+    )
+    .expect("the report is in the error queue");
+    let mut messages = message.cmsgs().unwrap();
+    messages
+        .find_map(|cmsg| match cmsg {
+            ControlMessageOwned::Ipv4RecvErr(error, from) => Some((
+                error,
+                from.map(|a| IpAddr::V4(u32::from_be(a.sin_addr.s_addr).into())),
+            )),
+            ControlMessageOwned::Ipv6RecvErr(error, from) => {
+                Some((error, from.map(|a| IpAddr::V6(a.sin6_addr.s6_addr.into()))))
+            }
+            _ => None,
+        })
+        .expect("an IP_RECVERR message")
 }
 
 #[test]

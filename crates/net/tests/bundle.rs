@@ -2,8 +2,9 @@
 //! endpoints, through a relay that can silence a channel or close it: the
 //! bytes arrive intact over the channels that are left, a silent channel
 //! is marked down within two probe intervals and back up when it answers
-//! again, a channel whose peer is gone is marked down with its socket's
-//! error, and channels bound to routed interfaces (`device`) outlive one
+//! again, a channel whose peer is gone, or that a router reports
+//! unreachable, is marked down at once with what the network reported, and
+//! channels bound to routed interfaces (`device`) outlive one
 //! interface going down.
 
 mod common;
@@ -206,7 +207,7 @@ async fn a_bundle_carries_bytes_intact_and_outlives_a_silent_channel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_channel_whose_peer_is_gone_is_marked_down_with_its_sockets_error() {
+async fn a_channel_whose_peer_is_gone_is_marked_down_with_what_the_network_reported() {
     let data = content(seed(), 1 << 20);
     let relay: Vec<RelayChannel> = (0..CHANNELS).map(|_| relay_channel()).collect();
     relay[2].set(CLOSED);
@@ -232,7 +233,8 @@ async fn a_channel_whose_peer_is_gone_is_marked_down_with_its_sockets_error() {
         .find(|e| e.channel == 2 && e.to == "down")
         .unwrap_or_else(|| panic!("the closed channel was not marked down: {report:?}"));
     println!("{down:?}");
-    assert!(down.why.contains("socket failed"), "{}", down.why);
+    // The kernel's report of the ICMP port unreachable, with its sender.
+    assert!(down.why.contains("ICMP type 3 code 3"), "{}", down.why);
     assert!(down.why.to_lowercase().contains("refused"), "{}", down.why);
     assert_eq!(report.channels[2].state, ChannelState::Down);
     drop(stream);
@@ -403,6 +405,76 @@ fn a_bundle_over_two_routed_interfaces_outlives_one_going_down() {
         up_again,
         "the channel came back once its interface was up: {:?}",
         report.channels[1]
+    );
+}
+
+#[test]
+fn a_channel_a_router_reports_unreachable_is_down_at_once() {
+    // A host and a router, in namespaces of their own. The router has an
+    // `unreachable` route to the first channel's peer, for which it
+    // answers ICMP host unreachable (code 1), as a router whose circuit is
+    // down does, and a route to the second's that leads nowhere (its
+    // probes vanish). 2400 bit/s channels are probed every 10 s:
+    // unanswered, a channel is down after 20 s; reported, within a round
+    // trip of its first probe, with the router named.
+    if common::netns::in_user_namespace("a_channel_a_router_reports_unreachable_is_down_at_once") {
+        return;
+    }
+    use common::netns::{Namespace, veth};
+    let (host, router) = (Namespace::new("icmp-host"), Namespace::new("icmp-router"));
+    veth(&host, "up0", &router, "down0");
+    host.ip("addr add 10.32.0.2/24 dev up0");
+    host.ip("route add default via 10.32.0.1");
+    router.ip("addr add 10.32.0.1/24 dev down0");
+    router.sysctl("net.ipv4.ip_forward=1");
+    router.ip("route add unreachable 10.33.0.2/32");
+    router.ip("route add 10.33.1.2/32 dev down0");
+    let channels: Vec<BundleChannelAddrs> = ["10.33.0.2:7000", "10.33.1.2:7001"]
+        .iter()
+        .map(|peer| BundleChannelAddrs {
+            local: "10.32.0.2:0".parse().unwrap(),
+            peer: peer.parse().unwrap(),
+            device: None,
+        })
+        .collect();
+    let report = host
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let (path, monitor) = watched(&channels, BondConfig::new(vec![2400; 2]));
+                let started = tokio::time::Instant::now();
+                let net = Net::start(path, NetOptions::default()).unwrap();
+                let down = until_state(&monitor, 0, ChannelState::Down, Duration::from_secs(3)).await;
+                let took = started.elapsed();
+                let report = monitor.report();
+                let _ = net.close(Duration::from_secs(1)).await;
+                (down, took, report)
+            })
+        })
+        .join()
+        .unwrap();
+    let (down, took, report) = report;
+    println!("{:?} after {took:?}", report.events);
+    assert!(down, "the reported channel was not down within 3 s: {report:?}");
+    assert_eq!(
+        report.channels[1].state,
+        ChannelState::Up,
+        "the silent one is not down yet"
+    );
+    let event = report
+        .events
+        .iter()
+        .find(|e| e.channel == 0 && e.to == "down")
+        .expect("a state change of the reported channel");
+    assert!(
+        event.why.contains("unreachable")
+            && event.why.contains("ICMP type 3 code 1")
+            && event.why.contains("from 10.32.0.1"),
+        "{}",
+        event.why
     );
 }
 

@@ -20,16 +20,20 @@
 
 use std::future::poll_fn;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::Duration;
 
+use nix::sys::socket::MsgFlags;
 use scps_bond::{Bond, BondConfig, BondStats, ChannelReport, Event};
 use scps_proto::PathCapacity;
 use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
 use super::batch::{RecvBatch, SLOT_BYTES};
+use super::icmp_reports;
 use super::udp::route_source;
 use super::{PacketPath, would_block};
 use crate::error::NetError;
@@ -187,7 +191,15 @@ impl BundlePath {
         while let Some((index, datagram)) = self.bond.poll_transmit(now) {
             self.buf.clear();
             frame_check::append(&datagram, &mut self.buf);
-            match self.channels[index].socket.try_send(&self.buf) {
+            // Straight to the kernel: tokio's `try_send` refuses until its
+            // reactor has seen the socket writable, which a channel just
+            // opened has not, and its first probe would be lost.
+            let sent = nix::sys::socket::send(
+                self.channels[index].socket.as_raw_fd(),
+                &self.buf,
+                MsgFlags::MSG_DONTWAIT,
+            );
+            match sent.map_err(std::io::Error::from) {
                 Ok(_) => {}
                 Err(err) if would_block(&err) => self.monitor.lock().send_full += 1,
                 Err(err) => self.failed(now, index, &err),
@@ -200,15 +212,36 @@ impl BundlePath {
             .channel_failed(now, index, format!("its socket failed: {err}"));
     }
 
+    /// The socket of channel `index` holds `err`: the error queue says
+    /// what ICMP reported, and who. A peer reported unreachable takes the
+    /// channel down; "packet too big" does not (path MTU discovery's).
+    fn heard_error(&mut self, now: Duration, index: usize, err: &std::io::Error) {
+        match icmp_reports::take_unreachable(&self.channels[index].socket) {
+            Some(report) => self.bond.channel_failed(
+                now,
+                index,
+                format!("the network reports its peer unreachable: {report}"),
+            ),
+            None if err.raw_os_error() == Some(nix::libc::EMSGSIZE) => {}
+            None => self.failed(now, index, err),
+        }
+    }
+
     /// Reads what has arrived on every channel into `batch`, while it has
     /// room for one more datagram.
     fn read_channels(&mut self, now: Duration, batch: &mut RecvBatch) {
         for index in 0..self.channels.len() {
-            // An error the socket holds (an ICMP report that the peer's
-            // port is closed) does not make it readable: asked for here,
-            // at every wake-up, which the probes' timers bring.
-            if let Ok(Some(err)) = self.channels[index].socket.take_error() {
-                self.failed(now, index, &err);
+            // An error the socket holds (an ICMP report about one of its
+            // datagrams) does not make it readable: it wakes `wait` as
+            // an error, and is asked for here at every wake-up. The
+            // error readiness is cleared first, so that one arriving
+            // after the question wakes it again.
+            let socket = &self.channels[index].socket;
+            let _ = socket.try_io(Interest::ERROR, || {
+                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+            });
+            if let Ok(Some(err)) = socket.take_error() {
+                self.heard_error(now, index, &err);
             }
             while batch.buf.len() - batch.used() >= SLOT_BYTES {
                 self.buf.resize(SLOT_BYTES, 0);
@@ -284,8 +317,8 @@ impl BundlePath {
         }
     }
 
-    /// Waits until a channel has something to read or the scheduler has
-    /// something to do.
+    /// Waits until a channel has something to read or an error to tell,
+    /// or the scheduler has something to do.
     async fn wait(&self) {
         let wake = self.bond.next_wake(self.now()).map(|at| self.origin + at);
         let sleep = async {
@@ -295,11 +328,17 @@ impl BundlePath {
             }
         };
         let mut sleep = std::pin::pin!(sleep);
+        let mut errors: Vec<_> = self
+            .channels
+            .iter()
+            .map(|c| Box::pin(c.socket.ready(Interest::ERROR)))
+            .collect();
         poll_fn(|cx| {
             if self
                 .channels
                 .iter()
                 .any(|c| c.socket.poll_recv_ready(cx).is_ready())
+                || errors.iter_mut().any(|error| error.as_mut().poll(cx).is_ready())
             {
                 return Poll::Ready(());
             }
@@ -315,6 +354,8 @@ fn channel_socket(addrs: &BundleChannelAddrs) -> Result<UdpSocket, NetError> {
     let name = format!("channel {} -> {}", addrs.local, addrs.peer);
     let socket = Socket::new(Domain::for_address(addrs.local), Type::DGRAM, Some(Protocol::UDP))
         .map_err(NetError::io(format!("{name}: cannot create a UDP socket")))?;
+    icmp_reports::listen(&socket, addrs.local.is_ipv6())
+        .map_err(|e| NetError::io(format!("{name}: cannot listen for ICMP reports"))(e.into()))?;
     if let Some(device) = &addrs.device {
         socket
             .bind_device(Some(device.as_bytes()))

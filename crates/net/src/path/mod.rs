@@ -5,6 +5,7 @@
 mod batch;
 mod boxed;
 mod bundle;
+mod icmp_reports;
 mod tapped;
 mod tun;
 mod udp;
