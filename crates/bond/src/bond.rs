@@ -151,7 +151,15 @@ impl Bond {
                 let interval = probe_interval(config.probe_interval, *rate);
                 let first = now + interval * index as u32 / count as u32;
                 let hold = interval * config.marginal.min_answers * 2;
-                Channel::new(*rate, config.framing_bytes, interval, now, first, hold)
+                Channel::new(
+                    *rate,
+                    config.framing_bytes,
+                    interval,
+                    config.probe_interval,
+                    now,
+                    first,
+                    hold,
+                )
             })
             .collect();
         Ok(Bond {

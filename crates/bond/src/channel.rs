@@ -98,6 +98,10 @@ pub(crate) struct Channel {
     pub next_probe_at: Duration,
     /// How often it is probed (less often than configured if it is slow).
     pub probe_interval: Duration,
+    /// How often it is probed while down: as configured, however slow it
+    /// is (it carries nothing else then), so that a circuit that is back
+    /// is found within that, not within a slow channel's long interval.
+    down_probe_interval: Duration,
     next_seq: u32,
     outstanding: VecDeque<Outstanding>,
     last: Option<Answered>,
@@ -149,12 +153,14 @@ impl Channel {
         nominal_bps: u64,
         framing_bytes: u32,
         probe_interval: Duration,
+        down_probe_interval: Duration,
         now: Duration,
         first_probe: Duration,
         hold: Duration,
     ) -> Channel {
         Channel {
             probe_interval,
+            down_probe_interval,
             state: ChannelState::Up,
             nominal_bps: nominal_bps as f64,
             rate_bps: nominal_bps as f64,
@@ -265,7 +271,12 @@ impl Channel {
             full,
             waited,
         });
-        self.next_probe_at = (self.next_probe_at + self.probe_interval).max(now);
+        let interval = if self.state == ChannelState::Down {
+            self.down_probe_interval
+        } else {
+            self.probe_interval
+        };
+        self.next_probe_at = (self.next_probe_at + interval).max(now);
         self.phase = (self.phase + 1) % PACING_GAINS.len();
         seq
     }
@@ -442,6 +453,7 @@ impl Channel {
                 self.down_since = now;
                 self.before_down = self.state;
                 self.went_down += 1;
+                self.next_probe_at = self.next_probe_at.min(now + self.down_probe_interval);
             }
             ChannelState::Standby => self.went_standby += 1,
         }

@@ -8,7 +8,9 @@ pub struct BondConfig {
     /// Each channel's rate, bit/s, as configured (a modem's nominal rate):
     /// the estimate its share starts from, before answers measure it.
     pub channel_rates_bps: Vec<u64>,
-    /// How often each channel is probed, whatever its state.
+    /// How often each channel is probed: a slow one less often while it
+    /// is in use (its probes take at most 2% of it), a down one always as
+    /// configured (it carries nothing else).
     pub probe_interval: Duration,
     /// A channel is down once this many probe intervals pass without an
     /// answer on it (2: "within two probe intervals of its last answer"),

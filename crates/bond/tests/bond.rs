@@ -511,6 +511,40 @@ fn slow_channels_are_probed_less_often_than_configured() {
 }
 
 #[test]
+fn a_slow_channel_that_is_down_is_probed_as_configured_and_found_back_within_that() {
+    // Two 2400 bit/s circuits, 0.75 s each way, probed every 10 s while
+    // they carry data. The second's call drops at 30 s and is back at 60 s;
+    // both ends hear it drop (a socket's error, a router's report) but
+    // not come back. While down it carries nothing else, so it is probed
+    // every second as configured, and is back within that and a round
+    // trip of the call, not within its 10 s interval.
+    let wires = vec![Wire::new(2400.0, 750), Wire::new(2400.0, 750)];
+    let mut pair = Pair::new(BondConfig::new(vec![2400; 2]), wires);
+    let every = Some(secs(0.5));
+    let next = pair.run(secs(30.0), 100, every, 0);
+    pair.forward[1].down.push((secs(30.0), secs(60.0)));
+    pair.back[1].down.push((secs(30.0), secs(60.0)));
+    pair.a
+        .channel_failed(pair.now, 1, "the network reports its peer unreachable".into());
+    pair.b
+        .channel_failed(pair.now, 1, "the network reports its peer unreachable".into());
+    let probes_before = pair.forward[1].sent;
+    let next = pair.run(secs(60.0), 100, every, next);
+    let probes = pair.forward[1].sent - probes_before;
+    assert!(
+        (29..=31).contains(&probes),
+        "{probes} probes in the 30 s it was down"
+    );
+    pair.run(secs(75.0), 100, every, next);
+    let back = pair
+        .events
+        .iter()
+        .find(|e| e.channel == 1 && e.to == ChannelState::Up && e.at > secs(60.0))
+        .unwrap_or_else(|| panic!("not back: {:?}", pair.events));
+    assert!(back.at < secs(62.8), "back at {:?}", back.at);
+}
+
+#[test]
 fn a_lightly_used_jittery_channel_keeps_its_rate() {
     // The answering bond's channels carry only its probes and answers
     // (at 2400 bit/s, one each every 10 s), with up to 6 s of jitter:
