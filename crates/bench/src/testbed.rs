@@ -9,9 +9,9 @@
 //! link engine takes the point's `[link]`, its gateways' keys and the
 //! buffers the simulator's gateways have (over the bonding scheduler, each
 //! its own bundle of the emulator's circuits, see [`gateways_bond`]); our
-//! stack end to end (`scps-*`,
-//! `tcp-*`) is `scps send`/`recv` over their UDP path, configured by the
-//! point's document. The transfer's content is
+//! stack end to end (`scps-*`, `tcp-*`) is `scps send`/`recv` over their
+//! UDP path (over the bonding scheduler, a bundle of the circuits at each
+//! host, see [`ends_bond`]), configured by the point's document. The transfer's content is
 //! checked by SHA-256 at both ends; a run that does not verify, a process
 //! that dies, or a transfer not done within its time is a failed record.
 //!
@@ -118,7 +118,14 @@ impl TestbedWorld {
     fn transfer_in(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Figures, Failure> {
         let hosts = self.start_link(job, dir, started)?;
         let server = self.address("server")?;
-        let [receiving, sending] = hosts.options(job, dir, server)?;
+        let bundles = match hosts {
+            Hosts::Ours(_) if ends_bond(job) => Some([
+                self.bundle(job, ["server", "client"], HOST_INTERFACE, Direction::Reverse)?,
+                self.bundle(job, ["client", "server"], HOST_INTERFACE, Direction::Forward)?,
+            ]),
+            _ => None,
+        };
+        let [receiving, sending] = hosts.options(job, dir, server, bundles)?;
         let recv_log = dir.join("recv.log");
         let port = PORT.to_string();
         let mut args = vec!["recv", "--json", "--port", &port];
@@ -295,9 +302,9 @@ impl TestbedWorld {
         emulate.insert("side_b".into(), EMU_SIDE_B.into());
         emulate.insert("control".into(), socket.to_string_lossy().into_owned().into());
         let mut link = job.point.tables.link.clone();
-        if gateways_bond(job) {
-            // The gateways bond the circuits; the emulator carries each of
-            // their channels on its own.
+        if ends_bond(job) {
+            // The gateways or the hosts bond the circuits; the emulator
+            // carries each of their channels on its own.
             link.retain(|key, _| key != "bond" && !key.starts_with("bond_"));
             let ports =
                 (0..job.point.link.forward.len()).map(|i| toml::Value::from(i64::from(channel_port(i))));
@@ -397,7 +404,10 @@ impl TestbedWorld {
         engine.insert("link".into(), job.point.tables.link.clone().into());
         engine.insert("tcp".into(), tcp.into());
         if gateways_bond(job) {
-            engine.insert("bundle".into(), self.bundle(job, gateways, sends)?.into());
+            engine.insert(
+                "bundle".into(),
+                self.bundle(job, gateways, LINK_INTERFACE, sends)?.into(),
+            );
         } else {
             transparent.insert("link".into(), LINK_INTERFACE.into());
         }
@@ -422,15 +432,22 @@ impl TestbedWorld {
         Ok(gateway)
     }
 
-    /// `[engine.bundle]` of the gateway `gateways[0]`, whose data goes
-    /// `sends`: a channel per circuit from its link interface to the far
-    /// gateway's, each on the circuit's port, at the circuit's rate.
-    fn bundle(&self, job: &Job, gateways: [&str; 2], sends: Direction) -> Result<toml::Table, Failure> {
-        let [own, far] = gateways.map(|node| {
+    /// The bundle of node `ends[0]` (a gateway's `[engine.bundle]`, a
+    /// host's `[bundle]`), whose data goes `sends`: a channel per circuit
+    /// from its `interface` to the far end's, each on the circuit's port,
+    /// at the circuit's rate.
+    fn bundle(
+        &self,
+        job: &Job,
+        ends: [&str; 2],
+        interface: &str,
+        sends: Direction,
+    ) -> Result<toml::Table, Failure> {
+        let [own, far] = ends.map(|node| {
             self.testbed
                 .topology()
-                .interface_address(node, LINK_INTERFACE)
-                .ok_or_else(|| format!("{node} has no IPv4 address on {LINK_INTERFACE}"))
+                .interface_address(node, interface)
+                .ok_or_else(|| format!("{node} has no IPv4 address on {interface}"))
         });
         let (own, far) = (own?, far?);
         let circuits = match sends {
@@ -459,6 +476,8 @@ impl TestbedWorld {
 
 /// The gateways' interface towards the emulator.
 const LINK_INTERFACE: &str = "sat0";
+/// The hosts' interface.
+const HOST_INTERFACE: &str = "eth0";
 /// The UDP port of the first channel of the gateways' own bundle; the
 /// next channels take the next ports.
 const FIRST_CHANNEL_PORT: u16 = 7001;
@@ -477,8 +496,16 @@ fn channel_port(index: usize) -> u16 {
 /// channels on a circuit of its own (`emulate.circuit_ports`) rather than
 /// bonding them itself, where no sender would learn what they carry.
 fn gateways_bond(job: &Job) -> bool {
-    matches!(job.stack, Stack::Ours(protocol) if protocol.through_gateways())
-        && job.point.link.bond(Direction::Forward).is_some()
+    matches!(job.stack, Stack::Ours(protocol) if protocol.through_gateways()) && ends_bond(job)
+}
+
+/// Whether the run's ends bond the circuits themselves: our stack (at the
+/// gateways for a `gw-` stack, else at the hosts, each a `[bundle]` of
+/// its own) over the bonding scheduler, as in the simulator, where the
+/// bond beside each end tells it what the circuits carry. The kernel's
+/// TCP has no bundle: the emulator bonds the circuits for it.
+fn ends_bond(job: &Job) -> bool {
+    matches!(job.stack, Stack::Ours(_)) && job.point.link.bond(Direction::Forward).is_some()
 }
 
 /// What carries a run's bytes between the hosts.
@@ -496,8 +523,16 @@ const OUR_UDP_PORT: u16 = 7168;
 
 impl Hosts {
     /// The options of `scps recv` and of `scps send` (after its
-    /// destination) for a run of `job` towards `server`.
-    fn options(self, job: &Job, dir: &Path, server: std::net::IpAddr) -> Result<[Vec<String>; 2], Failure> {
+    /// destination) for a run of `job` towards `server`; over `bundles`
+    /// (the receiver's and the sender's `[bundle]`) if the hosts bond
+    /// the circuits, else over one UDP path each.
+    fn options(
+        self,
+        job: &Job,
+        dir: &Path,
+        server: std::net::IpAddr,
+        bundles: Option<[toml::Table; 2]>,
+    ) -> Result<[Vec<String>; 2], Failure> {
         let keepalive = [
             "--keepalive".to_owned(),
             format!("{}s", host_patience(&job.point).as_secs()),
@@ -509,20 +544,40 @@ impl Hosts {
                 (Vec::new(), Vec::new())
             }
             Hosts::Ours(protocol) => {
-                let config = dir.join("hosts.toml");
-                write(&config, &job.point.tables.document.to_string())?;
-                both.extend([
-                    "--config".into(),
-                    config.to_string_lossy().into_owned(),
-                    "--stack".into(),
-                    protocol.label().into(),
-                ]);
-                let any = std::net::SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), OUR_UDP_PORT);
-                let peer = std::net::SocketAddr::new(server, OUR_UDP_PORT);
-                (
-                    vec!["--udp".into(), any.to_string()],
-                    vec!["--udp".into(), peer.to_string()],
-                )
+                both.extend(["--stack".into(), protocol.label().into()]);
+                let config = |name: &str, bundle: Option<toml::Table>| -> Result<Vec<String>, Failure> {
+                    let mut document = job.point.tables.document.clone();
+                    let transport = match bundle {
+                        Some(bundle) => {
+                            document.insert("bundle".into(), bundle.into());
+                            vec!["--bundle".to_owned()]
+                        }
+                        None => Vec::new(),
+                    };
+                    let path = dir.join(name);
+                    write(&path, &document.to_string())?;
+                    Ok([
+                        vec!["--config".into(), path.to_string_lossy().into_owned()],
+                        transport,
+                    ]
+                    .concat())
+                };
+                match bundles {
+                    Some([receiver, sender]) => (
+                        config("receiver.toml", Some(receiver))?,
+                        config("sender.toml", Some(sender))?,
+                    ),
+                    None => {
+                        let hosts = config("hosts.toml", None)?;
+                        let any =
+                            std::net::SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), OUR_UDP_PORT);
+                        let peer = std::net::SocketAddr::new(server, OUR_UDP_PORT);
+                        (
+                            [hosts.clone(), vec!["--udp".into(), any.to_string()]].concat(),
+                            [hosts, vec!["--udp".into(), peer.to_string()]].concat(),
+                        )
+                    }
+                }
             }
         };
         receiving.extend(both.iter().cloned());

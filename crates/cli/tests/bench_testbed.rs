@@ -165,13 +165,14 @@ fn a_two_way_transfer_moves_checked_bytes_both_ways_in_both_worlds() {
 
 /// iridium-3ch in the testbed through the gateways (`gw-scps-rate`), 20 s
 /// of 64-byte messages at 2048 bit/s, with `more` options; its records.
-fn iridium_messages(out: &Path, more: &[&str]) -> Vec<serde_json::Map<String, Value>> {
+fn iridium_messages(out: &Path, protocols: &str, more: &[&str]) -> Vec<serde_json::Map<String, Value>> {
+    let protocols = format!("protocol={protocols}");
     let mut args = vec![
         "iridium-3ch",
         "--world",
         "testbed",
         "--set",
-        "protocol=gw-scps-rate",
+        &protocols,
         "--set",
         "workload.rate=2048bps",
         "--set",
@@ -191,7 +192,7 @@ fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
     // window depends on when the emulator's circuits drop (a call takes a
     // minute to come back), so the figures are checked for what they are,
     // not for a rate.
-    let records = iridium_messages(&out, &[]);
+    let records = iridium_messages(&out, "gw-scps-rate", &[]);
     let record = &records[0];
     assert!(!record.contains_key("error"), "{record:?}");
     assert_eq!(record["offered_bps"], 2048.0, "{record:?}");
@@ -209,57 +210,90 @@ fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
 }
 
 #[test]
-fn over_the_scheduler_the_gateways_bond_the_emulator_s_circuits_themselves() {
-    // As in the simulator, where the bonds are the nodes beside the
-    // gateways and the gateways follow what they carry: each gateway runs
-    // its own bundle, a channel per circuit, and the emulator carries each
-    // channel on its own circuit instead of bonding them itself.
+fn over_the_scheduler_our_ends_bond_the_emulator_s_circuits_themselves() {
+    // As in the simulator, where the bonds are the nodes beside the ends
+    // and the ends follow what they carry: each gateway (`gw-` stacks),
+    // or each host (our stack end to end), runs its own bundle, a channel
+    // per circuit, and the emulator carries each channel on its own
+    // circuit instead of bonding them itself.
     let dir = TempDir::new("bench-testbed-bundle");
     let out = dir.path().join("results");
-    let records = iridium_messages(&out, &["--set", "link.bond=scheduler"]);
-    let record = &records[0];
-    assert!(!record.contains_key("error"), "{record:?}");
-    assert!(record["messages"].as_u64().unwrap() > 0, "{record:?}");
-    let runs: Vec<_> = std::fs::read_dir(out.join("testbed"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    let read = |name: &str| -> toml::Table {
-        std::fs::read_to_string(runs[0].join(name))
+    let records = iridium_messages(
+        &out,
+        r#"["gw-scps-rate","scps-rate"]"#,
+        &["--set", "link.bond=scheduler"],
+    );
+    assert_eq!(records.len(), 2);
+    for record in &records {
+        assert!(!record.contains_key("error"), "{record:?}");
+        assert!(record["messages"].as_u64().unwrap() > 0, "{record:?}");
+    }
+    let run = |stack: &str| -> std::path::PathBuf {
+        let runs: Vec<_> = std::fs::read_dir(out.join("testbed"))
             .unwrap()
-            .parse()
-            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.to_string_lossy().contains(&format!("_{stack}_")))
+            .collect();
+        assert_eq!(runs.len(), 1, "{stack}: {runs:?}");
+        runs[0].clone()
     };
-    let emulate = read("emulate.toml");
-    assert_eq!(
-        emulate["emulate"]["circuit_ports"],
-        toml::Value::from(vec![7001, 7002, 7003]),
-        "{emulate}"
-    );
-    assert!(
-        !emulate["link"].as_table().unwrap().contains_key("bond"),
-        "the emulator does not bond them: {emulate}"
-    );
-    for (gateway, own, far) in [
-        ("gwA", "10.99.2.2", "10.99.3.2"),
-        ("gwB", "10.99.3.2", "10.99.2.2"),
-    ] {
-        let config = read(&format!("{gateway}.toml"));
-        let channels = config["engine"]["bundle"]["channel"].as_array().unwrap();
-        let ends: Vec<(&str, &str)> = channels
+    let read = |run: &std::path::Path, name: &str| -> toml::Table {
+        std::fs::read_to_string(run.join(name)).unwrap().parse().unwrap()
+    };
+    // A channel per circuit from `own` to `far`, each on its circuit's port.
+    let assert_channels = |bundle: &toml::Value, own: &str, far: &str, what: &str| {
+        let ends: Vec<(String, String)> = bundle["channel"]
+            .as_array()
+            .unwrap()
             .iter()
-            .map(|c| (c["local"].as_str().unwrap(), c["peer"].as_str().unwrap()))
+            .map(|c| {
+                (
+                    c["local"].as_str().unwrap().to_owned(),
+                    c["peer"].as_str().unwrap().to_owned(),
+                )
+            })
             .collect();
         let expected: Vec<(String, String)> = (7001..=7003)
             .map(|port| (format!("{own}:{port}"), format!("{far}:{port}")))
             .collect();
-        let expected: Vec<(&str, &str)> = expected.iter().map(|(l, p)| (l.as_str(), p.as_str())).collect();
-        assert_eq!(ends, expected, "{gateway}: {config}");
+        assert_eq!(ends, expected, "{what}");
+    };
+    for stack in ["gw-scps-rate", "scps-rate"] {
+        let emulate = read(&run(stack), "emulate.toml");
+        assert_eq!(
+            emulate["emulate"]["circuit_ports"],
+            toml::Value::from(vec![7001, 7002, 7003]),
+            "{stack}: {emulate}"
+        );
+        assert!(
+            !emulate["link"].as_table().unwrap().contains_key("bond"),
+            "{stack}: the emulator does not bond them: {emulate}"
+        );
+    }
+    let gateways = run("gw-scps-rate");
+    for (gateway, own, far) in [
+        ("gwA", "10.99.2.2", "10.99.3.2"),
+        ("gwB", "10.99.3.2", "10.99.2.2"),
+    ] {
+        let config = read(&gateways, &format!("{gateway}.toml"));
+        assert_channels(
+            &config["engine"]["bundle"],
+            own,
+            far,
+            &format!("{gateway}: {config}"),
+        );
         assert!(
             !config["transparent"].as_table().unwrap().contains_key("link"),
             "{gateway}: its link rides the bundle, not a routed interface: {config}"
         );
+    }
+    let hosts = run("scps-rate");
+    for (host, own, far) in [
+        ("sender", "10.99.1.2", "10.99.4.2"),
+        ("receiver", "10.99.4.2", "10.99.1.2"),
+    ] {
+        let config = read(&hosts, &format!("{host}.toml"));
+        assert_channels(&config["bundle"], own, far, &format!("{host}: {config}"));
     }
 }
 
