@@ -1292,8 +1292,12 @@ fn a_receiver_that_vanishes_ends_the_sender_within_its_user_timeout() {
     );
     assert!(report["duration_s"].as_f64().unwrap() > 0.0, "{stdout}");
     let bytes = report["bytes"].as_u64().unwrap();
+    // A receiver acknowledges what it takes at most two segments late (a
+    // delayed ACK): what was in its file before the kill, less that, was
+    // acknowledged (and what it took but had not yet written may be too).
+    let delayed_ack = 2 * 1500;
     assert!(
-        bytes >= delivered && bytes < 100_000_000_000,
+        bytes + delayed_ack >= delivered && bytes < 100_000_000_000,
         "the bytes acknowledged before it failed ({delivered} were in the receiver's file): {stdout}"
     );
 }
