@@ -40,9 +40,20 @@ impl Receiver {
             .spawn()
             .expect("the receiver's command starts");
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut listening = String::new();
-        stderr.read_line(&mut listening).unwrap();
-        assert!(listening.contains("listening"), "{otherwise}: {listening:?}");
+        // A bundle's channels may log state changes first (a peer not
+        // started yet answers its probes with port unreachable).
+        let mut said = String::new();
+        let listening = loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                panic!("{otherwise}: {said:?}");
+            }
+            if line.contains("listening") {
+                break line;
+            }
+            assert!(line.contains(" WARN "), "{otherwise}: {line:?}");
+            said += &line;
+        };
         Receiver {
             child: Some(child),
             listening,
