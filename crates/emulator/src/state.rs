@@ -101,6 +101,7 @@ struct Path {
 
 impl Path {
     fn new(bundle: Bundle) -> Path {
+        let circuits = bundle.channels().len();
         Path {
             bundle,
             in_flight: BinaryHeap::new(),
@@ -110,7 +111,7 @@ impl Path {
             write_errors: 0,
             set_aside: 0,
             unreachable_reports: 0,
-            last_report: Vec::new(),
+            last_report: vec![None; circuits],
         }
     }
 
@@ -131,9 +132,6 @@ impl Path {
         datagram: &[u8],
         router: RouterAddresses,
     ) -> Option<Vec<u8>> {
-        if self.last_report.len() <= circuit {
-            self.last_report.resize(circuit + 1, None);
-        }
         if self.last_report[circuit].is_some_and(|last| now < last + REPORT_GAP) {
             return None;
         }
@@ -179,14 +177,14 @@ pub struct LinkState {
     /// an outage window); `None` without bonds, which have nobody to tell.
     /// Forced outages and reconfigurations look at once ([`Self::apply`]).
     carrier_due: Option<Duration>,
-    /// Every change of the bonds' circuits, with the index of the bond,
-    /// for the tests to read (the emulator logs them).
     /// The router's addresses on each side, the sources of its reports
     /// (none until [`Self::set_routers`]: no reports).
     routers: [RouterAddresses; 2],
     /// Reports to write back, each with the direction of the datagram it
     /// is about.
     reports: VecDeque<(Direction, Vec<u8>)>,
+    /// Every change of the bonds' circuits, with the index of the bond,
+    /// for the tests to read (the emulator logs them).
     #[cfg(test)]
     changes: Vec<(usize, scps_bond::Event)>,
 }
