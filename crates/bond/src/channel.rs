@@ -146,6 +146,9 @@ pub(crate) struct Channel {
     /// The least round trip of its probes since it came up, each less the
     /// time its answer waited at the far end (see [`Channel::base_rtt`]).
     least_rtt: Option<Duration>,
+    /// The least round trip of the call before, until this one's first
+    /// answer: a redialled circuit's delay is about its last call's.
+    last_call_rtt: Option<Duration>,
 }
 
 impl Channel {
@@ -191,6 +194,7 @@ impl Channel {
             surprise_deviation: 0.0,
             corrected_at: now,
             least_rtt: None,
+            last_call_rtt: None,
         }
     }
 
@@ -209,9 +213,10 @@ impl Channel {
     /// Its round trip without a queue, as far as its answers since it
     /// came up tell (a path's delay does not change while a call lasts; a
     /// queue does), without the time the answers waited at the far end
-    /// (a queue of the other direction's).
+    /// (a queue of the other direction's). Back from an outage before its
+    /// first answer (its carrier back), the last call's.
     pub fn base_rtt(&self) -> Option<Duration> {
-        self.least_rtt
+        self.least_rtt.or(self.last_call_rtt)
     }
 
     /// How long what it holds takes to leave at its rate.
@@ -468,6 +473,7 @@ impl Channel {
             self.full_answers.clear();
             self.samples.clear();
             self.rtt = fresh_rtt();
+            self.last_call_rtt = self.least_rtt.or(self.last_call_rtt);
             self.least_rtt = None;
             self.last_surprise = 0.0;
             self.surprise_deviation = 0.0;

@@ -9,7 +9,7 @@ pub struct BondConfig {
     /// the estimate its share starts from, before answers measure it.
     pub channel_rates_bps: Vec<u64>,
     /// How often each channel is probed: a slow one less often while it
-    /// is in use (its probes take at most 2% of it), a down one always as
+    /// is in use (its probes take at most 1% of it), a down one always as
     /// configured (it carries nothing else).
     pub probe_interval: Duration,
     /// A channel is down once this many probe intervals pass without an

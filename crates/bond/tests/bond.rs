@@ -312,6 +312,41 @@ fn a_marginal_channel_goes_to_standby_and_comes_back_when_it_recovers() {
 }
 
 #[test]
+fn a_marginal_circuit_redialled_comes_back_on_standby_until_its_rest_is_out() {
+    let mut wires = vec![Wire::new(FAST, 300), Wire::new(FAST, 300), Wire::new(FAST, 300)];
+    wires[2].loss_every = Some(3);
+    let mut pair = Pair::new(BondConfig::new(vec![FAST as u64; 3]), wires);
+    let every = Some(secs(100.0 * 8.0 / 5500.0 / 16.0));
+    let next = pair.run(secs(60.0), 100, every, 0);
+    assert_eq!(
+        pair.a.channels()[2].state,
+        ChannelState::Standby,
+        "{:?}",
+        pair.events
+    );
+    // Its call drops at 60 s and is redialled at 70 s: the same circuit,
+    // as lossy.
+    pair.forward[2].down.push((secs(60.0), secs(70.0)));
+    pair.back[2].down.push((secs(60.0), secs(70.0)));
+    pair.a.carrier(pair.now, 2, false);
+    let next = pair.run(secs(70.0), 100, every, next);
+    pair.a.carrier(pair.now, 2, true);
+    let redialled = pair.now;
+    let carried = pair.data_per_channel[2];
+    // (It loses probes too, and flaps down and back every few seconds
+    // after; the first seconds tell.)
+    pair.run(secs(72.0), 100, every, next);
+    let back = pair
+        .events
+        .iter()
+        .find(|e| e.channel == 2 && e.at >= redialled)
+        .expect("an event");
+    assert_eq!(back.to, ChannelState::Standby, "{:?}", pair.events);
+    assert!(back.why.contains("carrier"), "{back:?}");
+    assert_eq!(pair.data_per_channel[2], carried, "no data on standby");
+}
+
+#[test]
 fn a_marginal_channel_is_used_when_no_other_carries_data() {
     let mut wires = vec![Wire::new(FAST, 300), Wire::new(FAST, 300)];
     wires[1].loss_every = Some(3);
@@ -412,10 +447,10 @@ fn a_channel_far_slower_to_answer_than_its_peers_goes_to_standby() {
         Wire::new(2400.0, 300),
         Wire::new(2400.0, 6000),
     ];
-    let mut config = BondConfig::new(vec![2400; 3]);
-    config.probe_interval = secs(4.0);
-    let mut pair = Pair::new(config, wires);
-    pair.run(secs(120.0), 100, Some(secs(100.0 * 8.0 / 5000.0)), 0);
+    // Probed every 20 s (their probes take at most 1% of them): judged
+    // after eight answers.
+    let mut pair = Pair::new(BondConfig::new(vec![2400; 3]), wires);
+    pair.run(secs(240.0), 100, Some(secs(100.0 * 8.0 / 5000.0)), 0);
     let standby = pair
         .events
         .iter()
@@ -474,38 +509,91 @@ fn a_lost_carrier_takes_a_channel_out_at_once_and_only_new_probes_bring_it_back(
         "down once, never back on an old answer: {:?}",
         pair.events
     );
-    // Redialled at 90 s: probed at once, up one round trip later.
-    pair.run(secs(90.0), 100, every, next);
+    // Redialled at 90 s: in the stripe with its carrier, carrying within
+    // the 3 s its probe's answer takes.
+    let next = pair.run(secs(90.0), 100, every, next);
     pair.a.carrier_back(pair.now, 1);
     pair.b.carrier_back(pair.now, 1);
-    let next = pair.run(secs(94.0), 100, every, next);
+    let redialled = pair.now;
+    let next = pair.run(secs(92.0), 100, every, next);
     let back = pair.events.iter().rfind(|e| e.channel == 1).unwrap();
     assert_eq!(back.to, ChannelState::Up, "{:?}", pair.events);
+    assert_eq!(back.at, redialled, "back with its carrier: {back:?}");
     assert!(
-        back.at >= secs(93.0) && back.at < secs(93.2),
-        "back a round trip after the carrier: {back:?}"
+        pair.data_per_channel[1] > carried,
+        "carrying before its probe is answered"
+    );
+    let next = pair.run(secs(94.0), 100, every, next);
+    assert_eq!(
+        pair.a.channels()[1].state,
+        ChannelState::Up,
+        "still up once answered: {:?}",
+        pair.events
     );
     pair.run(secs(120.0), 100, every, next);
-    assert!(pair.data_per_channel[1] > carried, "carrying again");
     assert_eq!(pair.a.up_rate_bps(), 2 * one);
+}
+
+#[test]
+fn a_carrier_back_on_a_circuit_that_delivers_nothing_is_down_again_within_its_silence() {
+    // The modem says the call is up, the circuit carries nothing: what
+    // the bond gives it until the probes' silence says so is lost, and no
+    // more after that.
+    let wires = vec![Wire::new(FAST, 1500), Wire::new(FAST, 1500)];
+    let mut pair = Pair::new(BondConfig::new(vec![FAST as u64; 2]), wires);
+    let every = Some(secs(0.25 / 16.0));
+    let next = pair.run(secs(30.0), 100, every, 0);
+    pair.forward[1].down.push((secs(30.0), secs(3600.0)));
+    pair.back[1].down.push((secs(30.0), secs(3600.0)));
+    pair.a.channel_failed(pair.now, 1, "its carrier was lost".into());
+    let next = pair.run(secs(90.0), 100, every, next);
+    pair.a.carrier_back(pair.now, 1);
+    let redialled = pair.now;
+    let next = pair.run(secs(100.0), 100, every, next);
+    let down_again = pair
+        .events
+        .iter()
+        .find(|e| e.channel == 1 && e.at > redialled && e.to == ChannelState::Down)
+        .unwrap_or_else(|| panic!("{:?}", pair.events));
+    // Two probe intervals: at 38.4 kbit/s 1.25 s each, the probes'
+    // share of the channel bounding the configured second.
+    let silence = secs(2.0 * 1.25);
+    assert!(
+        down_again.at <= redialled + silence + STEP,
+        "down within two probe intervals: {down_again:?}"
+    );
+    let given = pair.data_per_channel[1];
+    pair.run(secs(120.0), 100, every, next);
+    assert_eq!(pair.data_per_channel[1], given, "nothing more given to it");
 }
 
 #[test]
 fn slow_channels_are_probed_less_often_than_configured() {
     // Probed every second, a 2400 bit/s circuit would spend a sixth of
     // itself on probes and answers (60 bytes with framing each way); its
-    // probes take at most 2% of it instead: one every 10 s.
-    let wires = vec![Wire::new(2400.0, 1500), Wire::new(FAST, 1500)];
-    let mut pair = Pair::new(BondConfig::new(vec![2400, FAST as u64]), wires);
+    // probes take at most 1% of it instead: one every 20 s. At 38.4
+    // kbit/s, every 1.25 s; at 96 kbit/s and more, every second as
+    // configured.
+    let wires = vec![
+        Wire::new(2400.0, 1500),
+        Wire::new(FAST, 1500),
+        Wire::new(96_000.0, 1500),
+    ];
+    let mut pair = Pair::new(BondConfig::new(vec![2400, FAST as u64, 96_000]), wires);
     pair.run(secs(186.0), 100, None, 0);
     // A probe of its own and an answer to b's for each interval.
     let slow = pair.forward[0].sent;
-    assert!((38..=42).contains(&slow), "{slow} control frames in 186 s");
+    assert!((18..=21).contains(&slow), "{slow} control frames in 186 s");
     let fast = pair.forward[1].sent;
-    assert!((370..=374).contains(&fast), "as configured: {fast} in 186 s");
+    assert!((296..=300).contains(&fast), "{fast} in 186 s");
+    let fastest = pair.forward[2].sent;
+    assert!(
+        (370..=374).contains(&fastest),
+        "as configured: {fastest} in 186 s"
+    );
     // What the stripe offers its senders is each rate less its probes.
     let control = |interval: f64| 60.0 * 8.0 / interval;
-    let expected = 2400.0 - control(60.0 * 8.0 / (0.02 * 2400.0)) + FAST - control(1.0);
+    let expected = 2400.0 - control(20.0) + FAST - control(1.25) + 96_000.0 - control(1.0);
     let offered = pair.a.up_rate_bps() as f64;
     assert!((offered - expected).abs() < 2.0, "{offered} against {expected}");
 }

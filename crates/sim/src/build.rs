@@ -23,7 +23,7 @@ use scps_config::{Direction, Point};
 use scps_gateway::RelayConfig;
 use scps_gateway::node::{GatewayNode, GatewayNodeConfig};
 use scps_node::{InterfaceId, IpPrefix, Router};
-use scps_proto::{Endpoint, EndpointConfig};
+use scps_proto::{Endpoint, EndpointConfig, PathCapacity};
 
 use crate::host::Host;
 use crate::run::{RunOptions, SimError};
@@ -234,10 +234,11 @@ fn connect_stressed(
         BondNode::new(forward).map_err(SimError::Bond)?,
         BondNode::new(reverse).map_err(SimError::Bond)?,
     );
-    follow_capacity(world, ends[0].node, &forward);
-    follow_capacity(world, ends[1].node, &reverse);
+    let capacities = (forward.capacity(), reverse.capacity());
     let a = world.add_node(forward);
     let b = world.add_node(reverse);
+    follow_capacity(world, a, ends[0].node, capacities.0);
+    follow_capacity(world, b, ends[1].node, capacities.1);
     let at = |node, interface| NodeInterface {
         node,
         interface: InterfaceId(interface),
@@ -269,15 +270,18 @@ fn connect_stressed(
 }
 
 /// The sender at `node` (a host, or a gateway's link side) paces no
-/// faster than `bond`'s stripe carries, as a real driver over a bundle
-/// does; a router there has no rate to bound.
-fn follow_capacity(world: &mut World, node: NodeId, bond: &BondNode) {
+/// faster than the stripe of the bond at `bond` carries (`capacity`), as a
+/// real driver over a bundle does; a router there has no rate to bound.
+fn follow_capacity(world: &mut World, bond: NodeId, node: NodeId, capacity: PathCapacity) {
     let now = world.now();
     if let Some(host) = world.node_mut::<Host>(node) {
-        host.endpoint_mut().follow_path_capacity(bond.capacity(), now);
+        host.endpoint_mut().follow_path_capacity(capacity.clone(), now);
     } else if let Some(gateway) = world.node_mut::<GatewayNode>(node) {
-        gateway.follow_path_capacity(bond.capacity(), now);
+        gateway.follow_path_capacity(capacity.clone(), now);
+    } else {
+        return;
     }
+    world.follow(bond, node, capacity);
 }
 
 /// The endpoint of a host at `address` whose data goes `sends`.

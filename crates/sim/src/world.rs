@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use scps_channel::{Bundle, ChannelStats, Fate};
 use scps_node::{InterfaceId, Node};
-use scps_proto::Endpoint;
 use scps_proto::time::Instant;
+use scps_proto::{Endpoint, PathCapacity};
 
 use crate::host::Host;
 use scps_node::{Crossing, Tap, TapError};
@@ -167,6 +167,17 @@ pub struct World {
     unlinked_drops: u64,
     /// Packet buffers to reuse.
     spare: Vec<Vec<u8>>,
+    /// Senders that pace by what a node below them carries.
+    followers: Vec<Follower>,
+}
+
+/// A node whose sender paces by the capacity `source` publishes (a bond's
+/// stripe), and the capacity it last saw.
+struct Follower {
+    source: NodeId,
+    node: NodeId,
+    capacity: PathCapacity,
+    seen: Option<u64>,
 }
 
 impl std::fmt::Debug for World {
@@ -394,9 +405,46 @@ impl World {
         }
     }
 
+    /// `node` paces by `capacity`, which `source` sets: it looks again at
+    /// once whenever the capacity rises ([`World::process`]).
+    pub fn follow(&mut self, source: NodeId, node: NodeId, capacity: PathCapacity) {
+        let seen = capacity.get();
+        self.followers.push(Follower {
+            source,
+            node,
+            capacity,
+            seen,
+        });
+    }
+
     /// Everything a node does after an event (timers, applications),
-    /// what it sends, and its next wake-up.
+    /// what it sends, and its next wake-up; and the same of the senders
+    /// that follow it, if it now carries more.
     fn process(&mut self, id: NodeId) {
+        self.run_node(id);
+        // A sender waiting for its pacer's next slot at the old rate is
+        // woken when what it follows carries more (a circuit back in a
+        // bond's stripe), as a real driver's loop runs its endpoint again
+        // after every event of the path under it. A capacity that falls
+        // needs no wake: the sender finds it at its next slot.
+        for index in 0..self.followers.len() {
+            let follower = &mut self.followers[index];
+            if follower.source != id {
+                continue;
+            }
+            let now_carried = follower.capacity.get();
+            let rose = now_carried > follower.seen;
+            follower.seen = now_carried;
+            if rose {
+                let node = follower.node;
+                self.run_node(node);
+            }
+        }
+    }
+
+    /// Everything one node does after an event, what it sends, and its
+    /// next wake-up.
+    fn run_node(&mut self, id: NodeId) {
         let now = self.now;
         self.nodes[id].node.handle_timeout(now);
         loop {
