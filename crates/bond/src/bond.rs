@@ -313,12 +313,18 @@ impl Bond {
         // starts its figures afresh, with this answer as their first.
         let state = &self.channels[channel];
         if state.state == ChannelState::Down {
-            // Back as it was, unless it was down as long as a dropped call
-            // takes to notice twice over: then it starts afresh, in the
-            // stripe.
-            let outage = now.saturating_sub(state.down_since) > self.silence(state) * 2;
+            // Its figures go on after answers lost now and then; they
+            // start afresh after an outage: one something reported (a
+            // dropped call, a router's report), or as long as a dropped
+            // call takes to notice twice over. (On a 2400 bit/s circuit,
+            // probed every 20 s, that is 80 s, longer than a redial: a
+            // channel a router reported down, back after 55 s, kept the
+            // loss of the call before and went on standby at once.) On
+            // standby before, it rests out its time there.
+            let outage =
+                state.down_reported || now.saturating_sub(state.down_since) > self.silence(state) * 2;
             let back = match state.before_down {
-                ChannelState::Standby if !outage && now < state.standby_until => ChannelState::Standby,
+                ChannelState::Standby if now < state.standby_until => ChannelState::Standby,
                 _ => ChannelState::Up,
             };
             self.change(now, channel, back, "its probes are answered again".into(), outage);
@@ -437,6 +443,7 @@ impl Bond {
         if state.state != ChannelState::Down {
             self.change(now, channel, ChannelState::Down, why, false);
         }
+        self.channels[channel].down_reported = true;
     }
 
     /// The channel's carrier changed, as its modem's carrier detect (or a

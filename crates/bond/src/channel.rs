@@ -131,6 +131,10 @@ pub(crate) struct Channel {
     /// When it last went down, and what it was before.
     pub down_since: Duration,
     pub before_down: ChannelState,
+    /// Whether it is down because something said so (its carrier, its
+    /// socket, a router's report), not for want of answers: the call it
+    /// was on is gone, however soon it is back.
+    pub down_reported: bool,
     /// Its state changes since the bond started, and how many of them
     /// took it down or on standby: kept here so that a report needs no
     /// log of the events (the emulator logs them and keeps none).
@@ -186,6 +190,7 @@ impl Channel {
             standby_hold: hold,
             up_since: now,
             down_since: now,
+            down_reported: false,
             before_down: ChannelState::Up,
             changes: 0,
             went_down: 0,
@@ -456,6 +461,7 @@ impl Channel {
             ChannelState::Up => self.up_since = now,
             ChannelState::Down => {
                 self.down_since = now;
+                self.down_reported = false;
                 self.before_down = self.state;
                 self.went_down += 1;
                 self.next_probe_at = self.next_probe_at.min(now + self.down_probe_interval);

@@ -633,6 +633,39 @@ fn a_slow_channel_that_is_down_is_probed_as_configured_and_found_back_within_tha
 }
 
 #[test]
+fn a_slow_channel_a_router_reported_down_comes_back_with_its_figures_afresh() {
+    // Two 2400 bit/s circuits; the second loses one packet in twenty on
+    // its first call (5%: not marginal). The call drops at 60 s, a router
+    // reports it (no carrier), and a clean new call is back at 115 s,
+    // sooner than two of its 20 s silences twice over: the loss of the
+    // call before is not the new one's (a figure it kept put such a
+    // channel on standby at once in the testbed).
+    let wires = vec![Wire::new(2400.0, 750), Wire::new(2400.0, 750)];
+    let mut pair = Pair::new(BondConfig::new(vec![2400; 2]), wires);
+    pair.forward[1].loss_every = Some(20);
+    let every = Some(secs(0.2));
+    let next = pair.run(secs(60.0), 100, every, 0);
+    let before = pair.a.channels()[1].loss;
+    assert!(before > 0.02, "the first call's loss is seen: {before}");
+    pair.forward[1].loss_every = None;
+    pair.forward[1].down.push((secs(60.0), secs(115.0)));
+    pair.back[1].down.push((secs(60.0), secs(115.0)));
+    pair.a
+        .channel_failed(pair.now, 1, "the network reports its peer unreachable".into());
+    pair.b
+        .channel_failed(pair.now, 1, "the network reports its peer unreachable".into());
+    pair.run(secs(130.0), 100, every, next);
+    let back = pair
+        .events
+        .iter()
+        .find(|e| e.channel == 1 && e.at > secs(60.0) && e.to == ChannelState::Up)
+        .unwrap_or_else(|| panic!("{:?}", pair.events));
+    assert!(back.at < secs(117.0), "{back:?}");
+    let after = pair.a.channels()[1].loss;
+    assert!(after < 0.005, "afresh: {after} (before the drop {before})");
+}
+
+#[test]
 fn a_lightly_used_jittery_channel_keeps_its_rate() {
     // The answering bond's channels carry only its probes and answers
     // (at 2400 bit/s, one each every 10 s), with up to 6 s of jitter:
