@@ -319,14 +319,10 @@ impl Bond {
             // call takes to notice twice over. (On a 2400 bit/s circuit,
             // probed every 20 s, that is 80 s, longer than a redial: a
             // channel a router reported down, back after 55 s, kept the
-            // loss of the call before and went on standby at once.) On
-            // standby before, it rests out its time there.
+            // loss of the call before and went on standby at once.)
             let outage =
                 state.down_reported || now.saturating_sub(state.down_since) > self.silence(state) * 2;
-            let back = match state.before_down {
-                ChannelState::Standby if now < state.standby_until => ChannelState::Standby,
-                _ => ChannelState::Up,
-            };
+            let back = state.state_when_back(now);
             self.change(now, channel, back, "its probes are answered again".into(), outage);
         }
         self.channels[channel].answered(now, probe.seq, received, held);
@@ -476,13 +472,7 @@ impl Bond {
             // Its silence counts from now: the probes of the call before
             // were answered by nothing.
             state.last_answer_at = now;
-            // A circuit on standby when its call dropped is the same
-            // circuit redialled: it rests out its time there.
-            let back = if state.before_down == ChannelState::Standby && now < state.standby_until {
-                ChannelState::Standby
-            } else {
-                ChannelState::Up
-            };
+            let back = state.state_when_back(now);
             self.change(now, channel, back, "its carrier is back".into(), true);
         }
     }

@@ -224,6 +224,17 @@ impl Channel {
         self.least_rtt.or(self.last_call_rtt)
     }
 
+    /// The state it returns to from down: on standby if it was when it
+    /// went down and its rest is not out (a redialled circuit is the same
+    /// circuit), else up.
+    pub fn state_when_back(&self, now: Duration) -> ChannelState {
+        if self.before_down == ChannelState::Standby && now < self.standby_until {
+            ChannelState::Standby
+        } else {
+            ChannelState::Up
+        }
+    }
+
     /// How long what it holds takes to leave at its rate.
     pub fn backlog(&self, now: Duration) -> Duration {
         self.free_at.saturating_sub(now)

@@ -105,6 +105,12 @@ impl Pair {
         }
     }
 
+    /// Circuit `channel`'s call is down from `from` until `to`, both ways.
+    fn drop_call(&mut self, channel: usize, from: Duration, to: Duration) {
+        self.forward[channel].down.push((from, to));
+        self.back[channel].down.push((from, to));
+    }
+
     /// Runs until `until`, a sends a packet of `size` bytes every
     /// `every` (numbered from `first`); returns the next number.
     fn run(&mut self, until: Duration, size: usize, every: Option<Duration>, mut next: u64) -> u64 {
@@ -326,8 +332,7 @@ fn a_marginal_circuit_redialled_comes_back_on_standby_until_its_rest_is_out() {
     );
     // Its call drops at 60 s and is redialled at 70 s: the same circuit,
     // as lossy.
-    pair.forward[2].down.push((secs(60.0), secs(70.0)));
-    pair.back[2].down.push((secs(60.0), secs(70.0)));
+    pair.drop_call(2, secs(60.0), secs(70.0));
     pair.a.carrier(pair.now, 2, false);
     let next = pair.run(secs(70.0), 100, every, next);
     pair.a.carrier(pair.now, 2, true);
@@ -477,8 +482,7 @@ fn a_lost_carrier_takes_a_channel_out_at_once_and_only_new_probes_bring_it_back(
         pair.events
     );
     // The call drops at 30 s: both modems say so.
-    pair.forward[1].down.push((secs(30.0), secs(90.0)));
-    pair.back[1].down.push((secs(30.0), secs(90.0)));
+    pair.drop_call(1, secs(30.0), secs(90.0));
     pair.a.channel_failed(pair.now, 1, "its carrier was lost".into());
     pair.b.channel_failed(pair.now, 1, "its carrier was lost".into());
     let carried = pair.data_per_channel[1];
@@ -543,8 +547,7 @@ fn a_carrier_back_on_a_circuit_that_delivers_nothing_is_down_again_within_its_si
     let mut pair = Pair::new(BondConfig::new(vec![FAST as u64; 2]), wires);
     let every = Some(secs(0.25 / 16.0));
     let next = pair.run(secs(30.0), 100, every, 0);
-    pair.forward[1].down.push((secs(30.0), secs(3600.0)));
-    pair.back[1].down.push((secs(30.0), secs(3600.0)));
+    pair.drop_call(1, secs(30.0), secs(3600.0));
     pair.a.channel_failed(pair.now, 1, "its carrier was lost".into());
     let next = pair.run(secs(90.0), 100, every, next);
     pair.a.carrier_back(pair.now, 1);
@@ -610,8 +613,7 @@ fn a_slow_channel_that_is_down_is_probed_as_configured_and_found_back_within_tha
     let mut pair = Pair::new(BondConfig::new(vec![2400; 2]), wires);
     let every = Some(secs(0.5));
     let next = pair.run(secs(30.0), 100, every, 0);
-    pair.forward[1].down.push((secs(30.0), secs(60.0)));
-    pair.back[1].down.push((secs(30.0), secs(60.0)));
+    pair.drop_call(1, secs(30.0), secs(60.0));
     pair.a
         .channel_failed(pair.now, 1, "the network reports its peer unreachable".into());
     pair.b
@@ -648,8 +650,7 @@ fn a_slow_channel_a_router_reported_down_comes_back_with_its_figures_afresh() {
     let before = pair.a.channels()[1].loss;
     assert!(before > 0.02, "the first call's loss is seen: {before}");
     pair.forward[1].loss_every = None;
-    pair.forward[1].down.push((secs(60.0), secs(115.0)));
-    pair.back[1].down.push((secs(60.0), secs(115.0)));
+    pair.drop_call(1, secs(60.0), secs(115.0));
     pair.a
         .channel_failed(pair.now, 1, "the network reports its peer unreachable".into());
     pair.b
