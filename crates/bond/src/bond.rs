@@ -28,10 +28,9 @@ use crate::wire::{ANSWER_LEN, Frame, FrameError, PROBE_LEN, Probe, is_control};
 /// 2400 bit/s) iridium-3ch's circuits carried 0.954 of the limit at
 /// saturation over sixteen seeds, at 1% 0.961. The price: a channel that
 /// goes silent with no carrier to say so and no router to report it
-/// (ICMP) is down after two intervals, 40 s at 2400 bit/s rather than 20;
-/// and a marginal circuit is judged after `min_answers` of them, so TCP
-/// over iridium-3ch-marginal carried 3.22 kbit/s rather than 3.38 (ten
-/// seeds; `scps-rate` 3.67 rather than 3.61).
+/// (ICMP) is down after two intervals, 40 s at 2400 bit/s rather than 20,
+/// and its round trip takes `min_answers` of them to judge (its loss
+/// takes what a few answers cover: see [`Judging`]).
 const CONTROL_SHARE: f64 = 0.01;
 
 /// What a channel carries each probe interval for the bond: its probe and
@@ -94,6 +93,21 @@ pub struct ChannelReport {
     pub changes: u64,
     pub went_down: u64,
     pub went_standby: u64,
+}
+
+/// What a channel is judged for against its peers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Judging {
+    /// Whether it is marginal (to go on standby): by the thresholds as
+    /// configured, its loss only where its measure leaves no doubt (see
+    /// [`LossMeter::least_share`]: a marginal circuit is out as soon as a
+    /// handful of its datagrams show it, a clean one never on a single
+    /// loss), its delay only after `min_answers` answers (each is one
+    /// jittered round trip).
+    Marginal,
+    /// Whether it is still marginal (to come back): by halfway thresholds,
+    /// on whatever it has measured.
+    Recovered,
 }
 
 /// Why a channel is marginal: far worse than the best of its peers.
@@ -332,10 +346,10 @@ impl Bond {
     /// Puts `channel` on standby if it is far worse than its peers.
     fn judge(&mut self, now: Duration, index: usize) {
         let channel = &self.channels[index];
-        if channel.state != ChannelState::Up || channel.answers < self.config.marginal.min_answers {
+        if channel.state != ChannelState::Up {
             return;
         }
-        if let Some(why) = self.worse_than_peers(index, 1.0) {
+        if let Some(why) = self.worse_than_peers(index, Judging::Marginal) {
             let hold = channel.standby_hold;
             // Back on standby soon after coming back: it stays longer.
             let next_hold = if now.saturating_sub(channel.up_since) < hold * 4 {
@@ -351,10 +365,9 @@ impl Bond {
     }
 
     /// Why channel `index` is marginal against the best of the other
-    /// channels in the stripe, its thresholds scaled towards 1 by `strictness`
-    /// (1: as configured; 0.5: halfway, for a channel to come back); `None`
-    /// when it is not, or has no peer to be judged against.
-    fn worse_than_peers(&self, index: usize, strictness: f64) -> Option<Marginal> {
+    /// channels in the stripe, or still is (see [`Judging`]); `None` when
+    /// it is not, or has no peer to be judged against.
+    fn worse_than_peers(&self, index: usize, judging: Judging) -> Option<Marginal> {
         let thresholds = &self.config.marginal;
         let peers = || {
             self.channels
@@ -363,16 +376,25 @@ impl Bond {
                 .filter(move |(i, c)| *i != index && c.state == ChannelState::Up)
                 .map(|(_, c)| c)
         };
-        let best_loss = peers().map(|c| c.loss).reduce(f64::min)?;
+        let best_loss = peers().map(Channel::loss).reduce(f64::min)?;
         let channel = &self.channels[index];
+        let (strictness, loss, delay_measured) = match judging {
+            Judging::Marginal => (
+                1.0,
+                channel.least_loss(),
+                channel.answers >= thresholds.min_answers,
+            ),
+            Judging::Recovered => (0.5, channel.loss(), true),
+        };
         let scaled = |ratio: f64| 1.0 + (ratio - 1.0) * strictness;
-        if channel.loss >= thresholds.loss * strictness
-            && channel.loss >= scaled(thresholds.loss_ratio) * best_loss
-        {
+        if loss >= thresholds.loss * strictness && loss >= scaled(thresholds.loss_ratio) * best_loss {
             return Some(Marginal::Loss {
-                loss: channel.loss,
+                loss: channel.loss(),
                 best: best_loss,
             });
+        }
+        if !delay_measured {
+            return None;
         }
         // The least round trips since they came up, less the queue the
         // bond allows a channel (a slow channel's queue adds to its round
@@ -400,7 +422,9 @@ impl Bond {
                     "no other channel carries data".into(),
                     false,
                 );
-            } else if now >= channel.standby_until && self.worse_than_peers(index, 0.5).is_none() {
+            } else if now >= channel.standby_until
+                && self.worse_than_peers(index, Judging::Recovered).is_none()
+            {
                 self.change(now, index, ChannelState::Up, "it has recovered".into(), false);
             }
         }
@@ -576,7 +600,7 @@ impl Bond {
                 state: c.state,
                 rate_bps: c.rate_bps,
                 srtt: c.srtt(),
-                loss: c.loss,
+                loss: c.loss(),
                 sent_bytes: c.sent_bytes,
                 received_bytes: *received,
                 changes: c.changes,

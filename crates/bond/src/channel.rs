@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use scps_proto::recovery::rtt::RttEstimator;
 
+use crate::loss::LossMeter;
+
 /// Whether a channel carries data. Serialized as its [`name`](ChannelState::name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -39,6 +41,8 @@ struct Outstanding {
     sent_bytes: u64,
     /// The same, with the link's framing of each datagram.
     sent_line_bytes: u64,
+    /// Datagrams given to the channel up to and including the probe.
+    sent_datagrams: u64,
     /// Whether the bond kept the channel full when it left (its queue at
     /// the bond's bound, and more waiting for it).
     full: bool,
@@ -53,12 +57,13 @@ struct Answered {
     arrived_at: Duration,
     sent_bytes: u64,
     sent_line_bytes: u64,
+    sent_datagrams: u64,
     received: u64,
 }
 
 /// Probes remembered while unanswered; older ones are given up.
 const OUTSTANDING: usize = 64;
-/// Weight of a new sample in the smoothed loss.
+/// Weight of a new sample in a smoothed figure.
 const GAIN: f64 = 0.25;
 /// The pace a channel is given at, as a share of its estimated rate, one
 /// probe interval after the other (BBR's cycle): a quarter more for one
@@ -93,6 +98,7 @@ pub(crate) struct Channel {
     /// What it was given with the link's framing of each datagram: the
     /// line time it took.
     sent_line_bytes: u64,
+    sent_datagrams: u64,
     /// The link's framing of each datagram (`BondConfig::framing_bytes`).
     framing_bytes: u64,
     pub next_probe_at: Duration,
@@ -116,8 +122,8 @@ pub(crate) struct Channel {
     samples: VecDeque<f64>,
     /// Its latest answers while full: a sample spans them.
     full_answers: VecDeque<Answered>,
-    /// Share of the bytes given to it that did not arrive, smoothed.
-    pub loss: f64,
+    /// The share of the bytes given to it that did not arrive.
+    loss: LossMeter,
     /// Answers since it last changed state: how much its figures are
     /// worth.
     pub answers: u32,
@@ -174,6 +180,7 @@ impl Channel {
             free_at: now,
             sent_bytes: 0,
             sent_line_bytes: 0,
+            sent_datagrams: 0,
             framing_bytes: u64::from(framing_bytes),
             next_probe_at: first_probe,
             next_seq: 0,
@@ -184,7 +191,7 @@ impl Channel {
             phase: 0,
             samples: VecDeque::new(),
             full_answers: VecDeque::new(),
-            loss: 0.0,
+            loss: LossMeter::default(),
             answers: 0,
             standby_until: now,
             standby_hold: hold,
@@ -209,6 +216,17 @@ impl Channel {
     /// taken for a dead one.
     pub fn answer_timeout(&self) -> Duration {
         self.rtt.rto()
+    }
+
+    /// The share of the bytes given to it lately that did not arrive.
+    pub fn loss(&self) -> f64 {
+        self.loss.share()
+    }
+
+    /// The least its loss may be, given how many datagrams it is measured
+    /// on (see [`LossMeter::least_share`]).
+    pub fn least_loss(&self) -> f64 {
+        self.loss.least_share()
     }
 
     pub fn srtt(&self) -> Option<Duration> {
@@ -270,6 +288,7 @@ impl Channel {
         self.free_at = self.free_at.max(now) + self.transmission(len);
         self.sent_bytes += len as u64;
         self.sent_line_bytes += len as u64 + self.framing_bytes;
+        self.sent_datagrams += 1;
     }
 
     /// A probe of `len` bytes leaves now: its sequence number. The
@@ -289,6 +308,7 @@ impl Channel {
             sent_at: now,
             sent_bytes: self.sent_bytes,
             sent_line_bytes: self.sent_line_bytes,
+            sent_datagrams: self.sent_datagrams,
             full,
             waited,
         });
@@ -328,15 +348,17 @@ impl Channel {
         {
             // Everything given before the probe arrived before it (a
             // channel keeps order), or was lost.
-            let sent = (probe.sent_bytes - last.sent_bytes) as f64;
-            let arrived = (received - last.received) as f64;
-            let loss = (1.0 - arrived / sent).clamp(0.0, 1.0);
-            self.loss = self.loss * (1.0 - GAIN) + loss * GAIN;
+            self.loss.sample(
+                probe.sent_bytes - last.sent_bytes,
+                received - last.received,
+                probe.sent_datagrams - last.sent_datagrams,
+            );
         }
         let answer = Answered {
             arrived_at: now,
             sent_bytes: probe.sent_bytes,
             sent_line_bytes: probe.sent_line_bytes,
+            sent_datagrams: probe.sent_datagrams,
             received,
         };
         // Answers arrive as their probes did, a return trip later: the
@@ -484,7 +506,7 @@ impl Channel {
         }
         if after_outage {
             self.rate_bps = self.nominal_bps;
-            self.loss = 0.0;
+            self.loss = LossMeter::default();
             self.answers = 0;
             self.last = None;
             self.full_answers.clear();

@@ -34,15 +34,18 @@ pub struct BondConfig {
 /// When a channel is worse enough than its peers to be put on standby.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MarginalThresholds {
-    /// A channel losing at least this share of its bytes...
+    /// A channel losing at least this share of its bytes (beyond doubt:
+    /// its measure over the datagrams it was given, less twice its
+    /// standard error)...
     pub loss: f64,
     /// ...and this many times the share the best usable peer loses, is
     /// marginal.
     pub loss_ratio: f64,
-    /// A channel whose smoothed round trip is this many times the best
+    /// A channel whose least round trip is this many times the best
     /// usable peer's is marginal.
     pub rtt_ratio: f64,
-    /// Answers a channel needs in its window before it is judged.
+    /// Answers a channel needs since it came up before it is judged by
+    /// its round trip (each answer is one round trip, jittered).
     pub min_answers: u32,
 }
 

@@ -11,6 +11,7 @@
 mod bond;
 mod channel;
 pub mod config;
+mod loss;
 pub mod node;
 mod report;
 pub mod wire;

@@ -323,24 +323,25 @@ fn a_marginal_circuit_redialled_comes_back_on_standby_until_its_rest_is_out() {
     wires[2].loss_every = Some(3);
     let mut pair = Pair::new(BondConfig::new(vec![FAST as u64; 3]), wires);
     let every = Some(secs(100.0 * 8.0 / 5500.0 / 16.0));
-    let next = pair.run(secs(60.0), 100, every, 0);
+    let next = pair.run(secs(30.0), 100, every, 0);
     assert_eq!(
         pair.a.channels()[2].state,
         ChannelState::Standby,
         "{:?}",
         pair.events
     );
-    // Its call drops at 60 s and is redialled at 70 s: the same circuit,
-    // as lossy.
-    pair.drop_call(2, secs(60.0), secs(70.0));
+    // Its call drops at 30 s and is redialled at 40 s, within its rest
+    // (the second, after it came back at 25 s and lost as much): the same
+    // circuit, as lossy.
+    pair.drop_call(2, secs(30.0), secs(40.0));
     pair.a.carrier(pair.now, 2, false);
-    let next = pair.run(secs(70.0), 100, every, next);
+    let next = pair.run(secs(40.0), 100, every, next);
     pair.a.carrier(pair.now, 2, true);
     let redialled = pair.now;
     let carried = pair.data_per_channel[2];
     // (It loses probes too, and flaps down and back every few seconds
     // after; the first seconds tell.)
-    pair.run(secs(72.0), 100, every, next);
+    pair.run(secs(42.0), 100, every, next);
     let back = pair
         .events
         .iter()
@@ -349,6 +350,34 @@ fn a_marginal_circuit_redialled_comes_back_on_standby_until_its_rest_is_out() {
     assert_eq!(back.to, ChannelState::Standby, "{:?}", pair.events);
     assert!(back.why.contains("carrier"), "{back:?}");
     assert_eq!(pair.data_per_channel[2], carried, "no data on standby");
+}
+
+#[test]
+fn a_slow_marginal_circuit_is_judged_by_what_its_datagrams_show_not_by_a_count_of_answers() {
+    // Three 2400 bit/s circuits, 1.5 s each way, probed every 20 s (their
+    // probes take at most 1% of them). The third loses one datagram in
+    // three: a handful of its datagrams show it beyond doubt, within the
+    // first intervals, where eight answers took 160 s. The second loses
+    // one in twenty, half the threshold: however long it is measured, it
+    // stays.
+    let mut wires = vec![
+        Wire::new(2400.0, 1500),
+        Wire::new(2400.0, 1500),
+        Wire::new(2400.0, 1500),
+    ];
+    wires[1].loss_every = Some(20);
+    wires[2].loss_every = Some(3);
+    let mut pair = Pair::new(BondConfig::new(vec![2400; 3]), wires);
+    pair.run(secs(600.0), 150, Some(secs(150.0 * 8.0 / 6000.0)), 0);
+    let standby: Vec<_> = pair
+        .events
+        .iter()
+        .filter(|e| e.to == ChannelState::Standby)
+        .collect();
+    assert!(!standby.is_empty(), "{:?}", pair.events);
+    assert!(standby.iter().all(|e| e.channel == 2), "{standby:?}");
+    assert!(standby[0].why.contains("loses"), "{:?}", standby[0]);
+    assert!(standby[0].at < secs(60.0), "{:?}", standby[0]);
 }
 
 #[test]
