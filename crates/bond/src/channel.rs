@@ -242,6 +242,18 @@ impl Channel {
         self.least_rtt.or(self.last_call_rtt)
     }
 
+    /// Its delay, as channels are judged against each other by it: its
+    /// least round trip since it came up (a queue, even one that lasts,
+    /// is not delay), but at least a quarter of its smoothed one. The
+    /// least of a jittery channel's round trips falls with every sample:
+    /// at the far end of a saturated iridium-3ch bond, the landline's
+    /// (1.2 s on average) came to 0.02 s within the hour, and Iridium
+    /// circuits of 1.5 s went on standby for being eight times that.
+    pub fn delay(&self) -> Option<Duration> {
+        let least = self.least_rtt?;
+        Some(least.max(self.rtt.srtt()? / 4))
+    }
+
     /// The state it returns to from down: on standby if it was when it
     /// went down and its rest is not out (a redialled circuit is the same
     /// circuit), else up.

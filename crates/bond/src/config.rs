@@ -41,11 +41,13 @@ pub struct MarginalThresholds {
     /// ...and this many times the share the best usable peer loses, is
     /// marginal.
     pub loss_ratio: f64,
-    /// A channel whose least round trip is this many times the best
-    /// usable peer's is marginal.
+    /// A channel whose delay (its least round trip since it came up, but
+    /// at least a quarter of its smoothed one) is this many times the
+    /// best usable peer's is marginal.
     pub rtt_ratio: f64,
-    /// Answers a channel needs since it came up before it is judged by
-    /// its round trip (each answer is one round trip, jittered).
+    /// Answers a channel, and a peer it is judged against, need since
+    /// they came up before it is judged by its delay (each answer is one
+    /// round trip, jittered).
     pub min_answers: u32,
 }
 

@@ -496,6 +496,26 @@ fn a_channel_far_slower_to_answer_than_its_peers_goes_to_standby() {
 }
 
 #[test]
+fn a_steady_channel_is_not_judged_against_a_jittery_peers_luckiest_round_trip() {
+    // The first channel's round trip is 0.1 s and up to 1.5 s of jitter
+    // one way: 0.8 s smoothed, 0.1 s at the luckiest. The second's is a
+    // steady 1.8 s: eighteen times that luckiest one, but not much more
+    // than twice what the first takes on average. Neither is far worse
+    // (judged by least round trips alone, the second went on standby
+    // within 12 s).
+    let wires = vec![Wire::new(FAST, 50), Wire::new(FAST, 900)];
+    let mut pair = Pair::new(BondConfig::new(vec![FAST as u64; 2]), wires);
+    pair.forward[0].jitter = secs(1.5);
+    pair.run(secs(600.0), 100, None, 0);
+    let standby: Vec<_> = pair
+        .events
+        .iter()
+        .filter(|e| e.to == ChannelState::Standby)
+        .collect();
+    assert!(standby.is_empty(), "{standby:?}");
+}
+
+#[test]
 fn a_lost_carrier_takes_a_channel_out_at_once_and_only_new_probes_bring_it_back() {
     // Two channels of 38.4 kbit/s, 1.5 s each way: a probe answered after
     // the call dropped was sent while it still stood, and says nothing.
