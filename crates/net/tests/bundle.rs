@@ -199,7 +199,8 @@ async fn a_bundle_carries_bytes_intact_and_outlives_a_silent_channel() {
     relay[1].set(PASS);
     assert!(
         until_state(&monitor_a, 1, ChannelState::Up, 10 * PROBE_INTERVAL).await,
-        "the channel did not come back when its probes were answered again"
+        "the channel did not come back when its probes were answered again: {:?}",
+        monitor_a.report()
     );
     assert_eq!(report.damaged, 0);
     net_a.close(Duration::from_secs(2)).await.unwrap();
