@@ -505,6 +505,11 @@ impl Channel {
         match state {
             ChannelState::Up => self.up_since = now,
             ChannelState::Down => {
+                // What it was given before a silence and lost in it is
+                // told by the silence: as loss too, the first answer
+                // after 0.3 s of silence on a busy channel made a third
+                // of its measure and put it on standby as it came back.
+                self.last = None;
                 self.down_since = now;
                 self.down_reported = false;
                 self.before_down = self.state;
