@@ -98,6 +98,7 @@ pub(crate) struct Channel {
     /// What it was given with the link's framing of each datagram: the
     /// line time it took.
     sent_line_bytes: u64,
+    /// The datagrams it was given: what its loss is measured on.
     sent_datagrams: u64,
     /// The link's framing of each datagram (`BondConfig::framing_bytes`).
     framing_bytes: u64,
@@ -507,8 +508,9 @@ impl Channel {
             ChannelState::Down => {
                 // What it was given before a silence and lost in it is
                 // told by the silence: as loss too, the first answer
-                // after 0.3 s of silence on a busy channel made a third
-                // of its measure and put it on standby as it came back.
+                // after 0.3 s of silence on a busy loopback bundle took
+                // its measure to 42% and put it on standby as it came
+                // back.
                 self.last = None;
                 self.down_since = now;
                 self.down_reported = false;

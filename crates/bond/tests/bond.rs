@@ -111,6 +111,14 @@ impl Pair {
         self.back[channel].down.push((from, to));
     }
 
+    /// The events that put a channel on standby, in order.
+    fn standby_events(&self) -> Vec<&Event> {
+        self.events
+            .iter()
+            .filter(|e| e.to == ChannelState::Standby)
+            .collect()
+    }
+
     /// Runs until `until`, a sends a packet of `size` bytes every
     /// `every` (numbered from `first`); returns the next number.
     fn run(&mut self, until: Duration, size: usize, every: Option<Duration>, mut next: u64) -> u64 {
@@ -369,11 +377,7 @@ fn a_slow_marginal_circuit_is_judged_by_what_its_datagrams_show_not_by_a_count_o
     wires[2].loss_every = Some(3);
     let mut pair = Pair::new(BondConfig::new(vec![2400; 3]), wires);
     pair.run(secs(600.0), 150, Some(secs(150.0 * 8.0 / 6000.0)), 0);
-    let standby: Vec<_> = pair
-        .events
-        .iter()
-        .filter(|e| e.to == ChannelState::Standby)
-        .collect();
+    let standby = pair.standby_events();
     assert!(!standby.is_empty(), "{:?}", pair.events);
     assert!(standby.iter().all(|e| e.channel == 2), "{standby:?}");
     assert!(standby[0].why.contains("loses"), "{:?}", standby[0]);
@@ -507,11 +511,7 @@ fn a_steady_channel_is_not_judged_against_a_jittery_peers_luckiest_round_trip() 
     let mut pair = Pair::new(BondConfig::new(vec![FAST as u64; 2]), wires);
     pair.forward[0].jitter = secs(1.5);
     pair.run(secs(600.0), 100, None, 0);
-    let standby: Vec<_> = pair
-        .events
-        .iter()
-        .filter(|e| e.to == ChannelState::Standby)
-        .collect();
+    let standby = pair.standby_events();
     assert!(standby.is_empty(), "{standby:?}");
 }
 
