@@ -45,6 +45,9 @@ const MESSAGE_FIELDS: [&str; 6] = [
     "latency_p95_s",
     "latency_max_s",
 ];
+/// How a sender of our stack repaired its losses, with the simulator's
+/// names (kernel TCP reports only its retransmitted bytes).
+const REPAIR_FIELDS: [&str; 3] = ["retransmitted_bytes", "timeouts", "fast_recoveries"];
 /// The least time a transfer is given; otherwise four times what it takes
 /// at the link's limit.
 const MIN_TIME: Duration = Duration::from_secs(60);
@@ -713,13 +716,10 @@ fn transfer_figures(point: &Point, report: &Figures) -> Figures {
         .or_else(|| report.get("goodput_bps"))
         .and_then(Value::as_f64)
         .unwrap_or(0.0);
-    for field in MESSAGE_FIELDS {
+    for field in MESSAGE_FIELDS.into_iter().chain(REPAIR_FIELDS) {
         if let Some(value) = report.get(field) {
             figures.insert(field.into(), value.clone());
         }
-    }
-    if let Some(resent) = report.get("retransmitted_bytes") {
-        figures.insert("retransmitted_bytes".into(), resent.clone());
     }
     throughput_figures(&mut figures, point, bytes, duration, goodput);
     figures
@@ -923,6 +923,25 @@ mod tests {
             Duration::from_secs(60),
             "the engine's RTO ceiling"
         );
+    }
+
+    #[test]
+    fn a_sender_s_repairs_are_recorded_under_the_simulator_s_names() {
+        let point = point("iridium-3ch", &["workload.rate=2048bps"]);
+        let report: Figures = serde_json::from_str(
+            r#"{"bytes": 1000, "duration_s": 10.0, "actual_bps": 800.0, "retransmitted_bytes": 120,
+                "timeouts": 2, "fast_recoveries": 1, "verified": true}"#,
+        )
+        .unwrap();
+        let figures = transfer_figures(&point, &report);
+        assert_eq!(figures["retransmitted_bytes"], 120);
+        assert_eq!(figures["timeouts"], 2);
+        assert_eq!(figures["fast_recoveries"], 1);
+        // Kernel TCP's report has no timeouts: none are made up.
+        let kernel: Figures = serde_json::from_str(r#"{"bytes": 1000, "retransmitted_bytes": 7}"#).unwrap();
+        let figures = transfer_figures(&point, &kernel);
+        assert_eq!(figures["retransmitted_bytes"], 7);
+        assert!(!figures.contains_key("timeouts"), "{figures:?}");
     }
 
     #[test]
