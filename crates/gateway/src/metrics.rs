@@ -262,7 +262,13 @@ fn encode_bundle(encoder: &mut DescriptorEncoder, report: &BundleReport) -> Resu
         "Delivery rate of each channel as its probes measure it, bit/s",
         Some(&Unit::Other("bits_per_second".to_owned())),
         channels().map(|(name, channel)| ([("channel", name.as_str())], ConstGauge::new(channel.rate_bps))),
-    )
+    )?;
+    ConstCounter::new(report.icmp_ignored).encode(encoder.encode_descriptor(
+        "bundle_icmp_ignored",
+        "ICMP reports about the channels' datagrams that quote none sent lately (forged or stale), ignored",
+        None,
+        ConstCounter::<u64>::TYPE,
+    )?)
 }
 
 /// A sample's label set: its route.

@@ -105,6 +105,10 @@ async fn two_gateways_carry_a_connection_over_a_bundle_and_report_its_channels()
             "channel {channel} carried a share: {sent_line}"
         );
     }
+    assert!(
+        metrics.contains("scps_gateway_bundle_icmp_ignored_total 0"),
+        "no report ignored, and the count shown:\n{metrics}"
+    );
     client.stop().await.unwrap();
     far.stop().await.unwrap();
 }

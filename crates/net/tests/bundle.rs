@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::{PORT, content, seed};
 use scps_bond::{BondConfig, ChannelState};
-use scps_net::{BundleChannelAddrs, BundleMonitor, BundlePath, Net, NetOptions, PacketPath};
+use scps_net::{BundleChannelAddrs, BundleMonitor, BundlePath, BundleReport, Net, NetOptions, PacketPath};
 use scps_proto::cc::CongestionAlgorithm;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -120,9 +120,14 @@ fn bundles(relay: &[RelayChannel], config: BondConfig) -> [(BundlePath, BundleMo
 
 /// Waits (at most `within`) until `monitor` shows `channel` in `state`.
 async fn until_state(monitor: &BundleMonitor, channel: usize, state: ChannelState, within: Duration) -> bool {
+    until(monitor, within, |report| report.channels[channel].state == state).await
+}
+
+/// Whether the bundle's report shows `condition` within `within`.
+async fn until(monitor: &BundleMonitor, within: Duration, condition: impl Fn(&BundleReport) -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + within;
     while tokio::time::Instant::now() < deadline {
-        if monitor.report().channels[channel].state == state {
+        if condition(&monitor.report()) {
             return true;
         }
         tokio::time::sleep(PROBE_INTERVAL / 4).await;
@@ -477,6 +482,120 @@ fn a_channel_a_router_reports_unreachable_is_down_at_once() {
         "{}",
         event.why
     );
+}
+
+#[test]
+fn a_forged_unreachable_report_does_not_take_a_channel_down() {
+    // As above, a host and a router: the first channel's peer is
+    // unreachable (the router reports it, quoting the probe), the second's
+    // is routed into a black hole (its probes vanish, unanswered for 40 s
+    // at 2400 bit/s). From the router's namespace, reports of "host
+    // unreachable" about the second channel's addresses and ports are
+    // forged, one quoting nothing past the UDP header, one quoting bytes
+    // the channel never sent: both are counted and ignored, and the
+    // channel stays up; the router's own report about the first still
+    // takes it down.
+    if common::netns::in_user_namespace("a_forged_unreachable_report_does_not_take_a_channel_down") {
+        return;
+    }
+    use common::netns::{Namespace, veth};
+    let (host, router) = (Namespace::new("forge-host"), Namespace::new("forge-router"));
+    veth(&host, "up0", &router, "down0");
+    host.ip("addr add 10.34.0.2/24 dev up0");
+    host.ip("route add default via 10.34.0.1");
+    router.ip("addr add 10.34.0.1/24 dev down0");
+    router.sysctl("net.ipv4.ip_forward=1");
+    router.ip("route add unreachable 10.35.0.2/32");
+    router.ip("route add blackhole 10.35.1.2/32");
+    let channels: Vec<BundleChannelAddrs> = ["10.35.0.2:7000", "10.35.1.2:7001"]
+        .iter()
+        .map(|peer| BundleChannelAddrs {
+            local: "10.34.0.2:0".parse().unwrap(),
+            peer: peer.parse().unwrap(),
+            device: None,
+        })
+        .collect();
+    let (opened, local) = std::sync::mpsc::channel();
+    let watching = host.spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let (path, monitor) = watched(&channels, BondConfig::new(vec![2400; 2]));
+            let net = Net::start(path, NetOptions::default()).unwrap();
+            opened.send(monitor.report().addrs[1]).unwrap();
+            let heard = until(&monitor, Duration::from_secs(5), |report| {
+                report.icmp_ignored >= 2 && report.channels[0].state == ChannelState::Down
+            })
+            .await;
+            let report = monitor.report();
+            let _ = net.close(Duration::from_secs(1)).await;
+            (heard, report)
+        })
+    });
+    let (local, peer) = local.recv().expect("the bundle opened");
+    router
+        .spawn(move || {
+            let forger = socket2::Socket::new(
+                socket2::Domain::IPV4,
+                socket2::Type::RAW,
+                Some(socket2::Protocol::ICMPV4),
+            )
+            .expect("a raw ICMP socket (the tests run as root)");
+            let to: SocketAddr = SocketAddr::new(local.ip(), 0);
+            for quoted in [&[][..], &[0x45; 48][..]] {
+                forger
+                    .send_to(&host_unreachable_about(local, peer, quoted), &to.into())
+                    .expect("forged report sent");
+            }
+        })
+        .join()
+        .unwrap();
+    let (heard, report) = watching.join().unwrap();
+    println!("{:?}, {} reports ignored", report.events, report.icmp_ignored);
+    assert!(
+        heard,
+        "the forged reports were not both counted, or the genuine one not heard: {report:?}"
+    );
+    assert_eq!(report.icmp_ignored, 2, "{report:?}");
+    assert!(
+        report.events.iter().all(|e| e.channel != 1),
+        "the channel the forged reports named changed state: {:?}",
+        report.events
+    );
+    let genuine = report
+        .events
+        .iter()
+        .find(|e| e.channel == 0)
+        .expect("the genuine report heard");
+    assert!(genuine.why.contains("from 10.34.0.1"), "{}", genuine.why);
+}
+
+/// An ICMP "host unreachable" message (RFC 792 type 3 code 1) about a UDP
+/// datagram from `local` to `peer`, quoting its IPv4 and UDP headers and
+/// then `quoted` as its payload.
+fn host_unreachable_about(local: SocketAddr, peer: SocketAddr, quoted: &[u8]) -> Vec<u8> {
+    let (SocketAddr::V4(local), SocketAddr::V4(peer)) = (local, peer) else {
+        panic!("IPv4 addresses");
+    };
+    let udp_length = 8 + quoted.len() as u16;
+    let mut message = vec![3, 1, 0, 0, 0, 0, 0, 0];
+    // The datagram's IPv4 header (protocol 17, UDP), then its UDP header.
+    message.extend_from_slice(&[0x45, 0]);
+    message.extend_from_slice(&(20 + udp_length).to_be_bytes());
+    message.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
+    message.extend_from_slice(&local.ip().octets());
+    message.extend_from_slice(&peer.ip().octets());
+    message.extend_from_slice(&local.port().to_be_bytes());
+    message.extend_from_slice(&peer.port().to_be_bytes());
+    message.extend_from_slice(&udp_length.to_be_bytes());
+    message.extend_from_slice(&[0, 0]);
+    message.extend_from_slice(quoted);
+    let mut sum = scps_proto::wire::checksum::Checksum::new();
+    sum.add_bytes(&message);
+    message[2..4].copy_from_slice(&sum.finish().to_be_bytes());
+    message
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,11 +33,15 @@ use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
 use super::batch::{RecvBatch, SLOT_BYTES};
-use super::icmp_reports;
+use super::icmp_reports::{self, SentDatagrams};
 use super::udp::route_source;
 use super::{PacketPath, would_block};
 use crate::error::NetError;
 use crate::frame_check;
+
+/// How long after an ignored ICMP report an error it left pending on the
+/// socket is still taken as its.
+const REPORT_LEFTOVER: Duration = Duration::from_secs(1);
 
 /// Where one channel of a bundle runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +84,9 @@ pub struct BundleReport {
     pub send_full: u64,
     /// Hook commands that could not be started.
     pub hook_failures: u64,
+    /// ICMP reports about a channel's datagrams that quote none it sent
+    /// lately, or too little to tell: forged, or stale; ignored.
+    pub icmp_ignored: u64,
 }
 
 /// A live view of a bundle: what it reports now, from any task.
@@ -102,6 +109,11 @@ impl BundleMonitor {
 struct Channel {
     socket: UdpSocket,
     addrs: BundleChannelAddrs,
+    /// What it sent lately, for the ICMP reports about it to quote.
+    sent: SentDatagrams,
+    /// When a report was last ignored, and the error it left pending on
+    /// the socket.
+    ignored_report: Option<(Duration, i32)>,
 }
 
 #[derive(Debug)]
@@ -158,6 +170,8 @@ impl BundlePath {
                         local,
                         ..addrs.clone()
                     },
+                    sent: SentDatagrams::new(),
+                    ignored_report: None,
                 })
             })
             .collect::<Result<Vec<_>, NetError>>()?;
@@ -200,9 +214,10 @@ impl BundlePath {
                 MsgFlags::MSG_DONTWAIT,
             );
             match sent.map_err(std::io::Error::from) {
-                Ok(_) => {}
+                Ok(_) => self.channels[index].sent.sent(&self.buf),
                 Err(err) if would_block(&err) => self.monitor.lock().send_full += 1,
-                Err(err) => self.failed(now, index, &err),
+                // A send returns the error an ICMP report left pending.
+                Err(err) => self.heard_error(now, index, &err),
             }
         }
     }
@@ -213,17 +228,42 @@ impl BundlePath {
     }
 
     /// The socket of channel `index` holds `err`: the error queue says
-    /// what ICMP reported, and who. A peer reported unreachable takes the
-    /// channel down; "packet too big" does not (path MTU discovery's).
+    /// what ICMP reported, and who. A peer reported unreachable in a report
+    /// that quotes a datagram the channel sent takes the channel down; one
+    /// that does not is counted and ignored, and so is the error it left
+    /// pending (read now, or within [`REPORT_LEFTOVER`]: a report can
+    /// reach the queue before its error reaches the socket). "Packet too
+    /// big" is path MTU discovery's. Any other error is the socket's own.
     fn heard_error(&mut self, now: Duration, index: usize, err: &std::io::Error) {
-        match icmp_reports::take_unreachable(&self.channels[index].socket) {
-            Some(report) => self.bond.channel_failed(
+        let channel = &mut self.channels[index];
+        let (believed, ignored): (Vec<_>, Vec<_>) = icmp_reports::take_unreachable(&channel.socket)
+            .into_iter()
+            .partition(|report| channel.sent.quotes_one(&report.quoted));
+        if let Some(last) = ignored.last() {
+            let mut report = self.monitor.lock();
+            // The first is news; a flood of them is a count.
+            if report.icmp_ignored == 0 {
+                tracing::warn!(
+                    channel = index,
+                    report = %last,
+                    "an ICMP report quotes no datagram the channel sent lately: ignored, \
+                     as later ones will be (counted in the bundle's icmp_ignored)"
+                );
+            }
+            report.icmp_ignored += ignored.len() as u64;
+            channel.ignored_report = Some((now, last.errno as i32));
+        }
+        let leftover = channel.ignored_report.take_if(|(at, errno)| {
+            err.raw_os_error() == Some(*errno) && now.saturating_sub(*at) <= REPORT_LEFTOVER
+        });
+        if let Some(report) = believed.last() {
+            self.bond.channel_failed(
                 now,
                 index,
                 format!("the network reports its peer unreachable: {report}"),
-            ),
-            None if err.raw_os_error() == Some(nix::libc::EMSGSIZE) => {}
-            None => self.failed(now, index, err),
+            );
+        } else if leftover.is_none() && err.raw_os_error() != Some(nix::libc::EMSGSIZE) {
+            self.failed(now, index, err);
         }
     }
 
@@ -248,8 +288,9 @@ impl BundlePath {
                 match self.channels[index].socket.try_recv(&mut self.buf) {
                     Ok(len) => self.arrived(now, index, len, batch),
                     Err(err) if would_block(&err) => break,
+                    // A read returns the error an ICMP report left pending.
                     Err(err) => {
-                        self.failed(now, index, &err);
+                        self.heard_error(now, index, &err);
                         break;
                     }
                 }

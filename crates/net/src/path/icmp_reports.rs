@@ -8,6 +8,15 @@
 //! the router that sent it: a channel whose peer is reported unreachable
 //! is down at once, not two probe intervals after its last answer. A
 //! "packet too big" report is path MTU discovery's, not a dead channel.
+//!
+//! The kernel hands a socket only reports that quote a datagram of its
+//! addresses and ports, which anyone who knows them can forge (as against
+//! TCP, RFC 5927). A report is believed only if it quotes the start of a
+//! datagram the channel sent lately (as QUIC validates them, RFC 9000
+//! 14.2.1): the inner IP header and TCP sequence number of a data
+//! datagram, the prober's clock of a probe. One that quotes too little
+//! to tell, or something the channel did not send, is counted and
+//! ignored; the channel is then down when its probes go unanswered.
 
 use std::io::IoSliceMut;
 use std::os::fd::AsRawFd;
@@ -36,6 +45,9 @@ pub(super) struct Unreachable {
     pub icmp_type: u8,
     pub icmp_code: u8,
     pub from: Option<std::net::IpAddr>,
+    /// The start of the datagram it is about, as far as it quotes it
+    /// (at most [`CHECKED_BYTES`]).
+    pub quoted: Vec<u8>,
 }
 
 impl std::fmt::Display for Unreachable {
@@ -54,11 +66,11 @@ impl std::fmt::Display for Unreachable {
     }
 }
 
-/// Empties the error queue of `socket`: the last report in it that says
-/// the peer cannot be reached, if any.
-pub(super) fn take_unreachable(socket: &impl AsRawFd) -> Option<Unreachable> {
-    let mut last = None;
-    let mut quoted = [0u8; 64];
+/// Empties the error queue of `socket`: the reports in it that say the
+/// peer cannot be reached, oldest first.
+pub(super) fn take_unreachable(socket: &impl AsRawFd) -> Vec<Unreachable> {
+    let mut reports = Vec::new();
+    let mut quoted = [0u8; CHECKED_BYTES];
     let mut control = nix::cmsg_space!(libc::sock_extended_err, libc::sockaddr_in6);
     loop {
         let mut iov = [IoSliceMut::new(&mut quoted)];
@@ -69,38 +81,141 @@ pub(super) fn take_unreachable(socket: &impl AsRawFd) -> Option<Unreachable> {
             MsgFlags::MSG_ERRQUEUE | MsgFlags::MSG_DONTWAIT,
         ) else {
             // Empty (EAGAIN).
-            return last;
+            return reports;
         };
+        // What the report quotes of the datagram, past its UDP header;
+        // more than the buffer is cut to it.
+        let length = message.bytes.min(CHECKED_BYTES);
         let Ok(messages) = message.cmsgs() else {
             continue;
         };
-        for cmsg in messages {
-            let (error, from) = match cmsg {
-                ControlMessageOwned::Ipv4RecvErr(error, from) => (
-                    error,
-                    from.map(|a| {
-                        std::net::IpAddr::V4(std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)))
-                    }),
-                ),
-                ControlMessageOwned::Ipv6RecvErr(error, from) => (
-                    error,
-                    from.map(|a| std::net::IpAddr::V6(std::net::Ipv6Addr::from(a.sin6_addr.s6_addr))),
-                ),
-                _ => continue,
-            };
-            let from_icmp = matches!(
-                error.ee_origin,
-                libc::SO_EE_ORIGIN_ICMP | libc::SO_EE_ORIGIN_ICMP6
-            );
-            let errno = Errno::from_raw(error.ee_errno as i32);
-            if from_icmp && errno != Errno::EMSGSIZE {
-                last = Some(Unreachable {
-                    errno,
-                    icmp_type: error.ee_type,
-                    icmp_code: error.ee_code,
-                    from,
-                });
-            }
+        let Some((error, from)) = messages.filter_map(extended_error).last() else {
+            continue;
+        };
+        let from_icmp = matches!(
+            error.ee_origin,
+            libc::SO_EE_ORIGIN_ICMP | libc::SO_EE_ORIGIN_ICMP6
+        );
+        let errno = Errno::from_raw(error.ee_errno as i32);
+        if from_icmp && errno != Errno::EMSGSIZE {
+            reports.push(Unreachable {
+                errno,
+                icmp_type: error.ee_type,
+                icmp_code: error.ee_code,
+                from,
+                quoted: quoted[..length].to_vec(),
+            });
         }
+    }
+}
+
+/// The extended error a control message of the error queue holds, and
+/// who sent its report.
+fn extended_error(cmsg: ControlMessageOwned) -> Option<(libc::sock_extended_err, Option<std::net::IpAddr>)> {
+    match cmsg {
+        ControlMessageOwned::Ipv4RecvErr(error, from) => Some((
+            error,
+            from.map(|a| std::net::IpAddr::V4(std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)))),
+        )),
+        ControlMessageOwned::Ipv6RecvErr(error, from) => Some((
+            error,
+            from.map(|a| std::net::IpAddr::V6(std::net::Ipv6Addr::from(a.sin6_addr.s6_addr))),
+        )),
+        _ => None,
+    }
+}
+
+/// How much of the start of a datagram a report must quote to be
+/// believed (all of a shorter one): a data datagram's inner IP header
+/// (IPv4's or IPv6's) and its TCP ports and sequence number; a probe
+/// whole.
+pub(super) const CHECKED_BYTES: usize = 48;
+/// How many of a channel's latest datagrams a report may be about: a
+/// router answers at once, and limits how often (RFC 1812 4.3.2.8).
+const REMEMBERED: usize = 512;
+
+/// The starts of the datagrams a channel sent lately, to check the reports
+/// about them against.
+#[derive(Debug)]
+pub(super) struct SentDatagrams {
+    starts: Vec<(u8, [u8; CHECKED_BYTES])>,
+    /// Where the next one is written once `starts` is full.
+    next: usize,
+}
+
+impl SentDatagrams {
+    pub fn new() -> SentDatagrams {
+        SentDatagrams {
+            starts: Vec::with_capacity(REMEMBERED),
+            next: 0,
+        }
+    }
+
+    /// `datagram` was sent.
+    pub fn sent(&mut self, datagram: &[u8]) {
+        let length = datagram.len().min(CHECKED_BYTES);
+        let mut start = [0; CHECKED_BYTES];
+        start[..length].copy_from_slice(&datagram[..length]);
+        let entry = (length as u8, start);
+        if self.starts.len() < REMEMBERED {
+            self.starts.push(entry);
+        } else {
+            self.starts[self.next] = entry;
+        }
+        self.next = (self.next + 1) % REMEMBERED;
+    }
+
+    /// Whether `quoted` is the start of a datagram sent lately, long
+    /// enough to tell.
+    pub fn quotes_one(&self, quoted: &[u8]) -> bool {
+        self.starts.iter().any(|(length, start)| {
+            let length = usize::from(*length);
+            quoted.len() >= length && quoted[..length] == start[..length]
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_is_believed_only_if_it_quotes_enough_of_a_datagram_sent_lately() {
+        let mut sent = SentDatagrams::new();
+        let data: Vec<u8> = (0..200).collect();
+        let probe: Vec<u8> = (100..120).collect();
+        sent.sent(&data);
+        sent.sent(&probe);
+        assert!(sent.quotes_one(&data[..CHECKED_BYTES]));
+        assert!(
+            sent.quotes_one(&probe),
+            "a datagram shorter than the check, whole"
+        );
+        assert!(!sent.quotes_one(&data[..8]), "too little to tell");
+        assert!(!sent.quotes_one(&[]), "nothing quoted");
+        assert!(!sent.quotes_one(&probe[..19]), "a short datagram, cut");
+        let mut other = data.clone();
+        other[CHECKED_BYTES - 1] ^= 1;
+        assert!(
+            !sent.quotes_one(&other[..CHECKED_BYTES]),
+            "differs in its last checked byte"
+        );
+    }
+
+    #[test]
+    fn only_the_latest_datagrams_are_remembered() {
+        let mut sent = SentDatagrams::new();
+        // Datagrams told apart by their first bytes.
+        let datagram = |i: usize| {
+            let mut datagram = vec![0x45; 40];
+            datagram[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            datagram
+        };
+        for i in 0..REMEMBERED + 10 {
+            sent.sent(&datagram(i));
+        }
+        assert!(!sent.quotes_one(&datagram(9)), "pushed out by later ones");
+        assert!(sent.quotes_one(&datagram(10)));
+        assert!(sent.quotes_one(&datagram(REMEMBERED + 9)));
     }
 }
