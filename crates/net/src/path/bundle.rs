@@ -216,8 +216,7 @@ impl BundlePath {
             match sent.map_err(std::io::Error::from) {
                 Ok(_) => self.channels[index].sent.sent(&self.buf),
                 Err(err) if would_block(&err) => self.monitor.lock().send_full += 1,
-                // A send returns the error an ICMP report left pending.
-                Err(err) => self.heard_error(now, index, &err),
+                Err(err) => self.send_failed(now, index, &err),
             }
         }
     }
@@ -227,14 +226,33 @@ impl BundlePath {
             .channel_failed(now, index, format!("its socket failed: {err}"));
     }
 
-    /// The socket of channel `index` holds `err`: the error queue says
-    /// what ICMP reported, and who. A peer reported unreachable in a report
-    /// that quotes a datagram the channel sent takes the channel down; one
-    /// that does not is counted and ignored, and so is the error it left
-    /// pending (read now, or within [`REPORT_LEFTOVER`]: a report can
-    /// reach the queue before its error reaches the socket). "Packet too
-    /// big" is path MTU discovery's. Any other error is the socket's own.
+    /// The socket of channel `index` holds `err`, found when asked for it
+    /// or by a read: what ICMP reported (see [`Self::read_reports`]), or
+    /// "packet too big" (path MTU discovery's), or the socket's own
+    /// failure.
     fn heard_error(&mut self, now: Duration, index: usize, err: &std::io::Error) {
+        if !self.read_reports(now, index, err) && err.raw_os_error() != Some(nix::libc::EMSGSIZE) {
+            self.failed(now, index, err);
+        }
+    }
+
+    /// A send on channel `index` failed with `err`: the error an ICMP
+    /// report left pending (see [`Self::read_reports`]), or the socket's
+    /// own failure (a datagram too big for the route is one: it did not
+    /// go).
+    fn send_failed(&mut self, now: Duration, index: usize, err: &std::io::Error) {
+        if !self.read_reports(now, index, err) {
+            self.failed(now, index, err);
+        }
+    }
+
+    /// Empties channel `index`'s error queue: a peer reported unreachable
+    /// in a report that quotes a datagram the channel sent takes the
+    /// channel down; one that does not is counted and ignored. Whether
+    /// `err` is what such a report left pending on the socket (read now,
+    /// or within [`REPORT_LEFTOVER`] of an ignored one: a report can reach
+    /// the queue before its error reaches the socket).
+    fn read_reports(&mut self, now: Duration, index: usize, err: &std::io::Error) -> bool {
         let channel = &mut self.channels[index];
         let (believed, ignored): (Vec<_>, Vec<_>) = icmp_reports::take_unreachable(&channel.socket)
             .into_iter()
@@ -256,14 +274,16 @@ impl BundlePath {
         let leftover = channel.ignored_report.take_if(|(at, errno)| {
             err.raw_os_error() == Some(*errno) && now.saturating_sub(*at) <= REPORT_LEFTOVER
         });
-        if let Some(report) = believed.last() {
-            self.bond.channel_failed(
-                now,
-                index,
-                format!("the network reports its peer unreachable: {report}"),
-            );
-        } else if leftover.is_none() && err.raw_os_error() != Some(nix::libc::EMSGSIZE) {
-            self.failed(now, index, err);
+        match believed.last() {
+            Some(report) => {
+                self.bond.channel_failed(
+                    now,
+                    index,
+                    format!("the network reports its peer unreachable: {report}"),
+                );
+                true
+            }
+            None => leftover.is_some(),
         }
     }
 
