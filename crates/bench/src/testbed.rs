@@ -51,6 +51,8 @@ const REPAIR_FIELDS: [&str; 3] = ["retransmitted_bytes", "timeouts", "fast_recov
 /// The least time a transfer is given; otherwise four times what it takes
 /// at the link's limit.
 const MIN_TIME: Duration = Duration::from_secs(60);
+/// How long a receiver that ended a transfer has to write its report.
+const RECEIVER_REPORT_TIME: Duration = Duration::from_secs(2);
 /// How long a program has to say it is ready.
 const START_TIME: Duration = Duration::from_secs(15);
 /// `sh -c` scripts that run `"$@"` with its standard error, or all its
@@ -166,7 +168,8 @@ impl TestbedWorld {
         send.wait_timeout(allowed)
             .map_err(|e| format!("scps send: {e}"))?
             .ok_or_else(|| format!("not finished within {} s (wall clock)", allowed.as_secs()))?;
-        let report = sender_report(&send, &log)?;
+        let report =
+            sender_report(&send, &log).map_err(|failure| with_receiver_account(failure, &recv, &recv_log))?;
         Ok(transfer_figures(&job.point, &report))
     }
 
@@ -704,6 +707,27 @@ fn sender_report(send: &Process, log: &Path) -> Result<Figures, Failure> {
     Ok(report)
 }
 
+/// A sender's `failure`, with what the receiver said if it has ended: a
+/// sender reset by its peer cannot say why.
+fn with_receiver_account(failure: Failure, recv: &Process, log: &Path) -> Failure {
+    // A receiver that ended the transfer has ended, or is writing its
+    // report.
+    let Ok(Some(_)) = recv.wait_timeout(RECEIVER_REPORT_TIME) else {
+        return failure;
+    };
+    let said = receiver_said(&recv.read_stdout().unwrap_or_default(), log);
+    format!("{failure} (scps recv: {said})")
+}
+
+/// The error in an ended receiver's report (its standard output), else
+/// the last line of its log.
+fn receiver_said(stdout: &str, log: &Path) -> String {
+    serde_json::from_str::<Figures>(stdout.trim())
+        .ok()
+        .and_then(|report| report.get("error")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| last_line(log))
+}
+
 /// The figures of one transfer or message stream from its sender's
 /// report.
 fn transfer_figures(point: &Point, report: &Figures) -> Figures {
@@ -942,6 +966,20 @@ mod tests {
         let figures = transfer_figures(&point, &kernel);
         assert_eq!(figures["retransmitted_bytes"], 7);
         assert!(!figures.contains_key("timeouts"), "{figures:?}");
+    }
+
+    #[test]
+    fn a_failed_run_says_what_the_receiver_reported() {
+        let log = std::env::temp_dir().join(format!("scps-bench-recv-{}.log", std::process::id()));
+        std::fs::write(&log, "scps recv: listening\nthe last words\n").unwrap();
+        let report = r#"{"bytes": 10, "error": "the peer closed in the middle of a message"}"#;
+        assert_eq!(
+            receiver_said(report, &log),
+            "the peer closed in the middle of a message"
+        );
+        assert_eq!(receiver_said("", &log), "the last words", "no report: its log");
+        assert_eq!(receiver_said(r#"{"bytes": 10}"#, &log), "the last words");
+        std::fs::remove_file(&log).unwrap();
     }
 
     #[test]
