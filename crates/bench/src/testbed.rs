@@ -133,7 +133,13 @@ impl TestbedWorld {
         let [receiving, sending] = hosts.options(job, dir, server, bundles)?;
         let recv_log = dir.join("recv.log");
         let port = PORT.to_string();
-        let mut args = vec!["recv", "--json", "--port", &port];
+        // The simulator's receiver waits on a silent sender for as long as
+        // the sender keeps trying (its timers back off to the scenario's
+        // `rto_max`): the testbed's waits as long as the run is given,
+        // not `scps recv`'s 120 s (on iridium-3ch with a marginal circuit
+        // a sender backed off to 64 s can be silent for longer).
+        let idle_timeout = format!("{}s", time_allowed(&job.point).as_secs());
+        let mut args = vec!["recv", "--json", "--port", &port, "--idle-timeout", &idle_timeout];
         args.extend(receiving.iter().map(String::as_str));
         let fetches = match &job.point.workload {
             Workload::Fetches(fetches) => Some(fetches),
