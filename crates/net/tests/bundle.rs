@@ -299,6 +299,7 @@ async fn a_bundle_that_cannot_start_says_which_channel_and_why() {
 fn end_in<R: Send + 'static>(
     namespace: &common::netns::Namespace,
     channels: Vec<BundleChannelAddrs>,
+    config: BondConfig,
     work: impl FnOnce(Net, BundleMonitor) -> std::pin::Pin<Box<dyn Future<Output = R>>> + Send + 'static,
 ) -> std::thread::JoinHandle<R> {
     namespace.spawn(move || {
@@ -307,7 +308,7 @@ fn end_in<R: Send + 'static>(
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let (path, monitor) = watched(&channels, settings_for(channels.len()));
+            let (path, monitor) = watched(&channels, config);
             let net = Net::start(path, NetOptions::default()).unwrap();
             work(net, monitor).await
         })
@@ -351,7 +352,7 @@ fn a_bundle_over_two_routed_interfaces_outlives_one_going_down() {
     let (ready, listening) = std::sync::mpsc::channel();
     let (arrived, digest_of_arrived) = std::sync::mpsc::channel();
     let (finished, sender_finished) = std::sync::mpsc::channel::<()>();
-    let receiver = end_in(&b, channels("b", 2, 1), move |net, _| {
+    let receiver = end_in(&b, channels("b", 2, 1), settings_for(2), move |net, _| {
         Box::pin(async move {
             let listener = net.listen("10.31.0.2:5001".parse().unwrap()).unwrap();
             ready.send(()).unwrap();
@@ -367,7 +368,7 @@ fn a_bundle_over_two_routed_interfaces_outlives_one_going_down() {
     listening.recv().unwrap();
     let (third, third_sent) = std::sync::mpsc::channel();
     let (link_down, was_down) = std::sync::mpsc::channel::<()>();
-    let sender = end_in(&a, channels("a", 1, 2), move |net, monitor| {
+    let sender = end_in(&a, channels("a", 1, 2), settings_for(2), move |net, monitor| {
         Box::pin(async move {
             let mut stream = net.connect("10.31.0.2:5001".parse().unwrap()).await.unwrap();
             let (first, rest) = data.split_at(data.len() / 3);
@@ -426,43 +427,22 @@ fn a_channel_a_router_reports_unreachable_is_down_at_once() {
     if common::netns::in_user_namespace("a_channel_a_router_reports_unreachable_is_down_at_once") {
         return;
     }
-    use common::netns::{Namespace, veth};
-    let (host, router) = (Namespace::new("icmp-host"), Namespace::new("icmp-router"));
-    veth(&host, "up0", &router, "down0");
-    host.ip("addr add 10.32.0.2/24 dev up0");
-    host.ip("route add default via 10.32.0.1");
-    router.ip("addr add 10.32.0.1/24 dev down0");
-    router.sysctl("net.ipv4.ip_forward=1");
+    let (host, router) = host_behind_router(["icmp-host", "icmp-router"], 32);
     router.ip("route add unreachable 10.33.0.2/32");
     router.ip("route add 10.33.1.2/32 dev down0");
-    let channels: Vec<BundleChannelAddrs> = ["10.33.0.2:7000", "10.33.1.2:7001"]
-        .iter()
-        .map(|peer| BundleChannelAddrs {
-            local: "10.32.0.2:0".parse().unwrap(),
-            peer: peer.parse().unwrap(),
-            device: None,
+    let channels = channels_from("10.32.0.2", &["10.33.0.2:7000", "10.33.1.2:7001"]);
+    let (down, took, report) = end_in(&host, channels, BondConfig::new(vec![2400; 2]), |net, monitor| {
+        Box::pin(async move {
+            let started = tokio::time::Instant::now();
+            let down = until_state(&monitor, 0, ChannelState::Down, Duration::from_secs(3)).await;
+            let took = started.elapsed();
+            let report = monitor.report();
+            let _ = net.close(Duration::from_secs(1)).await;
+            (down, took, report)
         })
-        .collect();
-    let report = host
-        .spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let (path, monitor) = watched(&channels, BondConfig::new(vec![2400; 2]));
-                let started = tokio::time::Instant::now();
-                let net = Net::start(path, NetOptions::default()).unwrap();
-                let down = until_state(&monitor, 0, ChannelState::Down, Duration::from_secs(3)).await;
-                let took = started.elapsed();
-                let report = monitor.report();
-                let _ = net.close(Duration::from_secs(1)).await;
-                (down, took, report)
-            })
-        })
-        .join()
-        .unwrap();
-    let (down, took, report) = report;
+    })
+    .join()
+    .unwrap();
     println!("{:?} after {took:?}", report.events);
     assert!(down, "the reported channel was not down within 3 s: {report:?}");
     assert_eq!(
@@ -498,42 +478,28 @@ fn a_forged_unreachable_report_does_not_take_a_channel_down() {
     if common::netns::in_user_namespace("a_forged_unreachable_report_does_not_take_a_channel_down") {
         return;
     }
-    use common::netns::{Namespace, veth};
-    let (host, router) = (Namespace::new("forge-host"), Namespace::new("forge-router"));
-    veth(&host, "up0", &router, "down0");
-    host.ip("addr add 10.34.0.2/24 dev up0");
-    host.ip("route add default via 10.34.0.1");
-    router.ip("addr add 10.34.0.1/24 dev down0");
-    router.sysctl("net.ipv4.ip_forward=1");
+    let (host, router) = host_behind_router(["forge-host", "forge-router"], 34);
     router.ip("route add unreachable 10.35.0.2/32");
     router.ip("route add blackhole 10.35.1.2/32");
-    let channels: Vec<BundleChannelAddrs> = ["10.35.0.2:7000", "10.35.1.2:7001"]
-        .iter()
-        .map(|peer| BundleChannelAddrs {
-            local: "10.34.0.2:0".parse().unwrap(),
-            peer: peer.parse().unwrap(),
-            device: None,
-        })
-        .collect();
+    let channels = channels_from("10.34.0.2", &["10.35.0.2:7000", "10.35.1.2:7001"]);
     let (opened, local) = std::sync::mpsc::channel();
-    let watching = host.spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let (path, monitor) = watched(&channels, BondConfig::new(vec![2400; 2]));
-            let net = Net::start(path, NetOptions::default()).unwrap();
-            opened.send(monitor.report().addrs[1]).unwrap();
-            let heard = until(&monitor, Duration::from_secs(5), |report| {
-                report.icmp_ignored >= 2 && report.channels[0].state == ChannelState::Down
+    let watching = end_in(
+        &host,
+        channels,
+        BondConfig::new(vec![2400; 2]),
+        move |net, monitor| {
+            Box::pin(async move {
+                opened.send(monitor.report().addrs[1]).unwrap();
+                let heard = until(&monitor, Duration::from_secs(5), |report| {
+                    report.icmp_ignored >= 2 && report.channels[0].state == ChannelState::Down
+                })
+                .await;
+                let report = monitor.report();
+                let _ = net.close(Duration::from_secs(1)).await;
+                (heard, report)
             })
-            .await;
-            let report = monitor.report();
-            let _ = net.close(Duration::from_secs(1)).await;
-            (heard, report)
-        })
-    });
+        },
+    );
     let (local, peer) = local.recv().expect("the bundle opened");
     router
         .spawn(move || {
@@ -570,6 +536,35 @@ fn a_forged_unreachable_report_does_not_take_a_channel_down() {
         .find(|e| e.channel == 0)
         .expect("the genuine report heard");
     assert!(genuine.why.contains("from 10.34.0.1"), "{}", genuine.why);
+}
+
+/// A host and a router, each in a namespace named as `names` says, on
+/// 10.`net`.0.0/24 (the host .2 on `up0`, the router .1 on `down0`): the
+/// host's default route is the router, which forwards.
+fn host_behind_router(
+    names: [&'static str; 2],
+    net: u8,
+) -> (common::netns::Namespace, common::netns::Namespace) {
+    use common::netns::{Namespace, veth};
+    let (host, router) = (Namespace::new(names[0]), Namespace::new(names[1]));
+    veth(&host, "up0", &router, "down0");
+    host.ip(&format!("addr add 10.{net}.0.2/24 dev up0"));
+    host.ip(&format!("route add default via 10.{net}.0.1"));
+    router.ip(&format!("addr add 10.{net}.0.1/24 dev down0"));
+    router.sysctl("net.ipv4.ip_forward=1");
+    (host, router)
+}
+
+/// A channel from `local` (any port) to each of `peers`.
+fn channels_from(local: &str, peers: &[&str]) -> Vec<BundleChannelAddrs> {
+    peers
+        .iter()
+        .map(|peer| BundleChannelAddrs {
+            local: format!("{local}:0").parse().unwrap(),
+            peer: peer.parse().unwrap(),
+            device: None,
+        })
+        .collect()
 }
 
 /// An ICMP "host unreachable" message (RFC 792 type 3 code 1) about a UDP

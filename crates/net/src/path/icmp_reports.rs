@@ -18,6 +18,7 @@
 //! to tell, or something the channel did not send, is counted and
 //! ignored; the channel is then down when its probes go unanswered.
 
+use std::collections::VecDeque;
 use std::io::IoSliceMut;
 use std::os::fd::AsRawFd;
 
@@ -138,16 +139,15 @@ const REMEMBERED: usize = 512;
 /// about them against.
 #[derive(Debug)]
 pub(super) struct SentDatagrams {
-    starts: Vec<(u8, [u8; CHECKED_BYTES])>,
-    /// Where the next one is written once `starts` is full.
-    next: usize,
+    /// Each one's length checked (at most [`CHECKED_BYTES`]) and start,
+    /// oldest first.
+    starts: VecDeque<(u8, [u8; CHECKED_BYTES])>,
 }
 
 impl SentDatagrams {
     pub fn new() -> SentDatagrams {
         SentDatagrams {
-            starts: Vec::with_capacity(REMEMBERED),
-            next: 0,
+            starts: VecDeque::with_capacity(REMEMBERED),
         }
     }
 
@@ -156,13 +156,10 @@ impl SentDatagrams {
         let length = datagram.len().min(CHECKED_BYTES);
         let mut start = [0; CHECKED_BYTES];
         start[..length].copy_from_slice(&datagram[..length]);
-        let entry = (length as u8, start);
-        if self.starts.len() < REMEMBERED {
-            self.starts.push(entry);
-        } else {
-            self.starts[self.next] = entry;
+        if self.starts.len() == REMEMBERED {
+            self.starts.pop_front();
         }
-        self.next = (self.next + 1) % REMEMBERED;
+        self.starts.push_back((length as u8, start));
     }
 
     /// Whether `quoted` is the start of a datagram sent lately, long
