@@ -24,6 +24,13 @@
 //! its offered instant until it and every message before it have
 //! arrived.
 //!
+//! With [`Copies::IntoIdleLines`] it may also send a message twice: a
+//! line that falls idle with nothing to send takes the oldest messages
+//! in flight that it would bring sooner, by its mean delay, than they will
+//! arrive where they went (which this sender knows, as no real one
+//! could); the receiver keeps the first copy. That bounds what sending
+//! twice "when there is room" could buy.
+//!
 //! This is a reference, not a proof: a sender that guessed the jitter, or
 //! chose channels otherwise than by earliest expected arrival, could beat
 //! it now and then. It says what a good scheduler with perfect knowledge
@@ -50,6 +57,16 @@ pub struct IdealLatency {
     pub actual_bps: f64,
 }
 
+/// Whether the ideal sender sends a message more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Copies {
+    /// Each message once (again only if it was lost).
+    #[default]
+    Once,
+    /// Also a second copy into line time that would otherwise go idle.
+    IntoIdleLines,
+}
+
 /// Why a point has no ideal latency.
 #[derive(Debug, thiserror::Error)]
 pub enum IdealError {
@@ -72,6 +89,15 @@ pub enum IdealError {
 /// The ideal sender's latency over `point`'s forward channels, with the
 /// channels a simulation of `seed` builds (seeds as in `build.rs`).
 pub fn ordered_stream_latency(point: &Point, seed: u64) -> Result<IdealLatency, IdealError> {
+    ordered_stream_latency_with(point, seed, Copies::Once)
+}
+
+/// As [`ordered_stream_latency`], with or without second copies.
+pub fn ordered_stream_latency_with(
+    point: &Point,
+    seed: u64,
+    copies: Copies,
+) -> Result<IdealLatency, IdealError> {
     let (flow, window) = match &point.workload {
         Workload::Messages {
             forward, duration, ..
@@ -102,6 +128,7 @@ pub fn ordered_stream_latency(point: &Point, seed: u64) -> Result<IdealLatency, 
         header,
         per_packet: (packet - header) / flow.size,
         size: flow.size,
+        copies,
     };
     let arrivals = sender.deliver(&offered)?;
     // The receiver hands a message over once it and all before it have
@@ -133,7 +160,11 @@ struct IdealSender {
     /// Messages one packet carries at most.
     per_packet: usize,
     size: usize,
+    copies: Copies,
 }
+
+/// The arrival of a message no copy of which is on its way yet.
+const NOT_SENT: Duration = Duration::MAX;
 
 /// Where the messages are: offered and not yet given a channel, given one
 /// and waiting for its line, lost and waiting to go again.
@@ -147,9 +178,12 @@ struct Backlog {
 }
 
 impl IdealSender {
-    /// When each message (offered at `offered[i]`) arrives.
+    /// When each message (offered at `offered[i]`) arrives (its first
+    /// copy).
     fn deliver(mut self, offered: &[Duration]) -> Result<Vec<Duration>, IdealError> {
-        let mut arrivals = vec![Duration::ZERO; offered.len()];
+        let mut arrivals = vec![NOT_SENT; offered.len()];
+        // Every message before this one has arrived.
+        let mut oldest_in_flight = 0;
         let mut backlog = Backlog {
             assigned: vec![VecDeque::new(); self.channels.len()],
             ..Backlog::default()
@@ -161,6 +195,8 @@ impl IdealSender {
                 backlog.unassigned.insert(next_new);
                 next_new += 1;
             }
+            // A lost copy goes again only if no other copy is on its way.
+            backlog.lost.retain(|&(_, message)| arrivals[message] == NOT_SENT);
             let (due, later) = backlog.lost.iter().partition(|&&(at, _)| at <= now);
             backlog.lost = later;
             backlog
@@ -188,14 +224,45 @@ impl IdealSender {
                 let queue = &mut backlog.assigned[channel];
                 let batch: Vec<usize> = queue.drain(..queue.len().min(self.per_packet)).collect();
                 match self.send(now, channel, batch.len()) {
-                    Ok(at) => batch.iter().for_each(|&m| arrivals[m] = at),
+                    Ok(at) => batch.iter().for_each(|&m| arrivals[m] = arrivals[m].min(at)),
                     Err(learnt) => backlog.lost.extend(batch.iter().map(|&m| (learnt, m))),
                 }
             }
-            match self.next_event(now, &backlog, offered.get(next_new).copied()) {
+            while oldest_in_flight < next_new && arrivals[oldest_in_flight] <= now {
+                oldest_in_flight += 1;
+            }
+            let copying = self.copies == Copies::IntoIdleLines && oldest_in_flight < next_new;
+            if copying && backlog.unassigned.is_empty() {
+                self.send_copies(now, &backlog, &mut arrivals[oldest_in_flight..next_new]);
+            }
+            match self.next_event(now, &backlog, offered.get(next_new).copied(), copying) {
                 Some(next) => now = next,
                 None if next_new == offered.len() && backlog.is_empty() => return Ok(arrivals),
                 None => return Err(IdealError::NeverUp(backlog.oldest().unwrap_or(next_new))),
+            }
+        }
+    }
+
+    /// Gives each up line that is idle with nothing to send a copy of the
+    /// oldest messages of `in_flight` (their arrivals, oldest first) that
+    /// it would bring sooner, by its mean delay; a copy that arrives
+    /// sooner stands as the message's arrival, a lost one is forgotten.
+    fn send_copies(&mut self, now: Duration, backlog: &Backlog, in_flight: &mut [Duration]) {
+        for channel in 0..self.channels.len() {
+            let line = &mut self.channels[channel];
+            if !line.is_up(now) || line.idle_at() > now || !backlog.assigned[channel].is_empty() {
+                continue;
+            }
+            let sooner = now + self.line_time(channel, 1) + self.channels[channel].config().delay;
+            let late: Vec<usize> = (0..in_flight.len())
+                .filter(|&m| in_flight[m] != NOT_SENT && in_flight[m] > sooner)
+                .take(self.per_packet)
+                .collect();
+            if late.is_empty() {
+                continue;
+            }
+            if let Ok(at) = self.send(now, channel, late.len()) {
+                late.iter().for_each(|&m| in_flight[m] = in_flight[m].min(at));
             }
         }
     }
@@ -257,13 +324,14 @@ impl IdealSender {
 
     /// The next instant anything can change: a message offered, a lost
     /// one free to go again, a line with messages for it falling idle, a
-    /// channel going down or up while messages wait. `None` if nothing
-    /// will.
+    /// channel going down or up while messages wait (or, `copying`, while
+    /// any are in flight). `None` if nothing will.
     fn next_event(
         &mut self,
         now: Duration,
         backlog: &Backlog,
         next_offered: Option<Duration>,
+        copying: bool,
     ) -> Option<Duration> {
         let mut events: Vec<Duration> = next_offered.into_iter().collect();
         events.extend(backlog.lost.iter().map(|&(at, _)| at));
@@ -273,10 +341,10 @@ impl IdealSender {
                 events.push(self.commit_at(now, index, &backlog.assigned));
             }
             let channel = &mut self.channels[index];
-            if !backlog.assigned[index].is_empty() {
+            if !backlog.assigned[index].is_empty() || copying {
                 events.push(channel.idle_at());
             }
-            if !backlog.assigned[index].is_empty() || waiting {
+            if !backlog.assigned[index].is_empty() || waiting || copying {
                 events.extend(channel.next_change(now));
             }
         }
