@@ -91,7 +91,10 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
                     let reloaded = read_config(&args).and_then(|new| Ok(gateway.reload(new)?));
                     match reloaded {
                         Ok(routes) => say(&format!("reloaded {}: {routes} routes", args.config.display()))?,
-                        Err(err) => say(&format!("reload refused, the running configuration is kept: {err:#}"))?,
+                        Err(err) => say(&format!(
+                            "reload refused, the running configuration is kept: {}",
+                            crate::error_text::error_text(&err)
+                        ))?,
                     }
                 }
             }

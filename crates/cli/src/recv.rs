@@ -265,7 +265,7 @@ async fn connection(
             if let Err(err) = result {
                 // Stop the sender too: it learns by a reset.
                 abort.abort();
-                report.error = Some(format!("{err:#}"));
+                report.error = Some(crate::error_text::error_text(&err));
                 report.set_bytes_before_failure(read.load(std::sync::atomic::Ordering::Relaxed));
             }
             report.set_cpu();

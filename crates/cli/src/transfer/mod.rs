@@ -51,7 +51,7 @@ pub fn exit(outcome: anyhow::Result<Outcome>) -> std::process::ExitCode {
         Ok(Outcome::Failed) => 1,
         Ok(Outcome::Interrupted) => 130,
         Err(error) => {
-            eprintln!("scps: {error:#}");
+            eprintln!("scps: {}", crate::error_text::error_text(&error));
             2
         }
     })
