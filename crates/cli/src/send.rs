@@ -11,7 +11,7 @@ use scps_config::units::{Bytes, Rate};
 use scps_sim::payload::Pattern;
 use tokio::io::{AsyncWriteExt, BufReader};
 
-use crate::transfer::args::{CommonArgs, parse_time};
+use crate::transfer::args::{CommonArgs, parse_host_socket, parse_time};
 use crate::transfer::conn::Conn;
 use crate::transfer::progress::AckWatch;
 use crate::transfer::stack::{Encapsulation, RI_UDP_PORT, Stack, Transport, bundle_figures};
@@ -31,9 +31,10 @@ use scps_workload::report::Report;
 pub struct SendArgs {
     /// The receiver's address and port (for --udp, an address of the peer
     /// host and the port `scps recv` listens on).
+    #[arg(value_parser = parse_host_socket)]
     to: SocketAddr,
     /// Our stack, UDP-encapsulated, to the receiver's UDP address.
-    #[arg(long, value_name = "PEER:PORT", group = "path")]
+    #[arg(long, value_name = "PEER:PORT", group = "path", value_parser = parse_host_socket)]
     udp: Option<SocketAddr>,
     /// With --udp: the local UDP address to bind (default: any, port chosen
     /// by the system).
@@ -299,7 +300,7 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
         result = &mut running => {
             drop(running);
             if let Err(err) = result {
-                report.error = Some(format!("{err:#}"));
+                report.error = Some(crate::error_text::error_text(&err));
                 report.set_bytes_before_failure(acks.acked(&abort));
                 if report.duration_s == 0.0 {
                     report.set_moved(report.bytes, start);

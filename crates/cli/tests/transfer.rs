@@ -1066,6 +1066,21 @@ fn bad_options_are_refused_with_what_was_wrong() {
         stderr.contains("--udp-bind binds the UDP path: it needs --udp"),
         "{stderr}"
     );
+    // No host to send to: a group, the broadcast address, nobody (RFC
+    // 1122 4.2.3.10), as the receiver or as the UDP path's peer.
+    for (to, udp) in [
+        ("224.0.0.1:5001", "127.0.0.1:7000"),
+        ("255.255.255.255:5001", "127.0.0.1:7000"),
+        ("127.0.0.1:5001", "239.1.1.1:7000"),
+        ("127.0.0.1:5001", "0.0.0.0:7000"),
+    ] {
+        let (status, _, stderr) = run_send(&["--udp", udp, to, "--bytes", "1KB"]);
+        assert_eq!(status.code(), Some(2), "{to} over {udp}: {stderr}");
+        assert!(
+            stderr.contains("expected a host's address (not multicast, broadcast or unspecified)"),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

@@ -127,11 +127,11 @@ impl BundleChannel {
                 format!("an address of the local one's IP version ({})", channel.local),
             ));
         }
-        if channel.peer.port() == 0 || channel.peer.ip().is_unspecified() {
+        if !scps_node::is_host_socket(channel.peer) {
             return Err(Error::invalid(
                 format!("{key}.peer"),
                 channel.peer,
-                "a host's address and a port above 0",
+                "a host's address (not multicast, broadcast or unspecified) and a port above 0",
             ));
         }
         if channel.rate_bps < 8 {
@@ -329,7 +329,10 @@ mod tests {
                 .starts_with("--channel.local = 10.1.0.1:")
         );
         assert!(parse("local=10.1.0.1:7000,peer=10.1.0.2:0,rate=2400bps").contains("a port above 0"));
-        assert!(parse("local=10.1.0.1:7000,peer=0.0.0.0:7000,rate=2400bps").contains("a host's address"));
+        for no_host in ["0.0.0.0:7000", "224.0.0.1:7000", "255.255.255.255:7000"] {
+            let refusal = parse(&format!("local=10.1.0.1:7000,peer={no_host},rate=2400bps"));
+            assert!(refusal.contains("a host's address (not multicast"), "{refusal}");
+        }
         assert!(parse("local=10.1.0.1:7000,peer=10.1.0.2:7000,rate=4bps").contains("at least 8 bit/s"));
         assert!(
             parse("local=10.1.0.1:7000,peer=10.1.0.2:7000,rate=2400bps,device=a/b").contains("interface")

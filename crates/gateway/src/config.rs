@@ -733,9 +733,7 @@ fn explicit_link(spec: &LinkSpec, bundle: Option<&Bundle>) -> Result<ExplicitLin
         }
         (None, Some(udp), peer) => (
             socket_addr("link.udp", udp)?,
-            peer.as_deref()
-                .map(|peer| socket_addr("link.peer", peer))
-                .transpose()?,
+            peer.as_deref().map(far_gateway).transpose()?,
         ),
     };
     Ok(ExplicitLink {
@@ -912,12 +910,24 @@ fn socket_addr(key: &str, text: &str) -> Result<SocketAddr, Error> {
     })
 }
 
+/// `link.peer`: the far gateway's UDP socket, a host's.
+fn far_gateway(text: &str) -> Result<SocketAddr, Error> {
+    let peer = socket_addr("link.peer", text)?;
+    if !scps_node::is_host_socket(peer) {
+        return Err(Error::invalid(
+            "link.peer",
+            text,
+            "the far gateway's address (not multicast, broadcast or unspecified) and a port above 0",
+        ));
+    }
+    Ok(peer)
+}
+
 /// `ADDRESS:PORT`, or `NAME:PORT` resolved at the far side.
 fn destination(key: &str, text: &str) -> Result<Destination, Error> {
-    const ALLOWED: &str =
-        "an address and port (10.1.0.5:22, [2001:db8::5]:22) or a host name and port (files.example:22)";
+    const ALLOWED: &str = "a host's address and port (10.1.0.5:22, [2001:db8::5]:22) or a host name and port (files.example:22)";
     if let Ok(addr) = text.parse::<SocketAddr>() {
-        if addr.port() == 0 {
+        if !scps_node::is_host_socket(addr) {
             return Err(Error::invalid(key, text, ALLOWED));
         }
         return Ok(Destination::Address(addr));
@@ -1063,6 +1073,20 @@ mod tests {
                 "link.udp = 0.0.0.0: an address and port",
             ),
             (
+                FAR.replace(
+                    "udp = \"0.0.0.0:7100\"",
+                    "udp = \"0.0.0.0:7100\"\npeer = \"224.0.0.9:7100\"",
+                ),
+                "link.peer = 224.0.0.9:7100: the far gateway's address (not multicast",
+            ),
+            (
+                FAR.replace(
+                    "udp = \"0.0.0.0:7100\"",
+                    "udp = \"0.0.0.0:7100\"\npeer = \"192.0.2.2:0\"",
+                ),
+                "link.peer = 192.0.2.2:0: the far gateway's address",
+            ),
+            (
                 FAR.replace("10.1.0.0/16", "10.1.0.0/33"),
                 "allow[0].prefix = 10.1.0.0/33",
             ),
@@ -1110,6 +1134,10 @@ mod tests {
             (
                 format!("{FAR}\n[[forward]]\nlisten = \"127.0.0.1:1\"\nto = \"bad name:22\""),
                 "forward[0].to = bad name:22",
+            ),
+            (
+                format!("{FAR}\n[[forward]]\nlisten = \"127.0.0.1:1\"\nto = \"224.0.0.1:22\""),
+                "forward[0].to = 224.0.0.1:22: a host's address and port",
             ),
             (
                 format!("{FAR}\n[metrics]\nlisten = \"localhost\""),

@@ -12,9 +12,11 @@
 //! and the Saratoga engine are nodes too.
 //!
 //! This crate is the vocabulary those pieces share and depends on nothing
-//! of ours: [`time::Instant`], [`InterfaceId`], [`IpPrefix`], and the
-//! [`Tap`] that watches an interface.
+//! of ours: [`time::Instant`], [`InterfaceId`], [`IpPrefix`], which
+//! addresses are a host's ([`is_host_address`]), and the [`Tap`] that
+//! watches an interface.
 
+mod host_address;
 mod ip_header;
 mod prefix;
 pub mod router;
@@ -22,6 +24,7 @@ pub mod tap;
 pub mod time;
 pub mod udp;
 
+pub use host_address::{is_host_address, is_host_socket};
 pub use prefix::{IpPrefix, PrefixError};
 pub use router::{Route, Router, RouterError, RouterStats};
 pub use tap::{Crossing, Tap, TapError};

@@ -48,7 +48,7 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use scps_node::IpPrefix;
+use scps_node::{IpPrefix, is_host_address, is_host_socket};
 
 use crate::config::{Config, ConfigError, RateOrder};
 use crate::connection::{
@@ -140,6 +140,11 @@ pub enum EndpointError {
     TransparentInUse { prefix: IpPrefix, port: Option<u16> },
     #[error("no free local port for {0}")]
     NoFreePort(SocketAddr),
+    #[error(
+        "{0} is not a host to connect to: a unicast address (not multicast, broadcast or \
+         unspecified) and a port above 0"
+    )]
+    NotAHost(SocketAddr),
     #[error("too many connections (at most {0})")]
     TooManyConnections(usize),
     #[error("no such connection")]
@@ -474,6 +479,11 @@ impl Endpoint {
         local: Option<SocketAddr>,
         config: Option<Config>,
     ) -> Result<ConnectionHandle, EndpointError> {
+        // RFC 1122 4.2.3.10: an open to a broadcast or multicast address
+        // is an error.
+        if !is_host_socket(remote) {
+            return Err(EndpointError::NotAHost(remote));
+        }
         let config = self.checked_config(config)?;
         if self.live >= self.config.max_connections {
             return Err(EndpointError::TooManyConnections(self.config.max_connections));
@@ -734,7 +744,10 @@ impl Endpoint {
     /// would leave the sender retrying until its timers give up (minutes to
     /// hours with SCPS-TP's) where a reset ends the attempt at once, as a
     /// refusal. Segments to addresses neither ours nor enabled are dropped
-    /// unanswered and counted as `not_local`.
+    /// unanswered and counted as `not_local`; those to a multicast group
+    /// or the broadcast address, or from an address that is no host's,
+    /// as `not_unicast` and `bad_source`, even where a transparent prefix
+    /// covers them (RFC 1122 4.2.3.10).
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
         self.stats.packets_received += 1;
         let (ip, payload) = match IpRepr::parse(packet) {
@@ -773,6 +786,16 @@ impl Endpoint {
                 return self.drop_packet(err.label());
             }
         };
+        // RFC 1122 4.2.3.10: TCP is between two hosts. A segment to a
+        // group (even one a transparent prefix covers) or from an address
+        // no host sends from is dropped unanswered: a reset to it would
+        // go to a group, or to nobody.
+        if !is_host_address(ip.dst()) {
+            return self.drop_packet("not_unicast");
+        }
+        if !is_host_address(ip.src()) {
+            return self.drop_packet("bad_source");
+        }
         let own = self.local_addrs.contains(&ip.dst());
         if !own && !transparent::is_enabled(&self.config.transparent, ip.dst()) {
             return self.drop_packet("not_local");

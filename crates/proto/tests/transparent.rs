@@ -338,6 +338,71 @@ fn refusals_name_what_is_missing_and_send_nothing() {
 }
 
 #[test]
+fn segments_to_groups_or_from_no_host_are_dropped_unanswered_even_answering_for_every_address() {
+    // A gateway that answers for every address (RFC 1122 4.2.3.10): a SYN
+    // to a multicast group or the broadcast address opens nothing, nor
+    // does one from an address no host sends from; none is answered (a
+    // reset would go to a group, or to nobody).
+    let mut h = harness(Config::default(), &["0.0.0.0/0", "::/0"]);
+    h.ep.listen_transparent(&[prefix("0.0.0.0/0"), prefix("::/0")], None, None)
+        .unwrap();
+    let client = addr("10.50.3.9:33333");
+    for group in ["224.0.0.1:80", "239.1.2.3:80", "255.255.255.255:80", "0.0.0.0:80"] {
+        h.send_from(client, addr(group), &Seg::new(TcpFlags::SYN, PEER_ISS));
+        h.send_from(client, addr(group), &Seg::ack(PEER_ISS, 1));
+    }
+    h.send_from(
+        addr("[fd00::9]:33333"),
+        addr("[ff02::1]:80"),
+        &Seg::new(TcpFlags::SYN, PEER_ISS),
+    );
+    for nobody in ["224.0.0.5:33333", "255.255.255.255:33333", "0.0.0.0:33333"] {
+        h.send_from(
+            addr(nobody),
+            addr("10.20.0.1:80"),
+            &Seg::new(TcpFlags::SYN, PEER_ISS),
+        );
+        h.send_from(addr(nobody), addr("10.20.0.1:80"), &Seg::ack(PEER_ISS, 1));
+    }
+    h.send_from(
+        addr("[::]:33333"),
+        addr("[fd00::1]:80"),
+        &Seg::new(TcpFlags::SYN, PEER_ISS),
+    );
+    h.send_from(
+        addr("[ff05::2]:33333"),
+        addr("[fd00::1]:80"),
+        &Seg::new(TcpFlags::SYN, PEER_ISS),
+    );
+    assert!(h.output_addressed().is_empty(), "nothing answered");
+    assert_eq!(h.ep.connection_count(), 0);
+    let stats = h.ep.stats();
+    assert_eq!(stats.dropped("not_unicast"), 9, "{stats:?}");
+    assert_eq!(stats.dropped("bad_source"), 8, "{stats:?}");
+    // A host's SYN is answered as before.
+    h.send_from(client, addr("10.20.0.1:80"), &Seg::new(TcpFlags::SYN, PEER_ISS));
+    let syn_ack = one_between(&mut h, addr("10.20.0.1:80"), client);
+    assert_eq!(syn_ack.flags, TcpFlags::SYN | TcpFlags::ACK);
+}
+
+#[test]
+fn a_connect_to_a_group_or_to_no_host_is_refused_by_name() {
+    let mut h = harness(Config::default(), &["0.0.0.0/0"]);
+    for remote in [
+        "224.0.0.1:80",
+        "255.255.255.255:80",
+        "0.0.0.0:80",
+        "10.0.0.2:0",
+        "[ff02::1]:80",
+    ] {
+        let err = h.ep.connect(h.now, addr(remote), None, None).unwrap_err();
+        assert_eq!(err, EndpointError::NotAHost(addr(remote)));
+        assert!(err.to_string().contains("unicast address"), "{err}");
+    }
+    assert!(h.output_addressed().is_empty());
+}
+
+#[test]
 fn the_backlog_and_the_connection_limit_hold_for_transparent_connections() {
     let mut h = harness(Config::default(), &[SERVERS, CLIENTS]);
     h.ep = Endpoint::new(

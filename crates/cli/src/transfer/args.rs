@@ -1,6 +1,6 @@
 //! Options shared by `scps send` and `scps recv`.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -139,6 +139,18 @@ pub fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {
         .filter(|p| *p <= max)
         .ok_or_else(|| format!("prefix length {prefix:?}: expected 0 to {max}"))?;
     Ok((addr, prefix))
+}
+
+/// A host's address and port to send to: `scps send`'s receiver and
+/// `--udp` peer (a group or the broadcast address is no peer of TCP's).
+pub fn parse_host_socket(text: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = text.parse().map_err(|e| format!("{text:?}: {e}"))?;
+    if !scps_node::is_host_socket(addr) {
+        return Err(format!(
+            "{addr}: expected a host's address (not multicast, broadcast or unspecified) and a port above 0"
+        ));
+    }
+    Ok(addr)
 }
 
 fn parse_channel(text: &str) -> Result<BundleChannel, String> {
