@@ -10,7 +10,7 @@ use scps_config::Direction;
 use scps_sim::payload::Pattern;
 use tokio::io::{AsyncWriteExt, BufReader};
 
-use crate::transfer::args::{CommonArgs, parse_time};
+use crate::transfer::args::{CommonArgs, parse_bind_socket, parse_time};
 use crate::transfer::conn::Conn;
 use crate::transfer::progress::Counted;
 use crate::transfer::stack::{DEFAULT_BACKLOG, Stack, StackOptions, Transport, bundle_figures};
@@ -29,7 +29,7 @@ use scps_workload::report::Report;
     scps recv --tcp --port 5001")]
 pub struct RecvArgs {
     /// Our stack, UDP-encapsulated: the UDP address to receive on.
-    #[arg(long, value_name = "ADDR:PORT", group = "path")]
+    #[arg(long, value_name = "ADDR:PORT", group = "path", value_parser = parse_bind_socket)]
     udp: Option<SocketAddr>,
     #[command(flatten)]
     common: CommonArgs,

@@ -11,7 +11,7 @@ use scps_config::units::{Bytes, Rate};
 use scps_sim::payload::Pattern;
 use tokio::io::{AsyncWriteExt, BufReader};
 
-use crate::transfer::args::{CommonArgs, parse_host_socket, parse_time};
+use crate::transfer::args::{CommonArgs, parse_bind_socket, parse_host_socket, parse_time};
 use crate::transfer::conn::Conn;
 use crate::transfer::progress::AckWatch;
 use crate::transfer::stack::{Encapsulation, RI_UDP_PORT, Stack, Transport, bundle_figures};
@@ -38,7 +38,7 @@ pub struct SendArgs {
     udp: Option<SocketAddr>,
     /// With --udp: the local UDP address to bind (default: any, port chosen
     /// by the system).
-    #[arg(long, value_name = "ADDR:PORT")]
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_bind_socket)]
     udp_bind: Option<SocketAddr>,
     #[command(flatten)]
     common: CommonArgs,

@@ -1081,6 +1081,25 @@ fn bad_options_are_refused_with_what_was_wrong() {
             "{stderr}"
         );
     }
+    // Nor is a group an address to receive on.
+    let (status, _, stderr) = run_send(&[
+        "--udp",
+        "127.0.0.1:7000",
+        "--udp-bind",
+        "224.0.0.1:7000",
+        "127.0.0.1:5001",
+        "--bytes",
+        "1KB",
+    ]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a multicast group"), "{stderr}");
+    let recv = Command::new(env!("CARGO_BIN_EXE_scps"))
+        .args(["recv", "--once", "--udp", "255.255.255.255:7000"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&recv.stderr);
+    assert_eq!(recv.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("expected an address of this host"), "{stderr}");
 }
 
 #[test]

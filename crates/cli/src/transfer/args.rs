@@ -153,6 +153,18 @@ pub fn parse_host_socket(text: &str) -> Result<SocketAddr, String> {
     Ok(addr)
 }
 
+/// A local UDP address to bind: one of this host's, or the unspecified
+/// address for any (a group's would wait for datagrams no peer sends).
+pub fn parse_bind_socket(text: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = text.parse().map_err(|e| format!("{text:?}: {e}"))?;
+    if !(scps_node::is_host_address(addr.ip()) || addr.ip().is_unspecified()) {
+        return Err(format!(
+            "{addr}: expected an address of this host, or 0.0.0.0 or [::] for any (not a multicast group or the broadcast address)"
+        ));
+    }
+    Ok(addr)
+}
+
 fn parse_channel(text: &str) -> Result<BundleChannel, String> {
     text.parse().map_err(|e: scps_config::Error| e.to_string())
 }
