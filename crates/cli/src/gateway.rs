@@ -40,8 +40,8 @@ pub struct GatewayArgs {
 /// say to it.
 fn read_config(args: &GatewayArgs) -> anyhow::Result<GatewayConfig> {
     let path = &args.config;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read --config {}", path.display()))?;
+    let text = scps_config::text_file::read_config_text(path)
+        .with_context(|| format!("cannot read --config {}", path.display()))?;
     let mut config = GatewayConfig::parse(&text, &path.display().to_string())?;
     config.capture = args.pcap.clone();
     config.control = Some(match (&args.control, config.control.take()) {
@@ -88,9 +88,16 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
                 _ = tokio::signal::ctrl_c() => break,
                 _ = terminate.recv() => break,
                 _ = hangup.recv() => {
-                    let reloaded = read_config(&args).and_then(|new| Ok(gateway.reload(new)?));
+                    let reloaded = read_config(&args).and_then(|new| {
+                        let transparent = new.transparent.is_some();
+                        Ok((transparent, gateway.reload(new)?))
+                    });
                     match reloaded {
-                        Ok(routes) => say(&format!("reloaded {}: {routes} routes", args.config.display()))?,
+                        // The explicit modes carry every connection on the
+                        // one engine: they have no routes to count.
+                        Ok((false, _)) => say(&format!("reloaded {}", args.config.display()))?,
+                        Ok((true, 1)) => say(&format!("reloaded {}: 1 route", args.config.display()))?,
+                        Ok((true, routes)) => say(&format!("reloaded {}: {routes} routes", args.config.display()))?,
                         Err(err) => say(&format!(
                             "reload refused, the running configuration is kept: {}",
                             crate::error_text::error_text(&err)

@@ -12,6 +12,7 @@ pub mod scenario;
 pub mod stack;
 pub mod sweep;
 pub mod tcp;
+pub mod text_file;
 pub mod topology;
 pub mod units;
 pub mod workload;

@@ -163,7 +163,7 @@ impl Scenario {
     pub fn load(name_or_path: &str, sets: &[(String, Value)]) -> Result<Scenario, Error> {
         let text = match BUILTIN.iter().find(|(name, _)| *name == name_or_path) {
             Some((_, text)) => return Scenario::from_text(text, &format!("scenario {name_or_path}"), sets),
-            None => match std::fs::read_to_string(name_or_path) {
+            None => match crate::text_file::read_config_text(std::path::Path::new(name_or_path)) {
                 Ok(text) => text,
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                     return Err(Error::UnknownScenario {

@@ -113,7 +113,7 @@ impl EmulatorConfig {
     /// Reads and checks the file at `path`.
     pub fn load(path: &std::path::Path) -> Result<EmulatorConfig, Error> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Syntax {
+        let text = scps_config::text_file::read_config_text(path).map_err(|e| Error::Syntax {
             origin: origin.clone(),
             message: format!("cannot read it: {e}"),
         })?;

@@ -117,7 +117,7 @@ impl EngineArgs {
     fn resolve(&self, direction: Direction, path_mtu: u16) -> anyhow::Result<RealStack> {
         let text = match &self.config {
             Some(path) => Some(
-                std::fs::read_to_string(path)
+                scps_config::text_file::read_config_text(path)
                     .with_context(|| format!("cannot read --config {}", path.display()))?,
             ),
             None => None,
