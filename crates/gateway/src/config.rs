@@ -742,6 +742,13 @@ fn explicit_link(spec: &LinkSpec, bundle: Option<&Bundle>) -> Result<ExplicitLin
             peer.as_deref().map(far_gateway).transpose()?,
         ),
     };
+    if let Some(peer) = peer.filter(|peer| peer.is_ipv4() != udp.is_ipv4()) {
+        return Err(Error::invalid(
+            "link.peer",
+            peer,
+            format!("an address of link.udp's IP version ({udp})"),
+        ));
+    }
     Ok(ExplicitLink {
         udp,
         peer,
@@ -1091,6 +1098,13 @@ mod tests {
                     "udp = \"0.0.0.0:7100\"\npeer = \"192.0.2.2:0\"",
                 ),
                 "link.peer = 192.0.2.2:0: the far gateway's address",
+            ),
+            (
+                FAR.replace(
+                    "udp = \"0.0.0.0:7100\"",
+                    "udp = \"0.0.0.0:7100\"\npeer = \"[2001:db8::1]:7100\"",
+                ),
+                "link.peer = [2001:db8::1]:7100: an address of link.udp's IP version (0.0.0.0:7100)",
             ),
             (
                 FAR.replace("10.1.0.0/16", "10.1.0.0/33"),
