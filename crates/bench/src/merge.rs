@@ -23,9 +23,9 @@ pub enum MergeError {
 }
 
 /// Adds every record of `dirs` to `out` (a later directory's record of a
-/// run over an earlier one's; records `out` holds already are kept, not
-/// written twice) and copies the captures they name; what `out` holds
-/// after.
+/// run over an earlier one's, of its configuration or of another; records
+/// `out` holds already are kept, not written twice) and copies the
+/// captures they name; what `out` holds after.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Store, MergeError> {
     let mut merged = Store::default();
     for dir in dirs {
@@ -43,14 +43,16 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Store, MergeError> {
                 }
             }
         }
-        merged.records.extend(store.records);
+        for (id, record) in store.records {
+            merged.insert(id, record);
+        }
     }
     let mut appender = Appender::open(out)?;
     let mut joined = Store::load(out)?;
     for (id, record) in merged.records {
         if joined.records.get(&id) != Some(&record) {
             appender.append(&record)?;
-            joined.records.insert(id, record);
+            joined.insert(id, record);
         }
     }
     Ok(joined)

@@ -78,8 +78,11 @@ pub struct Request {
 /// One run to do.
 #[derive(Debug, Clone)]
 pub struct Job {
-    /// `WORLD/SCENARIO/STACK/KEY=VALUE.../seed=S`: the same job, the same
-    /// id, in any rerun or shard.
+    /// `WORLD/SCENARIO/STACK/KEY=VALUE.../seed=S/config=HASH`: the same
+    /// job, the same id, in any rerun or shard. `HASH` is the
+    /// [`fingerprint`] of the point's document, so that a rerun with
+    /// another `--set` or an edited scenario file does not take the
+    /// records of this one for its own.
     pub id: String,
     pub world: World,
     pub stack: Stack,
@@ -227,7 +230,8 @@ fn stacks_and_sets(scenario: &str, sets: &[(String, Value)]) -> Result<(Vec<Stac
 }
 
 /// The id of a run of `point`: its world, scenario, stack, swept keys
-/// (but the protocol, which the stack says) and seed.
+/// (but the protocol, which the stack says), seed and the fingerprint of
+/// its configuration.
 fn job_id(world: World, stack: Stack, point: &Point, seed: u64) -> String {
     let mut id = format!("{world}/{}/{stack}", point.scenario);
     for (key, value) in &point.params {
@@ -235,8 +239,82 @@ fn job_id(world: World, stack: Stack, point: &Point, seed: u64) -> String {
             id.push_str(&format!("/{key}={}", value.to_string().trim_matches('"')));
         }
     }
-    id.push_str(&format!("/seed={seed}"));
+    id.push_str(&format!(
+        "/seed={seed}{CONFIG}{}",
+        fingerprint(&point.tables.document)
+    ));
     id
+}
+
+/// What joins a run's id to the fingerprint of its configuration.
+const CONFIG: &str = "/config=";
+
+/// The run a job id names, whatever its configuration: the id without its
+/// fingerprint (an id of a bench before fingerprints is that already).
+pub fn run_of(id: &str) -> &str {
+    match id.rsplit_once(CONFIG) {
+        Some((run, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => run,
+        _ => id,
+    }
+}
+
+/// Keys of a point's document that change no run: what describes the
+/// scenario, and its seed and count of runs (a job's seed is in its id).
+const NOT_CONFIGURATION: [&str; 3] = ["description", "seed", "runs"];
+
+/// A fingerprint of what a point's runs are: its document (the scenario's
+/// text with the sweep's values and every `--set` in it, whatever their
+/// order) but [`NOT_CONFIGURATION`], as 16 hex digits of the 64-bit FNV-1a
+/// of a canonical text of it (tables' keys sorted), the same in every
+/// process, build and machine.
+pub fn fingerprint(document: &toml::Table) -> String {
+    let mut text = String::new();
+    let mut configuration = document.clone();
+    for key in NOT_CONFIGURATION {
+        configuration.remove(key);
+    }
+    canonical(&Value::Table(configuration), &mut text);
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+/// A text of `value` that only its contents decide: keys sorted, every
+/// string quoted as JSON, a float never written as an integer.
+fn canonical(value: &Value, out: &mut String) {
+    let quoted = |text: &str| serde_json::to_string(text).expect("a string serialises");
+    match value {
+        Value::String(text) => out.push_str(&quoted(text)),
+        Value::Integer(n) => out.push_str(&n.to_string()),
+        Value::Float(x) => out.push_str(&format!("{x:?}")),
+        Value::Boolean(b) => out.push_str(&b.to_string()),
+        Value::Datetime(when) => out.push_str(&format!("datetime {}", quoted(&when.to_string()))),
+        Value::Array(values) => {
+            out.push('[');
+            for (i, value) in values.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(value, out);
+            }
+            out.push(']');
+        }
+        Value::Table(table) => {
+            let mut keys: Vec<&String> = table.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&quoted(key));
+                out.push(':');
+                canonical(&table[key], out);
+            }
+            out.push('}');
+        }
+    }
 }
 
 #[cfg(test)]
@@ -260,7 +338,10 @@ mod tests {
     fn stacks_come_from_the_protocol_key_or_the_scenario() {
         let own = Plan::new(&request(&["t1-geo"], &[], &[World::Sim])).unwrap();
         assert_eq!(own.jobs.len(), 10, "tcp-vj and tcp-cubic at five BERs");
-        assert_eq!(own.jobs[0].id, "sim/t1-geo/tcp-vj/link.ber=0.000000001/seed=1");
+        assert_eq!(
+            run_of(&own.jobs[0].id),
+            "sim/t1-geo/tcp-vj/link.ber=0.000000001/seed=1"
+        );
         let named = Plan::new(&request(
             &["t1-geo"],
             &[
@@ -270,7 +351,7 @@ mod tests {
             &[World::Sim],
         ))
         .unwrap();
-        let ids: Vec<&str> = named.jobs.iter().map(|j| j.id.as_str()).collect();
+        let ids: Vec<&str> = named.jobs.iter().map(|j| run_of(&j.id)).collect();
         assert_eq!(
             ids,
             [
@@ -285,6 +366,107 @@ mod tests {
             scps_config::Protocol::TcpCubic,
             "Linux's CUBIC, modelled"
         );
+    }
+
+    /// The one job of geo-8mbit's Saratoga at 600 ms, BER 0, with `sets`
+    /// over that.
+    fn saratoga_job(scenario: &str, sets: &[&str]) -> Job {
+        let mut all = vec!["protocol=saratoga", "link.rtt=600ms", "link.ber=0"];
+        all.extend(sets);
+        let plan = Plan::new(&request(&[scenario], &all, &[World::Sim])).unwrap();
+        assert_eq!(plan.jobs.len(), 1);
+        plan.jobs.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn the_id_carries_the_configuration_and_no_more() {
+        let run = "sim/geo-8mbit/saratoga/link.rtt=600ms/link.ber=0/seed=1";
+        let small = saratoga_job("geo-8mbit", &["workload.bytes=100KB"]);
+        let (id_run, hash) = small.id.split_once("/config=").unwrap();
+        assert_eq!(id_run, run);
+        assert!(
+            hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{hash}"
+        );
+        assert_eq!(run_of(&small.id), run);
+        assert_eq!(run_of(run), run, "an id of before fingerprints");
+        assert_eq!(
+            saratoga_job("geo-8mbit", &["workload.bytes=100KB"]).id,
+            small.id,
+            "the same command, the same id"
+        );
+        // A pinned key the id does not name is in its configuration.
+        let large = saratoga_job("geo-8mbit", &["workload.bytes=200KB"]);
+        assert_ne!(large.id, small.id);
+        assert_eq!(run_of(&large.id), run, "the same run, of another configuration");
+        // The order of the --sets is not, nor what changes no run.
+        assert_eq!(
+            saratoga_job("geo-8mbit", &["time_limit=1h", "limit.header_bytes=40"]).id,
+            saratoga_job("geo-8mbit", &["limit.header_bytes=40", "time_limit=1h"]).id
+        );
+        assert_ne!(
+            saratoga_job("geo-8mbit", &["time_limit=1h"]).id,
+            saratoga_job("geo-8mbit", &["time_limit=2h"]).id
+        );
+        let plain = saratoga_job("geo-8mbit", &[]);
+        assert_eq!(
+            saratoga_job("geo-8mbit", &["description=\"another\""]).id,
+            plain.id
+        );
+        let mut more = request(
+            &["geo-8mbit"],
+            &["protocol=saratoga", "link.rtt=600ms", "link.ber=0", "runs=3"],
+            &[World::Sim],
+        );
+        more.runs = None;
+        assert_eq!(Plan::new(&more).unwrap().jobs[0].id, plain.id, "more runs of it");
+    }
+
+    #[test]
+    fn an_edited_scenario_file_is_another_configuration() {
+        let path = std::env::temp_dir().join(format!("scps-bench-plan-{}.toml", std::process::id()));
+        let text = scps_config::scenario::BUILTIN
+            .iter()
+            .find(|(name, _)| *name == "geo-8mbit")
+            .unwrap()
+            .1;
+        std::fs::write(&path, text).unwrap();
+        let file = path.to_str().unwrap();
+        let before = saratoga_job(file, &[]);
+        assert_eq!(
+            before.id,
+            saratoga_job("geo-8mbit", &[]).id,
+            "the file's text is the built-in scenario's"
+        );
+        std::fs::write(&path, text.replace("bytes = \"100MB\"", "bytes = \"50MB\"")).unwrap();
+        let after = saratoga_job(file, &[]);
+        std::fs::remove_file(&path).unwrap();
+        assert_ne!(after.id, before.id);
+        assert_eq!(run_of(&after.id), run_of(&before.id));
+    }
+
+    #[test]
+    fn the_fingerprint_is_of_the_contents_and_stays_what_it_was() {
+        let document: toml::Table = toml::from_str(
+            r#"
+name = "demo"
+description = "what changes no run"
+runs = 3
+seed = 7
+[workload]
+bytes = 100000
+[link]
+rate = "8Mbit"
+ber = 0.5
+"#,
+        )
+        .unwrap();
+        // Every directory's records carry it: a change to it would run
+        // them all again.
+        assert_eq!(fingerprint(&document), "2dcf31b16a530324");
+        let mut float = document.clone();
+        float["workload"]["bytes"] = Value::Float(100000.0);
+        assert_ne!(fingerprint(&float), fingerprint(&document));
     }
 
     #[test]

@@ -115,6 +115,9 @@ pub struct Executed {
     pub ran: usize,
     /// Jobs whose records the directory already held.
     pub skipped: usize,
+    /// Jobs of `ran` whose run the directory held a record of, but of
+    /// another configuration (another `--set`, an edited scenario).
+    pub replaced: usize,
 }
 
 /// The jobs `store` has no finished run of.
@@ -124,7 +127,9 @@ pub fn to_do<'a>(jobs: &'a [Job], store: &Store) -> Vec<&'a Job> {
 
 /// Runs the jobs whose records `store` lacks with `run` on `workers`
 /// threads, appending each record as it is done (to the directory and to
-/// `store`) and handing it to `done`.
+/// `store`) and handing it to `done`. A record of another configuration
+/// is not the job's: the job runs again, and a line on standard error
+/// says how many did so.
 pub fn execute(
     jobs: &[Job],
     store: &mut Store,
@@ -135,6 +140,19 @@ pub fn execute(
 ) -> Result<Executed, StoreError> {
     let todo = to_do(jobs, store);
     let skipped = jobs.len() - todo.len();
+    let replaced = store.of_another_configuration(&todo);
+    if replaced > 0 {
+        let (results, are) = if replaced == 1 {
+            ("result", "is")
+        } else {
+            ("results", "are")
+        };
+        eprintln!(
+            "scps bench: {replaced} {results} in {} {are} of another configuration (another --set, an edited \
+             scenario): run again",
+            appender.dir().display()
+        );
+    }
     let next = AtomicUsize::new(0);
     let (sender, receiver) = mpsc::channel::<(String, Record)>();
     let stop = Mutex::new(false);
@@ -166,11 +184,91 @@ pub fn execute(
                 break;
             }
             done(&record);
-            store.records.insert(id, record);
+            store.insert(id, record);
         }
     });
     outcome.map(|()| Executed {
         ran: todo.len(),
         skipped,
+        replaced,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{DEFAULT_MAX_RUNS, Plan, Request};
+    use crate::stack::World;
+    use scps_config::sweep::parse_assignment;
+
+    /// geo-8mbit's Saratoga at 600 ms, BER 0, of `bytes`: one short run.
+    fn jobs(bytes: &str) -> Vec<Job> {
+        let sets = [
+            "protocol=saratoga",
+            "link.rtt=600ms",
+            "link.ber=0",
+            &format!("workload.bytes={bytes}"),
+        ];
+        let request = Request {
+            scenarios: vec!["geo-8mbit".to_owned()],
+            sets: sets.iter().map(|s| parse_assignment(s).unwrap()).collect(),
+            runs: None,
+            seed: None,
+            worlds: vec![World::Sim],
+            shard: None,
+            max_runs: DEFAULT_MAX_RUNS,
+        };
+        Plan::new(&request).unwrap().jobs
+    }
+
+    /// Runs `jobs` in `dir` as `scps bench` does: what it did, and the
+    /// figure of bytes of each job's record.
+    fn bench(dir: &Path, jobs: &[Job]) -> (Executed, Vec<Value>) {
+        let mut store = Store::load(dir).unwrap();
+        let mut appender = Appender::open(dir).unwrap();
+        let executed = execute(
+            jobs,
+            &mut store,
+            &mut appender,
+            2,
+            |job| run_sim(job, dir),
+            |_| {},
+        )
+        .unwrap();
+        let bytes = jobs
+            .iter()
+            .map(|j| store.records[&j.id]["bytes"].clone())
+            .collect();
+        (executed, bytes)
+    }
+
+    #[test]
+    fn a_record_of_another_configuration_is_not_resumed_but_run_again() {
+        let dir = std::env::temp_dir().join(format!("scps-bench-run-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (small, large) = (jobs("100KB"), jobs("200KB"));
+        let (ran, bytes) = bench(&dir, &small);
+        assert_eq!((ran.ran, ran.skipped, ran.replaced), (1, 0, 0));
+        assert_eq!(bytes, [100_000]);
+        let (ran, bytes) = bench(&dir, &small);
+        assert_eq!((ran.ran, ran.skipped, ran.replaced), (0, 1, 0), "resumed");
+        // The same run of 200 kB: not the record of 100 kB.
+        let (ran, bytes_now) = bench(&dir, &large);
+        assert_eq!((ran.ran, ran.skipped, ran.replaced), (1, 0, 1));
+        assert_eq!(bytes_now, [200_000]);
+        assert_eq!(bytes, [100_000]);
+        let store = Store::load(&dir).unwrap();
+        assert_eq!(
+            store.records.len(),
+            1,
+            "the directory's record of the run is the later"
+        );
+        assert_eq!(store.records[&large[0].id]["bytes"], 200_000);
+        assert_eq!(bench(&dir, &large).0.ran, 0, "and resumed as such");
+        // Back to 100 kB: its record was replaced, so it runs again.
+        let (ran, bytes) = bench(&dir, &small);
+        assert_eq!((ran.ran, ran.replaced), (1, 1));
+        assert_eq!(bytes, [100_000]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

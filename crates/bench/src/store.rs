@@ -3,14 +3,20 @@
 //! part way (Ctrl-C, a crash, a shard of an array job) keeps what it did
 //! and a rerun with the same directory does only the rest. A record is
 //! what `scps sim --json` prints for a run, with `id`, `world` and
-//! `stack` added.
+//! `stack` added. An id ends with the fingerprint of the run's
+//! configuration: a record of the same run (world, scenario, stack, swept
+//! values, seed) of another configuration is not that run's, and the later
+//! record of a run, whatever its configuration, replaces the earlier.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+
+use crate::plan::run_of;
 
 pub const RESULTS: &str = "results.jsonl";
 
@@ -29,7 +35,8 @@ pub enum StoreError {
     },
 }
 
-/// The records a directory holds, by id (a later record of an id wins).
+/// The records a directory holds, by id (a later record of a run wins,
+/// of its configuration or of another).
 #[derive(Debug, Default)]
 pub struct Store {
     pub records: BTreeMap<String, Record>,
@@ -61,9 +68,7 @@ impl Store {
                     _ => Err("it has no id".to_owned()),
                 });
             match parsed {
-                Ok((id, record)) => {
-                    store.records.insert(id, record);
-                }
+                Ok((id, record)) => store.insert(id, record),
                 Err(_) if i + 1 == lines.len() => {}
                 Err(error) => {
                     return Err(StoreError::Corrupt {
@@ -79,6 +84,40 @@ impl Store {
 }
 
 impl Store {
+    /// Keeps `record`, of the job with `id`, in place of any record of the
+    /// same run (of this configuration or of another).
+    pub fn insert(&mut self, id: String, record: Record) {
+        let run = run_of(&id);
+        let others: Vec<String> = self
+            .records
+            .range::<str, _>((Bound::Included(run), Bound::Unbounded))
+            .map(|(other, _)| other)
+            .take_while(|other| other.starts_with(run))
+            .filter(|other| run_of(other) == run && **other != id)
+            .cloned()
+            .collect();
+        for other in others {
+            self.records.remove(&other);
+        }
+        self.records.insert(id, record);
+    }
+
+    /// How many of `jobs` have no record of their own configuration but
+    /// one of another: their records are not theirs, and they run again.
+    pub fn of_another_configuration(&self, jobs: &[&crate::plan::Job]) -> usize {
+        jobs.iter()
+            .filter(|job| !self.records.contains_key(&job.id))
+            .filter(|job| {
+                let run = run_of(&job.id);
+                self.records
+                    .range::<str, _>((Bound::Included(run), Bound::Unbounded))
+                    .map(|(other, _)| other)
+                    .take_while(|other| other.starts_with(run))
+                    .any(|other| run_of(other) == run)
+            })
+            .count()
+    }
+
     /// Whether the run with `id` in `world` needs no running again: it is
     /// recorded, and either completed or failed in the simulator (which
     /// would fail the same way again). A failed testbed run is run again.
@@ -117,6 +156,11 @@ impl Appender {
             file.set_len(whole as u64).map_err(io(&path))?;
         }
         Ok(Appender { path, file })
+    }
+
+    /// The directory of the results.
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
     }
 
     /// Writes one record, whole, on a line of its own.
@@ -173,6 +217,43 @@ mod tests {
             err.ends_with("results.jsonl line 1: not a bench record (expected ident at line 1 column 2)"),
             "{err}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_later_record_of_a_run_replaces_one_of_another_configuration() {
+        let dir = std::env::temp_dir().join(format!("scps-bench-store-config-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (a, b) = ("/config=00000000000000aa", "/config=00000000000000bb");
+        let mut appender = Appender::open(&dir).unwrap();
+        // Before fingerprints, then of two configurations, and another
+        // run whose id begins as the first's.
+        appender.append(&record("sim/x/seed=1", 0.1)).unwrap();
+        appender
+            .append(&record(&format!("sim/x/seed=10{a}"), 0.2))
+            .unwrap();
+        appender
+            .append(&record(&format!("sim/x/seed=1{a}"), 0.3))
+            .unwrap();
+        appender
+            .append(&record(&format!("sim/x/seed=1{b}"), 0.4))
+            .unwrap();
+        let store = Store::load(&dir).unwrap();
+        let ids: Vec<&str> = store.records.keys().map(String::as_str).collect();
+        assert_eq!(
+            ids,
+            [
+                "sim/x/seed=1/config=00000000000000bb",
+                "sim/x/seed=10/config=00000000000000aa",
+            ]
+        );
+        // And back: the first configuration's again is the run's record.
+        appender
+            .append(&record(&format!("sim/x/seed=1{a}"), 0.5))
+            .unwrap();
+        let store = Store::load(&dir).unwrap();
+        assert_eq!(store.records.len(), 2);
+        assert_eq!(store.records[&format!("sim/x/seed=1{a}")]["ratio"], 0.5);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -51,7 +51,8 @@ pub struct BenchArgs {
     markdown: bool,
     /// The directory of the results and the report (default:
     /// bench-results/TIMESTAMP). A directory that holds results already is
-    /// resumed: its finished runs are not run again.
+    /// resumed: its finished runs of the same configuration (the same
+    /// scenario text and `--set`s) are not run again.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Run only slice K of N disjoint slices of the sweep (an array job's

@@ -133,6 +133,64 @@ fn a_bench_records_every_run_and_a_rerun_does_only_what_is_missing() {
 }
 
 #[test]
+fn a_rerun_of_another_configuration_runs_again_instead_of_resuming() {
+    let dir = TempDir::new("bench-reconfigured");
+    let out = dir.path().join("results");
+    let saratoga = |bytes: &str| {
+        let set = format!("workload.bytes={bytes}");
+        let args = [
+            "bench",
+            "geo-8mbit",
+            "--world",
+            "sim",
+            "--set",
+            "protocol=saratoga",
+            "--set",
+            "link.rtt=600ms",
+            "--set",
+            "link.ber=0",
+            "--set",
+            &set,
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        let output = scps(&args);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let printed: Vec<serde_json::Map<String, Value>> = text(&output.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON lines"))
+            .collect();
+        (printed, text(&output.stderr))
+    };
+    let (first, _) = saratoga("100KB");
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0]["bytes"], 100_000);
+    // The same run of another pinned value is not the one recorded.
+    let (second, stderr) = saratoga("200KB");
+    assert!(
+        stderr.contains("1 result in") && stderr.contains("is of another configuration"),
+        "{stderr}"
+    );
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_eq!(second[0]["bytes"], 200_000);
+    assert_ne!(second[0]["id"], first[0]["id"]);
+    let reported: Vec<serde_json::Map<String, Value>> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(reported.len(), 1);
+    assert_eq!(
+        reported[0]["bytes"], 200_000,
+        "the report is of the command meta.json names"
+    );
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    assert!(meta.contains("workload.bytes=200KB"), "{meta}");
+    // That one resumes as itself.
+    let (third, stderr) = saratoga("200KB");
+    assert!(stderr.contains("1 runs were in"), "{stderr}");
+    assert_eq!(third, second);
+}
+
+#[test]
 fn shards_of_a_sweep_merge_into_the_whole() {
     let dir = TempDir::new("bench-shards");
     let whole = dir.path().join("whole");
