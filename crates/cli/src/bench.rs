@@ -59,8 +59,8 @@ pub struct BenchArgs {
     /// task); `scps bench merge` joins the slices' directories.
     #[arg(long, value_name = "K/N")]
     shard: Option<String>,
-    /// Refuse a sweep of more runs than this.
-    #[arg(long, default_value_t = DEFAULT_MAX_RUNS)]
+    /// Refuse a sweep of more runs than this (at least 1).
+    #[arg(long, default_value_t = DEFAULT_MAX_RUNS, value_parser = at_least_one_run)]
     max_runs: usize,
 }
 
@@ -306,6 +306,15 @@ fn print_record(out: &mut impl Write, record: &Record) -> std::io::Result<()> {
 }
 
 /// `bench-results/YYYYMMDDTHHMMSSZ`, from the clock.
+/// `--max-runs`: a bound that lets at least one run through.
+fn at_least_one_run(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("0 would refuse every sweep: at least 1".into()),
+        Ok(runs) => Ok(runs),
+        Err(e) => Err(format!("{text:?}: {e}")),
+    }
+}
+
 fn default_out() -> PathBuf {
     PathBuf::from("bench-results").join(report::utc_now().replace(['-', ':'], ""))
 }

@@ -236,7 +236,7 @@ fn bad_input_is_refused_before_anything_starts() {
     let dir = TempDir::new("bench-refusals");
     let out = dir.path().join("never");
     let out_text = out.to_str().unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["geo-9mbit"], "geo-9mbit: no scenario \"geo-9mbit\""),
         (
             &["geo-8mbit", "--set", "protocol=linux-vegas"],
@@ -250,6 +250,10 @@ fn bad_input_is_refused_before_anything_starts() {
         (
             &["geo-8mbit", "--max-runs", "3"],
             "the sweep is 12 runs: at most 3",
+        ),
+        (
+            &["geo-8mbit", "--max-runs", "0"],
+            "0 would refuse every sweep: at least 1",
         ),
         (
             &["geo-8mbit", "--shard", "4/3"],
