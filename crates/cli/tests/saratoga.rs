@@ -226,6 +226,11 @@ fn ls_lists_and_rm_deletes() {
     assert_eq!(entries[0]["name"], "a.log", "{entries}");
     assert_eq!(entries[0]["size"], 5, "{entries}");
 
+    // A file is not a directory, and the error says so.
+    let (status, _, stderr) = saratoga(&["ls", &format!("{}:top.txt", server.addr)]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("\"top.txt\" is not a directory"), "{stderr}");
+
     let (status, stdout, stderr) = saratoga(&["rm", &format!("{}:logs/a.log", server.addr)]);
     assert!(status.success(), "rm: {stdout}{stderr}");
     assert!(!served.join("logs/a.log").exists());
@@ -417,6 +422,116 @@ fn bad_peers_and_missing_files_are_refused_before_anything_is_sent() {
         &["saratoga", "put", "/etc/hostname", "127.0.0.1", "--rate", "fast"],
         "rate",
     );
+    common::assert_refused(
+        &["saratoga", "serve", "/etc/hostname", "--listen", "127.0.0.1:0"],
+        "not a directory: /etc/hostname",
+    );
+}
+
+#[test]
+fn a_put_of_a_device_or_a_fifo_is_refused_before_anything_is_sent() {
+    let (_tmp, served, here) = dirs("saratoga-special");
+    let fifo = here.join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    for file in [Path::new("/dev/zero"), &fifo] {
+        // Neither has an end: the put must not hang reading one (nor
+        // wait, opening the FIFO, for a writer).
+        let (status, stdout, stderr) = saratoga(&[
+            "put",
+            file.to_str().unwrap(),
+            &format!("{}:special", server.addr),
+            "--timeout",
+            "2s",
+        ]);
+        assert_eq!(status.code(), Some(2), "{}: {stdout}{stderr}", file.display());
+        assert!(stderr.contains("is not a regular file"), "{stderr}");
+    }
+    let (_, events) = server.stop();
+    assert_eq!(events, "", "nothing reached the server");
+    assert!(!served.join("special").exists());
+}
+
+#[test]
+fn the_sha256_of_a_put_covers_the_bytes_sent_even_if_the_file_grows() {
+    let (_tmp, served, here) = dirs("saratoga-grows");
+    let file = here.join("growing.bin");
+    random_file(&file, 1_000_000);
+    let sent = sha256(&file);
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    let mut child = scps()
+        .args([
+            "saratoga",
+            "put",
+            file.to_str().unwrap(),
+            &server.addr,
+            "--rate",
+            "8Mbit",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Appended to once data is arriving (1 MB at 8 Mbit/s takes 1 s).
+    let log = served.join(".saratoga/partial/growing.bin.ranges");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 10 {
+        assert!(Instant::now() < deadline, "no data arrived within 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut appending = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+    std::io::Write::write_all(&mut appending, b"appended after the size was sent").unwrap();
+    let status = wait(&mut child, Duration::from_secs(30));
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        status.success(),
+        "put: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = json(&stdout);
+    assert_eq!(report["bytes"], 1_000_000, "{report}");
+    assert_eq!(report["sha256"], sent, "the bytes sent, not the file now");
+    assert_eq!(sha256(&served.join("growing.bin")), sent);
+}
+
+#[test]
+fn a_put_into_the_servers_partial_files_is_refused_and_logs_nothing() {
+    let (_tmp, served, here) = dirs("saratoga-partials");
+    let file = here.join("f1");
+    std::fs::write(&file, b"planted").unwrap();
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    for name in [".saratoga/partial/q", ".saratoga/zz"] {
+        let (status, _, stderr) = saratoga(&[
+            "put",
+            file.to_str().unwrap(),
+            &format!("{}:{name}", server.addr),
+            "--timeout",
+            "2s",
+        ]);
+        assert_eq!(status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains("access denied (5)"), "{name}: {stderr}");
+    }
+    let (_, events) = server.stop();
+    assert_eq!(events, "", "refused requests print nothing");
+    let partials = served.join(".saratoga");
+    let left: Vec<_> = walk(&partials);
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// The files below `dir` (none if it does not exist).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .map(|entry| entry.unwrap().path())
+        .flat_map(|path| match path.is_dir() {
+            true => walk(&path),
+            false => vec![path],
+        })
+        .collect()
 }
 
 #[test]

@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use scps_node::Instant;
-use scps_saratoga::engine::{Config, DiskStore, Engine, Event};
+use scps_saratoga::engine::{Config, DiskStore, Engine, Event, PARTIAL_DIR};
+use scps_saratoga::wire::{
+    Checksum, Data, Descriptor, DirEntry, ErrorCode, Frame, Metadata, Request, RequestType, TransferType,
+};
 
 struct TempDir(PathBuf);
 
@@ -176,4 +179,61 @@ fn a_receiver_restarted_mid_transfer_resumes_from_disk() {
     });
     assert!(resumed.is_some_and(|r| r > 500_000), "{resumed:?}");
     assert!(world.a.stats().data_bytes_resent <= 2_000_000 - resumed.unwrap());
+}
+
+#[test]
+fn a_put_into_the_partial_files_directory_is_refused_and_stores_nothing() {
+    let dir = TempDir::new("partials");
+    let mut world = World::new(&dir);
+    let (b, now) = (&mut world.b, world.now);
+    // A hostile peer: its PUT REQUEST, and its METADATA and DATA all the same.
+    let mut send = |frame: Frame<'_>| {
+        b.handle_datagram(now, a_addr(), &frame.to_bytes().unwrap());
+        std::iter::from_fn(|| b.poll_transmit(now))
+            .map(|(_, bytes)| match Frame::parse(&bytes) {
+                Ok(Frame::Status(status)) => status.error,
+                other => panic!("answered with {other:?}"),
+            })
+            .collect::<Vec<_>>()
+    };
+    for (session, name) in [(1, ".saratoga/partial/q"), (2, ".saratoga/zz")] {
+        let put = Request::new(RequestType::Put, session, name);
+        assert_eq!(send(Frame::Request(put)), [ErrorCode::ACCESS_DENIED], "{name}");
+        let last = name.rsplit('/').next().unwrap();
+        let metadata = Metadata {
+            descriptor: Descriptor::D32,
+            transfer_type: TransferType::File,
+            terminated: false,
+            udp_lite: false,
+            session,
+            checksum: Checksum::None,
+            entry: DirEntry::file(last, 5, 0),
+        };
+        assert_eq!(
+            send(Frame::Metadata(metadata)),
+            [ErrorCode::ACCESS_DENIED],
+            "{name}"
+        );
+        let data = Data {
+            descriptor: Descriptor::D32,
+            transfer_type: TransferType::File,
+            request_status: true,
+            end_of_data: false,
+            session,
+            timestamp: None,
+            offset: 0,
+            payload: b"hello",
+        };
+        assert_eq!(send(Frame::Data(data)), [ErrorCode::ACCESS_DENIED], "{name}");
+    }
+    let events: Vec<Event> = std::iter::from_fn(|| world.b.poll_event()).collect();
+    assert!(events.is_empty(), "refusals are not transfers: {events:?}");
+    let partials = dir.0.join("b").join(PARTIAL_DIR);
+    let stored: Vec<_> = fs::read_dir(partials.join("partial"))
+        .map(|entries| entries.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(stored.is_empty(), "{stored:?}");
+    assert!(!partials.join("zz").exists());
+    assert_eq!(world.b.active(), 0);
+    assert_eq!(world.b.stats().refused_data_bytes, 10);
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use scps_saratoga::engine::{DiskStore, Engine, Event, FailReason, MemoryStore, Store, TransferId};
-use scps_saratoga::wire::{EPOCH_2000_UNIX, EntryKind};
+use scps_saratoga::wire::{EPOCH_2000_UNIX, EntryKind, ErrorCode};
 
 use super::capture::PacketCapture;
 use super::host::Host;
@@ -94,8 +94,16 @@ async fn wait<S: Store>(host: &mut Host<S>, id: TransferId) -> anyhow::Result<En
 }
 
 /// What a failure says: the peer's error code by name, or who was silent.
-fn failure<S: Store>(reason: &FailReason, peer: SocketAddr, host: &Host<S>) -> String {
+fn failure<S: Store>(reason: &FailReason, report: &Report, peer: SocketAddr, host: &Host<S>) -> String {
     match reason {
+        // No code says "not a directory": a server answers a listing of a
+        // file with "bad request" (ours does), which alone would not say
+        // what was wrong with it.
+        FailReason::Peer(ErrorCode::BAD_REQUEST) if report.operation == "ls" => format!(
+            "{peer} answered with error {}: {:?} is not a directory there",
+            ErrorCode::BAD_REQUEST,
+            report.remote
+        ),
         FailReason::Peer(code) => format!("{peer} answered with error {code}"),
         FailReason::Timeout(silent) => {
             let mut text = format!(
@@ -124,7 +132,7 @@ fn conclude<S: Store>(
     let outcome = match &end {
         End::Done(_) => Outcome::Complete,
         End::Failed(reason) => {
-            report.error = Some(failure(reason, peer, &host));
+            report.error = Some(failure(reason, &report, peer, &host));
             Outcome::Failed
         }
         End::Interrupted => {
@@ -180,7 +188,9 @@ pub async fn put(args: PutArgs) -> anyhow::Result<Outcome> {
     let end = wait(&mut host, id).await?;
     if let End::Done(Event::Completed { size, .. }) = &end {
         report.set_moved(*size, start);
-        report.sha256 = Some(sha256_of(path).with_context(|| format!("cannot read {}", path.display()))?);
+        let sent = host.engine().store().file();
+        report.sha256 =
+            Some(sha256_of(sent, *size).with_context(|| format!("cannot read {}", path.display()))?);
         report.verified = true;
     }
     report.retransmitted_bytes = host.engine().stats().data_bytes_resent;
@@ -225,8 +235,12 @@ pub async fn get(args: GetArgs) -> anyhow::Result<Outcome> {
     let end = wait(&mut host, id).await?;
     if let End::Done(Event::Completed { size, .. }) = &end {
         report.set_moved(*size, start);
-        report.sha256 =
-            Some(sha256_of(&target).with_context(|| format!("cannot read {}", target.display()))?);
+        let written = std::fs::File::open(&target);
+        report.sha256 = Some(
+            written
+                .and_then(|file| sha256_of(&file, *size))
+                .with_context(|| format!("cannot read {}", target.display()))?,
+        );
         report.verified = true;
         // The partial file's directories, if nothing else is left in them
         // (an unfinished get keeps its partial file, and resumes from it).

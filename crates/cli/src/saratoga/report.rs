@@ -4,7 +4,8 @@
 //! engine's drops by cause; otherwise a few lines for people.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 
 use scps_saratoga::engine::Stats;
 use serde::Serialize;
@@ -35,8 +36,9 @@ pub struct Report {
     pub datagrams_sent: u64,
     pub datagrams_received: u64,
     /// Datagrams the engine dropped, by cause: malformed frames by their
-    /// `WireError::cause`, `unknown_session`, and DATA bytes dropped for
-    /// want of their METADATA (`orphan_data_bytes`).
+    /// `WireError::cause`, `unknown_session`, DATA bytes dropped for
+    /// want of their METADATA (`orphan_data_bytes`) or because their
+    /// session was refused (`refused_data_bytes`).
     pub drops: BTreeMap<String, u64>,
     pub cpu_user_s: f64,
     pub cpu_system_s: f64,
@@ -130,23 +132,30 @@ pub fn drops(stats: &Stats) -> BTreeMap<String, u64> {
         .collect();
     drops.insert("unknown_session".into(), stats.unknown_session);
     drops.insert("orphan_data_bytes".into(), stats.orphan_data_bytes);
+    drops.insert("refused_data_bytes".into(), stats.refused_data_bytes);
     drops.insert("duplicate_bytes".into(), stats.duplicate_bytes_received);
     drops
 }
 
-/// SHA-256 of a file, in hex.
-pub fn sha256_of(path: &Path) -> std::io::Result<String> {
+/// SHA-256 of the first `len` bytes of `file`, in hex: the bytes a
+/// transfer moved, whatever was appended to the file since (and never
+/// reading past them, so a file that does not end cannot hang it).
+pub fn sha256_of(file: &File, len: u64) -> std::io::Result<String> {
     use sha2::Digest;
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
     let mut hasher = sha2::Sha256::new();
     let mut buf = vec![0; 1 << 20];
-    loop {
-        let read = file.read(&mut buf)?;
+    let mut offset = 0;
+    while offset < len {
+        let want = buf.len().min(usize::try_from(len - offset).unwrap_or(usize::MAX));
+        let read = file.read_at(&mut buf[..want], offset)?;
         if read == 0 {
-            break;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("it ends at byte {offset} of the {len} transferred"),
+            ));
         }
         hasher.update(&buf[..read]);
+        offset += read as u64;
     }
     Ok(scps_workload::bulk::hex(&hasher.finalize()))
 }

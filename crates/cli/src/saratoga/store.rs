@@ -3,9 +3,9 @@
 //! and METADATA from its store; a client's must not serve the directory
 //! of the file it sends, nor take files it did not ask for.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
@@ -26,12 +26,23 @@ pub struct SendFile {
 }
 
 impl SendFile {
-    /// `path`, known to the engine as `name`.
+    /// `path`, known to the engine as `name`: a regular file only. A
+    /// device or FIFO has no size to announce (its metadata says 0) and
+    /// may never end; it is opened without blocking (a FIFO's open would
+    /// wait for a writer) and refused before anything is sent.
     pub fn open(path: &Path, name: &str) -> std::io::Result<SendFile> {
-        let file = File::open(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(path)?;
         let metadata = file.metadata()?;
         if metadata.is_dir() {
             return Err(std::io::Error::other("is a directory: put sends one file"));
+        }
+        if !metadata.is_file() {
+            return Err(std::io::Error::other(
+                "is not a regular file (a device, FIFO or socket): put sends a file of known size",
+            ));
         }
         let mtime = metadata
             .modified()
@@ -47,6 +58,12 @@ impl SendFile {
                 is_dir: false,
             },
         })
+    }
+
+    /// The file sent: what was read from it, not whatever its path names
+    /// by the end.
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     fn check(&self, name: &str) -> Result<(), StoreError> {

@@ -57,10 +57,12 @@ fn io(context: &Path, error: std::io::Error) -> StoreError {
 impl DiskStore {
     /// Serves `root`, which must be a directory.
     pub fn new(root: impl AsRef<Path>) -> Result<DiskStore, StoreError> {
-        let root = root.as_ref();
-        let root = fs::canonicalize(root).map_err(|e| io(root, e))?;
+        let given = root.as_ref();
+        let root = fs::canonicalize(given).map_err(|e| io(given, e))?;
         if !root.is_dir() {
-            return Err(StoreError::NotFound(root.display().to_string()));
+            // It exists (it resolved): "not found" would send the user
+            // looking for a file that is there.
+            return Err(StoreError::Io(format!("not a directory: {}", given.display())));
         }
         Ok(DiskStore {
             root,
@@ -370,6 +372,22 @@ mod tests {
         fn drop(&mut self) {
             let _ = fs::remove_dir_all(&self.0);
         }
+    }
+
+    #[test]
+    fn a_root_that_is_a_file_is_refused_as_not_a_directory() {
+        let tmp = TempDir::new("root-file");
+        let file = tmp.0.join("plain");
+        fs::write(&file, b"x").unwrap();
+        let error = DiskStore::new(&file).unwrap_err();
+        assert_eq!(
+            error,
+            StoreError::Io(format!("not a directory: {}", file.display()))
+        );
+        assert!(matches!(
+            DiskStore::new(tmp.0.join("missing")),
+            Err(StoreError::NotFound(_))
+        ));
     }
 
     #[test]

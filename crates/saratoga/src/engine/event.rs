@@ -111,6 +111,9 @@ pub struct Stats {
     /// DATA payload bytes dropped for want of their session or of its
     /// METADATA (lost, or this end restarted): the sender sends them again.
     pub orphan_data_bytes: u64,
+    /// DATA payload bytes dropped because their session was refused
+    /// (answered with its error code, not sent again).
+    pub refused_data_bytes: u64,
     pub data_frames_sent: u64,
     /// DATA payload bytes sent, first sends and re-sends.
     pub data_bytes_sent: u64,
@@ -121,7 +124,8 @@ pub struct Stats {
     pub status_sent: u64,
     pub status_received: u64,
     /// Sessions peers started that were refused, by cause (the limits of
-    /// [`super::Config`]).
+    /// [`super::Config`]; `after_refusal`: a METADATA repeated for a
+    /// session already refused).
     pub refused: BTreeMap<&'static str, u64>,
     /// Past sessions forgotten early to keep that memory within
     /// [`super::Config::max_remembered`].

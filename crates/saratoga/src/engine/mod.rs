@@ -51,6 +51,13 @@
 //! from its partial file); a STATUS is answered with the error STATUS
 //! "unknown session id", unless it is itself an error. Malformed frames
 //! are counted by cause in [`Stats::malformed`] and dropped.
+//!
+//! A session refused (its PUT REQUEST or METADATA answered with an error,
+//! or its receive aborted) stays refused while it is remembered: its
+//! METADATA is answered with the same code and starts nothing, its DATA
+//! is dropped ([`Stats::refused_data_bytes`]) and answered with the code.
+//! A PUT of a name the store refuses, or of a directory, is refused at
+//! the REQUEST, before anything is stored.
 
 mod config;
 mod disk;
@@ -319,17 +326,27 @@ impl<S: Store> Engine<S> {
     fn on_metadata(&mut self, now: Instant, from: SocketAddr, metadata: &Metadata) {
         let key = (from, metadata.session);
         if !self.receivers.contains_key(&key) {
+            if let Some(code) = self.refused_code(&key) {
+                // The session was refused (its PUT REQUEST, or its first
+                // METADATA): a repeat must not start it under another name.
+                return self.refuse(from, metadata.session, "after_refusal", code);
+            }
             // A put from the peer, named by its PUT REQUEST if one came,
             // else by the METADATA name's last component: never
             // directories from it (Vallona sends its full local path).
+            // The REQUEST's name is kept until a receiver takes it: a
+            // METADATA refused for now (a limit, a name in use) and sent
+            // again must not fall back to the last component.
             let requested = self.put_names.get(&key).cloned();
-            self.put_names.remove(&key);
             let name =
                 requested.or_else(|| safe_name(metadata.entry.name.rsplit('/').next().unwrap_or_default()));
             let name = match (metadata.transfer_type, name) {
-                (TransferType::File, Some(name)) if !name.is_empty() => name,
-                (TransferType::File, _) => {
-                    return self.send_code(from, metadata.session, ErrorCode::ACCESS_DENIED);
+                (TransferType::File, Some(name)) => match self.receivable(&name) {
+                    Ok(()) => name,
+                    Err(code) => return self.answer(now, from, metadata.session, code),
+                },
+                (TransferType::File, None) => {
+                    return self.answer(now, from, metadata.session, ErrorCode::ACCESS_DENIED);
                 }
                 _ => return self.send_code(from, metadata.session, ErrorCode::RX_NOT_INTERESTED),
             };
@@ -359,12 +376,35 @@ impl<S: Store> Engine<S> {
                 role: Role::Receiver,
             };
             self.orphans.remove(&key);
+            self.put_names.remove(&key);
             self.receivers
                 .insert(key, Receiver::incoming(now, id, &name, &self.config));
         }
         if let Some(receiver) = self.receivers.get_mut(&key) {
             receiver.handle_metadata(now, metadata, &self.config, &mut self.store, &mut self.out);
         }
+    }
+
+    /// Whether a file may be received as `name`: one the store refuses to
+    /// look at (a name in its partial files' directory, a link leading
+    /// out), or a directory, is refused before anything is stored, not
+    /// once its data has come.
+    fn receivable(&self, name: &str) -> Result<(), ErrorCode> {
+        if name.is_empty() {
+            return Err(ErrorCode::ACCESS_DENIED);
+        }
+        match self.store.info(name) {
+            Ok(info) if info.is_dir => Err(ErrorCode::ACCESS_DENIED),
+            Err(error @ StoreError::Denied(_)) => Err(store_code(&error)),
+            // A new file (or one to replace): the store has the last word
+            // when the data is written and committed.
+            _ => Ok(()),
+        }
+    }
+
+    /// The error a session of the peer's was refused with, if it was.
+    fn refused_code(&self, key: &Key) -> Option<ErrorCode> {
+        self.answered.get(key).copied().filter(|code| !code.is_success())
     }
 
     /// Whether a transfer under way writes the store name `name` (two
@@ -391,8 +431,13 @@ impl<S: Store> Engine<S> {
             receiver.handle_data(now, data, &self.config, &mut self.store, &mut self.out);
             return;
         }
-        self.out.stats.unknown_session += 1;
-        self.out.stats.orphan_data_bytes += data.payload.len() as u64;
+        let refused = self.refused_code(&key);
+        if refused.is_some() {
+            self.out.stats.refused_data_bytes += data.payload.len() as u64;
+        } else {
+            self.out.stats.unknown_session += 1;
+            self.out.stats.orphan_data_bytes += data.payload.len() as u64;
+        }
         let due = self.orphans.get(&key).is_none_or(|last| {
             data.request_status || now.saturating_since(*last) >= self.config.status_interval
         });
@@ -400,6 +445,11 @@ impl<S: Store> Engine<S> {
             let until = now + self.config.inactivity_timeout;
             if self.orphans.insert(key, now, until) {
                 self.out.stats.forgotten += 1;
+            }
+            if let Some(code) = refused {
+                // Not "metadata missing": that would have the sender
+                // send its METADATA again, for a session already refused.
+                return self.send_code(from, data.session, code);
             }
             let mut status = Status::error(data.session, ErrorCode::SUCCESS);
             status.metadata_received = false;
@@ -472,14 +522,13 @@ impl<S: Store> Engine<S> {
             RequestType::NoAction => return,
             // Ready to receive under that name: the peer's METADATA
             // starts the transfer.
-            RequestType::Put | RequestType::PutDelete if name.is_empty() => Err(ErrorCode::ACCESS_DENIED),
-            RequestType::Put | RequestType::PutDelete => {
+            RequestType::Put | RequestType::PutDelete => self.receivable(&name).and_then(|()| {
                 let until = now + self.config.inactivity_timeout;
                 if self.put_names.insert(key, name, until) {
                     self.out.stats.forgotten += 1;
                 }
                 Err(ErrorCode::SUCCESS)
-            }
+            }),
             RequestType::Delete => Err(match self.store.delete(&name) {
                 Ok(()) => ErrorCode::SUCCESS,
                 Err(StoreError::Io(_)) => ErrorCode::DID_NOT_DELETE,
@@ -531,6 +580,11 @@ impl<S: Store> Engine<S> {
     }
 
     fn serve_listing(&mut self, now: Instant, id: TransferId, dir: &str) -> Result<(), ErrorCode> {
+        // No code says "not a directory": a GETDIR of a file is a request
+        // of the wrong type for its name, which the asking end can name.
+        if !self.store.info(dir).map_err(|e| store_code(&e))?.is_dir {
+            return Err(ErrorCode::BAD_REQUEST);
+        }
         let entries = self.store.list(dir).map_err(|e| store_code(&e))?;
         let entries: Vec<DirEntry> = entries
             .into_iter()
@@ -660,6 +714,129 @@ impl<S: Store> Engine<S> {
             }
             !sender.done
         });
-        self.receivers.retain(|_, receiver| !receiver.removed);
+        self.receivers.retain(|key, receiver| {
+            // A session failed with an error code stays refused: its
+            // METADATA and DATA still coming get that code again.
+            if receiver.removed
+                && let Some(code) = receiver.refused
+                && answered.insert(*key, code, until)
+            {
+                stats.forgotten += 1;
+            }
+            !receiver.removed
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Descriptor;
+
+    fn peer() -> SocketAddr {
+        "10.0.0.9:7542".parse().unwrap()
+    }
+
+    /// Hands `frame` to `engine` from [`peer`]; the error codes of the
+    /// STATUS frames it answers with.
+    fn answer(engine: &mut Engine<MemoryStore>, frame: Frame<'_>) -> Vec<ErrorCode> {
+        engine.handle_datagram(Instant::ZERO, peer(), &frame.to_bytes().unwrap());
+        std::iter::from_fn(|| engine.poll_transmit(Instant::ZERO))
+            .filter_map(|(_, bytes)| match Frame::parse(&bytes) {
+                Ok(Frame::Status(status)) => Some(status.error),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn metadata(session: u32, name: &str, size: u64) -> Frame<'static> {
+        Frame::Metadata(Metadata {
+            descriptor: descriptor_for(size),
+            transfer_type: TransferType::File,
+            terminated: false,
+            udp_lite: false,
+            session,
+            checksum: Checksum::None,
+            entry: DirEntry::file(name, size, 0),
+        })
+    }
+
+    fn data(session: u32, payload: &[u8]) -> Frame<'_> {
+        Frame::Data(Data {
+            descriptor: Descriptor::D32,
+            transfer_type: TransferType::File,
+            request_status: true,
+            end_of_data: false,
+            session,
+            timestamp: None,
+            offset: 0,
+            payload,
+        })
+    }
+
+    fn started(engine: &mut Engine<MemoryStore>) -> bool {
+        std::iter::from_fn(|| engine.poll_event()).any(|e| matches!(e, Event::Started { .. }))
+    }
+
+    #[test]
+    fn a_session_whose_receive_was_aborted_stays_refused() {
+        let mut engine = Engine::new(Config::default(), MemoryStore::new()).unwrap();
+        let put = Frame::Request(Request::new(RequestType::Put, 7, "in/x"));
+        assert_eq!(answer(&mut engine, put), [ErrorCode::SUCCESS]);
+        // More than the store holds: the receive starts, then is aborted.
+        let too_big = metadata(7, "x", MemoryStore::MAX_FILE + 1);
+        assert_eq!(answer(&mut engine, too_big), [ErrorCode::FILE_TOO_BIG]);
+        // Sent again (smaller): the session was refused, and is still;
+        // nothing is received, under its name nor the METADATA's.
+        assert_eq!(
+            answer(&mut engine, metadata(7, "x", 5)),
+            [ErrorCode::FILE_TOO_BIG]
+        );
+        assert_eq!(answer(&mut engine, data(7, b"hello")), [ErrorCode::FILE_TOO_BIG]);
+        assert!(!started(&mut engine));
+        assert_eq!(engine.store().partial_ranges("x"), None);
+        assert_eq!(engine.store().partial_ranges("in/x"), None);
+        assert_eq!(engine.stats().refused.get("after_refusal"), Some(&1));
+        assert_eq!(engine.stats().refused_data_bytes, 5);
+        assert_eq!(engine.stats().orphan_data_bytes, 0);
+        assert_eq!(engine.active(), 0);
+    }
+
+    #[test]
+    fn a_put_of_a_denied_name_or_a_directory_is_refused_at_its_request() {
+        let mut engine = Engine::new(Config::default(), MemoryStore::new()).unwrap();
+        engine.store_mut().insert("dir/a", b"a".to_vec(), 0);
+        engine.store_mut().deny("locked");
+        for (session, name) in [(1, "locked"), (2, "dir")] {
+            let put = Frame::Request(Request::new(RequestType::Put, session, name));
+            assert_eq!(answer(&mut engine, put), [ErrorCode::ACCESS_DENIED], "{name}");
+            // A METADATA sent all the same starts nothing.
+            let again = metadata(session, name, 1);
+            assert_eq!(answer(&mut engine, again), [ErrorCode::ACCESS_DENIED], "{name}");
+            assert_eq!(
+                answer(&mut engine, data(session, b"z")),
+                [ErrorCode::ACCESS_DENIED]
+            );
+        }
+        // Without a REQUEST, the METADATA's name is checked the same way.
+        assert_eq!(
+            answer(&mut engine, metadata(3, "dir", 1)),
+            [ErrorCode::ACCESS_DENIED]
+        );
+        assert!(!started(&mut engine));
+        assert_eq!(engine.store().partial_ranges("locked"), None);
+        assert_eq!(engine.store().partial_ranges("dir"), None);
+        assert_eq!(engine.stats().refused.get("after_refusal"), Some(&2));
+        assert_eq!(engine.stats().refused_data_bytes, 2);
+    }
+
+    #[test]
+    fn a_listing_of_a_file_is_a_bad_request() {
+        let mut engine = Engine::new(Config::default(), MemoryStore::new()).unwrap();
+        engine.store_mut().insert("a.txt", b"a".to_vec(), 0);
+        let list = |session, name| Frame::Request(Request::new(RequestType::GetDir, session, name));
+        assert_eq!(answer(&mut engine, list(1, "a.txt")), [ErrorCode::BAD_REQUEST]);
+        assert_eq!(answer(&mut engine, list(2, "nope")), [ErrorCode::FILE_NOT_FOUND]);
+        assert_eq!(engine.active(), 0);
     }
 }

@@ -63,6 +63,8 @@ pub(crate) struct Receiver {
     /// Progress last reported in an event.
     reported: u64,
     pub removed: bool,
+    /// The error code the transfer was aborted with, told to the peer.
+    pub refused: Option<ErrorCode>,
 }
 
 impl Receiver {
@@ -114,6 +116,7 @@ impl Receiver {
             interval: config.status_interval,
             reported: 0,
             removed: false,
+            refused: None,
         }
     }
 
@@ -323,6 +326,7 @@ impl Receiver {
     /// Fails the transfer and tells the sender why.
     fn abort(&mut self, code: ErrorCode, reason: FailReason, out: &mut Outbox) {
         self.removed = true;
+        self.refused = Some(code);
         out.send(self.id.peer, &Frame::Status(Status::error(self.id.session, code)));
         out.event(Event::Failed { id: self.id, reason });
     }
