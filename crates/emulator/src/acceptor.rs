@@ -8,8 +8,12 @@
 //! [`MAX_CLIENTS`] at a time (when one more arrives, the one idle longest
 //! is closed to make room, so a flood of idle connections cannot lock a
 //! real client out); a client silent for [`CLIENT_TIMEOUT`] is closed;
-//! and a request that grows past [`MAX_PENDING_BYTES`] unanswered ends its
-//! connection.
+//! a request that grows past [`MAX_PENDING_BYTES`] unanswered ends its
+//! connection; and a client is read no further while
+//! [`MAX_UNWRITTEN_BYTES`] of answers wait for it to read them
+//! (back-pressure: it cannot make the emulator hold more than one more
+//! answer), so one that sends requests and never reads their answers
+//! falls silent too and is closed after [`CLIENT_TIMEOUT`].
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -30,6 +34,10 @@ pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Most bytes a client may send that are not yet a whole request.
 pub(crate) const MAX_PENDING_BYTES: usize = 64 * 1024;
+
+/// Answers waiting for a client to read them past which its requests are
+/// neither read nor answered (one answer may take it over the bound).
+pub(crate) const MAX_UNWRITTEN_BYTES: usize = 256 * 1024;
 
 /// A listening socket whose accepted streams do not block.
 pub(crate) trait Listen: AsFd + Send + 'static {
@@ -79,10 +87,12 @@ impl Listen for TcpListener {
 /// What the server says to one client.
 pub(crate) trait Conversation: Send + 'static {
     /// `input` holds what the client sent and was not answered yet: take
-    /// the whole requests from its front and append the answers to
-    /// `output`. `closed`: the client will send nothing more. Returns true
-    /// once the conversation is over (the connection closes when `output`
-    /// is written).
+    /// the first whole request from its front, if there is one, and
+    /// append its answer to `output` (the server asks again while that
+    /// takes a request and the answers waiting are under its bound).
+    /// `closed`: the client will send nothing more. Returns true once the
+    /// conversation is over (the connection closes when `output` is
+    /// written).
     fn converse(&mut self, input: &mut Vec<u8>, output: &mut Vec<u8>, closed: bool) -> bool;
 }
 
@@ -158,9 +168,25 @@ impl<S, C> Client<S, C> {
         self.written < self.output.len()
     }
 
+    /// Enough answers wait for the client to read them: read and answer
+    /// no more of its requests until it does.
+    fn backlogged(&self) -> bool {
+        self.output.len() - self.written >= MAX_UNWRITTEN_BYTES
+    }
+
     fn finished(&self, now: Instant) -> bool {
         let said_all = (self.over || self.closed) && !self.unwritten();
-        said_all || now.saturating_duration_since(self.last_active) >= CLIENT_TIMEOUT
+        if said_all {
+            return true;
+        }
+        let silent = now.saturating_duration_since(self.last_active) >= CLIENT_TIMEOUT;
+        if silent && self.backlogged() {
+            tracing::debug!(
+                unread_bytes = self.output.len() - self.written,
+                "closing a client that does not read its answers"
+            );
+        }
+        silent
     }
 }
 
@@ -187,6 +213,9 @@ impl<L: Listen, C: Conversation, F: FnMut() -> C> Server<L, C, F> {
                 if client.unwritten() {
                     send::<L, C>(client, now);
                 }
+                // Requests held back while answers waited, now that they
+                // have gone.
+                answer(client);
             }
             if listener_ready {
                 self.accept(now);
@@ -215,7 +244,7 @@ impl<L: Listen, C: Conversation, F: FnMut() -> C> Server<L, C, F> {
         ];
         fds.extend(self.clients.iter().map(|c| {
             let mut flags = PollFlags::empty();
-            if !c.closed && !c.over {
+            if !c.closed && !c.over && !c.backlogged() {
                 flags |= PollFlags::POLLIN;
             }
             if c.unwritten() {
@@ -269,42 +298,52 @@ fn stream_fd<L: Listen>(stream: &L::Stream) -> BorrowedFd<'_> {
     stream.as_fd()
 }
 
-/// Reads what the client sent and lets the conversation answer it.
+/// Reads what the client sent and lets the conversation answer it, until
+/// nothing more has come or enough answers wait for the client to read.
 fn receive<L: Listen, C: Conversation>(client: &mut Client<L::Stream, C>, now: Instant) {
     let mut buf = [0u8; 4096];
-    loop {
+    while !client.closed && !client.over && !client.backlogged() {
         match L::read_from(&client.stream, &mut buf) {
-            Ok(0) => {
-                client.closed = true;
-                break;
-            }
+            Ok(0) => client.closed = true,
             Ok(n) => {
                 client.input.extend_from_slice(&buf[..n]);
                 client.last_active = now;
-                if client.input.len() > MAX_PENDING_BYTES {
-                    // Not a request of ours: stop listening to it.
-                    client.over = true;
-                    client.input.clear();
-                    return;
-                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => {
                 client.closed = true;
+                client.over = true;
                 client.output.clear();
                 client.written = 0;
                 return;
             }
         }
+        answer(client);
+        // Not backlogged: every whole request was answered.
+        if !client.backlogged() && client.input.len() > MAX_PENDING_BYTES {
+            // Not a request of ours: stop listening to it.
+            client.over = true;
+            client.input.clear();
+        }
     }
-    if client.written == client.output.len() {
-        client.output.clear();
-        client.written = 0;
+}
+
+/// Answers the client's whole requests while the answers waiting for it
+/// are under the bound.
+fn answer<S, C: Conversation>(client: &mut Client<S, C>) {
+    // What was written is not kept.
+    client.output.drain(..client.written);
+    client.written = 0;
+    while !client.over && !client.backlogged() {
+        let before = (client.input.len(), client.output.len());
+        client.over = client
+            .conversation
+            .converse(&mut client.input, &mut client.output, client.closed);
+        if (client.input.len(), client.output.len()) == before {
+            break;
+        }
     }
-    client.over |= client
-        .conversation
-        .converse(&mut client.input, &mut client.output, client.closed);
 }
 
 /// Writes what the socket takes of the client's answers.
@@ -336,12 +375,42 @@ mod tests {
 
     impl Conversation for Echo {
         fn converse(&mut self, input: &mut Vec<u8>, output: &mut Vec<u8>, closed: bool) -> bool {
-            while let Some(end) = input.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = input.drain(..=end).collect();
-                output.extend_from_slice(format!("{}\n", line.len() - 1).as_bytes());
-            }
-            closed
+            let Some(end) = input.iter().position(|&b| b == b'\n') else {
+                return closed;
+            };
+            let line: Vec<u8> = input.drain(..=end).collect();
+            output.extend_from_slice(format!("{}\n", line.len() - 1).as_bytes());
+            false
         }
+    }
+
+    /// Answers every line with [`Big::REPLY`] bytes, and keeps the most
+    /// answers it ever saw waiting for the client.
+    struct Big(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Big {
+        const REPLY: usize = 100;
+    }
+
+    impl Conversation for Big {
+        fn converse(&mut self, input: &mut Vec<u8>, output: &mut Vec<u8>, closed: bool) -> bool {
+            let Some(end) = input.iter().position(|&b| b == b'\n') else {
+                return closed;
+            };
+            input.drain(..=end);
+            output.extend_from_slice(&[b'a'; Big::REPLY]);
+            self.0
+                .fetch_max(output.len(), std::sync::atomic::Ordering::Relaxed);
+            false
+        }
+    }
+
+    fn socket_in(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("scps-acceptor-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("control.sock");
+        (dir, path)
     }
 
     fn ask(path: &std::path::Path, line: &str) -> io::Result<String> {
@@ -398,6 +467,82 @@ mod tests {
         let _ = stream.read_to_end(&mut rest);
         assert!(rest.is_empty(), "no answer to a request that never ends");
         assert_eq!(ask(&path, "ok\n").unwrap(), "2\n", "others are still served");
+        drop(acceptor);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_client_that_never_reads_is_held_to_the_bound_then_closed() {
+        let (dir, path) = socket_in("unread");
+        let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let conversation = most.clone();
+        let acceptor = Acceptor::spawn("test", UnixListener::bind(&path).unwrap(), move || {
+            Big(conversation.clone())
+        })
+        .unwrap();
+        let mut stream = UnixStream::connect(&path).unwrap();
+        stream.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+        // Small requests in small pieces, never reading an answer: 1 MiB
+        // of them would be 50 MiB of answers, unless the server stops
+        // reading; then the socket fills, the writes wait, and the server
+        // closes the client that has gone silent.
+        let piece = b"s\n".repeat(16);
+        let mut sent = 0;
+        let ended = loop {
+            if sent >= 1 << 20 {
+                break None;
+            }
+            match stream.write_all(&piece) {
+                Ok(()) => sent += piece.len(),
+                Err(e) => break Some(e),
+            }
+        };
+        let most = most.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            most <= MAX_UNWRITTEN_BYTES + Big::REPLY,
+            "{most} bytes of answers held for a client that does not read"
+        );
+        let ended = ended.expect("the server stops reading a client that does not read");
+        assert!(
+            matches!(
+                ended.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            ),
+            "closed by the server, not timed out: {ended}"
+        );
+        assert_eq!(
+            ask(&path, "s\n").unwrap().len(),
+            Big::REPLY,
+            "others are still served"
+        );
+        drop(acceptor);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn every_request_is_answered_past_the_bound_for_a_client_that_reads() {
+        let (dir, path) = socket_in("reads");
+        let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let conversation = most.clone();
+        let acceptor = Acceptor::spawn("test", UnixListener::bind(&path).unwrap(), move || {
+            Big(conversation.clone())
+        })
+        .unwrap();
+        let mut stream = UnixStream::connect(&path).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // Eight times the bound in answers, asked all at once.
+        let requests = 8 * MAX_UNWRITTEN_BYTES / Big::REPLY;
+        let mut writer = stream.try_clone().unwrap();
+        let writing = std::thread::spawn(move || {
+            writer.write_all(&b"s\n".repeat(requests))?;
+            writer.shutdown(std::net::Shutdown::Write)
+        });
+        let mut answers = Vec::new();
+        stream.read_to_end(&mut answers).unwrap();
+        writing.join().unwrap().unwrap();
+        assert_eq!(answers.len(), requests * Big::REPLY, "every request answered");
+        let most = most.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(most <= MAX_UNWRITTEN_BYTES + Big::REPLY, "{most}");
         drop(acceptor);
         std::fs::remove_dir_all(&dir).unwrap();
     }

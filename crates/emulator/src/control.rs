@@ -3,11 +3,11 @@
 //! over a Unix stream socket. A request that cannot be applied is answered
 //! with its error and changes nothing.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -127,24 +127,19 @@ struct Session {
 
 impl Conversation for Session {
     fn converse(&mut self, input: &mut Vec<u8>, output: &mut Vec<u8>, closed: bool) -> bool {
-        let mut reply = |line: &[u8]| {
-            let response = answer(
-                &self.shared,
-                self.recorder.as_deref(),
-                String::from_utf8_lossy(line).trim(),
-            );
-            output.extend_from_slice(serde_json::to_string(&response).unwrap_or_default().as_bytes());
-            output.push(b'\n');
+        let line: Vec<u8> = match input.iter().position(|&b| b == b'\n') {
+            Some(end) => input.drain(..=end).collect(),
+            None if closed && !input.iter().all(u8::is_ascii_whitespace) => std::mem::take(input),
+            None => return closed,
         };
-        while let Some(end) = input.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = input.drain(..=end).collect();
-            reply(&line);
-        }
-        if closed && !input.iter().all(u8::is_ascii_whitespace) {
-            reply(input);
-            input.clear();
-        }
-        closed
+        let response = answer(
+            &self.shared,
+            self.recorder.as_deref(),
+            String::from_utf8_lossy(&line).trim(),
+        );
+        output.extend_from_slice(serde_json::to_string(&response).unwrap_or_default().as_bytes());
+        output.push(b'\n');
+        false
     }
 }
 
@@ -156,29 +151,82 @@ impl Drop for ControlServer {
     }
 }
 
+/// How long `request` waits for the emulator's whole answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest answer `request` reads, in MiB (the stats of a link of
+/// many channels are far under).
+const MAX_ANSWER_MIB: usize = 16;
+
 /// Sends `request` to the emulator listening on `path` and returns its
 /// answer (the client side of `scps emulate ctl`).
 pub fn request(path: &Path, request: &Request) -> Result<Response, Error> {
-    let io = |what: &str| {
+    request_within(path, request, ANSWER_TIMEOUT)
+}
+
+/// [`request`], with the whole answer due `within` the time given.
+fn request_within(path: &Path, request: &Request, within: Duration) -> Result<Response, Error> {
+    let failed = |what: &str| {
         let what = format!("{what} control socket {}", path.display());
-        move |source| Error::Io { what, source }
+        move |source: io::Error| match source.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Setup(format!(
+                "control socket {}: no answer within {} s",
+                path.display(),
+                within.as_secs_f64()
+            )),
+            _ => Error::Io { what, source },
+        }
     };
-    let mut stream = UnixStream::connect(path).map_err(io("connect to"))?;
+    let mut stream = UnixStream::connect(path).map_err(failed("connect to"))?;
+    let due = Instant::now() + within;
     stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(io("configure"))?;
+        .set_write_timeout(Some(within))
+        .map_err(failed("configure"))?;
     let mut line = serde_json::to_string(request).unwrap_or_default();
     line.push('\n');
-    stream.write_all(line.as_bytes()).map_err(io("write to"))?;
+    stream.write_all(line.as_bytes()).map_err(failed("write to"))?;
     stream
         .shutdown(std::net::Shutdown::Write)
-        .map_err(io("write to"))?;
-    let mut answer = String::new();
-    BufReader::new(stream)
-        .read_line(&mut answer)
-        .map_err(io("read from"))?;
-    serde_json::from_str(&answer)
+        .map_err(failed("write to"))?;
+    let answer = read_line_by(&mut stream, due, MAX_ANSWER_MIB << 20)
+        .map_err(failed("read the answer from"))?
+        .ok_or_else(|| {
+            Error::Setup(format!(
+                "control socket {}: the answer is longer than {MAX_ANSWER_MIB} MiB, the most `scps emulate ctl` reads",
+                path.display()
+            ))
+        })?;
+    serde_json::from_slice(&answer)
         .map_err(|e| Error::Setup(format!("unreadable answer from the emulator: {e}")))
+}
+
+/// Reads a line from `stream` by `due` (to the end of the stream if it
+/// has no end of line): the line, or `None` past `cap` bytes. Running out
+/// of time is an error of kind `WouldBlock` or `TimedOut`.
+fn read_line_by(stream: &mut UnixStream, due: Instant, cap: usize) -> io::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let left = due.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = match stream.read(&mut buf) {
+            Ok(0) => return Ok(Some(line)),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let end = buf[..n].iter().position(|&b| b == b'\n');
+        line.extend_from_slice(&buf[..end.map_or(n, |end| end + 1)]);
+        if line.len() > cap {
+            return Ok(None);
+        }
+        if end.is_some() {
+            return Ok(Some(line));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -256,5 +304,109 @@ mod tests {
         }
         let read: Response = serde_json::from_str(&line).unwrap();
         assert_eq!(read, response);
+    }
+
+    #[test]
+    fn each_line_is_answered_and_a_last_one_without_its_end_once_closed() {
+        let mut session = Session {
+            shared: shared(),
+            recorder: None,
+        };
+        let mut input = b"{\"op\": \"stats\"}\nreboot\n{\"op\": \"metrics\"}".to_vec();
+        let mut output = Vec::new();
+        // One request a turn, as the acceptor asks.
+        assert!(!session.converse(&mut input, &mut output, false));
+        assert!(!session.converse(&mut input, &mut output, false));
+        assert!(
+            !session.converse(&mut input, &mut output, false),
+            "waits for the end"
+        );
+        assert_eq!(output.iter().filter(|&&b| b == b'\n').count(), 2);
+        assert!(!session.converse(&mut input, &mut output, true));
+        assert!(session.converse(&mut input, &mut output, true), "all answered");
+        let answers: Vec<Response> = output
+            .split(|&b| b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice(line).unwrap())
+            .collect();
+        assert_eq!(
+            answers.iter().map(|a| a.ok).collect::<Vec<_>>(),
+            [true, false, true]
+        );
+        assert!(answers[2].metrics.is_some());
+    }
+
+    /// A server on a socket of its own that takes one client and gives
+    /// it to `serve` on a thread (which returns what it keeps open).
+    fn serve_one<T: Send + 'static>(
+        name: &str,
+        serve: impl FnOnce(UnixStream) -> T + Send + 'static,
+    ) -> (PathBuf, std::thread::JoinHandle<T>) {
+        let dir = std::env::temp_dir().join(format!("scps-ctl-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("control.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        (
+            path,
+            std::thread::spawn(move || serve(listener.accept().unwrap().0)),
+        )
+    }
+
+    #[test]
+    fn an_answer_that_never_ends_is_read_up_to_the_cap() {
+        let (path, server) = serve_one("endless", |mut stream| {
+            let _ = stream.read_to_end(&mut Vec::new());
+            // No end of line, until the client hangs up.
+            let chunk = [b' '; 64 * 1024];
+            while stream.write_all(&chunk).is_ok() {}
+        });
+        let err = super::request(&path, &Request::Query(Query::Stats)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "control socket {}: the answer is longer than 16 MiB, the most `scps emulate ctl` reads",
+                path.display()
+            )
+        );
+        server.join().unwrap();
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_socket_that_never_answers_is_given_up_on_at_the_deadline() {
+        let (path, server) = serve_one("silent", |mut stream| {
+            // The request, then nothing; kept open.
+            let _ = stream.read_to_end(&mut Vec::new());
+            stream
+        });
+        let err =
+            request_within(&path, &Request::Query(Query::Stats), Duration::from_millis(200)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("control socket {}: no answer within 0.2 s", path.display())
+        );
+        drop(server.join().unwrap());
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn an_answer_that_trickles_is_given_up_on_at_the_deadline_not_per_read() {
+        let (path, server) = serve_one("trickle", |mut stream| {
+            let _ = stream.read_to_end(&mut Vec::new());
+            // A byte every 20 ms, for 10 s at most or until the client
+            // hangs up.
+            for _ in 0..500 {
+                if stream.write_all(b" ").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let err =
+            request_within(&path, &Request::Query(Query::Stats), Duration::from_millis(300)).unwrap_err();
+        assert!(err.to_string().ends_with("no answer within 0.3 s"), "{err}");
+        server.join().unwrap();
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 }

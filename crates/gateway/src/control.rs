@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
@@ -34,8 +34,12 @@ const LIMITS: Limits = Limits {
     clients: 8,
 };
 
-/// How long `scps status` waits for the gateway's answer.
+/// How long `scps status` waits for the gateway's whole answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest answer `scps status` reads, in MiB: a status of a hundred
+/// thousand connections is well under.
+const MAX_ANSWER_MIB: usize = 64;
 
 /// The answer to `status`: the gateway's counters and its split
 /// connections held now, oldest first.
@@ -70,6 +74,10 @@ pub enum ControlError {
     NoGateway { path: PathBuf, error: std::io::Error },
     #[error("control socket {}: the answer is not a gateway's status: {reason}", path.display())]
     Answer { path: PathBuf, reason: String },
+    #[error("control socket {}: no answer within {} s", path.display(), within.as_secs_f64())]
+    NoAnswer { path: PathBuf, within: Duration },
+    #[error("control socket {}: the answer is longer than {MAX_ANSWER_MIB} MiB, the most `scps status` reads: not a gateway's status", path.display())]
+    TooLong { path: PathBuf },
 }
 
 /// The control socket's file while the gateway listens on it: removed
@@ -193,6 +201,11 @@ fn answer(request: Request, counters: &Counters, live: &LiveConnections) -> Vec<
 /// Asks the gateway listening on `path` for its status (the client side
 /// of `scps status`): the document as sent, and read.
 pub fn ask_status(path: &Path) -> Result<(String, GatewayStatus), ControlError> {
+    ask_status_within(path, ASK_TIMEOUT)
+}
+
+/// [`ask_status`], with the whole answer due `within` the time given.
+fn ask_status_within(path: &Path, within: Duration) -> Result<(String, GatewayStatus), ControlError> {
     let io = |what| {
         move |error| ControlError::Io {
             path: path.to_owned(),
@@ -205,16 +218,32 @@ pub fn ask_status(path: &Path) -> Result<(String, GatewayStatus), ControlError> 
             path: path.to_owned(),
             error,
         })?;
+    let due = Instant::now() + within;
+    let late = || ControlError::NoAnswer {
+        path: path.to_owned(),
+        within,
+    };
     stream
-        .set_read_timeout(Some(ASK_TIMEOUT))
-        .map_err(io("set a timeout on"))?;
-    stream
-        .write_all(format!("{STATUS_REQUEST}\n").as_bytes())
-        .map_err(io("write to"))?;
-    let mut text = String::new();
-    stream
-        .read_to_string(&mut text)
-        .map_err(io("read the answer from"))?;
+        .set_write_timeout(Some(within))
+        .map_err(io("set a timeout"))?;
+    match stream.write_all(format!("{STATUS_REQUEST}\n").as_bytes()) {
+        Ok(()) => {}
+        Err(error) if is_late(&error) => return Err(late()),
+        Err(error) => return Err(io("send the request")(error)),
+    }
+    let text = match read_to_end_by(&mut stream, due, MAX_ANSWER_MIB << 20) {
+        Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|e| ControlError::Answer {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?,
+        Ok(None) => {
+            return Err(ControlError::TooLong {
+                path: path.to_owned(),
+            });
+        }
+        Err(error) if is_late(&error) => return Err(late()),
+        Err(error) => return Err(io("read the answer")(error)),
+    };
     let answer = |reason: String| ControlError::Answer {
         path: path.to_owned(),
         reason,
@@ -225,6 +254,40 @@ pub fn ask_status(path: &Path) -> Result<(String, GatewayStatus), ControlError> 
     }
     let status = serde_json::from_value(document).map_err(|e| answer(e.to_string()))?;
     Ok((text.trim_end().to_owned(), status))
+}
+
+/// Reads `stream` to its end by `due`: the bytes, or `None` past `cap` of
+/// them. Running out of time is an error of kind `WouldBlock` or
+/// `TimedOut` (see [`is_late`]).
+fn read_to_end_by(
+    stream: &mut std::os::unix::net::UnixStream,
+    due: Instant,
+    cap: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let left = due.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(Some(bytes)),
+            Ok(n) if bytes.len() + n > cap => return Ok(None),
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// What a read that timed out fails with.
+fn is_late(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 /// Where the control socket is unless `control.socket` or `--control`
@@ -410,5 +473,94 @@ mod tests {
         let _other = std::os::unix::net::UnixListener::bind(&path).unwrap();
         drop(first);
         assert!(path.exists(), "the other gateway's socket stays");
+    }
+
+    /// A server on `path` that takes one client and gives it to `serve`,
+    /// on a thread of its own.
+    fn serve_one(
+        path: &Path,
+        serve: impl FnOnce(std::os::unix::net::UnixStream) + Send + 'static,
+    ) -> std::thread::JoinHandle<()> {
+        let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+        std::thread::spawn(move || serve(listener.accept().unwrap().0))
+    }
+
+    /// Reads the request line, as a gateway would.
+    fn take_request(stream: &mut std::os::unix::net::UnixStream) {
+        let mut request = [0u8; STATUS_REQUEST.len() + 1];
+        stream.read_exact(&mut request).unwrap();
+    }
+
+    #[test]
+    fn an_answer_that_never_ends_is_read_up_to_the_cap() {
+        let dir = Dir::new("endless");
+        let path = dir.0.join("gw.sock");
+        let server = serve_one(&path, |mut stream| {
+            take_request(&mut stream);
+            // Until the client hangs up.
+            let chunk = [b' '; 64 * 1024];
+            while stream.write_all(&chunk).is_ok() {}
+        });
+        let err = ask_status(&path).unwrap_err();
+        assert!(matches!(err, ControlError::TooLong { .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "control socket {}: the answer is longer than 64 MiB, the most `scps status` reads: not a gateway's status",
+                path.display()
+            )
+        );
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_socket_that_never_answers_is_given_up_on_at_the_deadline() {
+        let dir = Dir::new("silent");
+        let path = dir.0.join("gw.sock");
+        let server = serve_one(&path, |mut stream| {
+            // Reads, answers nothing, until the client hangs up.
+            let _ = stream.read_to_end(&mut Vec::new());
+        });
+        let err = ask_status_within(&path, Duration::from_millis(200)).unwrap_err();
+        assert!(matches!(err, ControlError::NoAnswer { .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            format!("control socket {}: no answer within 0.2 s", path.display())
+        );
+        server.join().unwrap();
+        let at_most = ControlError::NoAnswer {
+            path: path.clone(),
+            within: ASK_TIMEOUT,
+        };
+        assert!(
+            at_most.to_string().ends_with(": no answer within 10 s"),
+            "{at_most}"
+        );
+    }
+
+    #[test]
+    fn an_answer_that_trickles_is_given_up_on_at_the_deadline_not_per_read() {
+        let dir = Dir::new("trickle");
+        let path = dir.0.join("gw.sock");
+        let server = serve_one(&path, |mut stream| {
+            take_request(&mut stream);
+            // A byte every 20 ms, each within any per-read timeout, for
+            // 10 s at most, or until the client hangs up.
+            for _ in 0..500 {
+                if stream.write_all(b" ").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let started = Instant::now();
+        let err = ask_status_within(&path, Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(err, ControlError::NoAnswer { .. }), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        server.join().unwrap();
     }
 }
