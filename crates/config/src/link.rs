@@ -591,22 +591,28 @@ impl ChannelSpec {
 
     /// Keys that only make sense in `[link]` itself.
     pub fn refuse_structure(&self, key: &str) -> Result<(), Error> {
-        let misplaced = [
-            ("channels", self.channels.is_some()),
-            ("bond", self.bond.is_some()),
-            ("mtu", self.mtu.is_some()),
-            ("return", self.reverse.is_some()),
-            ("channel", self.channel.is_some()),
-        ];
-        let mut misplaced = misplaced.into_iter().chain(self.bond_settings_given());
-        match misplaced.find(|(_, present)| *present) {
-            Some((name, _)) => Err(Error::invalid(
+        match self.structural_key() {
+            Some(name) => Err(Error::invalid(
                 format!("{key}.{name}"),
                 "set",
                 "only allowed directly in [link]",
             )),
             None => Ok(()),
         }
+    }
+
+    /// The first key given here that shapes the link as a whole (its
+    /// circuits, their bond, its MTU) rather than a circuit's model.
+    pub fn structural_key(&self) -> Option<&'static str> {
+        let structural = [
+            ("channels", self.channels.is_some()),
+            ("bond", self.bond.is_some()),
+            ("mtu", self.mtu.is_some()),
+            ("return", self.reverse.is_some()),
+            ("channel", self.channel.is_some()),
+        ];
+        let mut given = structural.into_iter().chain(self.bond_settings_given());
+        given.find(|(_, present)| *present).map(|(name, _)| name)
     }
 }
 

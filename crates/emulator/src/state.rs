@@ -66,6 +66,11 @@ pub enum ChangeError {
     NotForcedDown(usize),
     #[error("`keys` is empty: name at least one link key to set")]
     NothingToSet,
+    #[error(
+        "{0} shapes the link as a whole, which is fixed while the emulator runs: change it in \
+         the configuration file and start the emulator again"
+    )]
+    Structure(&'static str),
 }
 
 /// A packet whose fate is delivery, waiting for its time.
@@ -444,7 +449,9 @@ impl LinkState {
             return Err(ChangeError::NothingToSet);
         }
         let over = overlay_from_keys(keys)?;
-        over.refuse_structure("set")?;
+        if let Some(key) = over.structural_key() {
+            return Err(ChangeError::Structure(key));
+        }
         let selected: &[Direction] = match directions {
             Directions::Forward => &[Direction::Forward],
             Directions::Return => &[Direction::Return],
@@ -957,7 +964,8 @@ mod tests {
         let structure = link.apply(MS(0), &set(&[("channels", "3")], None, Directions::Both));
         assert_eq!(
             structure.unwrap_err().to_string(),
-            "set.channels = set: only allowed directly in [link]"
+            "channels shapes the link as a whole, which is fixed while the emulator runs: change \
+             it in the configuration file and start the emulator again"
         );
         let nested = link.apply(MS(0), &set(&[("shaper.rate", "1Mbit")], None, Directions::Both));
         assert!(
