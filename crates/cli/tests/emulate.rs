@@ -218,6 +218,34 @@ fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
 }
 
 #[test]
+fn a_second_emulator_in_a_namespace_is_refused_saying_one_runs_there() {
+    let emulation = Emulation::start("second", "rate = \"10Mbit\"\n", Io::Null);
+    let dir = TempDir::new("emulate-second-config");
+    let config = write_config(&dir, "", "rate = \"10Mbit\"\n");
+    let second = emulation
+        .testbed
+        .node(EMU)
+        .unwrap()
+        .run(move || {
+            Command::new(SCPS)
+                .args(["emulate", "--config"])
+                .arg(config)
+                .output()
+        })
+        .unwrap();
+    let stderr = text(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("another emulator runs in this network namespace"),
+        "{stderr}"
+    );
+    assert!(
+        emulation.emulator.try_wait().unwrap().is_none(),
+        "the first goes on"
+    );
+}
+
+#[test]
 fn emulate_refuses_a_bad_configuration_naming_the_key() {
     let dir = TempDir::new("emulate-bad");
     let config = write_config(&dir, "", "rate = \"10Mbit\"\nbuffer = 100\n");

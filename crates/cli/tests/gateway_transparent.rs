@@ -523,7 +523,7 @@ fn sighup_takes_new_routes_keeps_open_connections_and_refuses_a_bad_file() {
     for gateway in [&a, &b] {
         let said = reload(gateway);
         assert!(
-            said.contains("a.toml: 1 routes") || said.contains("b.toml: 1 routes"),
+            said.contains("a.toml: 1 route\n") || said.contains("b.toml: 1 route\n"),
             "{said}"
         );
     }

@@ -96,6 +96,15 @@ impl Steering {
                 .map_err(|_| Error::Setup(format!("no interface {side:?} in this network namespace")))?;
         }
         let tun = |name: &str| -> Result<SyncDevice, Error> {
+            // The devices' names are fixed: one that exists already is
+            // another emulator's in this namespace (EBUSY from the kernel
+            // would read as a missing capability).
+            if ip(&words(&format!("link show dev {name}"))).is_ok() {
+                return Err(Error::Setup(format!(
+                    "a TUN device {name} exists already: another emulator runs in this network \
+                     namespace (one per namespace)"
+                )));
+            }
             let device = DeviceBuilder::new()
                 .name(name)
                 .mtu(mtu)
