@@ -16,7 +16,7 @@ use scps_proto::Config;
 use scps_proto::cc::CongestionAlgorithm;
 
 use crate::error::Error;
-use crate::link::{Direction, Link, Striping};
+use crate::link::{Direction, Link};
 use crate::protocol::Protocol;
 use crate::scenario::{layered_tcp, with_route};
 use crate::tcp::TcpSpec;
@@ -45,21 +45,6 @@ pub fn bdp_buffer(rate_bps: u64, rtt: Duration) -> u64 {
 /// `scps gateway` both take it.
 pub fn link_engine_buffer(rate_bps: u64, rtt: Duration) -> usize {
     bdp_buffer(rate_bps.saturating_mul(4), rtt) as usize
-}
-
-/// Whether a gateway's link connections run Nagle's algorithm unless a
-/// key says: not over the bonding scheduler (`bundled`), which asks its
-/// senders for less while it holds packets, so that a backlog waits in the
-/// sender and leaves as one segment: there Nagle's wait for an ACK only
-/// adds up to a round trip to each small write (iridium-3ch at 4096 bit/s:
-/// median 9.0 s with it, 6.7 s without; docs/BENCHMARKS.md). Elsewhere it
-/// stays on: the link may be a bond the gateway cannot see into, paced
-/// faster than it carries between dropped calls, where Nagle's algorithm
-/// is what packs small messages (the same over round-robin: 26.2 s with
-/// it, 41.7 s without). The simulator's gateways and `scps gateway` both
-/// take it.
-pub fn link_nagle(bundled: bool) -> bool {
-    !bundled
 }
 
 /// What the gateways of a point run.
@@ -102,7 +87,6 @@ impl Gateways {
             mtu: link.mtu,
             send_buffer: engine_buffer,
             recv_buffer: engine_buffer,
-            nagle: link_nagle(matches!(link.striping, Striping::Scheduler(_))),
             ..Config::default()
         };
         let link_config = layered_tcp(across, label, (gateway, "gateway"), stacks, base)?;
@@ -143,34 +127,6 @@ fn round_trip(link: &Link) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_link_connections_run_nagle_unless_the_scheduler_bonds_the_link_or_a_key_says() {
-        let link = |bond: &str| -> Link {
-            toml::from_str::<crate::link::ChannelSpec>(&format!(
-                "rate = \"2400bps\"\nrtt = \"3s\"\nchannels = 2\nbond = \"{bond}\""
-            ))
-            .unwrap()
-            .resolve()
-            .unwrap()
-        };
-        let nagle = |bond: &str, gateway: &str, stacks: &str| {
-            let link = link(bond);
-            let gateway: TcpSpec = toml::from_str(gateway).unwrap();
-            let stacks: BTreeMap<String, TcpSpec> = toml::from_str(stacks).unwrap();
-            let gateways = Gateways::resolve(Protocol::GwScpsRate, &gateway, &stacks, &link)
-                .unwrap()
-                .unwrap();
-            gateways.link(&link, Direction::Forward).nagle
-        };
-        assert!(nagle("round-robin", "", ""), "over round-robin: on");
-        assert!(!nagle("scheduler", "", ""), "over the scheduler: off");
-        assert!(nagle("scheduler", "nagle = true", ""), "[gateway]");
-        assert!(
-            !nagle("round-robin", "", "[gw-scps-rate]\nnagle = false"),
-            "[stacks.gw-scps-rate]"
-        );
-    }
 
     #[test]
     fn buffers_follow_the_bandwidth_delay_product_within_bounds() {

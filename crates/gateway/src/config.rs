@@ -504,9 +504,7 @@ fn check_buffer(key: &str, buffer: u64) -> Result<(), Error> {
 /// --config` reads one; `within` names it in errors.
 /// Buffers of a route whose keys do not size them follow its link
 /// (`scps_config::gateways::link_engine_buffer`, as the simulator's
-/// gateways): when `[engine.link]` gives the route's rate and RTT; and
-/// Nagle's algorithm is off over a bundle and on elsewhere unless a key
-/// says (`scps_config::gateways::link_nagle`).
+/// gateways): when `[engine.link]` gives the route's rate and RTT.
 /// Returns the engine and that link's rate and RTT, if known: the
 /// engine's rate, or, when that is `auto` (measured, not configured),
 /// `[engine.link]`'s.
@@ -519,7 +517,7 @@ fn engine(
         table.as_ref().and_then(link_rtt),
         table.as_ref().and_then(link_rate),
     );
-    let given = |key: &str| {
+    let sized = |key: &str| {
         let Some(table) = &table else {
             return false;
         };
@@ -530,8 +528,7 @@ fn engine(
             .is_some_and(|stacks| stacks.values().any(|stack| stack.get(key).is_some()));
         in_tcp || in_stacks
     };
-    let (send_sized, recv_sized) = (given("send_buffer"), given("recv_buffer"));
-    let nagle_given = given("nagle");
+    let (send_sized, recv_sized) = (sized("send_buffer"), sized("recv_buffer"));
     let text = table.map(|t| t.to_string()).unwrap_or_default();
     let settings = StackSettings {
         file: Some((within, &text)),
@@ -548,9 +545,6 @@ fn engine(
     } else {
         stack.config.rate_bps
     };
-    if !nagle_given {
-        stack.config.nagle = scps_config::gateways::link_nagle(stack.bundle.is_some());
-    }
     let link = rate.zip(rtt);
     if let Some((rate, rtt)) = link {
         let size = scps_config::gateways::link_engine_buffer(rate, rtt);
@@ -1504,19 +1498,6 @@ mod tests {
         let carried = carried_at_8mbit("recv_buffer = \"6MiB\"");
         assert_eq!(carried.engine.recv_buffer, 6 << 20, "the key's");
         assert_eq!(carried.engine.send_buffer, 2_400_000, "the link's");
-    }
-
-    #[test]
-    fn the_link_connections_run_nagle_unless_they_ride_a_bundle_or_a_key_says() {
-        assert!(
-            carried_at_8mbit("").engine.nagle,
-            "over a link it cannot see into: on"
-        );
-        assert!(!carried_at_8mbit("nagle = false").engine.nagle, "the key's");
-        let bundled = parse(&transparent_bundled(TWO_CHANNELS)).unwrap();
-        assert!(!bundled.engine.config.nagle, "over its own bundle: off");
-        let keyed = transparent_bundled(&format!("{TWO_CHANNELS}[engine.tcp]\nnagle = true\n"));
-        assert!(parse(&keyed).unwrap().engine.config.nagle, "the key's");
     }
 
     #[test]
