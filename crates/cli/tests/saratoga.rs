@@ -112,6 +112,28 @@ fn sha256(path: &Path) -> String {
 
 /// `len` random bytes in `path`, from a seed printed (SCPS_TEST_SEED
 /// replays one).
+/// `scps saratoga put FILE TO --rate 8Mbit EXTRA...`, its output piped:
+/// 1 MB takes about 1 s, time to act while it is under way.
+fn paced_put(file: &Path, to: &str, extra: &[&str]) -> Child {
+    scps()
+        .args(["saratoga", "put", file.to_str().unwrap(), to, "--rate", "8Mbit"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (up to 10 s) until the range log `log` of a partial file shows
+/// data arriving: ten ranges written.
+fn wait_for_data(log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(log).map_or(0, |l| l.lines().count()) < 10 {
+        assert!(Instant::now() < deadline, "no data arrived within 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn random_file(path: &Path, len: usize) {
     let seed = std::env::var("SCPS_TEST_SEED")
         .ok()
@@ -459,27 +481,10 @@ fn the_sha256_of_a_put_covers_the_bytes_sent_even_if_the_file_grows() {
     random_file(&file, 1_000_000);
     let sent = sha256(&file);
     let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
-    let mut child = scps()
-        .args([
-            "saratoga",
-            "put",
-            file.to_str().unwrap(),
-            &server.addr,
-            "--rate",
-            "8Mbit",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = paced_put(&file, &server.addr, &["--json"]);
     // Appended to once data is arriving (1 MB at 8 Mbit/s takes 1 s).
     let log = served.join(".saratoga/partial/growing.bin.ranges");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 10 {
-        assert!(Instant::now() < deadline, "no data arrived within 10 s");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_data(&log);
     let mut appending = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
     std::io::Write::write_all(&mut appending, b"appended after the size was sent").unwrap();
     let status = wait(&mut child, Duration::from_secs(30));
@@ -552,11 +557,7 @@ fn an_interrupted_get_leaves_no_file_and_the_next_one_completes() {
         .unwrap();
     // Interrupted once data is arriving: its partial file's range log.
     let log = here.join(".saratoga/partial/slow.bin.ranges");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 10 {
-        assert!(Instant::now() < deadline, "no data arrived within 10 s");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_data(&log);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -580,25 +581,9 @@ fn a_put_appears_under_its_name_only_once_complete() {
     let file = here.join("paced.bin");
     random_file(&file, 1_000_000);
     let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
-    let mut child = scps()
-        .args([
-            "saratoga",
-            "put",
-            file.to_str().unwrap(),
-            &server.addr,
-            "--rate",
-            "8Mbit",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = paced_put(&file, &server.addr, &[]);
     let log = served.join(".saratoga/partial/paced.bin.ranges");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 10 {
-        assert!(Instant::now() < deadline, "no data arrived within 10 s");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_data(&log);
     assert!(
         !served.join("paced.bin").exists(),
         "a partial file is not under its name"

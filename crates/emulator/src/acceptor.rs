@@ -471,15 +471,22 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    #[test]
-    fn a_client_that_never_reads_is_held_to_the_bound_then_closed() {
-        let (dir, path) = socket_in("unread");
+    /// An acceptor at `path` whose clients are each answered by [`Big`],
+    /// and the most answers it saw waiting for one.
+    fn big_acceptor(path: &std::path::Path) -> (Acceptor, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
         let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let conversation = most.clone();
-        let acceptor = Acceptor::spawn("test", UnixListener::bind(&path).unwrap(), move || {
+        let acceptor = Acceptor::spawn("test", UnixListener::bind(path).unwrap(), move || {
             Big(conversation.clone())
         })
         .unwrap();
+        (acceptor, most)
+    }
+
+    #[test]
+    fn a_client_that_never_reads_is_held_to_the_bound_then_closed() {
+        let (dir, path) = socket_in("unread");
+        let (acceptor, most) = big_acceptor(&path);
         let mut stream = UnixStream::connect(&path).unwrap();
         stream.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
         // Small requests in small pieces, never reading an answer: 1 MiB
@@ -522,12 +529,7 @@ mod tests {
     #[test]
     fn every_request_is_answered_past_the_bound_for_a_client_that_reads() {
         let (dir, path) = socket_in("reads");
-        let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let conversation = most.clone();
-        let acceptor = Acceptor::spawn("test", UnixListener::bind(&path).unwrap(), move || {
-            Big(conversation.clone())
-        })
-        .unwrap();
+        let (acceptor, most) = big_acceptor(&path);
         let mut stream = UnixStream::connect(&path).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         // Eight times the bound in answers, asked all at once.
