@@ -190,14 +190,12 @@ pub(crate) fn to_io_error(err: StreamError) -> io::Error {
         StreamError::SendClosed => io::ErrorKind::BrokenPipe,
         StreamError::Connection(c) => match c {
             ConnectionError::Refused => io::ErrorKind::ConnectionRefused,
-            ConnectionError::Reset => io::ErrorKind::ConnectionReset,
+            ConnectionError::Reset | ConnectionError::Desynchronized { .. } => io::ErrorKind::ConnectionReset,
             ConnectionError::Aborted => io::ErrorKind::ConnectionAborted,
             ConnectionError::HandshakeTimedOut { .. }
             | ConnectionError::TimedOut { .. }
             | ConnectionError::KeepaliveTimedOut { .. } => io::ErrorKind::TimedOut,
             ConnectionError::Unreachable { .. } => io::ErrorKind::HostUnreachable,
-            #[allow(unreachable_patterns)]
-            _ => io::ErrorKind::Other,
         },
     };
     io::Error::new(kind, err)

@@ -13,9 +13,10 @@
 //!
 //! This crate is the vocabulary those pieces share and depends on nothing
 //! of ours: [`time::Instant`], [`InterfaceId`], [`IpPrefix`], which
-//! addresses are a host's ([`is_host_address`]), and the [`Tap`] that
-//! watches an interface.
+//! addresses are a host's ([`is_host_address`]), the [`Tap`] that
+//! watches an interface, and a [`PerSecond`] bound on answers to floods.
 
+pub mod budget;
 mod host_address;
 mod ip_header;
 mod prefix;
@@ -24,6 +25,7 @@ pub mod tap;
 pub mod time;
 pub mod udp;
 
+pub use budget::PerSecond;
 pub use host_address::{is_host_address, is_host_socket};
 pub use prefix::{IpPrefix, PrefixError};
 pub use router::{Route, Router, RouterError, RouterStats};

@@ -53,7 +53,7 @@ use scps_node::{IpPrefix, is_host_address, is_host_socket};
 use crate::config::{Config, ConfigError, RateOrder};
 use crate::connection::{
     Connection, ConnectionParams, ConnectionStats, Event, FourTuple, PathCapacity, RateBudget, State,
-    StreamError, default_mss,
+    StreamError, answer_budget, default_mss,
 };
 use crate::time::Instant;
 use crate::wire::{
@@ -178,6 +178,10 @@ pub struct EndpointStats {
     /// Resets and SYN cookies not sent because [`MAX_ANSWERS_WAITING`]
     /// answers were already waiting (a flood).
     pub answers_not_sent: u64,
+    /// ACKs in answer to a connection's unacceptable segments not sent
+    /// because [`crate::ANSWERS_PER_SECOND`] had gone out this second
+    /// (each connection's own bound is in its statistics).
+    pub unacceptable_answers_over_budget: u64,
     /// Packets dropped, by cause: wire errors by their label (for
     /// compressed segments too, e.g. `compressed_field_unknown` when a
     /// field cannot be reconstructed), and `not_tcp` (neither protocol 6
@@ -288,6 +292,8 @@ pub struct Endpoint {
     cookie_sent_at: Option<Instant>,
     /// The routes' rates, each shared by the connections on it.
     rate_budgets: HashMap<RateKey, RateBudget>,
+    /// ACKs answering unacceptable segments, all connections together.
+    answer_budget: scps_node::PerSecond,
     /// What the path under the endpoint says it carries, which every
     /// route's rate then follows.
     path_capacity: Option<PathCapacity>,
@@ -338,6 +344,7 @@ impl Endpoint {
             compression_ids: Default::default(),
             cookie_sent_at: None,
             rate_budgets: HashMap::new(),
+            answer_budget: answer_budget(),
             path_capacity: None,
         })
     }
@@ -672,6 +679,28 @@ impl Endpoint {
         Ok(result)
     }
 
+    /// Hands a segment to the connection by `handle` (`None` if there is
+    /// none), then holds its answer to the segment, if it was an
+    /// unacceptable one, to the endpoint's budget (`unacceptable.rs`).
+    fn segment_to_connection<R>(
+        &mut self,
+        now: Instant,
+        handle: ConnectionHandle,
+        handle_segment: impl FnOnce(&mut Connection) -> R,
+    ) -> Option<R> {
+        let (result, answers) = self
+            .with_connection(handle, |c| {
+                let result = handle_segment(c);
+                (result, c.take_unacceptable_answer())
+            })
+            .ok()?;
+        if answers && !self.answer_budget.take(now) {
+            self.stats.unacceptable_answers_over_budget += 1;
+            let _ = self.with_connection(handle, Connection::withdraw_unacceptable_answer);
+        }
+        Some(result)
+    }
+
     pub fn send(&mut self, handle: ConnectionHandle, data: &[u8]) -> Result<usize, StreamError> {
         self.with_connection(handle, |c| c.send(data))
             .unwrap_or(Err(StreamError::SendClosed))
@@ -806,7 +835,7 @@ impl Endpoint {
         };
         if let Some(&handle) = self.by_tuple.get(&tuple) {
             // Infallible: the map only holds live handles.
-            let _ = self.with_connection(handle, |c| c.handle_tcp_segment(now, &tcp));
+            self.segment_to_connection(now, handle, |c| c.handle_tcp_segment(now, &tcp));
             if tcp.flags.syn() {
                 // A SYN-ACK (or a SYN in a simultaneous open) may have
                 // brought the peer's compression id.
@@ -895,9 +924,9 @@ impl Endpoint {
             return self.drop_packet("no_compressed_connection");
         };
         // The table holds only live handles.
-        let Ok(result) =
-            self.with_connection(handle, |c| c.handle_compressed_segment(now, segment, src, dst))
-        else {
+        let Some(result) = self.segment_to_connection(now, handle, |c| {
+            c.handle_compressed_segment(now, segment, src, dst)
+        }) else {
             return self.drop_packet("no_compressed_connection");
         };
         if let Err(err) = result {
@@ -1074,7 +1103,7 @@ impl Endpoint {
             state.pending += 1;
         }
         self.stats.syn_cookies_accepted += 1;
-        let _ = self.with_connection(handle, |c| c.handle_tcp_segment(now, seg));
+        self.segment_to_connection(now, handle, |c| c.handle_tcp_segment(now, seg));
         CookieAck::Accepted
     }
 

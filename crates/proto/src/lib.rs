@@ -18,7 +18,8 @@ mod seq;
 
 pub use config::Config;
 pub use connection::{
-    Connection, ConnectionError, ConnectionStats, Event, FourTuple, PathCapacity, State, StreamError,
+    ANSWERS_PER_SECOND, Connection, ConnectionError, ConnectionStats, DESYNC_LIMIT, Event, FourTuple,
+    PathCapacity, State, StreamError,
 };
 pub use endpoint::{
     ConfigChooser, ConnectionHandle, Endpoint, EndpointConfig, EndpointError, EndpointStats,

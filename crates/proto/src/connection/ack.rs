@@ -22,16 +22,20 @@ impl Connection {
     pub(crate) fn process_ack(&mut self, now: Instant, seq: u64, seg: &TcpRepr<'_>) -> bool {
         let una = self.snd.una;
         let Some(ack) = from_wire(self.snd.iss, seg.ack, una) else {
-            self.stats.segments_rejected += 1;
-            self.ack.immediate = true;
+            self.reject(now, seg);
             return false;
         };
         // RFC 9293: an ACK for something not yet sent gets an ACK and is
-        // dropped. RFC 5961 5.2: so does one older than the largest window
-        // the peer ever offered.
-        if ack > self.snd.nxt || ack + self.snd.max_wnd.max(1) < una {
-            self.stats.segments_rejected += 1;
-            self.ack.immediate = true;
+        // dropped (and, repeated, shows the ends out of step:
+        // `unacceptable.rs`). RFC 5961 5.2: one older than the largest
+        // window the peer ever offered gets an ACK too.
+        if ack > self.snd.nxt {
+            self.ack_of_unsent(now, seg);
+            return false;
+        }
+        self.ack_in_step();
+        if ack + self.snd.max_wnd.max(1) < una {
+            self.reject(now, seg);
             return false;
         }
         if ack < una {

@@ -158,6 +158,7 @@ impl Connection {
             last_received: params.now,
             send_reset: false,
             pending_reset: None,
+            answers: Default::default(),
             force_retransmit: false,
             snack_owed: 0,
             window_use: Default::default(),

@@ -1,7 +1,8 @@
 //! Segment arrival in the synchronized states and SYN-RECEIVED, in the
 //! order RFC 9293 section 3.10.7.4 prescribes: sequence check (with PAWS,
 //! RFC 7323 5.3), RST, SYN, ACK, text, FIN. RST and SYN handling follow
-//! RFC 5961 (challenge ACKs).
+//! RFC 5961 (challenge ACKs), answered within the bounds of
+//! `unacceptable.rs`.
 
 use super::timers::Timer;
 use super::{Connection, ConnectionError, State};
@@ -39,7 +40,7 @@ impl Connection {
         }
         let nxt = self.rcv.nxt();
         let Some(seq) = from_wire(self.rcv.irs, seg.seq, nxt) else {
-            self.reject(seg);
+            self.reject(now, seg);
             return;
         };
 
@@ -52,7 +53,7 @@ impl Connection {
                 return;
             }
             Paws::Old => {
-                self.reject(seg);
+                self.reject(now, seg);
                 return;
             }
         }
@@ -62,7 +63,7 @@ impl Connection {
                 self.handshake.syn_due = true;
                 return;
             }
-            self.reject(seg);
+            self.reject(now, seg);
             // In TIME-WAIT the peer's FIN, already taken, is all that can
             // come back: our last ACK was lost. Restart 2 MSL (RFC 9293
             // 3.10.7.4, eighth).
@@ -84,7 +85,7 @@ impl Connection {
             if seq == nxt {
                 self.on_reset(now);
             } else {
-                self.ack.immediate = true;
+                self.answer_unacceptable(now, seg);
             }
             return;
         }
@@ -97,7 +98,7 @@ impl Connection {
                 self.released = true;
                 self.close_with(now, Some(ConnectionError::Reset));
             } else {
-                self.ack.immediate = true;
+                self.answer_unacceptable(now, seg);
             }
             return;
         }
@@ -140,15 +141,6 @@ impl Connection {
         // Sixth (URG) is not supported: urgent data is delivered inline.
         // Seventh and eighth: text and FIN.
         self.process_text(now, seg, seq);
-    }
-
-    /// Counts and answers a segment that failed the acceptability tests:
-    /// an ACK tells the peer where we are (RFC 9293 3.10.7.4 first).
-    fn reject(&mut self, seg: &TcpRepr<'_>) {
-        self.stats.segments_rejected += 1;
-        if !seg.flags.rst() {
-            self.ack.immediate = true;
-        }
     }
 
     /// RFC 9293 3.10.7.4, the four acceptability cases, against the

@@ -31,6 +31,7 @@ mod stats;
 mod timeouts;
 mod timers;
 mod token_bucket;
+mod unacceptable;
 mod window_use;
 
 use std::collections::VecDeque;
@@ -56,6 +57,8 @@ pub(crate) fn timestamp_clock(now: Instant, offset: u32) -> u32 {
     ((now.as_nanos() / 1_000_000) as u32).wrapping_add(offset)
 }
 pub use stats::ConnectionStats;
+pub(crate) use unacceptable::answer_budget;
+pub use unacceptable::{ANSWERS_PER_SECOND, DESYNC_LIMIT};
 
 use pacer::{Paced, Pacer};
 pub use pacer::{PathCapacity, RateBudget};
@@ -128,6 +131,11 @@ pub enum ConnectionError {
     Unreachable { timeouts: u32 },
     #[error("connection aborted locally")]
     Aborted,
+    #[error(
+        "the peer acknowledged data never sent, {acks} segments in a row: the two ends are out of \
+         step (a forged or stray segment was taken), reset"
+    )]
+    Desynchronized { acks: u32 },
 }
 
 /// Why an application call on a connection did not do what was asked.
@@ -345,6 +353,8 @@ pub struct Connection {
     send_reset: bool,
     /// A reset answering one unacceptable segment.
     pending_reset: Option<input::ResetReply>,
+    /// Answers to unacceptable segments, and the ends' being in step.
+    answers: unacceptable::Answers,
     /// The first lost segment goes out regardless of the congestion window
     /// (fast retransmit, NewReno partial ACK, timeout).
     force_retransmit: bool,
@@ -600,6 +610,7 @@ impl Connection {
             segments_retransmitted: c.segments_retransmitted,
             segments_received: c.segments_received,
             segments_rejected: c.segments_rejected,
+            answers_suppressed: self.answers.suppressed,
             fast_recoveries: c.fast_recoveries,
             timeouts: c.timeouts,
             lost_retransmissions: c.lost_retransmissions,

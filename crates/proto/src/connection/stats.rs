@@ -25,6 +25,9 @@ pub struct ConnectionStats {
     /// Segments refused by the acceptability tests of RFC 9293 3.10.7.4
     /// (outside the window, PAWS, unacceptable ACK).
     pub segments_rejected: u64,
+    /// Answers to rejected segments not sent, to stop an ACK loop: one per
+    /// 500 ms to segments without data, within the endpoint's budget.
+    pub answers_suppressed: u64,
     /// Fast recoveries begun (RFC 5681 3.2, RFC 6675).
     pub fast_recoveries: u64,
     /// Retransmission timeouts.
