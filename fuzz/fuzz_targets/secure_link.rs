@@ -20,9 +20,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let ours = PrivateKey::from_base64("YGQcbS9L0W8X8y3FMmbu2VJhbq0xsnpFzVx2p6pQxHg=").unwrap();
     let theirs = PrivateKey::from_base64("QCr/lk2ZbGSE9pDpTXAuqA4n2jQzC7+9X0cZ6pKiYnU=").unwrap();
-    let config = SecureConfig::new(ours, theirs.public_key(), Duration::from_secs(1_800_000_000));
+    let config = SecureConfig::new(ours, theirs.public_key());
     let mut now = Instant::ZERO;
-    let mut link = SecureLink::new(config, now).unwrap();
+    let mut link = SecureLink::new(config, now, Duration::from_secs(1_800_000_000)).unwrap();
     let mut refused = 0;
     for datagram in data.split(|b| *b == 0xff) {
         now += Duration::from_millis(10);

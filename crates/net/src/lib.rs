@@ -42,8 +42,8 @@ pub use error::NetError;
 pub use net::{EndpointWatch, Net, NetOptions, NetStats};
 pub use node_host::{HostOptions, NodeHost};
 pub use path::{
-    BoxedPath, BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport, DynPath, PacketPath,
-    RecvBatch, TunPath, UdpPath,
+    BoxedPath, BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport, DynPath,
+    LinkSecurity, PacketPath, RecvBatch, SecureMonitor, TunPath, UdpPath,
 };
 pub use stream::{AbortHandle, Listener, Stream};
 pub use transparent::TransparentListener;

@@ -5,7 +5,8 @@
 //! again, a channel whose peer is gone, or that a router reports
 //! unreachable, is marked down at once with what the network reported, and
 //! channels bound to routed interfaces (`device`) outlive one
-//! interface going down.
+//! interface going down. Sealed by the secure link, the same holds, and
+//! the relay's copies of datagrams (a replay on the path) are refused.
 
 mod common;
 
@@ -16,8 +17,12 @@ use std::time::Duration;
 
 use common::{PORT, content, seed};
 use scps_bond::{BondConfig, ChannelState};
-use scps_net::{BundleChannelAddrs, BundleMonitor, BundlePath, BundleReport, Net, NetOptions, PacketPath};
+use scps_net::{
+    BundleChannelAddrs, BundleMonitor, BundlePath, BundleReport, LinkSecurity, Net, NetOptions, PacketPath,
+    SecureMonitor,
+};
 use scps_proto::cc::CongestionAlgorithm;
+use scps_secure::{PrivateKey, SecureConfig};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -29,6 +34,8 @@ const CHANNELS: usize = 3;
 const PASS: u8 = 0;
 const SILENT: u8 = 1;
 const CLOSED: u8 = 2;
+/// Passes, and sends every tenth datagram twice.
+const REPLAY: u8 = 3;
 
 /// One channel of the relay: end A's channel sends to `a`, end B's to
 /// `b`; each end's address is learned from the first datagram it sends.
@@ -63,6 +70,7 @@ fn relay_channel() -> RelayChannel {
         std::thread::spawn(move || {
             from.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
             let mut buf = vec![0u8; 65536];
+            let mut copies = 0u64;
             // Closed: the sockets are dropped, and the ends' datagrams
             // meet a closed port.
             while mode.load(Ordering::Relaxed) != CLOSED {
@@ -74,10 +82,15 @@ fn relay_channel() -> RelayChannel {
                     ends[side] = Some(source);
                     ends[1 - side]
                 };
+                let mode = mode.load(Ordering::Relaxed);
                 if let Some(far) = far
-                    && mode.load(Ordering::Relaxed) == PASS
+                    && (mode == PASS || mode == REPLAY)
                 {
                     let _ = to.send_to(&buf[..len], far);
+                    copies += 1;
+                    if mode == REPLAY && copies % 10 == 0 {
+                        let _ = to.send_to(&buf[..len], far);
+                    }
                 }
             }
         });
@@ -137,9 +150,29 @@ async fn until(monitor: &BundleMonitor, within: Duration, condition: impl Fn(&Bu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bundle_carries_bytes_intact_and_outlives_a_silent_channel() {
+    carries_bytes_intact_and_outlives_a_silent_channel(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sealed_bundle_carries_bytes_intact_outlives_a_silent_channel_and_refuses_replays() {
+    carries_bytes_intact_and_outlives_a_silent_channel(true).await;
+}
+
+async fn carries_bytes_intact_and_outlives_a_silent_channel(sealed: bool) {
     let data = content(seed(), 6 << 20);
     let relay: Vec<RelayChannel> = (0..CHANNELS).map(|_| relay_channel()).collect();
-    let [(path_a, monitor_a), (path_b, _)] = bundles(&relay, settings());
+    let [(mut path_a, monitor_a), (mut path_b, _)] = bundles(&relay, settings());
+    let secure_monitors = [SecureMonitor::default(), SecureMonitor::default()];
+    if sealed {
+        let keys = [PrivateKey::generate().unwrap(), PrivateKey::generate().unwrap()];
+        let security = |end: usize| LinkSecurity {
+            config: SecureConfig::new(keys[end].clone(), keys[1 - end].public_key()),
+            monitor: secure_monitors[end].clone(),
+        };
+        path_a = path_a.secured(security(0)).unwrap();
+        path_b = path_b.secured(security(1)).unwrap();
+        relay.iter().for_each(|r| r.set(REPLAY));
+    }
     let opened = tokio::time::Instant::now();
     let net_a = Net::start(path_a, NetOptions::default()).unwrap();
     let net_b = Net::start(path_b, NetOptions::default()).unwrap();
@@ -201,13 +234,22 @@ async fn a_bundle_carries_bytes_intact_and_outlives_a_silent_channel() {
             "channel {index} carried a share"
         );
     }
-    relay[1].set(PASS);
+    relay[1].set(if sealed { REPLAY } else { PASS });
     assert!(
         until_state(&monitor_a, 1, ChannelState::Up, 10 * PROBE_INTERVAL).await,
         "the channel did not come back when its probes were answered again: {:?}",
         monitor_a.report()
     );
     assert_eq!(report.damaged, 0);
+    if sealed {
+        // Every tenth datagram came twice, on every channel; the window
+        // took the channels' reordering, and refused nothing else.
+        let received_by_b = secure_monitors[1].stats();
+        println!("B's secure link: {received_by_b:?}");
+        let failures = &received_by_b.auth_failures;
+        assert!(failures.get("replay").copied().unwrap_or(0) > 100, "{failures:?}");
+        assert_eq!(failures.keys().copied().collect::<Vec<_>>(), ["replay"], "{failures:?}");
+    }
     net_a.close(Duration::from_secs(2)).await.unwrap();
     net_b.close(Duration::from_secs(2)).await.unwrap();
 }

@@ -19,8 +19,8 @@ mod session;
 pub use frame::{Frame, FrameError, OVERHEAD};
 pub use keys::{KeyError, PrivateKey, PublicKey};
 pub use link::{
-    AuthFailure, INITIATIONS_PER_SECOND, Opened, REKEY_AFTER, REKEY_AFTER_BYTES, SecureConfig, SecureError,
-    SecureLink, SecureStats,
+    AuthFailure, HELD_PACKETS, INITIATIONS_PER_SECOND, Opened, REKEY_AFTER, REKEY_AFTER_BYTES, SecureConfig,
+    SecureError, SecureLink, SecureStats, Unsealed,
 };
 pub use replay::WINDOW as REPLAY_WINDOW;
 

@@ -46,6 +46,8 @@ const PENDING_KEPT: usize = 4;
 const SESSIONS_KEPT: usize = 8;
 /// Initiations read per second at most.
 pub const INITIATIONS_PER_SECOND: u32 = 50;
+/// Packets kept for the first session at most ([`SecureLink::hold`]).
+pub const HELD_PACKETS: usize = 128;
 
 /// The Noise protocol: KK, both static keys known beforehand.
 pub(crate) const NOISE: &str = "Noise_KK_25519_ChaChaPoly_BLAKE2s";
@@ -66,20 +68,16 @@ pub struct SecureConfig {
     pub rekey_after: Duration,
     /// Rekey a session that has sealed this many bytes.
     pub rekey_after_bytes: u64,
-    /// The wall-clock time, since the Unix epoch, at the instant given to
-    /// [`SecureLink::new`]: initiations carry timestamps from it.
-    pub wall_clock: Duration,
 }
 
 impl SecureConfig {
     /// A configuration with the default rekeying.
-    pub fn new(private_key: PrivateKey, peer_public_key: PublicKey, wall_clock: Duration) -> SecureConfig {
+    pub fn new(private_key: PrivateKey, peer_public_key: PublicKey) -> SecureConfig {
         SecureConfig {
             private_key,
             peer_public_key,
             rekey_after: REKEY_AFTER,
             rekey_after_bytes: REKEY_AFTER_BYTES,
-            wall_clock,
         }
     }
 }
@@ -139,6 +137,19 @@ impl AuthFailure {
     ];
 }
 
+/// What becomes of a packet [`SecureLink::seal`] cannot seal yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsealed {
+    /// Kept, up to [`HELD_PACKETS`], until a session can carry it; it then
+    /// leaves by [`SecureLink::poll_transmit`], sealed. What is sent in the
+    /// first round trip (a connection's SYN) is then not lost to the
+    /// handshake. For a path whose datagrams may all go where the link's
+    /// do: a bundle's are each for their channel.
+    Hold,
+    /// Dropped, and counted.
+    Drop,
+}
+
 /// What became of a datagram handed to [`SecureLink::open`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Opened<'a> {
@@ -169,7 +180,8 @@ pub struct SecureStats {
     pub packets_sealed: u64,
     pub packets_opened: u64,
     /// Packets not sent for want of a session (before the first handshake
-    /// completes, or after every session expired).
+    /// completes, or after every session expired), held ones beyond
+    /// [`HELD_PACKETS`] included.
     pub no_session: u64,
     /// Datagrams dropped unread, by cause ([`AuthFailure::label`]).
     pub auth_failures: std::collections::BTreeMap<&'static str, u64>,
@@ -190,8 +202,12 @@ struct Pending {
 /// One end of the secure link; see the module documentation.
 pub struct SecureLink {
     config: SecureConfig,
-    /// The instant [`SecureConfig::wall_clock`] stands for.
+    /// The instant the link began, and the wall-clock time then (since
+    /// the Unix epoch), from which initiations take their timestamps.
     origin: Instant,
+    wall_at_origin: Duration,
+    /// Packets waiting for the first session ([`SecureLink::hold`]).
+    held: VecDeque<Vec<u8>>,
     sessions: Vec<Session>,
     pending: VecDeque<Pending>,
     /// When the next initiation goes, while one is needed.
@@ -224,8 +240,9 @@ impl std::fmt::Debug for SecureLink {
 
 impl SecureLink {
     /// A link with no session yet: it initiates at once (see
-    /// [`SecureLink::poll_timeout`]).
-    pub fn new(config: SecureConfig, now: Instant) -> Result<SecureLink, SecureError> {
+    /// [`SecureLink::poll_timeout`]). `wall_clock` is the time since the
+    /// Unix epoch at `now`.
+    pub fn new(config: SecureConfig, now: Instant, wall_clock: Duration) -> Result<SecureLink, SecureError> {
         if config.private_key.public_key() == config.peer_public_key {
             return Err(SecureError::PeerIsUs);
         }
@@ -238,6 +255,8 @@ impl SecureLink {
         Ok(SecureLink {
             config,
             origin: now,
+            wall_at_origin: wall_clock,
+            held: VecDeque::new(),
             sessions: Vec::new(),
             pending: VecDeque::new(),
             next_initiation: Some(now),
@@ -295,11 +314,15 @@ impl SecureLink {
     }
 
     /// Seals `packet` for the peer, appending the datagram to `out`; false
-    /// (and counted) when no session can carry it yet.
-    pub fn seal(&mut self, now: Instant, packet: &[u8], out: &mut Vec<u8>) -> bool {
+    /// when no session can carry it yet, and then `otherwise` says what
+    /// becomes of it.
+    pub fn seal(&mut self, now: Instant, packet: &[u8], out: &mut Vec<u8>, otherwise: Unsealed) -> bool {
         let Some(current) = self.current(now) else {
-            self.stats.no_session += 1;
             self.want_initiation(now);
+            match otherwise {
+                Unsealed::Hold => self.hold(packet),
+                Unsealed::Drop => self.stats.no_session += 1,
+            }
             return false;
         };
         let session = &mut self.sessions[current];
@@ -309,6 +332,29 @@ impl SecureLink {
             self.want_initiation(now);
         }
         true
+    }
+
+    /// Keeps `packet` until a session can carry it, or drops it (counted)
+    /// when [`HELD_PACKETS`] already wait.
+    fn hold(&mut self, packet: &[u8]) {
+        if self.held.len() >= HELD_PACKETS {
+            self.stats.no_session += 1;
+        } else {
+            self.held.push_back(packet.to_vec());
+        }
+    }
+
+    /// Seals what [`SecureLink::hold`] kept, once a session can carry it.
+    fn release_held(&mut self, now: Instant) {
+        let Some(current) = self.current(now) else {
+            return;
+        };
+        while let Some(packet) = self.held.pop_front() {
+            let mut datagram = Vec::with_capacity(packet.len() + frame::OVERHEAD);
+            self.sessions[current].seal(&packet, &mut datagram);
+            self.stats.packets_sealed += 1;
+            self.outbox.push_back(datagram);
+        }
     }
 
     /// An initiation is needed: at once, unless one is already scheduled.
@@ -374,7 +420,7 @@ impl SecureLink {
     /// The timestamp of a new initiation: the wall clock, or just after
     /// the previous one if the clock has not moved past it.
     fn timestamp(&mut self, now: Instant) -> [u8; TIMESTAMP_LEN] {
-        let wall = self.config.wall_clock + now.saturating_since(self.origin);
+        let wall = self.wall_at_origin + now.saturating_since(self.origin);
         let nanos = wall.as_nanos().max(self.last_timestamp + 1);
         self.last_timestamp = nanos;
         let mut stamp = [0; TIMESTAMP_LEN];
@@ -467,6 +513,7 @@ impl SecureLink {
         session.seal(&[], &mut keepalive);
         self.outbox.push_back(keepalive);
         self.keep(session);
+        self.release_held(now);
         // The earlier initiations' answers would only make more sessions.
         self.pending.clear();
         self.next_initiation = None;
@@ -496,6 +543,7 @@ impl SecureLink {
             session.usable_since = Some(now);
             self.stats.sessions_confirmed += 1;
             self.note_first_session(now);
+            self.release_held(now);
         }
         if self.scratch.is_empty() {
             // A keepalive.
@@ -523,7 +571,8 @@ impl SecureLink {
         }
     }
 
-    /// The next datagram of ours for the peer (initiations, keepalives).
+    /// The next datagram of ours for the peer (initiations, keepalives,
+    /// held packets once sealed).
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
         self.outbox.pop_front()
     }

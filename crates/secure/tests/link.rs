@@ -6,7 +6,7 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use scps_node::Instant;
-use scps_secure::{AuthFailure, Opened, PrivateKey, SecureConfig, SecureError, SecureLink};
+use scps_secure::{AuthFailure, Opened, PrivateKey, SecureConfig, SecureError, SecureLink, Unsealed};
 
 const WALL: Duration = Duration::from_secs(1_800_000_000);
 
@@ -34,7 +34,7 @@ struct Wire {
 }
 
 fn config(ours: &PrivateKey, theirs: &PrivateKey) -> SecureConfig {
-    SecureConfig::new(ours.clone(), theirs.public_key(), WALL)
+    SecureConfig::new(ours.clone(), theirs.public_key())
 }
 
 impl Wire {
@@ -48,7 +48,7 @@ impl Wire {
         let now = Instant::from_duration(Duration::from_secs(10));
         let end = |config: SecureConfig| End {
             key: config.private_key.clone(),
-            link: SecureLink::new(config, now).unwrap(),
+            link: SecureLink::new(config, now, WALL).unwrap(),
             received: Vec::new(),
         };
         Wire {
@@ -78,7 +78,7 @@ impl Wire {
         let now = self.now;
         let end = if from_a { &mut self.a } else { &mut self.b };
         let mut datagram = Vec::new();
-        if !end.link.seal(now, packet, &mut datagram) {
+        if !end.link.seal(now, packet, &mut datagram, Unsealed::Drop) {
             return false;
         }
         self.put(from_a, datagram);
@@ -180,13 +180,17 @@ fn a_third_party_without_the_key_gets_nothing_through() {
     wire.run_for(Duration::from_millis(100));
     // Its own gateway, with its own key, configured with B's public key.
     let stranger_key = PrivateKey::generate().unwrap();
-    let mut stranger = SecureLink::new(config(&stranger_key, &wire.b.key), wire.now).unwrap();
+    let mut stranger = SecureLink::new(config(&stranger_key, &wire.b.key), wire.now, WALL).unwrap();
     stranger.handle_timeout(wire.now);
     let initiation = stranger.poll_transmit().unwrap();
     assert_eq!(wire.deliver(true, &initiation), Err(AuthFailure::BadHandshake));
     // Forged data in a session's name, and datagrams of no shape.
     let mut forged = Vec::new();
-    assert!(wire.a.link.seal(wire.now, &packet(1), &mut forged));
+    assert!(
+        wire.a
+            .link
+            .seal(wire.now, &packet(1), &mut forged, Unsealed::Drop)
+    );
     forged[20] ^= 1;
     assert_eq!(wire.deliver(true, &forged), Err(AuthFailure::BadTag));
     forged[4] ^= 0xff;
@@ -311,12 +315,8 @@ fn a_peer_that_restarts_is_back_within_a_round_trip() {
     let mut wire = Wire::new(Duration::from_millis(100), 6);
     wire.run_for(Duration::from_secs(1));
     // B restarts: same keys, nothing else remembered.
-    let b_config = config(&wire.b.key, &wire.a.key);
-    let restarted = SecureConfig {
-        wall_clock: WALL + wire.now.as_duration(),
-        ..b_config
-    };
-    wire.b.link = SecureLink::new(restarted, wire.now).unwrap();
+    let restarted = config(&wire.b.key, &wire.a.key);
+    wire.b.link = SecureLink::new(restarted, wire.now, WALL + wire.now.as_duration()).unwrap();
     // Its initiation reaches A, A's answer comes back, its keepalive tells
     // A to send with the new session: a round trip and a half.
     wire.run_for(Duration::from_millis(301));
@@ -346,7 +346,7 @@ fn an_initiation_answered_after_the_next_was_sent_still_completes() {
 #[test]
 fn a_peer_key_equal_to_ours_is_refused() {
     let key = PrivateKey::generate().unwrap();
-    let err = SecureLink::new(config(&key, &key), Instant::ZERO).unwrap_err();
+    let err = SecureLink::new(config(&key, &key), Instant::ZERO, WALL).unwrap_err();
     assert_eq!(err, SecureError::PeerIsUs);
 }
 
@@ -356,7 +356,7 @@ fn initiations_are_read_at_a_bounded_rate() {
     let stranger_key = PrivateKey::generate().unwrap();
     let mut refused = 0;
     for _ in 0..200 {
-        let mut stranger = SecureLink::new(config(&stranger_key, &wire.b.key), wire.now).unwrap();
+        let mut stranger = SecureLink::new(config(&stranger_key, &wire.b.key), wire.now, WALL).unwrap();
         stranger.handle_timeout(wire.now);
         let initiation = stranger.poll_transmit().unwrap();
         if wire.deliver(true, &initiation) == Err(AuthFailure::HandshakeRate) {
@@ -364,4 +364,23 @@ fn initiations_are_read_at_a_bounded_rate() {
         }
     }
     assert_eq!(refused, 200 - scps_secure::INITIATIONS_PER_SECOND as usize);
+}
+
+#[test]
+fn packets_held_before_the_first_session_leave_with_it() {
+    let mut wire = Wire::new(Duration::from_millis(300), 9);
+    let now = wire.now;
+    for n in 0..3 {
+        let mut datagram = Vec::new();
+        assert!(!wire.a.link.seal(now, &packet(n), &mut datagram, Unsealed::Hold));
+        assert!(datagram.is_empty());
+    }
+    wire.run_for(Duration::from_millis(900));
+    assert_eq!(wire.b.received, (0..3).map(packet).collect::<Vec<_>>());
+    assert_eq!(wire.a.link.stats().no_session, 0);
+    let mut fresh = SecureLink::new(config(&wire.b.key, &wire.a.key), wire.now, WALL).unwrap();
+    for _ in 0..=scps_secure::HELD_PACKETS {
+        assert!(!fresh.seal(wire.now, b"x", &mut Vec::new(), Unsealed::Hold));
+    }
+    assert_eq!(fresh.stats().no_session, 1, "the holding is bounded");
 }

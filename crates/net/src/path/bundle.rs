@@ -10,7 +10,13 @@
 //! and answers) carries the CRC-32C trailer of [`crate::frame_check`]:
 //! both ends are ours, so a datagram without a matching one is damaged,
 //! counted and dropped. Each channel's socket is connected to its peer,
-//! so the kernel drops datagrams from anyone else.
+//! so the kernel drops datagrams from anyone else. Between two gateways
+//! ([`BundlePath::secured`]) every datagram on every channel is sealed by
+//! one secure link instead (`secured.rs`), whose replay window takes the
+//! channels' reordering: what it does not authenticate reaches neither
+//! the scheduler nor the engine. Its own messages go on the channels in
+//! turn, so that one down does not hold a handshake up; an answer to the
+//! peer's goes back on the channel its initiation came by.
 //!
 //! A channel whose socket fails (its interface gone, its peer's port
 //! closed) is marked down with the error as the reason; its probes go on,
@@ -28,12 +34,14 @@ use std::time::Duration;
 use nix::sys::socket::MsgFlags;
 use scps_bond::{Bond, BondConfig, BondStats, ChannelReport, Event};
 use scps_proto::PathCapacity;
+use scps_secure::{Opened, Unsealed};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
 use super::batch::{RecvBatch, SLOT_BYTES};
 use super::icmp_reports::{self, SentDatagrams};
+use super::secured::{LinkSecurity, Secured, sleep_until};
 use super::udp::route_source;
 use super::{PacketPath, would_block};
 use crate::error::NetError;
@@ -131,6 +139,10 @@ pub struct BundlePath {
     damaged: u64,
     /// A datagram being received, or sealed to send.
     buf: Vec<u8>,
+    /// The secure link that seals every datagram, between two gateways.
+    secure: Option<Secured>,
+    /// The channel the secure link's next message of its own goes by.
+    next_control_channel: usize,
 }
 
 impl BundlePath {
@@ -190,9 +202,18 @@ impl BundlePath {
             capacity: PathCapacity::new(),
             damaged: 0,
             buf: vec![0; SLOT_BYTES],
+            secure: None,
+            next_control_channel: 0,
         };
         path.publish();
         Ok(path)
+    }
+
+    /// Seals every datagram on every channel with the secure link to the
+    /// far gateway (see the module's documentation).
+    pub fn secured(mut self, security: LinkSecurity) -> Result<BundlePath, NetError> {
+        self.secure = Some(Secured::new(security)?);
+        Ok(self)
     }
 
     fn now(&self) -> Duration {
@@ -204,20 +225,54 @@ impl BundlePath {
     fn pump(&mut self, now: Duration) {
         while let Some((index, datagram)) = self.bond.poll_transmit(now) {
             self.buf.clear();
-            frame_check::append(&datagram, &mut self.buf);
-            // Straight to the kernel: tokio's `try_send` refuses until its
-            // reactor has seen the socket writable, which a channel just
-            // opened has not, and its first probe would be lost.
-            let sent = nix::sys::socket::send(
-                self.channels[index].socket.as_raw_fd(),
-                &self.buf,
-                MsgFlags::MSG_DONTWAIT,
-            );
-            match sent.map_err(std::io::Error::from) {
-                Ok(_) => self.channels[index].sent.sent(&self.buf),
-                Err(err) if would_block(&err) => self.monitor.lock().send_full += 1,
-                Err(err) => self.send_failed(now, index, &err),
+            match &mut self.secure {
+                // Without a session yet, dropped (and counted): the bond
+                // and the engine repeat what they must.
+                Some(secure) => {
+                    if !secure.seal(&datagram, &mut self.buf, Unsealed::Drop) {
+                        continue;
+                    }
+                }
+                None => frame_check::append(&datagram, &mut self.buf),
             }
+            self.send_on(now, index);
+        }
+        self.pump_secure(now);
+    }
+
+    /// Sends the secure link's own messages, each on the next channel.
+    fn pump_secure(&mut self, now: Duration) {
+        let Some(secure) = &mut self.secure else {
+            return;
+        };
+        secure.handle_timeout();
+        let mut outgoing = Vec::new();
+        while let Some(datagram) = secure.poll_transmit() {
+            outgoing.push(datagram);
+        }
+        secure.publish();
+        for datagram in outgoing {
+            let index = self.next_control_channel % self.channels.len();
+            self.next_control_channel = index + 1;
+            self.buf = datagram;
+            self.send_on(now, index);
+        }
+    }
+
+    /// Sends `self.buf` on channel `index`.
+    fn send_on(&mut self, now: Duration, index: usize) {
+        // Straight to the kernel: tokio's `try_send` refuses until its
+        // reactor has seen the socket writable, which a channel just
+        // opened has not, and its first probe would be lost.
+        let sent = nix::sys::socket::send(
+            self.channels[index].socket.as_raw_fd(),
+            &self.buf,
+            MsgFlags::MSG_DONTWAIT,
+        );
+        match sent.map_err(std::io::Error::from) {
+            Ok(_) => self.channels[index].sent.sent(&self.buf),
+            Err(err) if would_block(&err) => self.monitor.lock().send_full += 1,
+            Err(err) => self.send_failed(now, index, &err),
         }
     }
 
@@ -319,12 +374,27 @@ impl BundlePath {
     }
 
     fn arrived(&mut self, now: Duration, index: usize, len: usize, batch: &mut RecvBatch) {
-        let Some(datagram) = frame_check::check_sealed(&self.buf[..len]) else {
-            self.damaged += 1;
-            self.monitor.lock().damaged += 1;
-            return;
+        let datagram = match &mut self.secure {
+            Some(secure) => match secure.open(&self.buf[..len]) {
+                Opened::Packet(datagram) => datagram.to_vec(),
+                Opened::Reply(answer) => {
+                    self.buf = answer.to_vec();
+                    self.send_on(now, index);
+                    return;
+                }
+                // Counted by the link.
+                Opened::Control | Opened::Dropped(_) => return,
+            },
+            None => {
+                let Some(datagram) = frame_check::check_sealed(&self.buf[..len]) else {
+                    self.damaged += 1;
+                    self.monitor.lock().damaged += 1;
+                    return;
+                };
+                datagram.to_vec()
+            }
         };
-        if let Some(packet) = self.bond.handle(now, index, datagram.to_vec()) {
+        if let Some(packet) = self.bond.handle(now, index, datagram) {
             // Room for it was checked before the read.
             batch.append(&packet);
         }
@@ -381,13 +451,10 @@ impl BundlePath {
     /// Waits until a channel has something to read or an error to tell,
     /// or the scheduler has something to do.
     async fn wait(&self) {
-        let wake = self.bond.next_wake(self.now()).map(|at| self.origin + at);
-        let sleep = async {
-            match wake {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
+        let bond_wake = self.bond.next_wake(self.now()).map(|at| self.origin + at);
+        let secure_wake = self.secure.as_ref().and_then(Secured::deadline);
+        let wake = bond_wake.into_iter().chain(secure_wake).min();
+        let sleep = sleep_until(wake);
         let mut sleep = std::pin::pin!(sleep);
         let mut errors: Vec<_> = self
             .channels

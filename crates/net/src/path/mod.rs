@@ -6,12 +6,14 @@ mod batch;
 mod boxed;
 mod bundle;
 mod icmp_reports;
+mod secured;
 mod tapped;
 mod tun;
 mod udp;
 mod udp_peers;
 
 pub use bundle::{BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport};
+pub use secured::{LinkSecurity, SecureMonitor};
 pub use tun::TunPath;
 pub use udp::UdpPath;
 

@@ -10,6 +10,12 @@
 //! Datagrams go out and come in several per system call: runs of
 //! equal-sized packets to one peer are sent as one segmentation-offload
 //! (GSO) send, and coalesced receives (GRO) are split back (quinn-udp).
+//!
+//! Between two gateways of ours the path is secured ([`UdpPath::secured`],
+//! `secured.rs`): every datagram is sealed by the secure link, every one
+//! that arrives is authenticated before anything reads it, and the peer
+//! is the configured one or, without one, where the latest authenticated
+//! datagram came from.
 
 use std::io::IoSliceMut;
 use std::net::{IpAddr, SocketAddr};
@@ -20,7 +26,10 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
+use scps_secure::{Opened, Unsealed};
+
 use super::batch::{RecvBatch, SLOT_BYTES, SLOTS};
+use super::secured::{LinkSecurity, Secured, sleep_until};
 use super::udp_peers::UdpPeers;
 use super::{PacketPath, would_block};
 use crate::error::NetError;
@@ -47,6 +56,11 @@ pub struct UdpPath {
     unreachable: Vec<Option<IpAddr>>,
     /// Packets of one GSO send, back to back.
     gso_buf: Vec<u8>,
+    /// The secure link that seals every datagram, between two gateways.
+    secure: Option<Secured>,
+    /// Secured without a fixed peer: where the latest authenticated
+    /// datagram came from.
+    learned_peer: Option<SocketAddr>,
 }
 
 impl std::fmt::Debug for UdpPath {
@@ -113,7 +127,18 @@ impl UdpPath {
             frame_check: true,
             unreachable: Vec::new(),
             gso_buf: Vec::with_capacity(SLOT_BYTES),
+            secure: None,
+            learned_peer: None,
         })
+    }
+
+    /// Seals every datagram with the secure link to the far gateway, and
+    /// takes only what it authenticates (docs/secure-link.md). The frame
+    /// check's trailer is left out: the link's tag covers more.
+    pub fn secured(mut self, security: LinkSecurity) -> Result<UdpPath, NetError> {
+        self.secure = Some(Secured::new(security)?);
+        self.frame_check = false;
+        Ok(self)
     }
 
     /// Sends packets without the frame check's trailer, as the SCPS RI's
@@ -147,6 +172,17 @@ impl UdpPath {
     /// Takes the socket's queued errors (before receiving or sending, as
     /// a pending one would otherwise fail that call), and clears the
     /// socket's error readiness once the queue is empty.
+    /// Bytes each datagram adds to its packet.
+    fn framing_bytes(&self) -> usize {
+        if self.secure.is_some() {
+            scps_secure::OVERHEAD
+        } else if self.frame_check {
+            TRAILER_BYTES
+        } else {
+            0
+        }
+    }
+
     fn take_errors(&mut self) {
         let (socket, state, unreachable) = (&self.socket, &self.state, &mut self.unreachable);
         let _ = socket.try_io(Interest::ERROR, || {
@@ -160,7 +196,32 @@ impl UdpPath {
     }
 
     fn destination(&self, packet: &[u8]) -> Option<SocketAddr> {
+        if self.secure.is_some() {
+            return self.peer.or(self.learned_peer);
+        }
         self.peer.or_else(|| self.peers.destination(packet))
+    }
+
+    /// Sends the secure link's own datagrams (initiations, keepalives,
+    /// packets it held for the first session) to the peer, if one is
+    /// known: sent one by one, they are few.
+    fn flush_secure(&mut self) {
+        let Some(secure) = &mut self.secure else {
+            return;
+        };
+        secure.handle_timeout();
+        let peer = self.peer.or(self.learned_peer);
+        while let Some(datagram) = secure.poll_transmit() {
+            match peer {
+                // A full socket loses it, as the link would: the link
+                // repeats what it must.
+                Some(to) => {
+                    let _ = self.socket.try_send_to(&datagram, to);
+                }
+                None => self.unroutable += 1,
+            }
+        }
+        secure.publish();
     }
 }
 
@@ -211,11 +272,14 @@ impl PacketPath for UdpPath {
     /// Waits until packets arrive (or a peer is reported unreachable).
     async fn recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
         loop {
-            // Queued errors (ICMP) are readiness of their own.
-            self.socket
-                .ready(Interest::READABLE | Interest::ERROR)
-                .await
-                .map_err(NetError::io("UDP receive failed"))?;
+            let deadline = self.secure.as_ref().and_then(Secured::deadline);
+            tokio::select! {
+                // Queued errors (ICMP) are readiness of their own.
+                ready = self.socket.ready(Interest::READABLE | Interest::ERROR) => {
+                    ready.map_err(NetError::io("UDP receive failed"))?;
+                }
+                () = sleep_until(deadline) => {}
+            }
             self.try_recv(batch)?;
             if !batch.is_empty() || !self.unreachable.is_empty() {
                 return Ok(());
@@ -253,15 +317,34 @@ impl PacketPath for UdpPath {
             while start < meta.len {
                 let end = (start + stride).min(meta.len);
                 let datagram = base + start..base + end;
-                match frame_check::check(&batch.buf[datagram.clone()]) {
-                    Checked::Intact(packet) | Checked::Unchecked(packet) => {
-                        batch.push_from(datagram.start..datagram.start + packet.len(), meta.addr);
+                if let Some(secure) = &mut self.secure {
+                    match secure.open(&batch.buf[datagram.clone()]) {
+                        Opened::Packet(packet) => {
+                            // Shorter than its datagram, it takes the
+                            // datagram's place.
+                            let packet_end = datagram.start + packet.len();
+                            batch.buf[datagram.start..packet_end].copy_from_slice(packet);
+                            batch.push_from(datagram.start..packet_end, meta.addr);
+                            self.learned_peer = Some(meta.addr);
+                        }
+                        Opened::Reply(answer) => {
+                            let _ = self.socket.try_send_to(answer, meta.addr);
+                        }
+                        Opened::Control => self.learned_peer = Some(meta.addr),
+                        Opened::Dropped(_) => {}
                     }
-                    Checked::Damaged => self.damaged += 1,
+                } else {
+                    match frame_check::check(&batch.buf[datagram.clone()]) {
+                        Checked::Intact(packet) | Checked::Unchecked(packet) => {
+                            batch.push_from(datagram.start..datagram.start + packet.len(), meta.addr);
+                        }
+                        Checked::Damaged => self.damaged += 1,
+                    }
                 }
                 start = end;
             }
         }
+        self.flush_secure();
         Ok(())
     }
 
@@ -271,6 +354,16 @@ impl PacketPath for UdpPath {
     async fn send(&mut self, packets: &[Vec<u8>]) -> Result<(), NetError> {
         // A pending error would fail (and lose) the first send.
         self.take_errors();
+        if let Some(secure) = &mut self.secure
+            && !secure.is_up()
+        {
+            // Kept for the first session, and sent with it.
+            for packet in packets {
+                secure.seal(packet, &mut Vec::new(), Unsealed::Hold);
+            }
+            self.flush_secure();
+            return Ok(());
+        }
         let max_segments = self.state.max_gso_segments().max(1);
         let mut i = 0;
         // The destination of `packets[i]` when the run before it already
@@ -284,8 +377,7 @@ impl PacketPath for UdpPath {
                 continue;
             };
             let size = packets[i].len();
-            let trailer = if self.frame_check { TRAILER_BYTES } else { 0 };
-            let segment = size + trailer;
+            let segment = size + self.framing_bytes();
             let mut end = i + 1;
             while end < packets.len()
                 && end - i < max_segments
@@ -302,7 +394,10 @@ impl PacketPath for UdpPath {
             }
             self.gso_buf.clear();
             for packet in &packets[i..end] {
-                if self.frame_check {
+                if let Some(secure) = &mut self.secure {
+                    // Up (checked above): it seals.
+                    secure.seal(packet, &mut self.gso_buf, Unsealed::Drop);
+                } else if self.frame_check {
                     frame_check::append(packet, &mut self.gso_buf);
                 } else {
                     self.gso_buf.extend_from_slice(packet);
@@ -331,11 +426,13 @@ impl PacketPath for UdpPath {
             }
             i = end;
         }
+        self.flush_secure();
         Ok(())
     }
 
     /// The endpoint has handled `packet`, which came from `source`: learn
-    /// where its connection's peer is, or where its answer goes.
+    /// where its connection's peer is, or where its answer goes (a secured
+    /// path has one peer for everything).
     fn heard(
         &mut self,
         packet: &[u8],
@@ -343,7 +440,7 @@ impl PacketPath for UdpPath {
         is_connection: impl Fn(&FourTuple) -> bool,
         answered: bool,
     ) {
-        if self.peer.is_none() {
+        if self.peer.is_none() && self.secure.is_none() {
             self.peers.learn(packet, source, is_connection, answered);
         }
     }
