@@ -88,7 +88,7 @@ fn relay_channel() -> RelayChannel {
                 {
                     let _ = to.send_to(&buf[..len], far);
                     copies += 1;
-                    if mode == REPLAY && copies % 10 == 0 {
+                    if mode == REPLAY && copies.is_multiple_of(10) {
                         let _ = to.send_to(&buf[..len], far);
                     }
                 }
