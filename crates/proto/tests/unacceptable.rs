@@ -38,6 +38,23 @@ fn segments_without_data_outside_the_window_are_answered_once_per_half_second() 
 }
 
 #[test]
+fn old_duplicates_by_their_timestamp_are_answered_each_time() {
+    // What reordering brings late: an ACK overtaken by a later one.
+    let mut c = Established::new(Config::default());
+    c.peer_ts += 100;
+    let newer = c.peer_segment(c.snd_nxt);
+    c.h.send(&newer);
+    c.output();
+    for _ in 0..3 {
+        let older = Seg::ack(c.rcv_nxt, c.snd_nxt).ts(c.peer_ts - 50, c.our_ts);
+        c.h.send(&older);
+        assert_eq!(c.one().ack, c.rcv_nxt, "answered");
+    }
+    assert_eq!(c.stats().answers_suppressed, 0);
+    assert_eq!(c.stats().segments_rejected, 3);
+}
+
+#[test]
 fn challenge_acks_to_resets_and_syns_share_the_bound() {
     let mut c = Established::new(Config::default());
     c.h.send(&Seg::new(TcpFlags::RST, c.rcv_nxt + 10));

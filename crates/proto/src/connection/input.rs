@@ -53,7 +53,7 @@ impl Connection {
                 return;
             }
             Paws::Old => {
-                self.reject(now, seg);
+                self.reject_old_duplicate(seg);
                 return;
             }
         }
