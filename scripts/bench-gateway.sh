@@ -9,8 +9,10 @@
 #   scripts/bench-gateway.sh [RTT] [BER] [RUN...]
 #
 # RUN is MODE:BYTES: `direct-CONTROLLER` (kernel TCP end to end, the
-# gateways plain routers) or `gw-LABEL` (kernel CUBIC on each LAN, our
-# stack with LABEL across the link). Defaults: 600ms 1e-5
+# gateways plain routers), `gw-LABEL` (kernel CUBIC on each LAN, our
+# stack with LABEL across the secure link between the gateways, the
+# default) or `gwplain-LABEL` (the same on the plain link, `link.security
+# = "none"`). Defaults: 600ms 1e-5
 # direct-cubic:1MB direct-bbr:20MB gw-scps-rate:20MB gw-scps-vegas:20MB.
 # Each run prints the goodput the application saw, whether its data was
 # verified, and the ratio to the physical limit of SCENARIOS.md as `scps
@@ -38,10 +40,12 @@ for run in "${runs[@]}"; do
   bytes=${run#*:}
   case $mode in
     direct-*) controller=${mode#direct-} ;;
-    gw-*)
+    gw-* | gwplain-*)
       controller=cubic
-      gateway "$a" "${mode#gw-}" 10.96.1.0/24 10.96.4.0/24
-      gateway "$b" "${mode#gw-}" 10.96.4.0/24 10.96.1.0/24
+      link_security=noise
+      [[ $mode == gwplain-* ]] && link_security=none
+      gateway "$a" "${mode#*-}" 10.96.1.0/24 10.96.4.0/24
+      gateway "$b" "${mode#*-}" 10.96.4.0/24 10.96.1.0/24
       ;;
     *) echo "unknown run $run" >&2; exit 2 ;;
   esac
@@ -61,6 +65,6 @@ for run in "${runs[@]}"; do
     "$mode" "$bytes" "$(awk "BEGIN{print $goodput/1e6}")" "$(awk "BEGIN{print $goodput/$limit}")" \
     "$(field verified)" "$(awk "BEGIN{print $(date +%s.%N)-$started}")"
   grep -q '"error"' "$work/send.json" && grep -o '"error":"[^"]*"' "$work/send.json"
-  [[ $mode == gw-* ]] && grep -h "stopped;" "$work/$a.log" "$work/$b.log" | sed 's/^/   /'
+  [[ $mode == gw* ]] && grep -h "stopped;" "$work/$a.log" "$work/$b.log" | sed 's/^/   /'
 done
 echo "emulator: $(emulator_stats)"

@@ -1,7 +1,7 @@
 # Sourced by the gateway benchmarks after gateway-topology.sh: runs `scps
 # emulate` in the middle node with geo-8mbit's link at RTT $rtt and BER
 # $ber, and computes the physical limit of SCENARIOS.md for the point as
-# `scps sim` does. Defines $link_keys (the link, which the gateways'
+# `scps sim` does (the emulator's seed $emulator_seed, 1 unless set). Defines $link_keys (the link, which the gateways'
 # engine takes too: their route rate, buffers and timers), $limit (bit/s)
 # and `emulator_stats`.
 
@@ -11,7 +11,7 @@ rtt = \"$rtt\"
 ber = $ber
 shaper = { rate = \"8Mbit\", ceiling = \"10Mbit\", burst = \"128KiB\" }"
 cat >"$work/emulate.toml" <<EOT
-seed = 1
+seed = ${emulator_seed:-1}
 [emulate]
 side_a = "a0"
 side_b = "b0"

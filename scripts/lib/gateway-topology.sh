@@ -67,14 +67,36 @@ ip -n "$s" route add default via 10.96.4.1
 for ns in "$a" "$e" "$b"; do ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1; done
 
 
+# link_section NS: the [link] of the gateway in NS: the secure link
+# between the gateways' sat0 addresses (the default; each gateway's key
+# made once in $work), or, with $link_security = none, the plain link
+# routed out of sat0.
+link_section() {
+  if [ "${link_security:-noise}" = none ]; then
+    printf '[link]\nsecurity = "none"\n'
+    return
+  fi
+  local own=10.96.2.2 far=10.96.3.2 key=$work/gwA.key peer_key=$work/gwB.key
+  if [ "$1" = "$b" ]; then own=10.96.3.2 far=10.96.2.2 key=$work/gwB.key peer_key=$work/gwA.key; fi
+  for k in "$work/gwA.key" "$work/gwB.key"; do
+    [ -f "$k" ] || "$scps" gateway keygen "$k" 2>/dev/null >"$k.pub"
+  done
+  printf '[link]\nudp = "%s:7100"\npeer = "%s:7100"\nprivate_key_file = "%s"\npeer_public_key = "%s"\n' \
+    "$own" "$far" "$key" "$(cat "$peer_key.pub")"
+}
+
 # gateway NS LABEL LOCAL REMOTE: a transparent gateway whose link
 # connections run our stack with LABEL, the link keys $link_keys (if any)
-# and the scenario's buffers; returns once it says it is ready.
+# and the scenario's buffers, on the link of link_section, and
+# $gateway_extra (more tables, if any); returns once it says it is ready.
 gateway() {
+  local routed=
+  [ "${link_security:-noise}" = none ] && routed='link = "sat0"'
   cat >"$work/$1.toml" <<EOF
+$(link_section "$1")
 [transparent]
 lan = "lan0"
-link = "sat0"
+$routed
 local = ["$3"]
 remote = ["$4"]
 [relay]
@@ -86,8 +108,9 @@ ${link_keys:-}
 [engine.tcp]
 send_buffer = "4MiB"
 recv_buffer = "6MiB"
+${gateway_extra:-}
 EOF
-  ip netns exec "$1" "$scps" gateway --config "$work/$1.toml" >"$work/$1.log" 2>&1 &
+  ip netns exec "$1" "$scps" gateway --config "$work/$1.toml" ${gateway_args:-} >"$work/$1.log" 2>&1 &
   gateway_pids="${gateway_pids:-} $!"
   for _ in $(seq 200); do
     grep -q "scps gateway: ready" "$work/$1.log" && return

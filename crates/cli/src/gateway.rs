@@ -2,7 +2,9 @@
 //! its configuration read from a file, running until Ctrl-C or SIGTERM;
 //! SIGHUP reads the file again and takes its routes. Its control socket
 //! (for `scps status`) is `--control`, `control.socket`, or the default
-//! path, taken if it can be.
+//! path, taken if it can be. `scps gateway keygen FILE` makes the key the
+//! secure link between two gateways authenticates with, and `pubkey`
+//! prints a key's public half.
 
 use std::path::PathBuf;
 
@@ -12,10 +14,13 @@ use scps_gateway::control;
 use scps_gateway::gateway::Gateway;
 
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct GatewayArgs {
     /// The gateway's configuration (docs/gateway.md "Configuration").
-    #[arg(long, value_name = "FILE")]
-    config: PathBuf,
+    #[arg(long, value_name = "FILE", required = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<KeyCommand>,
     /// Check the configuration and exit.
     #[arg(long)]
     check: bool,
@@ -36,10 +41,44 @@ pub struct GatewayArgs {
     control: Option<PathBuf>,
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum KeyCommand {
+    /// Make a private key for the secure link between two gateways in FILE
+    /// (mode 0600; an existing file is never overwritten), and print its
+    /// public key for the far gateway's `link.peer_public_key`.
+    Keygen {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Print the public key of the private key in FILE.
+    Pubkey {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
+/// The public key on standard output alone, for scripts; what it is for
+/// on standard error.
+fn keys(command: &KeyCommand) -> anyhow::Result<()> {
+    let public = match command {
+        KeyCommand::Keygen { file } => {
+            let public = scps_gateway::keys::keygen(file)?;
+            eprintln!(
+                "scps gateway keygen: wrote {} (mode 0600, this gateway's link.private_key_file); its public \
+                 key, for the far gateway's link.peer_public_key:",
+                file.display()
+            );
+            public
+        }
+        KeyCommand::Pubkey { file } => scps_gateway::keys::read_private_key(file)?.public_key(),
+    };
+    println!("{public}");
+    Ok(())
+}
+
 /// Reads and checks the configuration file, and adds what the arguments
 /// say to it.
-fn read_config(args: &GatewayArgs) -> anyhow::Result<GatewayConfig> {
-    let path = &args.config;
+fn read_config(path: &std::path::Path, args: &GatewayArgs) -> anyhow::Result<GatewayConfig> {
     let text = scps_config::text_file::read_config_text(path)
         .with_context(|| format!("cannot read --config {}", path.display()))?;
     let mut config = GatewayConfig::parse(&text, &path.display().to_string())?;
@@ -59,15 +98,22 @@ fn read_config(args: &GatewayArgs) -> anyhow::Result<GatewayConfig> {
 }
 
 pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
-    let config = read_config(&args)?;
+    if let Some(command) = &args.command {
+        return keys(command);
+    }
+    let path = args
+        .config
+        .as_deref()
+        .expect("clap requires --config without a subcommand");
+    let config = read_config(path, &args)?;
     if args.check {
-        println!("{}: the configuration is valid", args.config.display());
+        println!("{}: the configuration is valid", path.display());
         return Ok(());
     }
     if args.print_rules {
         match &config.transparent {
             Some(plumbing) => print!("{}", plumbing.describe()),
-            None => anyhow::bail!("{}: no [transparent] section, so no rules", args.config.display()),
+            None => anyhow::bail!("{}: no [transparent] section, so no rules", path.display()),
         }
         return Ok(());
     }
@@ -88,16 +134,16 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
                 _ = tokio::signal::ctrl_c() => break,
                 _ = terminate.recv() => break,
                 _ = hangup.recv() => {
-                    let reloaded = read_config(&args).and_then(|new| {
+                    let reloaded = read_config(path, &args).and_then(|new| {
                         let transparent = new.transparent.is_some();
                         Ok((transparent, gateway.reload(new)?))
                     });
                     match reloaded {
                         // The explicit modes carry every connection on the
                         // one engine: they have no routes to count.
-                        Ok((false, _)) => say(&format!("reloaded {}", args.config.display()))?,
-                        Ok((true, 1)) => say(&format!("reloaded {}: 1 route", args.config.display()))?,
-                        Ok((true, routes)) => say(&format!("reloaded {}: {routes} routes", args.config.display()))?,
+                        Ok((false, _)) => say(&format!("reloaded {}", path.display()))?,
+                        Ok((true, 1)) => say(&format!("reloaded {}: 1 route", path.display()))?,
+                        Ok((true, routes)) => say(&format!("reloaded {}: {routes} routes", path.display()))?,
                         Err(err) => say(&format!(
                             "reload refused, the running configuration is kept: {}",
                             crate::error_text::error_text(&err)

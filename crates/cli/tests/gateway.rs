@@ -35,12 +35,13 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
     let download: Vec<u8> = (0..2_000_000u32).map(|i| (i % 251) as u8).collect();
     let server_thread = common::digest_server(server, download.clone());
 
+    let (keys_far, keys_client) = common::link_keys(&dir);
     let far_udp = free_udp_port();
     let far = loopback::start(
         &dir,
         "far.toml",
         &format!(
-            "[link]\nudp = \"127.0.0.1:{far_udp}\"\n[engine]\nprotocol = \"scps-vj\"\n\
+            "[link]\n{keys_far}udp = \"127.0.0.1:{far_udp}\"\n[engine]\nprotocol = \"scps-vj\"\n\
              [[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
             server_addr.port()
         ),
@@ -52,7 +53,7 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
         &dir,
         "client.toml",
         &format!(
-            "[link]\nudp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
+            "[link]\n{keys_client}udp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
              [[forward]]\nlisten = \"{listen}\"\nto = \"{server_addr}\"\n"
         ),
         &[],
@@ -89,28 +90,64 @@ fn two_gateway_processes_carry_a_kernel_connection_and_stop_on_sigterm() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Every example configuration, as shipped, with keys of the tester's
+/// own made as its comments say (`scps gateway keygen`, each pair's
+/// public keys in place of the examples'), passes `--check`.
 #[test]
 fn the_example_configurations_are_valid() {
-    let mut examples: Vec<_> = std::fs::read_dir(repository().join("docs/examples/gateway"))
+    let source = repository().join("docs/examples/gateway");
+    let mut examples: Vec<String> = std::fs::read_dir(&source)
         .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".toml"))
         .collect();
     examples.sort();
-    assert!(examples.len() >= 4, "{examples:?}");
-    for example in examples {
-        let output = scps()
-            .args(["gateway", "--check", "--config"])
-            .arg(&example)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}: {}",
-            example.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
+    let pairs = [("client.toml", "far.toml"), ("gwA.toml", "gwB.toml")];
+    let paired: Vec<&str> = pairs.iter().flat_map(|(a, b)| [*a, *b]).collect();
+    assert_eq!(
+        examples.len(),
+        paired.len(),
+        "every example is one of a pair here: {examples:?}"
+    );
+    let dir = std::env::temp_dir().join(format!("scps-gateway-examples-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let value = |text: &str, key: &str| -> String {
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} in:\n{text}"));
+        line.split('"').nth(1).unwrap().to_owned()
+    };
+    for (a, b) in pairs {
+        let texts = [a, b].map(|name| std::fs::read_to_string(source.join(name)).unwrap());
+        let publics = texts.clone().map(|text| {
+            let key = dir.join(value(&text, "private_key_file"));
+            let output = scps().args(["gateway", "keygen"]).arg(&key).output().unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8(output.stdout).unwrap().trim().to_owned()
+        });
+        for (i, name) in [a, b].into_iter().enumerate() {
+            let text = texts[i].replace(&value(&texts[i], "peer_public_key"), &publics[1 - i]);
+            let example = dir.join(name);
+            std::fs::write(&example, text).unwrap();
+            let output = scps()
+                .args(["gateway", "--check", "--config"])
+                .arg(&example)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -118,9 +155,12 @@ fn a_bad_configuration_is_refused_before_anything_starts() {
     let dir = std::env::temp_dir().join(format!("scps-gateway-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("bad.toml");
+    let (keys, _) = common::link_keys(&dir);
     std::fs::write(
         &file,
-        "[link]\nudp = \"127.0.0.1:0\"\n[[allow]]\nprefix = \"10.0.0.0/8\"\nports = \"80-70\"\n",
+        format!(
+            "[link]\n{keys}udp = \"127.0.0.1:0\"\n[[allow]]\nprefix = \"10.0.0.0/8\"\nports = \"80-70\"\n"
+        ),
     )
     .unwrap();
     let output = scps().args(["gateway", "--config"]).arg(&file).output().unwrap();

@@ -137,19 +137,24 @@ fn ssh_through_the_explicit_port_forward() {
         std::fs::write(&file, text).unwrap();
         file
     };
+    let (keys_far, keys_client) = common::link_keys(dir.path());
     let a = start(
         gw_a,
         &write(
             "a.toml",
-            "[link]\nudp = \"10.99.2.2:7100\"\npeer = \"10.99.3.2:7100\"\n\
-             [[forward]]\nlisten = \"10.99.1.1:2222\"\nto = \"10.99.4.2:22\"\n",
+            &format!(
+                "[link]\n{keys_client}udp = \"10.99.2.2:7100\"\npeer = \"10.99.3.2:7100\"\n\
+                 [[forward]]\nlisten = \"10.99.1.1:2222\"\nto = \"10.99.4.2:22\"\n"
+            ),
         ),
     );
     let b = start(
         gw_b,
         &write(
             "b.toml",
-            "[link]\nudp = \"10.99.3.2:7100\"\n[[allow]]\nprefix = \"10.99.4.2/32\"\nports = \"22\"\n",
+            &format!(
+                "[link]\n{keys_far}udp = \"10.99.3.2:7100\"\n[[allow]]\nprefix = \"10.99.4.2/32\"\nports = \"22\"\n"
+            ),
         ),
     );
     wait_ready(&[(gw_a, &a), (gw_b, &b)]);

@@ -118,13 +118,14 @@ fn status_and_metrics_show_a_forwarded_connection_while_it_is_held() {
         assert!(rest.is_empty(), "nothing after the upload");
     });
 
+    let (keys_far, keys_client) = common::link_keys(dir.path());
     let far_udp = free_udp_port();
     let far_control = dir.path().join("far.sock");
     let far = start_gateway(
         dir.path(),
         "far.toml",
         &format!(
-            "[link]\nudp = \"127.0.0.1:{far_udp}\"\n\
+            "[link]\n{keys_far}udp = \"127.0.0.1:{far_udp}\"\n\
              [[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
             server_addr.port()
         ),
@@ -137,7 +138,7 @@ fn status_and_metrics_show_a_forwarded_connection_while_it_is_held() {
         dir.path(),
         "client.toml",
         &format!(
-            "[link]\nudp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
+            "[link]\n{keys_client}udp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
              [metrics]\nlisten = \"{metrics}\"\n\
              [[forward]]\nlisten = \"{listen}\"\nto = \"{server_addr}\"\n"
         ),
@@ -309,10 +310,13 @@ fn status_without_a_gateway_names_the_socket_and_fails() {
 fn a_bad_metrics_listen_is_refused_naming_the_key() {
     let dir = TempDir::new("gateway-status-metrics");
     let file = dir.path().join("bad.toml");
+    let (keys, _) = common::link_keys(dir.path());
     std::fs::write(
         &file,
-        "[link]\nudp = \"127.0.0.1:0\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\n\
-         [metrics]\nlisten = \"127.0.0.1\"\n",
+        format!(
+            "[link]\n{keys}udp = \"127.0.0.1:0\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\n\
+             [metrics]\nlisten = \"127.0.0.1\"\n"
+        ),
     )
     .unwrap();
     for check in [false, true] {
@@ -338,7 +342,9 @@ fn a_control_socket_in_use_is_refused_and_a_stale_one_replaced() {
     let control = dir.path().join("gw.sock");
     // A socket file left by a gateway that was killed.
     drop(std::os::unix::net::UnixListener::bind(&control).unwrap());
-    let config = "[link]\nudp = \"127.0.0.1:0\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\n";
+    let (keys, _) = common::link_keys(dir.path());
+    let config = format!("[link]\n{keys}udp = \"127.0.0.1:0\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\n");
+    let config = config.as_str();
     let first = start_gateway(dir.path(), "first.toml", config, &control);
     assert_eq!(
         status_json(&control)["counters"]["held"],

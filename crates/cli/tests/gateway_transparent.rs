@@ -13,7 +13,9 @@
 //! connection, and SIGTERM leaves nothing installed behind. A gateway that
 //! cannot run the mode (forwarding off) says why and leaves nothing. A
 //! pair whose link rides a bundle of two UDP channels instead carries the
-//! same, each channel a share, with no TUN device or steering.
+//! same, each channel a share, with no TUN device or steering; so does a
+//! pair on the secure link, whose datagrams are all that crosses the
+//! emulator.
 //!
 //! As root (CI) it runs as it is; otherwise the testbed enters a user
 //! namespace of its own.
@@ -26,8 +28,8 @@ use std::time::Duration;
 
 use common::TempDir;
 use common::gateways::{
-    SCPS, assert_nothing_installed, config, config_bundled, config_prefixes, config_with, reload, start,
-    start_pair, start_pair_with, start_with, stop, wait_ready,
+    SCPS, assert_nothing_installed, config, config_bundled, config_prefixes, config_secured, config_with,
+    reload, start, start_pair, start_pair_with, start_with, stop, wait_ready,
 };
 use common::metrics::{sample, scrape};
 use scps_testbed::{Output, Testbed, Topology};
@@ -39,15 +41,82 @@ const SERVER: &str = "10.99.4.2:5001";
 fn transparent_gateways_carry_kernel_tcp_keeping_the_client_address() {
     let testbed = Testbed::build(Topology::with_gateways()).unwrap();
     let dir = TempDir::new("gateway-transparent");
+    let configs = [
+        config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"),
+        config(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24"),
+    ];
+    carry_keeping_the_client_address(&testbed, &dir, configs);
+}
+
+/// The same over the secure link (the default): the link connections'
+/// packets, addresses and all, sealed in UDP between the gateways' link
+/// addresses; a capture on the emulator's side sees nothing else, while
+/// the gateway's own capture of its link connections decodes as before.
+#[test]
+fn transparent_gateways_on_the_secure_link_carry_kernel_tcp_keeping_the_client_address() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-secure");
+    let (keys_b, keys_a) = common::link_keys(dir.path());
+    let configs = [
+        config_secured(
+            &dir,
+            "a.toml",
+            ("10.99.1.0/24", "10.99.4.0/24"),
+            ("10.99.2.2:7100", "10.99.3.2:7100"),
+            &keys_a,
+            "",
+        ),
+        config_secured(
+            &dir,
+            "b.toml",
+            ("10.99.4.0/24", "10.99.1.0/24"),
+            ("10.99.3.2:7100", "10.99.2.2:7100"),
+            &keys_b,
+            "",
+        ),
+    ];
+    let emu = testbed.node("emu").unwrap();
+    let (wire, said) = (dir.path().join("wire.pcap"), dir.path().join("dumpcap.log"));
+    let script = format!(
+        "exec dumpcap -q -P -i a0 -s 128 -w {} 2>{}",
+        wire.display(),
+        said.display()
+    );
+    let dumpcap = emu.spawn("sh", &["-c", script.as_str()], Output::Piped).unwrap();
+    // dumpcap says when it captures.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&said)
+        .unwrap_or_default()
+        .contains("Capturing on")
+    {
+        assert!(std::time::Instant::now() < deadline, "dumpcap did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    carry_keeping_the_client_address(&testbed, &dir, configs);
+    dumpcap.signal(nix::sys::signal::Signal::SIGTERM).unwrap();
+    dumpcap.wait_timeout(Duration::from_secs(10)).unwrap();
+    // Between the gateways: their UDP, nothing of the link connections.
+    let udp = common::tshark(&wire, &["-Y", "udp.port == 7100"]).lines().count();
+    // (Several datagrams may cross as one segmentation-offload packet.)
+    assert!(udp > 100, "{udp} datagrams of the secure link crossed");
+    let plain = common::tshark(&wire, &["-Y", "tcp or ip.proto == 105 or ip.proto == 106"]);
+    assert!(
+        plain.is_empty(),
+        "SCPS-TP in the clear between the gateways:\n{plain}"
+    );
+}
+
+/// A client's connection to the server through the pair configured by
+/// `configs` (gwA's, gwB's): the server sees the client's own address,
+/// the content arrives whole both ways, each gateway counts it, nothing is
+/// left installed, and gwA's capture of its link connection decodes with
+/// the SCPS capabilities option in both SYNs.
+fn carry_keeping_the_client_address(testbed: &Testbed, dir: &TempDir, configs: [std::path::PathBuf; 2]) {
     let gw_a = testbed.node("gwA").unwrap();
     let gw_b = testbed.node("gwB").unwrap();
     let capture = dir.path().join("link.pcap");
-    let a = start_with(
-        gw_a,
-        &config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24"),
-        &["--pcap".as_ref(), capture.as_os_str()],
-    );
-    let b = start(gw_b, &config(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24"));
+    let a = start_with(gw_a, &configs[0], &["--pcap".as_ref(), capture.as_os_str()]);
+    let b = start(gw_b, &configs[1]);
     wait_ready(&[(gw_a, &a), (gw_b, &b)]);
 
     let listener = testbed

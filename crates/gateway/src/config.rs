@@ -21,6 +21,7 @@ use crate::explicit::{AllowRule, Allowed};
 use crate::relay::RelayConfig;
 use crate::request::{Destination, host_name};
 use crate::routes::{Carried, Route, RouteMatch, RouteTable};
+use crate::security::{Security, SecuritySpec};
 use crate::transparent::{LinkPath, Plumbing};
 
 /// The link port a far gateway takes link connections on, unless
@@ -94,6 +95,23 @@ struct LinkSpec {
     udp: Option<String>,
     peer: Option<String>,
     port: Option<u16>,
+    security: Option<String>,
+    private_key_file: Option<String>,
+    peer_public_key: Option<String>,
+    rekey_after: Option<Time>,
+    rekey_after_bytes: Option<Bytes>,
+}
+
+impl LinkSpec {
+    fn security(&self) -> SecuritySpec<'_> {
+        SecuritySpec {
+            security: self.security.as_deref(),
+            private_key_file: self.private_key_file.as_deref(),
+            peer_public_key: self.peer_public_key.as_deref(),
+            rekey_after: self.rekey_after,
+            rekey_after_bytes: self.rekey_after_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -189,6 +207,9 @@ pub struct GatewayConfig {
     /// The explicit modes' link, if the gateway has forwards or allow
     /// rules.
     pub link: Option<ExplicitLink>,
+    /// How every link of the gateway to the far one is protected
+    /// (`link.security` and its keys).
+    pub security: Security,
     /// The transparent mode's interfaces, prefixes and kernel plumbing.
     pub transparent: Option<Plumbing>,
     /// What the transparent mode carries, and how: `[[route]]`, or one
@@ -247,6 +268,7 @@ impl GatewayConfig {
             // First: a bundle changes the link's addresses (explicit) or
             // path (transparent) too, and this names the cause.
             (self.engine.bundle != new.engine.bundle, "[engine.bundle]"),
+            (self.security != new.security, "link.security and its keys"),
             (self.link != new.link, "[link]"),
             (without_routes(self) != without_routes(new), "[transparent]"),
             (self.forwards != new.forwards, "[[forward]]"),
@@ -323,41 +345,96 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     } else {
         Direction::Forward
     };
-    let (engine, engine_link) = engine(spec.engine.clone(), &format!("{origin} [engine]"), direction)?;
-    // The bundle is one link's: the explicit modes' or the transparent
-    // mode's (each opens its channels' sockets, which one process cannot
-    // bind twice).
-    let link = match (&spec.link, &engine.bundle, &spec.transparent) {
-        (Some(_), Some(_), Some(_)) => {
-            return Err(Error::invalid(
-                "engine.bundle",
-                "set",
-                "the channels of one link, and with both a [link] and a [transparent] section the \
-                 gateway has two: run the mode whose link rides the bundle in a gateway of its own",
-            ));
-        }
-        (Some(link), bundle, _) => Some(explicit_link(link, bundle.as_ref())?),
-        (None, Some(_), None) => {
-            return Err(Error::invalid(
-                "engine.bundle",
-                "set",
-                "a [link] (its `port`) for the explicit modes' link, or a [transparent] section, whose \
-                 link the bundle carries",
-            ));
-        }
-        (None, _, _) => None,
+    let no_link = LinkSpec {
+        udp: None,
+        peer: None,
+        port: None,
+        security: None,
+        private_key_file: None,
+        peer_public_key: None,
+        rekey_after: None,
+        rekey_after_bytes: None,
     };
-    let transparent = spec
-        .transparent
-        .as_ref()
-        .map(|section| transparent(section, engine.bundle.as_ref()))
-        .transpose()?;
-    if (carries || !spec.allow.is_empty()) && link.is_none() {
+    let link_spec = spec.link.as_ref().unwrap_or(&no_link);
+    let explicit = carries || !spec.allow.is_empty();
+    if explicit && spec.link.is_none() {
         return Err(Error::invalid(
             "link",
             "(none)",
             "a [link] with the UDP socket the explicit modes' link connections ride in, which \
              [[forward]], [[socks]] and [[allow]] need",
+        ));
+    }
+    let dir = std::path::Path::new(origin)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let security = Security::resolve(&link_spec.security(), dir)?;
+    let carriage = Carriage::of(&spec, link_spec, &security);
+    let (engine, engine_link) = engine(
+        spec.engine.clone(),
+        &format!("{origin} [engine]"),
+        direction,
+        carriage,
+    )?;
+    // The bundle is one link's: the explicit modes' or the transparent
+    // mode's (each opens its channels' sockets, which one process cannot
+    // bind twice).
+    if explicit && engine.bundle.is_some() && spec.transparent.is_some() {
+        return Err(Error::invalid(
+            "engine.bundle",
+            "set",
+            "the channels of one link, and with both the explicit modes and a [transparent] section the \
+             gateway has two: run the mode whose link rides the bundle in a gateway of its own",
+        ));
+    }
+    if !explicit && spec.transparent.is_none() && engine.bundle.is_some() {
+        return Err(Error::invalid(
+            "engine.bundle",
+            "set",
+            "a link to carry: the explicit modes' ([[forward]], [[socks]], [[allow]]) or a [transparent] \
+             section's",
+        ));
+    }
+    let link = explicit
+        .then(|| explicit_link(link_spec, engine.bundle.as_ref(), &security))
+        .transpose()?;
+    let transparent = spec
+        .transparent
+        .as_ref()
+        .map(|section| transparent(section, engine.bundle.as_ref(), &security, link_spec))
+        .transpose()?;
+    if link.is_some()
+        && transparent
+            .as_ref()
+            .is_some_and(|t| matches!(t.link, LinkPath::Tunnel { .. }))
+    {
+        return Err(Error::invalid(
+            "link.udp",
+            link_spec.udp.as_deref().unwrap_or_default(),
+            "one link's socket, and the explicit modes and the [transparent] section's secure link would \
+             both ride it: run the explicit modes in a gateway of their own",
+        ));
+    }
+    let routed = transparent
+        .as_ref()
+        .is_some_and(|t| matches!(t.link, LinkPath::Routed { .. }));
+    if link.is_none()
+        && routed
+        && let Some(udp) = &link_spec.udp
+    {
+        return Err(Error::invalid(
+            "link.udp",
+            udp,
+            "a socket for the explicit modes ([[forward]], [[socks]], [[allow]]) or the secure link: the \
+             plain transparent link is routed out of transparent.link, and nothing rides this one",
+        ));
+    }
+    if link.is_none() && transparent.is_none() && spec.link.as_ref().is_some_and(|l| l.udp.is_some()) {
+        return Err(Error::invalid(
+            "forward, socks, allow, transparent",
+            "(none)",
+            "at least one [[forward]] or [[socks]] (to carry connections to the far gateway), one \
+             [[allow]] (to take them from a client gateway) or a [transparent] section",
         ));
     }
     if carries && link.as_ref().is_some_and(|l| l.peer.is_none()) {
@@ -395,7 +472,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         buffer: buffer as usize,
         idle_timeout,
     };
-    let routes = route_table(&spec, origin, direction, &engine, relay)?;
+    let routes = route_table(&spec, origin, direction, &engine, relay, carriage)?;
     let transparent = transparent.map(|plumbing| Plumbing {
         routes: routes
             .routes()
@@ -432,6 +509,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     }
     Ok(GatewayConfig {
         link,
+        security,
         transparent,
         routes,
         engine,
@@ -449,6 +527,49 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
             .transpose()?,
         control: spec.control.as_ref().map(control).transpose()?,
     })
+}
+
+/// What carrying the engine's packets to the far gateway adds to each,
+/// which its packet size and its route rate's accounting must leave room
+/// for.
+#[derive(Debug, Clone, Copy)]
+struct Carriage {
+    /// The largest packet of the engine: an Ethernet MTU less what the
+    /// link adds.
+    path_mtu: u16,
+    /// Bytes each packet costs on the link beyond itself, charged to the
+    /// route's rate: the outer IP and UDP headers and the link's framing
+    /// when the packets ride UDP between the gateways, none on the routed
+    /// link (a bundle's scheduler accounts for its channels itself).
+    framing_bytes: u32,
+}
+
+impl Carriage {
+    fn of(spec: &GatewaySpec, link_spec: &LinkSpec, security: &Security) -> Carriage {
+        let bundled = spec
+            .engine
+            .as_ref()
+            .is_some_and(|engine| engine.contains_key("bundle"));
+        let explicit = !spec.forward.is_empty() || !spec.socks.is_empty() || !spec.allow.is_empty();
+        let tunnel = spec.transparent.is_some() && *security != Security::None;
+        let outer = match link_spec
+            .udp
+            .as_deref()
+            .and_then(|udp| udp.parse::<SocketAddr>().ok())
+        {
+            Some(SocketAddr::V6(_)) => 48,
+            _ => 28,
+        };
+        let added = outer + security.framing_bytes();
+        Carriage {
+            path_mtu: (1500 - added) as u16,
+            framing_bytes: if !bundled && (explicit || tunnel) {
+                added as u32
+            } else {
+                0
+            },
+        }
+    }
 }
 
 /// The longest path a Unix socket's address holds (`sun_path`, less its
@@ -512,6 +633,7 @@ fn engine(
     table: Option<toml::Table>,
     within: &str,
     direction: Direction,
+    carriage: Carriage,
 ) -> Result<(RealStack, Option<(u64, Duration)>), Error> {
     let (rtt, link_rate) = (
         table.as_ref().and_then(link_rtt),
@@ -537,9 +659,8 @@ fn engine(
         keepalive: ToolKeepalive::Default(LINK_KEEPALIVE),
         channels: &[],
     };
-    // The UDP path's packets: an Ethernet MTU less the outer IPv4 and UDP
-    // headers and the frame check.
-    let mut stack = settings.resolve(direction, 1500 - 28 - 4)?;
+    let mut stack = settings.resolve(direction, carriage.path_mtu)?;
+    stack.config.rate_framing_bytes += carriage.framing_bytes;
     let rate = if stack.config.rate_auto {
         link_rate.or(stack.config.rate_bps)
     } else {
@@ -568,6 +689,7 @@ fn route_table(
     direction: Direction,
     engine: &RealStack,
     relay: RelayConfig,
+    carriage: Carriage,
 ) -> Result<RouteTable, Error> {
     if spec.route.is_empty() {
         return Ok(RouteTable::carrying_everything(Carried {
@@ -587,7 +709,7 @@ fn route_table(
         .route
         .iter()
         .enumerate()
-        .map(|(i, route)| one_route(i, route, spec, origin, direction, relay))
+        .map(|(i, route)| one_route(i, route, spec, origin, direction, relay, carriage))
         .collect::<Result<Vec<_>, Error>>()?;
     let names: BTreeSet<&str> = routes.iter().map(|r| r.name.as_str()).collect();
     if names.len() != routes.len() {
@@ -614,6 +736,7 @@ fn one_route(
     origin: &str,
     direction: Direction,
     relay: RelayConfig,
+    carriage: Carriage,
 ) -> Result<Route, Error> {
     let key = |field: &str| format!("route[{i}].{field}");
     let prefix = |field: &str, text: &Option<String>| -> Result<Option<IpPrefix>, Error> {
@@ -675,7 +798,12 @@ fn one_route(
         spec.engine.clone().unwrap_or_default(),
         route.engine.clone().unwrap_or_default(),
     );
-    let (mut engine, link) = engine(Some(table), &format!("{origin} route[{i}].engine"), direction)?;
+    let (mut engine, link) = engine(
+        Some(table),
+        &format!("{origin} route[{i}].engine"),
+        direction,
+        carriage,
+    )?;
     // The route's number, counted from 1: its connections share its rate.
     engine.config.rate_route = i as u32 + 1;
     let buffer = match route.buffer {
@@ -718,7 +846,11 @@ fn merged(mut base: toml::Table, over: toml::Table) -> toml::Table {
 /// channels of `[engine.bundle]`, the first of which gives the link's
 /// addresses (the far gateway's is the peer of our first channel: both
 /// list their channels in the same order).
-fn explicit_link(spec: &LinkSpec, bundle: Option<&Bundle>) -> Result<ExplicitLink, Error> {
+fn explicit_link(
+    spec: &LinkSpec,
+    bundle: Option<&Bundle>,
+    security: &Security,
+) -> Result<ExplicitLink, Error> {
     let bundled = "not with [engine.bundle]: its channels say where the link rides";
     let (udp, peer) = match (bundle, &spec.udp, &spec.peer) {
         (Some(_), Some(udp), _) => return Err(Error::invalid("link.udp", udp, bundled)),
@@ -743,6 +875,14 @@ fn explicit_link(spec: &LinkSpec, bundle: Option<&Bundle>) -> Result<ExplicitLin
             format!("an address of link.udp's IP version ({udp})"),
         ));
     }
+    if peer.is_none() && *security == Security::None {
+        return Err(Error::invalid(
+            "link.peer",
+            "(none)",
+            "the far gateway's UDP address: with link.security = \"none\" the link takes datagrams from \
+             it alone (or remove the security line: the secure link learns where its authenticated peer is)",
+        ));
+    }
     Ok(ExplicitLink {
         udp,
         peer,
@@ -756,10 +896,19 @@ fn explicit_link(spec: &LinkSpec, bundle: Option<&Bundle>) -> Result<ExplicitLin
 
 /// The transparent mode's section, checked: interface names the kernel
 /// takes, IPv4 prefixes, local and remote apart, tables clear of the
-/// kernel's own (252 to 255); its link routed out of `transparent.link`
-/// through the TUN device, or riding `bundle`'s channels.
-fn transparent(spec: &TransparentSpec, bundle: Option<&Bundle>) -> Result<Plumbing, Error> {
+/// kernel's own (252 to 255); its link riding `bundle`'s channels, the
+/// secure link's UDP tunnel between `link.udp` and `link.peer` (its
+/// packets keep the applications' addresses inside it), or, plain
+/// (`link.security = "none"`), routed out of `transparent.link` through
+/// the TUN device.
+fn transparent(
+    spec: &TransparentSpec,
+    bundle: Option<&Bundle>,
+    security: &Security,
+    link_spec: &LinkSpec,
+) -> Result<Plumbing, Error> {
     let lan = interface("transparent.lan", &spec.lan)?;
+    let secure = matches!(security, Security::Noise(_));
     let link = match (bundle, &spec.link) {
         (Some(bundle), None) => {
             // The channels name their addresses (and devices); as the
@@ -772,6 +921,15 @@ fn transparent(spec: &TransparentSpec, bundle: Option<&Bundle>) -> Result<Plumbi
                     "not with [engine.bundle]: the link rides its channels, not a TUN device",
                 ));
             }
+            for (key, given) in [("link.udp", &link_spec.udp), ("link.peer", &link_spec.peer)] {
+                if let Some(value) = given {
+                    return Err(Error::invalid(
+                        key,
+                        value,
+                        "not with [engine.bundle]: its channels say where the link rides",
+                    ));
+                }
+            }
             LinkPath::Bundle(bundle.clone())
         }
         (Some(_), Some(link)) => {
@@ -781,11 +939,41 @@ fn transparent(spec: &TransparentSpec, bundle: Option<&Bundle>) -> Result<Plumbi
                 "not with [engine.bundle]: its channels say where the link rides",
             ));
         }
+        (None, _) if secure => {
+            let routed = "not with the secure link, whose datagrams go between link.udp and link.peer as the \
+                          kernel routes them (it and transparent.tun are the plain, routed link's: \
+                          link.security = \"none\")";
+            if let Some(link) = &spec.link {
+                return Err(Error::invalid("transparent.link", link, routed));
+            }
+            if let Some(tun) = &spec.tun {
+                return Err(Error::invalid("transparent.tun", tun, routed));
+            }
+            let Some(udp) = &link_spec.udp else {
+                return Err(Error::invalid(
+                    "link.udp",
+                    "(none)",
+                    "the UDP socket the secure link to the far gateway rides in, such as 0.0.0.0:7100 (with \
+                     link.peer, the far gateway's)",
+                ));
+            };
+            let udp = socket_addr("link.udp", udp)?;
+            let peer = link_spec.peer.as_deref().map(far_gateway).transpose()?;
+            if let Some(peer) = peer.filter(|peer| peer.is_ipv4() != udp.is_ipv4()) {
+                return Err(Error::invalid(
+                    "link.peer",
+                    peer,
+                    format!("an address of link.udp's IP version ({udp})"),
+                ));
+            }
+            LinkPath::Tunnel { udp, peer }
+        }
         (None, None) => {
             return Err(Error::invalid(
                 "transparent.link",
                 "(none)",
-                "the interface the link rides, or the channels of [engine.bundle]",
+                "the interface the plain link rides (link.security = \"none\"), or the channels of \
+                 [engine.bundle]",
             ));
         }
         (None, Some(link)) => {
@@ -981,16 +1169,39 @@ fn port_range(key: &str, text: &str) -> Result<(u16, u16), Error> {
 mod tests {
     use super::*;
 
+    /// A far gateway of the explicit modes, its link secured (the
+    /// default) with the keys of [`keys`].
     const FAR: &str = r#"
         [link]
         udp = "0.0.0.0:7100"
+        private_key_file = "@KEY"
+        peer_public_key = "@PEER"
         [[allow]]
         prefix = "10.1.0.0/16"
         ports = "22"
     "#;
 
+    /// A private key file of mode 0600 and another gateway's public key,
+    /// made once for the tests.
+    fn keys() -> &'static (String, String) {
+        static KEYS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+        KEYS.get_or_init(|| {
+            let dir = std::env::temp_dir().join(format!("scps-gateway-config-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let file = dir.join("gw.key");
+            crate::keys::keygen(&file).unwrap();
+            let peer = scps_secure::PrivateKey::generate().unwrap().public_key();
+            (file.display().to_string(), peer.to_string())
+        })
+    }
+
+    /// Parses `text` as the file gw.toml, its `@KEY` and `@PEER` the
+    /// test keys.
     fn parse(text: &str) -> Result<GatewayConfig, String> {
-        GatewayConfig::parse(text, "gw.toml").map_err(|e| e.to_string())
+        let (file, peer) = keys();
+        let text = text.replace("@KEY", file).replace("@PEER", peer);
+        GatewayConfig::parse(&text, "gw.toml").map_err(|e| e.to_string())
     }
 
     #[test]
@@ -1013,6 +1224,7 @@ mod tests {
             udp = "0.0.0.0:7100"
             peer = "192.0.2.2:7100"
             port = 7300
+            security = "none"
             [engine]
             protocol = "scps-rate"
             [engine.link]
@@ -1117,7 +1329,7 @@ mod tests {
                 "at least one [[forward]]",
             ),
             (
-                FAR.replace("[link]\n        udp = \"0.0.0.0:7100\"", ""),
+                format!("[[allow]]{}", FAR.split_once("[[allow]]").unwrap().1),
                 "link = (none): a [link]",
             ),
             (
@@ -1195,6 +1407,109 @@ mod tests {
     }
 
     #[test]
+    fn the_link_is_secured_by_default_and_plain_only_when_asked() {
+        let far = parse(FAR).unwrap();
+        let Security::Noise(keys) = &far.security else {
+            panic!("secured by default: {:?}", far.security);
+        };
+        assert_eq!(keys.peer_public_key.to_string(), super::tests::keys().1);
+        assert_eq!(keys.rekey_after, scps_secure::REKEY_AFTER);
+        let tuned = parse(&FAR.replace(
+            "[[allow]]",
+            "rekey_after = \"30s\"\nrekey_after_bytes = \"1GiB\"\n[[allow]]",
+        ))
+        .unwrap();
+        let Security::Noise(keys) = &tuned.security else {
+            panic!("secured");
+        };
+        assert_eq!(
+            (keys.rekey_after, keys.rekey_after_bytes),
+            (Duration::from_secs(30), 1 << 30)
+        );
+        assert_eq!(far.fixed_change(&tuned), Some("link.security and its keys"));
+        // Sealed packets carry 32 bytes of the link's framing: the engine's
+        // packets are 28 bytes smaller than on a plain link.
+        let plain = parse(
+            "[link]\nudp = \"0.0.0.0:7100\"\npeer = \"192.0.2.2:7100\"\nsecurity = \"none\"\n\
+             [[allow]]\nprefix = \"10.1.0.0/16\"\n",
+        )
+        .unwrap();
+        assert_eq!(plain.security, Security::None);
+        assert_eq!(plain.engine.config.mtu - far.engine.config.mtu, 28);
+        // The transparent mode's secure link: a UDP tunnel, no TUN device.
+        let tunnel = parse(
+            "[link]\nudp = \"0.0.0.0:7100\"\npeer = \"192.0.2.2:7100\"\nprivate_key_file = \"@KEY\"\n\
+             peer_public_key = \"@PEER\"\n[transparent]\nlan = \"lan0\"\nlocal = [\"10.99.1.0/24\"]\n\
+             remote = [\"10.99.4.0/24\"]\n",
+        )
+        .unwrap();
+        let plumbing = tunnel.transparent.as_ref().unwrap();
+        assert_eq!(
+            plumbing.link,
+            LinkPath::Tunnel {
+                udp: "0.0.0.0:7100".parse().unwrap(),
+                peer: Some("192.0.2.2:7100".parse().unwrap())
+            }
+        );
+        assert_eq!(plumbing.steering(), None, "nothing steered into a TUN device");
+        assert!(tunnel.link.is_none(), "no explicit modes");
+    }
+
+    #[test]
+    fn bad_security_settings_name_the_key_and_what_to_do() {
+        let (file, _) = keys();
+        let own = crate::keys::read_private_key(std::path::Path::new(file))
+            .unwrap()
+            .public_key()
+            .to_string();
+        let exposed = std::env::temp_dir().join(format!("scps-gateway-exposed-{}.key", std::process::id()));
+        std::fs::write(
+            &exposed,
+            format!("{}\n", scps_secure::PrivateKey::generate().unwrap().to_base64()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exposed, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        let transparent_tail =
+            "[transparent]\nlan = \"lan0\"\nlocal = [\"10.99.1.0/24\"]\nremote = [\"10.99.4.0/24\"]\n";
+        let cases = [
+            (FAR.replace("private_key_file = \"@KEY\"\n", ""), "link.private_key_file = (none): this gateway's private key file, which `scps gateway keygen FILE` makes".to_owned()),
+            (FAR.replace("peer_public_key = \"@PEER\"\n", ""), "link.peer_public_key = (none): the far gateway's public key".to_owned()),
+            (FAR.replace("@PEER", "not a key"), "link.peer_public_key = not a key: the far gateway's public key, 44 characters of base64".to_owned()),
+            (FAR.replace("@PEER", &own), "and this is this gateway's own".to_owned()),
+            (FAR.replace("@KEY", "/nonexistent/gw.key"), "link.private_key_file = /nonexistent/gw.key: /nonexistent/gw.key: No such file".to_owned()),
+            (FAR.replace("@KEY", &exposed.display().to_string()), "(mode 0644): a private key must be its owner's alone".to_owned()),
+            (FAR.replace("[[allow]]", "security = \"tls\"\n[[allow]]"), "link.security = tls: \"noise\" (the default".to_owned()),
+            (FAR.replace("[[allow]]", "rekey_after = \"0s\"\n[[allow]]"), "link.rekey_after = 0ns: at least 1s".to_owned()),
+            (FAR.replace("[[allow]]", "rekey_after_bytes = \"1KB\"\n[[allow]]"), "link.rekey_after_bytes = 1000: at least 1 MiB".to_owned()),
+            (FAR.replace("[[allow]]", "security = \"none\"\n[[allow]]"), "link.private_key_file = set: nothing with link.security = \"none\"".to_owned()),
+            (
+                "[link]\nudp = \"0.0.0.0:7100\"\nsecurity = \"none\"\n[[allow]]\nprefix = \"10.1.0.0/16\"\n".to_owned(),
+                "link.peer = (none): the far gateway's UDP address: with link.security = \"none\" the link takes datagrams from it alone".to_owned(),
+            ),
+            (
+                format!("[link]\nprivate_key_file = \"@KEY\"\npeer_public_key = \"@PEER\"\n{transparent_tail}"),
+                "link.udp = (none): the UDP socket the secure link to the far gateway rides in".to_owned(),
+            ),
+            (
+                format!("[link]\nudp = \"0.0.0.0:7100\"\nprivate_key_file = \"@KEY\"\npeer_public_key = \"@PEER\"\n{transparent_tail}link = \"sat0\"\n"),
+                "transparent.link = sat0: not with the secure link".to_owned(),
+            ),
+            (
+                format!("[link]\nudp = \"0.0.0.0:7100\"\nprivate_key_file = \"@KEY\"\npeer_public_key = \"@PEER\"\n[[allow]]\nprefix = \"10.1.0.0/16\"\n{transparent_tail}"),
+                "link.udp = 0.0.0.0:7100: one link's socket, and the explicit modes and the [transparent] section's secure link would both ride it".to_owned(),
+            ),
+            (
+                TRANSPARENT.replace("security = \"none\"", "security = \"none\"\nudp = \"0.0.0.0:7100\""),
+                "link.udp = 0.0.0.0:7100: a socket for the explicit modes".to_owned(),
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = parse(&text).unwrap_err();
+            assert!(err.contains(&expected), "expected {expected:?} in: {err}");
+        }
+    }
+
+    #[test]
     fn the_metrics_and_control_sockets_cannot_change_on_a_reload() {
         let running = parse(FAR).unwrap();
         let with = |table: &str| parse(&format!("{FAR}\n{table}")).unwrap();
@@ -1209,7 +1524,10 @@ mod tests {
         );
     }
 
+    /// A transparent gateway on a plain, routed link.
     const TRANSPARENT: &str = r#"
+        [link]
+        security = "none"
         [transparent]
         lan = "lan0"
         link = "sat0"
@@ -1357,11 +1675,11 @@ mod tests {
             ),
             (
                 TRANSPARENT.replace("link = \"sat0\"", ""),
-                "transparent.link = (none): the interface the link rides, or the channels of [engine.bundle]"
+                "transparent.link = (none): the interface the plain link rides (link.security = \"none\"), or the channels of [engine.bundle]"
                     .to_owned(),
             ),
             (
-                format!("{}[link]\nport = 7300\n", transparent_bundled(one)),
+                format!("{}[[allow]]\nprefix = \"10.1.0.0/16\"\n", transparent_bundled(one)),
                 "engine.bundle = set: the channels of one link".to_owned(),
             ),
             (

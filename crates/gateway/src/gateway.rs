@@ -15,9 +15,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use scps_config::bundle::Bundle;
-use scps_net::{
-    BoxedPath, BundleChannelAddrs, BundleMonitor, BundlePath, Net, NetError, NetOptions, UdpPath,
-};
+use scps_net::{BoxedPath, BundleChannelAddrs, BundleMonitor, BundlePath, Net, NetError, NetOptions};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -29,6 +27,7 @@ use crate::explicit::{FarConfig, FarLink, relay_to_far_listed, serve_link_listed
 use crate::registry::LiveConnections;
 use crate::relay::RelayConfig;
 use crate::routes::Routes;
+use crate::security::{LinkWatch, Security, bundle_link, udp_link};
 use crate::socks;
 use crate::transparent::{self, Installed, PlainHosts, Relaying, TransparentError};
 
@@ -106,18 +105,37 @@ impl Gateway {
         // the transparent mode's: the configuration gives it to one), watched
         // from the start by the metrics.
         let bundle = config.engine.bundle.as_ref().map(|_| BundleMonitor::default());
+        let watch = LinkWatch::default();
         let metrics = match config.metrics {
             Some(listen) => Some(
-                crate::metrics::start(listen, counters.clone(), live.clone(), bundle.clone(), &mut tasks)
-                    .await
-                    .map_err(|error| GatewayError::Metrics { listen, error })?,
+                crate::metrics::start(
+                    listen,
+                    counters.clone(),
+                    live.clone(),
+                    bundle.clone(),
+                    (&config.security, &watch),
+                    &mut tasks,
+                )
+                .await
+                .map_err(|error| GatewayError::Metrics { listen, error })?,
             ),
             None => None,
         };
+        announce_security(&config);
         let mut endpoints = Vec::new();
         if let Some(link) = &config.link {
-            endpoints
-                .push(start_explicit(link, bundle.clone(), &config, &counters, &live, &mut tasks).await?);
+            endpoints.push(
+                start_explicit(
+                    link,
+                    bundle.clone(),
+                    &config,
+                    &watch,
+                    &counters,
+                    &live,
+                    &mut tasks,
+                )
+                .await?,
+            );
         }
         let mut installed = None;
         let mut routes = None;
@@ -135,7 +153,7 @@ impl Gateway {
                 plumbing.clone(),
                 &config.engine.config,
                 config.capture.clone(),
-                bundle,
+                (bundle, &config.security, &watch),
                 relaying,
                 &mut tasks,
             )
@@ -222,15 +240,22 @@ async fn start_explicit(
     link: &ExplicitLink,
     bundle_monitor: Option<BundleMonitor>,
     config: &GatewayConfig,
+    watch: &LinkWatch,
     counters: &Arc<Counters>,
     live: &Arc<LiveConnections>,
     tasks: &mut JoinSet<()>,
 ) -> Result<Arc<Net>, GatewayError> {
     let path: BoxedPath = match &config.engine.bundle {
-        Some(bundle) => {
-            Box::new(open_bundle(bundle, bundle_monitor.unwrap_or_default()).map_err(GatewayError::Link)?)
-        }
-        None => Box::new(UdpPath::bind(link.udp, link.peer).map_err(GatewayError::Link)?),
+        Some(bundle) => Box::new(
+            bundle_link(
+                bundle,
+                bundle_monitor.unwrap_or_default(),
+                &config.security,
+                watch,
+            )
+            .map_err(GatewayError::Link)?,
+        ),
+        None => Box::new(udp_link(link.udp, link.peer, &config.security, watch).map_err(GatewayError::Link)?),
     };
     let mut options = NetOptions {
         capture: config.capture.as_ref().map(|file| {
@@ -299,6 +324,40 @@ async fn start_explicit(
         }
     }
     Ok(net)
+}
+
+/// Says at start how the link to the far gateway is protected: an
+/// operator who asked for a plain link is told what that means.
+fn announce_security(config: &GatewayConfig) {
+    match &config.security {
+        Security::Noise(keys) => tracing::info!(
+            key_file = %keys.key_file.display(),
+            public_key = %keys.private_key.public_key(),
+            peer_public_key = %keys.peer_public_key,
+            "the link to the far gateway is authenticated and encrypted (link.security = \"noise\")"
+        ),
+        Security::None => {
+            let taken_from = match (&config.link, &config.transparent) {
+                (Some(link), _) => link
+                    .peer
+                    .map(|peer| format!("datagrams are taken from {peer} alone")),
+                (None, Some(plumbing)) => plumbing.steering().map(|(link, _)| {
+                    format!(
+                        "its packets carry the applications' addresses, so whatever arrives on {link} from \
+                         the remote prefixes is taken"
+                    )
+                }),
+                (None, None) => None,
+            };
+            tracing::warn!(
+                taken_from = taken_from
+                    .as_deref()
+                    .unwrap_or("each channel takes its peer's datagrams alone"),
+                "link.security = \"none\": the link to the far gateway is NOT authenticated or encrypted; \
+                 anyone who can send on it can reach the far side's servers through this gateway"
+            );
+        }
+    }
 }
 
 /// The path over a configured bundle of channels (docs/bonding.md),

@@ -28,6 +28,7 @@ pub mod exchange;
 pub mod explicit;
 pub mod gateway;
 pub mod http;
+pub mod keys;
 mod metrics;
 pub mod node;
 pub mod pump;
@@ -35,6 +36,7 @@ pub mod registry;
 pub mod relay;
 pub mod request;
 pub mod routes;
+pub mod security;
 pub mod socks;
 pub mod transparent;
 

@@ -17,6 +17,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 use scps_bond::{ChannelReport, ChannelState};
 use scps_net::{BundleMonitor, BundleReport};
+use scps_secure::{AuthFailure, SecureStats};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -24,6 +25,7 @@ use crate::counters::Counters;
 use crate::exchange::{self, Limits};
 use crate::http;
 use crate::registry::{LiveConnections, RouteFigures, State};
+use crate::security::{LinkWatch, Security};
 
 /// What a scraper may ask of the endpoint.
 const LIMITS: Limits = Limits {
@@ -39,6 +41,7 @@ pub(crate) async fn start(
     counters: Arc<Counters>,
     live: Arc<LiveConnections>,
     bundle: Option<BundleMonitor>,
+    (security, watch): (&Security, &LinkWatch),
     tasks: &mut JoinSet<()>,
 ) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(listen).await?;
@@ -48,6 +51,8 @@ pub(crate) async fn start(
         counters,
         live,
         bundle,
+        sealed: matches!(security, Security::Noise(_)),
+        watch: watch.clone(),
     }));
     tasks.spawn(exchange::serve(
         listener,
@@ -73,6 +78,9 @@ struct GatewayMetrics {
     live: Arc<LiveConnections>,
     /// The link's bundle of channels, if it rides one (either mode's link).
     bundle: Option<BundleMonitor>,
+    /// Whether the link is sealed by the secure link (or plain).
+    sealed: bool,
+    watch: LinkWatch,
 }
 
 impl Collector for GatewayMetrics {
@@ -180,11 +188,53 @@ impl Collector for GatewayMetrics {
             Some(&Unit::Bytes),
             per_route(&routes, RouteFigures::cwnd_mean_bytes),
         )?;
+        if self.sealed {
+            encode_secure_link(&mut encoder, &self.watch.secure.stats())?;
+        } else {
+            ConstCounter::new(self.watch.strangers.get()).encode(encoder.encode_descriptor(
+                "link_strangers",
+                "Datagrams on the plain link (link.security = \"none\") from anyone but the far gateway, dropped",
+                None,
+                ConstCounter::<u64>::TYPE,
+            )?)?;
+        }
         match &self.bundle {
             Some(bundle) => encode_bundle(&mut encoder, &bundle.report()),
             None => Ok(()),
         }
     }
+}
+
+/// The secure link (docs/secure-link.md): what it refused, its handshakes,
+/// what it could not send.
+fn encode_secure_link(encoder: &mut DescriptorEncoder, stats: &SecureStats) -> Result<(), std::fmt::Error> {
+    family(
+        encoder,
+        "link_auth_failures",
+        "Datagrams on the link dropped unread because they did not authenticate, by cause",
+        None,
+        AuthFailure::ALL.map(|cause| {
+            let count = stats.auth_failures.get(cause).copied().unwrap_or(0);
+            ([("cause", cause)], ConstCounter::new(count))
+        }),
+    )?;
+    family(
+        encoder,
+        "link_handshakes",
+        "Secure link handshakes completed since the start: initiated here, or answered here and used by the far gateway",
+        None,
+        [
+            ("initiated", stats.handshakes_completed),
+            ("answered", stats.sessions_confirmed),
+        ]
+        .map(|(role, count)| ([("role", role)], ConstCounter::new(count))),
+    )?;
+    ConstCounter::new(stats.no_session).encode(encoder.encode_descriptor(
+        "link_no_session",
+        "Packets not sent for want of a secure link session with the far gateway",
+        None,
+        ConstCounter::<u64>::TYPE,
+    )?)
 }
 
 /// The link's channels (docs/bonding.md; either mode's link): their states, what
@@ -334,6 +384,7 @@ mod tests {
             counters.clone(),
             live.clone(),
             None,
+            (&Security::None, &LinkWatch::default()),
             &mut tasks,
         )
         .await
@@ -417,6 +468,7 @@ mod tests {
             Arc::new(Counters::new(1)),
             Arc::new(LiveConnections::default()),
             None,
+            (&Security::None, &LinkWatch::default()),
             &mut tasks,
         )
         .await

@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{echo_server, free_port, free_udp_port, start};
+use common::{echo_server, free_port, free_udp_port, link_keys, start};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -38,6 +38,8 @@ async fn scrape(address: SocketAddr) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_gateways_carry_a_connection_over_a_bundle_and_report_its_channels() {
+    let keys_far = link_keys(true);
+    let keys_client = link_keys(false);
     let server_addr = echo_server().await;
     let client_ends: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", free_udp_port())).collect();
     let far_ends: Vec<String> = (0..2)
@@ -54,14 +56,14 @@ async fn two_gateways_carry_a_connection_over_a_bundle_and_report_its_channels()
         locals.iter().cloned().zip(peers.iter().cloned()).collect()
     };
     let far = start(&format!(
-        "[link]\nport = 7300\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n{}",
+        "[link]\n{keys_far}port = 7300\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n{}",
         server_addr.port(),
         bundle(&pairs(&far_ends, &client_ends))
     ))
     .await;
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let client = start(&format!(
-        "[link]\nport = 7300\n[metrics]\nlisten = \"127.0.0.1:0\"\n\
+        "[link]\n{keys_client}port = 7300\n[metrics]\nlisten = \"127.0.0.1:0\"\n\
          [[forward]]\nlisten = \"{listen}\"\nto = \"{server_addr}\"\n{}",
         bundle(&pairs(&client_ends, &far_ends))
     ))
@@ -115,6 +117,7 @@ async fn two_gateways_carry_a_connection_over_a_bundle_and_report_its_channels()
 
 #[test]
 fn a_bundle_is_refused_where_it_cannot_carry_the_link() {
+    let keys_far = link_keys(true);
     let channel = "[[engine.bundle.channel]]\nlocal = \"127.0.0.1:7001\"\npeer = \"127.0.0.2:7001\"\nrate = \"2400bps\"\n";
     let allow = "[[allow]]\nprefix = \"10.0.0.0/8\"\nports = \"22\"\n";
     let refused = |text: String| {
@@ -122,13 +125,15 @@ fn a_bundle_is_refused_where_it_cannot_carry_the_link() {
             .unwrap_err()
             .to_string()
     };
-    let both = refused(format!("[link]\nudp = \"127.0.0.1:7000\"\n{allow}{channel}"));
+    let both = refused(format!(
+        "[link]\n{keys_far}udp = \"127.0.0.1:7000\"\n{allow}{channel}"
+    ));
     assert!(
         both.contains("link.udp = 127.0.0.1:7000: not with [engine.bundle]"),
         "{both}"
     );
     let no_link = refused(format!("{allow}{channel}"));
-    assert!(no_link.contains("engine.bundle = set: a [link]"), "{no_link}");
-    let neither = refused(format!("[link]\nport = 7300\n{allow}"));
+    assert!(no_link.contains("link = (none): a [link]"), "{no_link}");
+    let neither = refused(format!("[link]\n{keys_far}port = 7300\n{allow}"));
     assert!(neither.contains("link.udp = (none)"), "{neither}");
 }

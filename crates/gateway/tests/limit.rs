@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{echo_server, free_port, free_udp_port, start};
+use common::{echo_server, free_port, free_udp_port, link_keys, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -26,16 +26,18 @@ async fn held(via: SocketAddr) -> std::io::Result<TcpStream> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_beyond_the_limit_is_reset_and_counted() {
+    let keys_far = link_keys(true);
+    let keys_client = link_keys(false);
     let server_addr = echo_server().await;
     let far_udp = free_udp_port();
     let far = start(&format!(
-        "[link]\nudp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
+        "[link]\n{keys_far}udp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
         server_addr.port()
     ))
     .await;
     let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let client = start(&format!(
-        "[link]\nudp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
+        "[link]\n{keys_client}udp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
          [relay]\nmax_connections = 2\n\
          [[forward]]\nlisten = \"{listen}\"\nto = \"{server_addr}\"\n"
     ))

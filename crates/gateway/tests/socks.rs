@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::atomic::Ordering;
 
-use common::{free_port, free_udp_port, start};
+use common::{free_port, free_udp_port, link_keys, start};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -69,16 +69,18 @@ fn connect_request(addr: SocketAddr) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curl_and_hand_made_clients_through_the_socks5_server() {
+    let keys_far = link_keys(true);
+    let keys_client = link_keys(false);
     let body: Vec<u8> = (0..2_000_000u32).map(|i| (i * 17 % 241) as u8).collect();
     let http = http_server(body.clone()).await;
     let far_udp = free_udp_port();
     let far = start(&format!(
-        "[link]\nudp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"2-65535\"\n"
+        "[link]\n{keys_far}udp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"2-65535\"\n"
     ))
     .await;
     let socks: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let client = start(&format!(
-        "[link]\nudp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n[[socks]]\nlisten = \"{socks}\"\n"
+        "[link]\n{keys_client}udp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n[[socks]]\nlisten = \"{socks}\"\n"
     ))
     .await;
 

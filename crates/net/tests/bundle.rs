@@ -248,7 +248,11 @@ async fn carries_bytes_intact_and_outlives_a_silent_channel(sealed: bool) {
         println!("B's secure link: {received_by_b:?}");
         let failures = &received_by_b.auth_failures;
         assert!(failures.get("replay").copied().unwrap_or(0) > 100, "{failures:?}");
-        assert_eq!(failures.keys().copied().collect::<Vec<_>>(), ["replay"], "{failures:?}");
+        assert_eq!(
+            failures.keys().copied().collect::<Vec<_>>(),
+            ["replay"],
+            "{failures:?}"
+        );
     }
     net_a.close(Duration::from_secs(2)).await.unwrap();
     net_b.close(Duration::from_secs(2)).await.unwrap();

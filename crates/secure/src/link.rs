@@ -50,13 +50,13 @@ pub const INITIATIONS_PER_SECOND: u32 = 50;
 pub const HELD_PACKETS: usize = 128;
 
 /// The Noise protocol: KK, both static keys known beforehand.
-pub(crate) const NOISE: &str = "Noise_KK_25519_ChaChaPoly_BLAKE2s";
+pub const NOISE_PROTOCOL: &str = "Noise_KK_25519_AESGCM_BLAKE2s";
 /// Bound into every handshake, so that nothing else's handshake passes for
 /// ours.
 const PROLOGUE: &[u8] = b"scps-tp secure link 1";
 
 pub(crate) fn noise_params() -> snow::params::NoiseParams {
-    NOISE.parse().expect("a valid Noise protocol name")
+    NOISE_PROTOCOL.parse().expect("a valid Noise protocol name")
 }
 
 /// What a secure link needs to run.

@@ -40,6 +40,29 @@ pub fn config_prefixes(
     write_config(dir, name, "link = \"sat0\"\n", local, remote, extra)
 }
 
+/// A transparent gateway's configuration whose link rides the secure link
+/// from `udp` to `peer` (its keys' `[link]` lines `keys`, from
+/// `common::link_keys`), with `extra` after `[engine]`.
+pub fn config_secured(
+    dir: &TempDir,
+    name: &str,
+    (local, remote): (&str, &str),
+    (udp, peer): (&str, &str),
+    keys: &str,
+    extra: &str,
+) -> std::path::PathBuf {
+    let file = dir.path().join(name);
+    std::fs::write(
+        &file,
+        format!(
+            "[link]\nudp = \"{udp}\"\npeer = \"{peer}\"\n{keys}[transparent]\nlan = \"lan0\"\n\
+             local = [\"{local}\"]\nremote = [\"{remote}\"]\n[engine]\nprotocol = \"scps-vj\"\n{extra}"
+        ),
+    )
+    .unwrap();
+    file
+}
+
 /// A transparent gateway's configuration whose link rides a bundle of
 /// channels instead of `sat0`'s routes: `bundle`, its
 /// `[[engine.bundle.channel]]` tables (and any more tables), after
@@ -54,7 +77,9 @@ pub fn config_bundled(
     write_config(dir, name, "", &[local], &[remote], bundle)
 }
 
-/// `[transparent]` with `link_keys`, the prefixes, `[engine]`, then
+/// A plain link (`link.security = "none"`: these are the tests of the
+/// routed link a standard SCPS gateway speaks, and of bundles as they
+/// are), `[transparent]` with `link_keys`, the prefixes, `[engine]`, then
 /// `extra`, written to `name` in `dir`.
 fn write_config(
     dir: &TempDir,
@@ -75,7 +100,7 @@ fn write_config(
     std::fs::write(
         &file,
         format!(
-            "[transparent]\nlan = \"lan0\"\n{link_keys}local = [{}]\nremote = [{}]\n\
+            "[link]\nsecurity = \"none\"\n[transparent]\nlan = \"lan0\"\n{link_keys}local = [{}]\nremote = [{}]\n\
              [engine]\nprotocol = \"scps-vj\"\n{extra}",
             list(local),
             list(remote)

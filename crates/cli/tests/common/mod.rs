@@ -21,6 +21,28 @@ pub fn scps(args: &[&str]) -> Output {
         .expect("scps runs")
 }
 
+/// Keys for a pair of gateways in `dir`, made by `scps gateway keygen` as
+/// an operator makes them (once per directory): the `[link]` lines of the
+/// far gateway and of the client one, each naming its key file relative
+/// to its configuration file (in `dir` too) and the other's public key.
+pub fn link_keys(dir: &Path) -> (String, String) {
+    let public = |name: &str| {
+        let file = dir.join(name);
+        let file = file.to_str().unwrap();
+        let output = if Path::new(file).exists() {
+            scps(&["gateway", "pubkey", file])
+        } else {
+            scps(&["gateway", "keygen", file])
+        };
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stdout).trim().to_owned()
+    };
+    let (far, client) = (public("far.key"), public("client.key"));
+    let lines =
+        |file: &str, peer: &str| format!("private_key_file = \"{file}\"\npeer_public_key = \"{peer}\"\n");
+    (lines("far.key", &client), lines("client.key", &far))
+}
+
 /// Waits for `child` to exit, killing it (and failing) after `limit`: a
 /// thread waits on the exit itself, and this one on that thread's word
 /// with the deadline.

@@ -29,6 +29,7 @@ use crate::pump::{net_open_failure, open_failure, pump};
 use crate::registry::LiveConnections;
 use crate::relay::{OpenFailure, Side};
 use crate::routes::Routes;
+use crate::security::{LinkWatch, Security, bundle_link, udp_link};
 
 /// The TUN device's MTU: an Ethernet link's.
 const TUN_MTU: u16 = 1500;
@@ -41,6 +42,11 @@ pub enum TransparentError {
     Tun { tun: String, error: NetError },
     #[error("cannot open the link's bundle of channels ([engine.bundle]): {error}")]
     Bundle { error: NetError },
+    #[error("cannot open the secure link on {udp} (link.udp): {error}")]
+    Tunnel {
+        udp: std::net::SocketAddr,
+        error: NetError,
+    },
     /// `link` says where the endpoint runs: its TUN device or the bundle.
     #[error("the link endpoint on {link}: {error}")]
     Endpoint { link: String, error: NetError },
@@ -77,7 +83,7 @@ pub fn start(
     plumbing: Plumbing,
     engine: &scps_proto::Config,
     capture: Option<std::path::PathBuf>,
-    bundle_monitor: Option<BundleMonitor>,
+    (bundle_monitor, security, watch): (Option<BundleMonitor>, &Security, &LinkWatch),
     relaying: Relaying,
     tasks: &mut JoinSet<()>,
 ) -> Result<(Installed, Arc<Net>), TransparentError> {
@@ -92,9 +98,14 @@ pub fn start(
             (Box::new(path), tun.clone())
         }
         LinkPath::Bundle(bundle) => {
-            let path = crate::gateway::open_bundle(bundle, bundle_monitor.unwrap_or_default())
+            let path = bundle_link(bundle, bundle_monitor.unwrap_or_default(), security, watch)
                 .map_err(|error| TransparentError::Bundle { error })?;
             (Box::new(path), "the bundle of channels".to_owned())
+        }
+        LinkPath::Tunnel { udp, peer } => {
+            let path = udp_link(*udp, *peer, security, watch)
+                .map_err(|error| TransparentError::Tunnel { udp: *udp, error })?;
+            (Box::new(path), format!("the secure link on {udp}"))
         }
     };
     let mut options = NetOptions {

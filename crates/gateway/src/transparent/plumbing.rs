@@ -57,6 +57,13 @@ pub enum LinkPath {
     /// In the UDP channels of this bundle, which the engine sends and
     /// receives itself (`[engine.bundle]`).
     Bundle(Bundle),
+    /// Sealed by the secure link, each packet whole (addresses and all) in
+    /// a UDP datagram from `udp` to the far gateway's `peer` (or where
+    /// its authenticated datagrams come from, without one).
+    Tunnel {
+        udp: std::net::SocketAddr,
+        peer: Option<std::net::SocketAddr>,
+    },
 }
 
 /// What the transparent mode installs, from its configuration.
@@ -113,7 +120,7 @@ impl Plumbing {
     pub fn steering(&self) -> Option<(&str, &str)> {
         match &self.link {
             LinkPath::Routed { link, tun } => Some((link, tun)),
-            LinkPath::Bundle(_) => None,
+            LinkPath::Bundle(_) | LinkPath::Tunnel { .. } => None,
         }
     }
 

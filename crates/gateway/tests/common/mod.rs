@@ -42,6 +42,29 @@ pub async fn echo_server() -> std::net::SocketAddr {
     address
 }
 
+/// The keys of the two ends of a test's secure link, made once per test
+/// process: `link.private_key_file` and `link.peer_public_key` for the far
+/// gateway (`far` true) or the client one, to write under `[link]`.
+pub fn link_keys(far: bool) -> String {
+    static FILES: std::sync::OnceLock<[(String, String); 2]> = std::sync::OnceLock::new();
+    let files = FILES.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("scps-gateway-tests-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let publics: Vec<String> = ["far.key", "client.key"]
+            .iter()
+            .map(|name| scps_gateway::keys::keygen(&dir.join(name)).unwrap().to_string())
+            .collect();
+        let file = |name: &str| dir.join(name).display().to_string();
+        [
+            (file("far.key"), publics[1].clone()),
+            (file("client.key"), publics[0].clone()),
+        ]
+    });
+    let (file, peer) = &files[usize::from(!far)];
+    format!("private_key_file = \"{file}\"\npeer_public_key = \"{peer}\"\n")
+}
+
 /// A gateway started from `text`, serving once this returns.
 pub async fn start(text: &str) -> Gateway {
     Gateway::start(GatewayConfig::parse(text, "test").unwrap())

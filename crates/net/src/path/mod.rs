@@ -15,7 +15,7 @@ mod udp_peers;
 pub use bundle::{BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport};
 pub use secured::{LinkSecurity, SecureMonitor};
 pub use tun::TunPath;
-pub use udp::UdpPath;
+pub use udp::{StrangerCount, UdpPath};
 
 pub use batch::RecvBatch;
 pub use boxed::{BoxedPath, DynPath};

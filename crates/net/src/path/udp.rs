@@ -61,6 +61,24 @@ pub struct UdpPath {
     /// Secured without a fixed peer: where the latest authenticated
     /// datagram came from.
     learned_peer: Option<SocketAddr>,
+    /// Plain, between two gateways: datagrams from anyone but the fixed
+    /// peer are dropped unread, and counted here.
+    strangers: Option<StrangerCount>,
+}
+
+/// Datagrams a plain path that takes its peer's alone dropped from others
+/// ([`UdpPath::only_from_peer`]), from any task.
+#[derive(Debug, Clone, Default)]
+pub struct StrangerCount(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl StrangerCount {
+    pub fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn add(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for UdpPath {
@@ -129,7 +147,21 @@ impl UdpPath {
             gso_buf: Vec::with_capacity(SLOT_BYTES),
             secure: None,
             learned_peer: None,
+            strangers: None,
         })
+    }
+
+    /// Takes datagrams from the fixed peer alone, counting the others in
+    /// `count` (a plain link between two gateways, which nothing
+    /// authenticates: at least no one else on the network is heard).
+    pub fn only_from_peer(mut self, count: StrangerCount) -> Result<UdpPath, NetError> {
+        if self.peer.is_none() {
+            return Err(NetError::PathFailed(
+                "a path that takes its peer's datagrams alone needs a peer".into(),
+            ));
+        }
+        self.strangers = Some(count);
+        Ok(self)
     }
 
     /// Seals every datagram with the secure link to the far gateway, and
@@ -317,7 +349,9 @@ impl PacketPath for UdpPath {
             while start < meta.len {
                 let end = (start + stride).min(meta.len);
                 let datagram = base + start..base + end;
-                if let Some(secure) = &mut self.secure {
+                if let Some(strangers) = self.strangers.as_ref().filter(|_| Some(meta.addr) != self.peer) {
+                    strangers.add();
+                } else if let Some(secure) = &mut self.secure {
                     match secure.open(&batch.buf[datagram.clone()]) {
                         Opened::Packet(packet) => {
                             // Shorter than its datagram, it takes the
