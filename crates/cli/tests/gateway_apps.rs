@@ -144,7 +144,7 @@ fn ssh_through_the_explicit_port_forward() {
             "a.toml",
             &format!(
                 "[link]\n{keys_client}udp = \"10.99.2.2:7100\"\npeer = \"10.99.3.2:7100\"\n\
-                 [[forward]]\nlisten = \"10.99.1.1:2222\"\nto = \"10.99.4.2:22\"\n"
+                 [[forward]]\nlisten = \"10.99.1.1:2222\"\nto = \"10.99.4.2:22\"\nclients = [\"10.99.1.0/24\"]\n"
             ),
         ),
     );

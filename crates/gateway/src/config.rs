@@ -17,16 +17,21 @@ use scps_node::IpPrefix;
 use scps_proto::config::Keepalive;
 use serde::Deserialize;
 
+use crate::clients::{Clients, ClientsSpec};
 use crate::explicit::{AllowRule, Allowed};
 use crate::relay::RelayConfig;
 use crate::request::{Destination, host_name};
 use crate::routes::{Carried, Route, RouteMatch, RouteTable};
 use crate::security::{Security, SecuritySpec};
+use crate::socks::Users;
 use crate::transparent::{LinkPath, Plumbing};
 
 /// The link port a far gateway takes link connections on, unless
 /// `link.port` says.
 pub const DEFAULT_LINK_PORT: u16 = 7200;
+
+/// A SOCKS5 server's port on loopback unless `socks.listen` says.
+const DEFAULT_SOCKS_PORT: u16 = 1080;
 
 /// Bytes waiting at most in each direction of a relay, unless
 /// `relay.buffer` says: 8 Mbit/s for 1 s.
@@ -80,6 +85,9 @@ struct GatewaySpec {
 #[serde(deny_unknown_fields)]
 struct MetricsSpec {
     listen: String,
+    clients: Option<Vec<String>>,
+    #[serde(default)]
+    allow_any_client: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,12 +152,19 @@ struct RelaySpec {
 struct ForwardSpec {
     listen: String,
     to: String,
+    clients: Option<Vec<String>>,
+    #[serde(default)]
+    allow_any_client: bool,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SocksSpec {
-    listen: String,
+    listen: Option<String>,
+    clients: Option<Vec<String>>,
+    users_file: Option<String>,
+    #[serde(default)]
+    allow_any_client: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,11 +187,29 @@ struct RouteSpec {
     buffer: Option<Bytes>,
 }
 
-/// A port forward: LAN connections to `listen` are carried to `to`.
+/// A port forward: LAN connections to `listen` from `clients` are carried
+/// to `to`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forward {
     pub listen: SocketAddr,
     pub to: Destination,
+    pub clients: Clients,
+}
+
+/// A SOCKS5 server: on `listen`, for `clients`, who authenticate as one
+/// of `users` if it has any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Socks {
+    pub listen: SocketAddr,
+    pub clients: Clients,
+    pub users: Option<Users>,
+}
+
+/// The metrics endpoint: on `listen`, for `clients`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metrics {
+    pub listen: SocketAddr,
+    pub clients: Clients,
 }
 
 /// The explicit modes' link: SCPS-TP over UDP between the gateways.
@@ -223,15 +256,16 @@ pub struct GatewayConfig {
     /// How long the far gateway waits for a destination to answer.
     pub connect_timeout: Duration,
     pub forwards: Vec<Forward>,
-    /// Where the SOCKS5 servers listen.
-    pub socks: Vec<SocketAddr>,
+    /// The SOCKS5 servers.
+    pub socks: Vec<Socks>,
     /// What this gateway, as the far one, lets link connections reach.
     pub allowed: Allowed,
     /// Capture the link connections' packets here (`scps gateway
     /// --pcap`; not a key of the file).
     pub capture: Option<std::path::PathBuf>,
-    /// Where the Prometheus metrics are served (`metrics.listen`).
-    pub metrics: Option<SocketAddr>,
+    /// Where the Prometheus metrics are served (`metrics.listen`), and to
+    /// whom.
+    pub metrics: Option<Metrics>,
     /// The control socket: `control.socket`, or what `scps gateway` makes
     /// of `--control` and the default; none in a gateway of the library
     /// that was given none.
@@ -282,7 +316,7 @@ impl GatewayConfig {
                 self.connect_timeout != new.connect_timeout,
                 "relay.connect_timeout",
             ),
-            (self.metrics != new.metrics, "metrics.listen"),
+            (self.metrics != new.metrics, "[metrics]"),
             (self.control != new.control, "control.socket"),
             (
                 explicit_engine(self) != explicit_engine(new),
@@ -306,23 +340,34 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         .iter()
         .enumerate()
         .map(|(i, forward)| {
+            let section = format!("forward[{i}]");
+            let listen = socket_addr(&format!("{section}.listen"), &forward.listen)?;
             Ok(Forward {
-                listen: socket_addr(&format!("forward[{i}].listen"), &forward.listen)?,
-                to: destination(&format!("forward[{i}].to"), &forward.to)?,
+                listen,
+                to: destination(&format!("{section}.to"), &forward.to)?,
+                clients: ClientsSpec {
+                    clients: forward.clients.as_deref(),
+                    allow_any_client: forward.allow_any_client,
+                    authenticated: false,
+                }
+                .resolve(&section, listen)?,
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
+    let dir = std::path::Path::new(origin)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
     let socks = spec
         .socks
         .iter()
         .enumerate()
-        .map(|(i, socks)| socket_addr(&format!("socks[{i}].listen"), &socks.listen))
+        .map(|(i, socks)| socks_server(i, socks, dir))
         .collect::<Result<Vec<_>, Error>>()?;
     let mut listening = BTreeSet::new();
     let listeners = forwards
         .iter()
         .map(|f| ("forward", f.listen))
-        .chain(socks.iter().map(|&listen| ("socks", listen)));
+        .chain(socks.iter().map(|s| ("socks", s.listen)));
     for (i, (section, listen)) in listeners.enumerate() {
         if !listening.insert(listen) {
             let index = if section == "forward" {
@@ -357,6 +402,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     };
     let link_spec = spec.link.as_ref().unwrap_or(&no_link);
     let explicit = carries || !spec.allow.is_empty();
+
     if explicit && spec.link.is_none() {
         return Err(Error::invalid(
             "link",
@@ -365,9 +411,6 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
              [[forward]], [[socks]] and [[allow]] need",
         ));
     }
-    let dir = std::path::Path::new(origin)
-        .parent()
-        .unwrap_or(std::path::Path::new(""));
     let security = Security::resolve(&link_spec.security(), dir)?;
     let carriage = Carriage::of(&spec, link_spec, &security);
     let (engine, engine_link) = engine(
@@ -520,11 +563,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         socks,
         allowed: Allowed { rules },
         capture: None,
-        metrics: spec
-            .metrics
-            .as_ref()
-            .map(|metrics| socket_addr("metrics.listen", &metrics.listen))
-            .transpose()?,
+        metrics: spec.metrics.as_ref().map(metrics).transpose()?,
         control: spec.control.as_ref().map(control).transpose()?,
     })
 }
@@ -570,6 +609,55 @@ impl Carriage {
             },
         }
     }
+}
+
+/// SOCKS5 server `i`: on loopback (127.0.0.1:1080) unless it says, its
+/// users read from `users_file` (relative to `dir`, the configuration's
+/// directory; refused if others may read it).
+fn socks_server(i: usize, spec: &SocksSpec, dir: &std::path::Path) -> Result<Socks, Error> {
+    let section = format!("socks[{i}]");
+    let listen = match &spec.listen {
+        Some(text) => socket_addr(&format!("{section}.listen"), text)?,
+        None => SocketAddr::from(([127, 0, 0, 1], DEFAULT_SOCKS_PORT)),
+    };
+    let users = spec
+        .users_file
+        .as_deref()
+        .map(|file| {
+            let key = format!("{section}.users_file");
+            let text = crate::keys::read_secret(&dir.join(file))
+                .map_err(|e| Error::invalid(&key, file, e.to_string()))?;
+            Users::parse(&text).map_err(|e| {
+                Error::invalid(
+                    &key,
+                    file,
+                    format!("a file of NAME:PASSWORD lines, one a user (RFC 1929): {e}"),
+                )
+            })
+        })
+        .transpose()?;
+    let clients = ClientsSpec {
+        clients: spec.clients.as_deref(),
+        allow_any_client: spec.allow_any_client,
+        authenticated: users.is_some(),
+    }
+    .resolve(&section, listen)?;
+    Ok(Socks {
+        listen,
+        clients,
+        users,
+    })
+}
+
+fn metrics(spec: &MetricsSpec) -> Result<Metrics, Error> {
+    let listen = socket_addr("metrics.listen", &spec.listen)?;
+    let clients = ClientsSpec {
+        clients: spec.clients.as_deref(),
+        allow_any_client: spec.allow_any_client,
+        authenticated: false,
+    }
+    .resolve("metrics", listen)?;
+    Ok(Metrics { listen, clients })
 }
 
 /// The longest path a Unix socket's address holds (`sun_path`, less its
@@ -1266,7 +1354,13 @@ mod tests {
             "{FAR}\n[metrics]\nlisten = \"127.0.0.1:9464\"\n[control]\nsocket = \"/run/gw.sock\"\n"
         ))
         .unwrap();
-        assert_eq!(operated.metrics, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(
+            operated.metrics,
+            Some(Metrics {
+                listen: "127.0.0.1:9464".parse().unwrap(),
+                clients: Clients::Any
+            })
+        );
         assert_eq!(
             operated.control,
             Some(ControlConfig {
@@ -1477,7 +1571,7 @@ mod tests {
             (FAR.replace("@PEER", "not a key"), "link.peer_public_key = not a key: the far gateway's public key, 44 characters of base64".to_owned()),
             (FAR.replace("@PEER", &own), "and this is this gateway's own".to_owned()),
             (FAR.replace("@KEY", "/nonexistent/gw.key"), "link.private_key_file = /nonexistent/gw.key: /nonexistent/gw.key: No such file".to_owned()),
-            (FAR.replace("@KEY", &exposed.display().to_string()), "(mode 0644): a private key must be its owner's alone".to_owned()),
+            (FAR.replace("@KEY", &exposed.display().to_string()), "(mode 0644): a secret must be its owner's alone".to_owned()),
             (FAR.replace("[[allow]]", "security = \"tls\"\n[[allow]]"), "link.security = tls: \"noise\" (the default".to_owned()),
             (FAR.replace("[[allow]]", "rekey_after = \"0s\"\n[[allow]]"), "link.rekey_after = 0ns: at least 1s".to_owned()),
             (FAR.replace("[[allow]]", "rekey_after_bytes = \"1KB\"\n[[allow]]"), "link.rekey_after_bytes = 1000: at least 1 MiB".to_owned()),
@@ -1516,7 +1610,7 @@ mod tests {
         assert_eq!(running.fixed_change(&parse(FAR).unwrap()), None);
         assert_eq!(
             running.fixed_change(&with("[metrics]\nlisten = \"127.0.0.1:9464\"")),
-            Some("metrics.listen")
+            Some("[metrics]")
         );
         assert_eq!(
             running.fixed_change(&with("[control]\nsocket = \"/run/gw.sock\"")),

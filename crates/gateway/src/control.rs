@@ -113,6 +113,9 @@ impl ControlSocket {
             LIMITS,
             exchange::line_end,
             move |request| answer(request, &counters, &live),
+            // Its file is its owner's alone (mode 0600): who can connect
+            // may ask.
+            |_| true,
         ));
         Ok(Some(socket))
     }

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::clients::{Clients, Refusal, RefusalLog};
 use crate::pump::Connection;
 use crate::relay::Outcome;
 
@@ -38,14 +39,21 @@ impl Relays {
 /// the next.
 pub(crate) const ACCEPT_RETRY: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// The next LAN connection on `listener` that the gateway has room for,
-/// with its place: one beyond the limit is reset at once.
+/// The next LAN connection on `listener` (named `name` in logs) from one
+/// of `clients` that the gateway has room for, with its place: one from
+/// anyone else is reset, counted and logged (`clients.rs`), one beyond
+/// the limit is reset at once.
 pub(crate) async fn accept_admitted(
     listener: &tokio::net::TcpListener,
+    (name, clients): (&str, &Clients),
     counters: &Arc<Counters>,
 ) -> (tokio::net::TcpStream, std::net::SocketAddr, Permit) {
     loop {
         match listener.accept().await {
+            Ok((lan, client)) if !clients.admits(client.ip()) => {
+                counters.turn_away(name, client, Refusal::NotAllowed, "not in the listener's clients");
+                lan.reset();
+            }
             Ok((lan, client)) => match counters.admit() {
                 Some(permit) => {
                     let _ = lan.set_nodelay(true);
@@ -83,6 +91,11 @@ pub struct Counters {
     /// SOCKS5 requests not relayed (malformed, or the far end could not
     /// be reached), each answered with SOCKS5's reply where it has one.
     pub socks_refused: AtomicU64,
+    /// Clients turned away by a listener before anything was relayed for
+    /// them: not in its allow-list, or not authenticated (SOCKS5).
+    pub client_not_allowed: AtomicU64,
+    pub client_not_authenticated: AtomicU64,
+    refusal_log: RefusalLog,
     active: AtomicUsize,
     limit: usize,
     /// Woken each time a place is given back.
@@ -114,6 +127,9 @@ impl Counters {
             over_limit: AtomicU64::new(0),
             no_route: AtomicU64::new(0),
             socks_refused: AtomicU64::new(0),
+            client_not_allowed: AtomicU64::new(0),
+            client_not_authenticated: AtomicU64::new(0),
+            refusal_log: RefusalLog::default(),
             plain_retries: AtomicU64::new(0),
             active: AtomicUsize::new(0),
             limit,
@@ -140,6 +156,23 @@ impl Counters {
             "at the connection limit: connection turned away"
         );
         None
+    }
+
+    /// Counts `client`, turned away by `listener` for `refusal`, and logs
+    /// it if it is news (once a minute per source and cause).
+    pub(crate) fn turn_away(
+        &self,
+        listener: &str,
+        client: std::net::SocketAddr,
+        refusal: Refusal,
+        detail: &str,
+    ) {
+        let counter = match refusal {
+            Refusal::NotAllowed => &self.client_not_allowed,
+            Refusal::NotAuthenticated => &self.client_not_authenticated,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.refusal_log.refused(listener, client, refusal, detail);
     }
 
     /// Split connections held now.
@@ -189,6 +222,8 @@ impl Counters {
             no_route: get(&self.no_route),
             turned_down: get(&self.turned_down),
             socks_refused: get(&self.socks_refused),
+            client_not_allowed: get(&self.client_not_allowed),
+            client_not_authenticated: get(&self.client_not_authenticated),
             plain_retries: get(&self.plain_retries),
         }
     }
@@ -214,6 +249,12 @@ pub struct CountersSnapshot {
     pub no_route: u64,
     pub turned_down: u64,
     pub socks_refused: u64,
+    /// Clients a listener turned away: not in its allow-list, or not
+    /// authenticated (SOCKS5).
+    #[serde(default)]
+    pub client_not_allowed: u64,
+    #[serde(default)]
+    pub client_not_authenticated: u64,
     pub plain_retries: u64,
 }
 
@@ -223,7 +264,7 @@ impl CountersSnapshot {
         format!(
             "connections closed {}, reset {}, refused at the far end {}, idle {}, turned away at the limit {}, \
              reset for want of a route {}, link connections turned down {}, SOCKS5 requests not relayed {}, \
-             retried without SCPS {}",
+             retried without SCPS {}, clients not allowed {}, clients not authenticated {}",
             self.closed,
             self.reset,
             self.refused,
@@ -233,6 +274,8 @@ impl CountersSnapshot {
             self.turned_down,
             self.socks_refused,
             self.plain_retries,
+            self.client_not_allowed,
+            self.client_not_authenticated,
         )
     }
 }

@@ -58,14 +58,16 @@ pub enum Request {
 }
 
 /// Serves `listener`'s clients until dropped (or the task is aborted):
-/// each request read up to the first place `end` finds (the length of
-/// the request there), answered with what `answer` makes of it (nothing
-/// written if it makes nothing), and the connection closed.
+/// each that `admits` (which counts those it does not) has its request
+/// read up to the first place `end` finds (the length of the request
+/// there), answered with what `answer` makes of it (nothing written if it
+/// makes nothing), and the connection closed.
 pub(crate) async fn serve<L: Accept>(
     listener: L,
     limits: Limits,
     end: fn(&[u8]) -> Option<usize>,
     answer: impl Fn(Request) -> Vec<u8> + Send + Sync + 'static,
+    admits: impl Fn(&L::Stream) -> bool + Send,
 ) {
     let answer = Arc::new(answer);
     let places = Arc::new(tokio::sync::Semaphore::new(limits.clients));
@@ -73,6 +75,7 @@ pub(crate) async fn serve<L: Accept>(
     let mut clients = JoinSet::new();
     loop {
         let stream = match listener.accept_stream().await {
+            Ok(stream) if !admits(&stream) => continue,
             Ok(stream) => stream,
             Err(err) => {
                 tracing::warn!(%err, "accept failed");
@@ -162,9 +165,13 @@ mod tests {
     async fn server(limits: Limits) -> std::net::SocketAddr {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, limits, line_end, |request| {
-            format!("{request:?}").into_bytes()
-        }));
+        tokio::spawn(serve(
+            listener,
+            limits,
+            line_end,
+            |request| format!("{request:?}").into_bytes(),
+            |_| true,
+        ));
         addr
     }
 

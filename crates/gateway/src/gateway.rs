@@ -19,7 +19,8 @@ use scps_net::{BoxedPath, BundleChannelAddrs, BundleMonitor, BundlePath, Net, Ne
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use crate::config::{ExplicitLink, Forward, GatewayConfig};
+use crate::clients::Refusal;
+use crate::config::{ExplicitLink, Forward, GatewayConfig, Socks};
 use crate::control::{ControlError, ControlSocket};
 pub use crate::counters::Counters;
 use crate::counters::{Relays, accept_admitted};
@@ -106,10 +107,10 @@ impl Gateway {
         // from the start by the metrics.
         let bundle = config.engine.bundle.as_ref().map(|_| BundleMonitor::default());
         let watch = LinkWatch::default();
-        let metrics = match config.metrics {
-            Some(listen) => Some(
+        let metrics = match &config.metrics {
+            Some(metrics) => Some(
                 crate::metrics::start(
-                    listen,
+                    metrics,
                     counters.clone(),
                     live.clone(),
                     bundle.clone(),
@@ -117,7 +118,10 @@ impl Gateway {
                     &mut tasks,
                 )
                 .await
-                .map_err(|error| GatewayError::Metrics { listen, error })?,
+                .map_err(|error| GatewayError::Metrics {
+                    listen: metrics.listen,
+                    error,
+                })?,
             ),
             None => None,
         };
@@ -304,18 +308,18 @@ async fn start_explicit(
                 live.clone(),
             ));
         }
-        for &listen in &config.socks {
-            let listener = TcpListener::bind(listen)
+        for socks in &config.socks {
+            let listener = TcpListener::bind(socks.listen)
                 .await
                 .map_err(|error| GatewayError::Listen {
-                    listen,
+                    listen: socks.listen,
                     to: "SOCKS5 clients' destinations".to_owned(),
                     error,
                 })?;
-            tracing::info!(%listen, "SOCKS5 server");
+            tracing::info!(listen = %socks.listen, authenticated = socks.users.is_some(), "SOCKS5 server");
             tasks.spawn(serve_socks(
                 listener,
-                listen,
+                socks.clone(),
                 far.clone(),
                 config.relay,
                 counters.clone(),
@@ -418,7 +422,7 @@ async fn serve_forward(
     let route = format!("forward:{}", forward.listen);
     let mut relays = Relays::default();
     loop {
-        let (lan, client, permit) = accept_admitted(&listener, &counters).await;
+        let (lan, client, permit) = accept_admitted(&listener, (&route, &forward.clients), &counters).await;
         let listing = live.list(client, route.as_str());
         let (far, to, counters) = (far.clone(), forward.to.clone(), counters.clone());
         relays.spawn(permit, async move {
@@ -431,23 +435,27 @@ async fn serve_forward(
 
 async fn serve_socks(
     listener: TcpListener,
-    listen: SocketAddr,
+    server: Socks,
     far: FarLink,
     relay: RelayConfig,
     counters: Arc<Counters>,
     live: Arc<LiveConnections>,
 ) {
-    let route = format!("socks:{listen}");
+    let route = format!("socks:{}", server.listen);
+    let server = Arc::new(server);
     let mut relays = Relays::default();
     loop {
-        let (lan, client, permit) = accept_admitted(&listener, &counters).await;
+        let (lan, client, permit) = accept_admitted(&listener, (&route, &server.clients), &counters).await;
         let listing = live.list(client, route.as_str());
-        let (far, counters) = (far.clone(), counters.clone());
+        let (far, counters, server, route) = (far.clone(), counters.clone(), server.clone(), route.clone());
         relays.spawn(permit, async move {
-            match socks::serve(lan, far, relay, &listing).await {
+            match socks::serve(lan, far, server.users.as_ref(), relay, &listing).await {
                 Ok(outcome) => {
                     tracing::info!(%client, %outcome, "SOCKS5 connection ended");
                     counters.count(outcome);
+                }
+                Err(socks::SocksRefusal::NotAuthenticated(error)) => {
+                    counters.turn_away(&route, client, Refusal::NotAuthenticated, &error.to_string());
                 }
                 Err(refusal) => {
                     tracing::info!(%client, %refusal, "SOCKS5 request not relayed");

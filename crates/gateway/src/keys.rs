@@ -1,6 +1,7 @@
-//! The gateway's private key on disk: made by `scps gateway keygen`,
-//! readable by its owner alone (mode 0600, as an ssh or WireGuard key),
-//! and refused at start if anyone else may read or change it.
+//! The gateway's secrets on disk (its private key, made by `scps gateway
+//! keygen`; the SOCKS5 server's passwords): readable by their owner alone
+//! (mode 0600, as an ssh or WireGuard key), and refused at start if anyone
+//! else may read or change them.
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -8,21 +9,20 @@ use std::path::{Path, PathBuf};
 
 use scps_secure::{KeyError, PrivateKey, PublicKey};
 
-/// Bytes a key file may hold at most: a key and a newline, or a comment
-/// or two.
-const MAX_FILE_BYTES: u64 = 4096;
+/// Bytes a secret file may hold at most.
+const MAX_FILE_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyFileError {
     #[error("{path}: {error}")]
     Io { path: PathBuf, error: std::io::Error },
     #[error(
-        "{path} is readable or writable by others (mode {mode:04o}): a private key must be its owner's \
+        "{path} is readable or writable by others (mode {mode:04o}): a secret must be its owner's \
          alone (chmod 600 {path})"
     )]
     Exposed { path: PathBuf, mode: u32 },
-    #[error("{path} is not a key file (a regular file of at most {MAX_FILE_BYTES} bytes)")]
-    NotAKeyFile { path: PathBuf },
+    #[error("{path} is not a secret's file (a regular file of at most {MAX_FILE_BYTES} bytes)")]
+    NotASecretFile { path: PathBuf },
     #[error("{path} holds no private key: {error} (make one with `scps gateway keygen {path}`)")]
     Malformed { path: PathBuf, error: KeyError },
     #[error("{path} exists: a new key is never written over an old one (remove it first)")]
@@ -31,16 +31,15 @@ pub enum KeyFileError {
     Generate(KeyError),
 }
 
-/// Reads the private key in `path`, refusing a file others may read or
-/// write.
-pub fn read_private_key(path: &Path) -> Result<PrivateKey, KeyFileError> {
+/// Reads the secret in `path`, refusing a file others may read or write.
+pub fn read_secret(path: &Path) -> Result<String, KeyFileError> {
     let io = |error| KeyFileError::Io {
         path: path.to_owned(),
         error,
     };
     let metadata = std::fs::metadata(path).map_err(io)?;
     if !metadata.is_file() || metadata.len() > MAX_FILE_BYTES {
-        return Err(KeyFileError::NotAKeyFile {
+        return Err(KeyFileError::NotASecretFile {
             path: path.to_owned(),
         });
     }
@@ -51,7 +50,13 @@ pub fn read_private_key(path: &Path) -> Result<PrivateKey, KeyFileError> {
             mode,
         });
     }
-    let text = std::fs::read_to_string(path).map_err(io)?;
+    std::fs::read_to_string(path).map_err(io)
+}
+
+/// Reads the private key in `path`, refusing a file others may read or
+/// write.
+pub fn read_private_key(path: &Path) -> Result<PrivateKey, KeyFileError> {
+    let text = read_secret(path)?;
     // The key is the first line that is not a comment.
     let key = text
         .lines()
@@ -143,6 +148,6 @@ mod tests {
             .to_string();
         assert!(missing.contains("No such file"), "{missing}");
         let dir = read_private_key(path.parent().unwrap()).unwrap_err();
-        assert!(matches!(dir, KeyFileError::NotAKeyFile { .. }));
+        assert!(matches!(dir, KeyFileError::NotASecretFile { .. }));
     }
 }

@@ -21,6 +21,7 @@
 //! - [`node`]: the gateway as a sans-IO node for the simulator, the same
 //!   relay between two engine endpoints.
 
+pub mod clients;
 pub mod config;
 pub mod control;
 pub mod counters;

@@ -21,6 +21,8 @@ use scps_secure::{AuthFailure, SecureStats};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
+use crate::clients::Refusal;
+use crate::config::Metrics;
 use crate::counters::Counters;
 use crate::exchange::{self, Limits};
 use crate::http;
@@ -34,19 +36,21 @@ const LIMITS: Limits = Limits {
     clients: 16,
 };
 
-/// Serves the metrics of `counters` and `live` on `listen` in `tasks`;
-/// where it listens (useful when the port was 0).
+/// Serves the metrics of `counters` and `live` on `endpoint.listen`, to
+/// its clients alone, in `tasks`; where it listens (useful when the port
+/// was 0).
 pub(crate) async fn start(
-    listen: SocketAddr,
+    endpoint: &Metrics,
     counters: Arc<Counters>,
     live: Arc<LiveConnections>,
     bundle: Option<BundleMonitor>,
     (security, watch): (&Security, &LinkWatch),
     tasks: &mut JoinSet<()>,
 ) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(listen).await?;
+    let listener = TcpListener::bind(endpoint.listen).await?;
     let address = listener.local_addr()?;
     let mut registry = Registry::with_prefix("scps_gateway");
+    let gate = (counters.clone(), endpoint.clients.clone());
     registry.register_collector(Box::new(GatewayMetrics {
         counters,
         live,
@@ -59,6 +63,17 @@ pub(crate) async fn start(
         LIMITS,
         http::head_end,
         move |request| http::answer(request, || render(&registry)),
+        move |stream: &tokio::net::TcpStream| {
+            let (counters, clients) = &gate;
+            let Ok(client) = stream.peer_addr() else {
+                return false;
+            };
+            let admitted = clients.admits(client.ip());
+            if !admitted {
+                counters.turn_away("metrics", client, Refusal::NotAllowed, "not in metrics.clients");
+            }
+            admitted
+        },
     ));
     Ok(address)
 }
@@ -131,6 +146,8 @@ impl Collector for GatewayMetrics {
                 ("no_route", counts.no_route),
                 ("turned_down", counts.turned_down),
                 ("socks_refused", counts.socks_refused),
+                ("client_not_allowed", counts.client_not_allowed),
+                ("client_not_authenticated", counts.client_not_authenticated),
                 ("plain_retries", counts.plain_retries),
             ]
             .map(|(cause, count)| ([("cause", cause)], ConstCounter::new(count))),
@@ -353,6 +370,7 @@ fn family<L: EncodeLabelSet, M: EncodeMetric + TypedMetric>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clients::Clients;
     use crate::registry::Relayed;
     use std::sync::atomic::Ordering;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -380,7 +398,10 @@ mod tests {
         let live = Arc::new(LiveConnections::default());
         let mut tasks = JoinSet::new();
         let addr = start(
-            "127.0.0.1:0".parse().unwrap(),
+            &Metrics {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                clients: Clients::Any,
+            },
             counters.clone(),
             live.clone(),
             None,
@@ -464,7 +485,10 @@ mod tests {
     async fn the_endpoint_refuses_what_it_does_not_serve() {
         let mut tasks = JoinSet::new();
         let addr = start(
-            "127.0.0.1:0".parse().unwrap(),
+            &Metrics {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                clients: Clients::Any,
+            },
             Arc::new(Counters::new(1)),
             Arc::new(LiveConnections::default()),
             None,

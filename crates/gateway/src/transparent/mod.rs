@@ -24,6 +24,7 @@ pub use plumbing::{Installed, LinkPath, Plumbing, PlumbingError};
 use scps_net::{BoxedPath, BundleMonitor, Net, NetError, NetOptions, TunPath};
 use tokio::task::JoinSet;
 
+use crate::clients::Clients;
 use crate::counters::{Counters, Relays, accept_admitted};
 use crate::pump::{net_open_failure, open_failure, pump};
 use crate::registry::LiveConnections;
@@ -149,7 +150,9 @@ pub fn start(
 async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: Relaying) {
     let mut relays = Relays::default();
     loop {
-        let (lan, client, permit) = accept_admitted(&listener, &relaying.counters).await;
+        // The interception's rules choose its clients: any that reach it.
+        let (lan, client, permit) =
+            accept_admitted(&listener, ("transparent", &Clients::Any), &relaying.counters).await;
         let server = match lan.local_addr() {
             Ok(server) => server,
             Err(err) => {
