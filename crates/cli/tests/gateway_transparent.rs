@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use common::TempDir;
 use common::gateways::{
-    SCPS, assert_nothing_installed, config, config_bundled, config_prefixes, config_secured, config_with,
-    reload, start, start_pair, start_pair_with, start_with, stop, wait_ready,
+    SCPS, assert_nothing_installed, capture, config, config_bundled, config_prefixes, config_secured,
+    config_with, end_capture, reload, start, start_pair, start_pair_with, start_with, stop, wait_ready,
 };
 use common::metrics::{sample, scrape};
 use scps_testbed::{Output, Testbed, Topology};
@@ -75,26 +75,10 @@ fn transparent_gateways_on_the_secure_link_carry_kernel_tcp_keeping_the_client_a
             "",
         ),
     ];
-    let emu = testbed.node("emu").unwrap();
-    let (wire, said) = (dir.path().join("wire.pcap"), dir.path().join("dumpcap.log"));
-    let script = format!(
-        "exec dumpcap -q -P -i a0 -s 128 -w {} 2>{}",
-        wire.display(),
-        said.display()
-    );
-    let dumpcap = emu.spawn("sh", &["-c", script.as_str()], Output::Piped).unwrap();
-    // dumpcap says when it captures.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&said)
-        .unwrap_or_default()
-        .contains("Capturing on")
-    {
-        assert!(std::time::Instant::now() < deadline, "dumpcap did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let wire = dir.path().join("wire.pcap");
+    let dumpcap = capture(testbed.node("emu").unwrap(), "a0", &wire);
     carry_keeping_the_client_address(&testbed, &dir, configs);
-    dumpcap.signal(nix::sys::signal::Signal::SIGTERM).unwrap();
-    dumpcap.wait_timeout(Duration::from_secs(10)).unwrap();
+    end_capture(dumpcap);
     // Between the gateways: their UDP, nothing of the link connections.
     let udp = common::tshark(&wire, &["-Y", "udp.port == 7100"]).lines().count();
     // (Several datagrams may cross as one segmentation-offload packet.)

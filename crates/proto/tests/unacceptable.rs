@@ -168,11 +168,24 @@ fn the_endpoint_answers_at_most_its_budget_per_second() {
 /// the minute after.
 #[test]
 fn one_forged_segment_ends_in_resets_not_a_storm() {
+    one_forged_segment(Duration::from_millis(300));
+}
+
+/// The same on a link of almost no delay, where one answer per 500 ms
+/// would stop the exchange after one answer each way (and leave the
+/// connection stuck) if the answers that count towards the reset were
+/// held to it.
+#[test]
+fn one_forged_segment_on_a_fast_link_ends_in_resets_too() {
+    one_forged_segment(Duration::from_micros(100));
+}
+
+fn one_forged_segment(delay: Duration) {
     let config = Config {
         keepalive: None,
         ..Config::default()
     };
-    let mut pair = Pair::new(config, Duration::from_millis(300));
+    let mut pair = Pair::new(config, delay);
     let server = SocketAddr::new(pair.server, 80);
     pair.b.listen(server, None).unwrap();
     let ca = pair.a.connect(pair.now, server, None, None).unwrap();
@@ -227,7 +240,7 @@ fn one_forged_segment_ends_in_resets_not_a_storm() {
     pair.run(|p| p.now >= minute);
     let packets = (pair.sent[0] - sent_before[0]) + (pair.sent[1] - sent_before[1]);
 
-    println!("packets on the link in the minute after the forged segment: {packets}");
+    println!("packets on the link in the minute after the forged segment, {delay:?} apart: {packets}");
     assert!(packets < 20, "{packets} packets: a storm");
     let events: Vec<_> = std::iter::from_fn(|| pair.a.poll_event()).collect();
     assert!(

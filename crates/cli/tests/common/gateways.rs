@@ -110,6 +110,33 @@ fn write_config(
     file
 }
 
+/// dumpcap capturing `interface` of `node` into `file` (the first 2048
+/// bytes of each packet), once it says it does; stopped by [`end_capture`].
+pub fn capture(node: &Node, interface: &str, file: &Path) -> Process {
+    let said = file.with_extension("log");
+    let script = format!(
+        "exec dumpcap -q -P -i {interface} -s 2048 -w {} 2>{}",
+        file.display(),
+        said.display()
+    );
+    let dumpcap = node.spawn("sh", &["-c", script.as_str()], Output::Piped).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&said)
+        .unwrap_or_default()
+        .contains("Capturing on")
+    {
+        assert!(std::time::Instant::now() < deadline, "dumpcap did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    dumpcap
+}
+
+/// Stops a capture of [`capture`], its file written whole.
+pub fn end_capture(dumpcap: Process) {
+    dumpcap.signal(Signal::SIGTERM).unwrap();
+    dumpcap.wait_timeout(Duration::from_secs(10)).unwrap();
+}
+
 /// `scps gateway` running in a node, with what it prints.
 pub struct GatewayProcess {
     process: Process,

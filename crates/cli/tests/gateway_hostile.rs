@@ -1,0 +1,445 @@
+//! The gateways with a hostile third host on the link, in the testbed's
+//! gateway topology; the third host is the node in the middle, which
+//! sees and can send on both halves of the link:
+//!
+//! ```text
+//! client 10.99.1.2 ── lan0 [gwA] sat0 10.99.2.2 ── emu ── 10.99.3.2 sat0 [gwB] lan0 ── server 10.99.4.2
+//! ```
+//!
+//! - On the secure link (the default), while a transfer crosses the pair,
+//!   the third host sends garbage to gwB's link socket, replays every
+//!   datagram of the link it recorded, and runs gateways of its own
+//!   towards gwB: one with a key gwB does not know, one on the plain
+//!   link. None gets anything through; gwB counts each by cause; the
+//!   transfer completes, its content checked both ways.
+//! - On the plain link (`link.security = "none"`, the wire a standard
+//!   SCPS gateway speaks), the third host forges one data segment in the
+//!   client's name into gwB's window, copied from what it saw: the two
+//!   link ends, out of step, exchange a handful of packets and reset,
+//!   and both applications learn it, where before the ends answered each
+//!   other until the idle timeout (30,000 packets a second on a veth).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use common::TempDir;
+use common::gateways::{capture, config_secured, config_with, end_capture, start, stop, wait_ready};
+use common::metrics::{sample, scrape};
+use scps_testbed::{Node, Testbed, Topology};
+use sha2::{Digest, Sha256};
+
+const SERVER: &str = "10.99.4.2:5001";
+const METRICS: &str = "127.0.0.1:9464";
+
+/// A transfer through the pair in the background: an upload and the
+/// server's digest and download; the client's view of what came back.
+fn transfer(testbed: &Testbed, upload: Vec<u8>, download: Vec<u8>) -> std::thread::JoinHandle<Vec<u8>> {
+    let listener = testbed
+        .node("server")
+        .unwrap()
+        .run(|| TcpListener::bind(SERVER))
+        .unwrap();
+    let server = common::digest_server(listener, download);
+    let server_addr: SocketAddr = SERVER.parse().unwrap();
+    let mut stream = testbed
+        .node("client")
+        .unwrap()
+        .run(move || TcpStream::connect_timeout(&server_addr, Duration::from_secs(10)))
+        .unwrap();
+    std::thread::spawn(move || {
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        stream.write_all(&upload).unwrap();
+        stream.shutdown(Shutdown::Write).unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).unwrap();
+        server.join().unwrap();
+        answer
+    })
+}
+
+/// The datagrams to gwB's port 7100 (the secure link) in `capture`. Several
+/// sent as one segmentation-offload packet cross the veths, and are seen,
+/// as one; they are cut apart where the next one's header (its type and
+/// receiver index: the first 8 bytes, the same for all of a session's
+/// data) begins.
+fn link_datagrams(capture: &std::path::Path) -> Vec<Vec<u8>> {
+    // (Port 7100 is X11's font server to tshark: decoded as plain data.)
+    let args = [
+        "-d",
+        "udp.port==7100,data",
+        "-Y",
+        "ip.dst == 10.99.3.2 && udp.dstport == 7100",
+        "-T",
+        "fields",
+        "-e",
+        "data.data",
+    ];
+    let payloads = common::tshark(capture, &args);
+    let mut datagrams = Vec::new();
+    for hex in payloads.lines() {
+        let bytes: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let header = &bytes[..bytes.len().min(8)];
+        let mut start = 0;
+        for at in 1..bytes.len() {
+            if bytes[0] == 3 && bytes[at..].starts_with(header) && at > start {
+                datagrams.push(bytes[start..at].to_vec());
+                start = at;
+            }
+        }
+        datagrams.push(bytes[start..].to_vec());
+    }
+    datagrams
+}
+
+/// Waits until `capture` has grown past `least` bytes and stopped
+/// growing (dumpcap writes what it read a little later).
+fn wait_for_capture(capture: &std::path::Path, least: u64) {
+    let size = || std::fs::metadata(capture).map_or(0, |m| m.len());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut seen = 0;
+    loop {
+        let now = size();
+        if now >= least && now == seen {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{now} bytes captured");
+        seen = now;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// `scps gateway` of the third host's in `node`: a port forward on
+/// loopback through gwB's link, with `link` as its `[link]` lines; the
+/// forward's port.
+fn stranger_gateway(
+    node: &Node,
+    dir: &TempDir,
+    name: &str,
+    link: &str,
+) -> (common::gateways::GatewayProcess, u16) {
+    let port = 2200 + name.len() as u16;
+    let file = dir.path().join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!(
+            "[link]\n{link}udp = \"10.99.3.1:0\"\npeer = \"10.99.3.2:7100\"\n\
+             [[forward]]\nlisten = \"127.0.0.1:{port}\"\nto = \"10.99.4.2:5001\"\n\
+             [control]\nsocket = \"{}\"\n",
+            dir.path().join(format!("{name}.sock")).display()
+        ),
+    )
+    .unwrap();
+    (start(node, &file), port)
+}
+
+#[test]
+fn a_third_host_gets_nothing_through_the_secure_link() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-hostile-secure");
+    let (keys_b, keys_a) = common::link_keys(dir.path());
+    let metrics = format!("[metrics]\nlisten = \"{METRICS}\"\n");
+    let a_config = config_secured(
+        &dir,
+        "a.toml",
+        ("10.99.1.0/24", "10.99.4.0/24"),
+        ("10.99.2.2:7100", "10.99.3.2:7100"),
+        &keys_a,
+        "",
+    );
+    let b_config = config_secured(
+        &dir,
+        "b.toml",
+        ("10.99.4.0/24", "10.99.1.0/24"),
+        ("10.99.3.2:7100", "10.99.2.2:7100"),
+        &keys_b,
+        &metrics,
+    );
+    let (gw_a, gw_b, emu) = (
+        testbed.node("gwA").unwrap(),
+        testbed.node("gwB").unwrap(),
+        testbed.node("emu").unwrap(),
+    );
+    let a = start(gw_a, &a_config);
+    let b = start(gw_b, &b_config);
+    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+
+    // A first transfer, which the third host records.
+    let recording = dir.path().join("link.pcap");
+    let dumpcap = capture(emu, "a0", &recording);
+    let first = transfer(&testbed, vec![1; 1_000_000], vec![2; 1_000_000]);
+    assert_eq!(first.join().unwrap().len(), 32 + 1_000_000);
+    wait_for_capture(&recording, 20_000);
+    end_capture(dumpcap);
+    let recorded = link_datagrams(&recording);
+    assert!(recorded.len() > 50, "{} datagrams recorded", recorded.len());
+
+    // The second, while the third host tries everything.
+    let upload: Vec<u8> = (0..4_000_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    let download: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 253) as u8).collect();
+    let second = transfer(&testbed, upload.clone(), download.clone());
+    let replayed = recorded.len();
+    emu.run(move || {
+        let socket = std::net::UdpSocket::bind("10.99.3.1:0").unwrap();
+        let gw_b: SocketAddr = "10.99.3.2:7100".parse().unwrap();
+        socket.send_to(b"GET / HTTP/1.0\r\n\r\n", gw_b).unwrap();
+        for (i, datagram) in recorded.iter().enumerate() {
+            socket.send_to(datagram, gw_b).unwrap();
+            if i % 64 == 0 {
+                // Paced a little, so that the receive buffer drops none.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    let other_key = dir.path().join("stranger.key");
+    let made = common::scps(&["gateway", "keygen", other_key.to_str().unwrap()]);
+    assert!(made.status.success());
+    let public_b = common::text(
+        &common::scps(&["gateway", "pubkey", dir.path().join("far.key").to_str().unwrap()]).stdout,
+    );
+    let (keyed, keyed_port) = stranger_gateway(
+        emu,
+        &dir,
+        "keyed",
+        &format!(
+            "private_key_file = \"{}\"\npeer_public_key = \"{}\"\n",
+            other_key.display(),
+            public_b.trim()
+        ),
+    );
+    let (plain, plain_port) = stranger_gateway(emu, &dir, "plain-one", "security = \"none\"\n");
+    wait_ready(&[(emu, &keyed), (emu, &plain)]);
+    for port in [keyed_port, plain_port] {
+        let answered = emu.run(move || {
+            let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            stream.set_read_timeout(Some(Duration::from_secs(25))).unwrap();
+            let _ = stream.write_all(b"through?");
+            let mut byte = [0u8; 1];
+            matches!(stream.read(&mut byte), Ok(1))
+        });
+        assert!(!answered, "the third host's gateway on port {port} got through");
+    }
+
+    let answer = second.join().unwrap();
+    assert_eq!(answer.len(), 32 + download.len(), "bytes through the gateways");
+    assert_eq!(
+        &answer[..32],
+        &Sha256::digest(&upload)[..],
+        "the server read the upload whole"
+    );
+    assert_eq!(&answer[32..], &download[..], "the client read the download whole");
+
+    let scraped = gw_b.run(|| scrape(METRICS.parse().unwrap()));
+    let failures = |cause: &str| {
+        sample(
+            &scraped,
+            &format!("scps_gateway_link_auth_failures_total{{cause=\"{cause}\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    println!(
+        "gwB refused: malformed {}, replay {}, stale initiation {}, bad handshake {}, unknown session {}",
+        failures("malformed"),
+        failures("replay"),
+        failures("stale_initiation"),
+        failures("bad_handshake"),
+        failures("unknown_session")
+    );
+    assert!(
+        failures("malformed") >= 2.0,
+        "the garbage and the plain gateway's datagrams"
+    );
+    // Every datagram the third host sent was refused (a replayed
+    // datagram the capture cut short does not even authenticate).
+    let refused: f64 = scps_secure::AuthFailure::ALL
+        .iter()
+        .map(|cause| failures(cause))
+        .sum();
+    assert!(
+        refused >= (replayed + 1) as f64,
+        "{refused} refused of {replayed} replayed and the garbage"
+    );
+    assert!(
+        failures("replay") + failures("stale_initiation") >= 0.5 * replayed as f64,
+        "{replayed} replayed"
+    );
+    assert!(failures("bad_handshake") >= 1.0, "the other key's gateway");
+    for gateway in [keyed, plain] {
+        stop(&gateway);
+    }
+    let said_b = stop(&b);
+    stop(&a);
+    assert!(
+        said_b.contains("connections closed 2,"),
+        "gwB relayed the two transfers only: {said_b}"
+    );
+}
+
+/// The fields of the last TCP segment of `capture` from the client to
+/// the server that carried data: sequence and acknowledgment numbers,
+/// length, ports and timestamps.
+fn last_data_segment(capture: &std::path::Path) -> [u32; 7] {
+    let fields = common::tshark(
+        capture,
+        &[
+            "-o",
+            "tcp.relative_sequence_numbers:FALSE",
+            "-Y",
+            "ip.src == 10.99.1.2 && tcp.len > 0",
+            "-T",
+            "fields",
+            "-e",
+            "tcp.seq",
+            "-e",
+            "tcp.ack",
+            "-e",
+            "tcp.len",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.dstport",
+            "-e",
+            "tcp.options.timestamp.tsval",
+            "-e",
+            "tcp.options.timestamp.tsecr",
+        ],
+    );
+    let last = fields.lines().last().expect("a data segment of the client's");
+    let values: Vec<u32> = last.split('\t').map(|v| v.trim().parse().unwrap_or(0)).collect();
+    values.try_into().expect("seven fields")
+}
+
+/// IP packets forwarded by `node` so far.
+fn forwarded(node: &Node) -> u64 {
+    let snmp = node.output("cat", &["/proc/net/snmp"]).unwrap();
+    let mut lines = snmp.lines().filter(|line| line.starts_with("Ip:"));
+    let (names, values) = (lines.next().unwrap(), lines.next().unwrap());
+    let at = names
+        .split_whitespace()
+        .position(|n| n == "ForwDatagrams")
+        .unwrap();
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+#[test]
+fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-hostile-plain");
+    let (gw_a, gw_b, emu) = (
+        testbed.node("gwA").unwrap(),
+        testbed.node("gwB").unwrap(),
+        testbed.node("emu").unwrap(),
+    );
+    let a = start(
+        gw_a,
+        &config_with(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24", ""),
+    );
+    let b = start(
+        gw_b,
+        &config_with(&dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24", ""),
+    );
+    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+    let listener = testbed
+        .node("server")
+        .unwrap()
+        .run(|| TcpListener::bind(SERVER))
+        .unwrap();
+    // The server reads the request and waits, holding the connection.
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
+        let mut received = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => return (received, None),
+                Ok(n) => received.extend_from_slice(&buf[..n]),
+                Err(err) => return (received, Some(err.kind())),
+            }
+        }
+    });
+    let recording = dir.path().join("link.pcap");
+    let dumpcap = capture(emu, "a0", &recording);
+    let server_addr: SocketAddr = SERVER.parse().unwrap();
+    let mut stream = testbed
+        .node("client")
+        .unwrap()
+        .run(move || TcpStream::connect_timeout(&server_addr, Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"a request the server reads and holds\n")
+        .unwrap();
+    // Its segments and their acknowledgment cross and the link falls quiet.
+    std::thread::sleep(Duration::from_secs(2));
+    end_capture(dumpcap);
+    let [seq, ack, len, client_port, server_port, tsval, tsecr] = last_data_segment(&recording);
+
+    // The third host forges 9 bytes in the client's name, right after
+    // what the client sent, into gwB's link side.
+    let forged = {
+        use scps_proto::wire::{TcpFlags, TcpOptions, TcpRepr, Timestamps, build_tcp_packet};
+        let repr = TcpRepr {
+            src_port: client_port as u16,
+            dst_port: server_port as u16,
+            seq: seq.wrapping_add(len),
+            ack,
+            flags: TcpFlags::ACK | TcpFlags::PSH,
+            window: 1000,
+            urgent: 0,
+            options: TcpOptions {
+                timestamps: Some(Timestamps {
+                    tsval: tsval.wrapping_add(1),
+                    tsecr,
+                }),
+                ..TcpOptions::default()
+            },
+            payload: b"FORGED!!\n",
+        };
+        let mut packet = Vec::new();
+        build_tcp_packet(
+            Ipv4Addr::new(10, 99, 1, 2).into(),
+            Ipv4Addr::new(10, 99, 4, 2).into(),
+            64,
+            &repr,
+            &mut packet,
+        )
+        .unwrap();
+        packet
+    };
+    let before = forwarded(emu);
+    emu.run(move || {
+        let raw = socket2::Socket::new(
+            socket2::Domain::IPV4,
+            socket2::Type::RAW,
+            Some(socket2::Protocol::from(255)),
+        )
+        .unwrap();
+        let to: SocketAddr = "10.99.4.2:0".parse().unwrap();
+        raw.send_to(&forged, &to.into()).unwrap();
+    });
+    // Both applications learn of it by a reset, within seconds.
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut buf = [0u8; 64];
+    let client_end = stream.read(&mut buf);
+    let (received, server_end) = server.join().unwrap();
+    std::thread::sleep(Duration::from_secs(60).saturating_sub(Duration::from_secs(2)));
+    let packets = forwarded(emu) - before;
+    println!("packets across the link in the minute after the forged segment: {packets}");
+    assert!(packets < 100, "{packets} packets: a storm");
+    assert!(
+        matches!(&client_end, Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset),
+        "the client is reset: {client_end:?}"
+    );
+    assert_eq!(
+        server_end,
+        Some(std::io::ErrorKind::ConnectionReset),
+        "the server is reset, after {} bytes",
+        received.len()
+    );
+    stop(&a);
+    stop(&b);
+}
