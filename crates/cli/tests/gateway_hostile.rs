@@ -443,3 +443,271 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
     stop(&a);
     stop(&b);
 }
+
+/// A SOCKS5 CONNECT to `to` through the server at `socks`, as `user` with
+/// `password` (RFC 1928 and 1929); the stream once the server says it is
+/// connected, or the step that failed.
+fn socks_connect(socks: SocketAddr, user: &str, password: &str, to: SocketAddr) -> Result<TcpStream, String> {
+    let mut stream =
+        TcpStream::connect_timeout(&socks, Duration::from_secs(10)).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut answer = [0u8; 2];
+    let mut exchange =
+        |out: &[u8], answer: &mut [u8]| stream.write_all(out).and_then(|()| stream.read_exact(answer));
+    exchange(&[5, 1, 2], &mut answer).map_err(|e| format!("greeting: {e}"))?;
+    if answer != [5, 2] {
+        return Err(format!("method {answer:?}"));
+    }
+    let mut auth = vec![1, user.len() as u8];
+    auth.extend_from_slice(user.as_bytes());
+    auth.push(password.len() as u8);
+    auth.extend_from_slice(password.as_bytes());
+    exchange(&auth, &mut answer).map_err(|e| format!("authentication: {e}"))?;
+    if answer != [1, 0] {
+        return Err(format!("authentication status {answer:?}"));
+    }
+    let SocketAddr::V4(to) = to else { unreachable!() };
+    let mut request = vec![5, 1, 0, 1];
+    request.extend_from_slice(&to.ip().octets());
+    request.extend_from_slice(&to.port().to_be_bytes());
+    let mut reply = [0u8; 10];
+    exchange(&request, &mut reply).map_err(|e| format!("connect: {e}"))?;
+    if reply[1] != 0 {
+        return Err(format!("connect reply {}", reply[1]));
+    }
+    Ok(stream)
+}
+
+/// Whether a stream from `node` to `to` is served: answered with a byte
+/// after it says something, rather than reset or closed.
+fn served(node: &Node, to: SocketAddr, say: &'static [u8]) -> bool {
+    node.run(move || {
+        let Ok(mut stream) = TcpStream::connect_timeout(&to, Duration::from_secs(10)) else {
+            return false;
+        };
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = stream.write_all(say);
+        let mut byte = [0u8; 1];
+        matches!(stream.read(&mut byte), Ok(1))
+    })
+}
+
+/// Segments forged on the plain UDP link from the third host's own
+/// address, copied from a live link connection of gwA's (its last data
+/// segment to gwB in `capture`): a reset, a SYN and 9 bytes of data, each
+/// an IP packet whole in a datagram, as the link carries them.
+fn forged_from_capture(capture: &std::path::Path) -> Vec<Vec<u8>> {
+    use scps_proto::wire::{TcpFlags, TcpOptions, TcpRepr, build_tcp_packet};
+    let fields = common::tshark(
+        capture,
+        &[
+            "-d",
+            "udp.port==7100,ip",
+            "-o",
+            "tcp.relative_sequence_numbers:FALSE",
+            "-Y",
+            "udp.dstport == 7100 && ip.dst == 10.99.3.2 && tcp.len > 0",
+            "-T",
+            "fields",
+            "-e",
+            "tcp.seq",
+            "-e",
+            "tcp.ack",
+            "-e",
+            "tcp.len",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.dstport",
+        ],
+    );
+    let last = fields
+        .lines()
+        .last()
+        .expect("a data segment of gwA's on the link");
+    let [seq, ack, len, src_port, dst_port]: [u32; 5] = last
+        .split('\t')
+        .map(|v| v.trim().parse().unwrap())
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap();
+    let segment = |flags: TcpFlags, seq: u32, src_port: u32, payload: &'static [u8]| {
+        let repr = TcpRepr {
+            src_port: src_port as u16,
+            dst_port: dst_port as u16,
+            seq,
+            ack,
+            flags,
+            window: 1000,
+            urgent: 0,
+            options: TcpOptions::default(),
+            payload,
+        };
+        let mut packet = Vec::new();
+        build_tcp_packet(
+            Ipv4Addr::new(10, 99, 2, 2).into(),
+            Ipv4Addr::new(10, 99, 3, 2).into(),
+            64,
+            &repr,
+            &mut packet,
+        )
+        .unwrap();
+        packet
+    };
+    let next = seq.wrapping_add(len);
+    vec![
+        segment(TcpFlags::RST | TcpFlags::ACK, next, src_port, b""),
+        segment(TcpFlags::SYN, 1, src_port + 1, b""),
+        segment(TcpFlags::ACK | TcpFlags::PSH, next, src_port, b"FORGED!!\n"),
+    ]
+}
+
+#[test]
+fn strangers_on_the_plain_link_and_at_the_listeners_are_refused_and_counted() {
+    use std::os::unix::fs::PermissionsExt;
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-hostile-strangers");
+    let (gw_a, gw_b, emu, client) = (
+        testbed.node("gwA").unwrap(),
+        testbed.node("gwB").unwrap(),
+        testbed.node("emu").unwrap(),
+        testbed.node("client").unwrap(),
+    );
+    let users = dir.path().join("users");
+    std::fs::write(&users, "ops:correct horse battery\n").unwrap();
+    std::fs::set_permissions(&users, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let write = |name: &str, text: String| {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        file
+    };
+    // The plain link between the two, gwA serving SOCKS (with passwords),
+    // a port forward and its metrics on every address of its own.
+    let a = start(
+        gw_a,
+        &write(
+            "a.toml",
+            format!(
+                "[link]\nsecurity = \"none\"\nudp = \"10.99.2.2:7100\"\npeer = \"10.99.3.2:7100\"\n\
+                 [[socks]]\nlisten = \"0.0.0.0:1080\"\nusers_file = \"{}\"\n\
+                 [[forward]]\nlisten = \"0.0.0.0:2222\"\nto = \"{SERVER}\"\nclients = [\"10.99.1.0/24\"]\n\
+                 [metrics]\nlisten = \"0.0.0.0:9464\"\nclients = [\"127.0.0.1/32\"]\n",
+                users.display()
+            ),
+        ),
+    );
+    let b = start(
+        gw_b,
+        &write(
+            "b.toml",
+            format!(
+                "[link]\nsecurity = \"none\"\nudp = \"10.99.3.2:7100\"\npeer = \"10.99.2.2:7100\"\n\
+                 [[allow]]\nprefix = \"10.99.4.2/32\"\nports = \"5001\"\n[metrics]\nlisten = \"{METRICS}\"\n"
+            ),
+        ),
+    );
+    wait_ready(&[(gw_a, &a), (gw_b, &b)]);
+
+    // The client's transfer through SOCKS, which the third host records
+    // half way and attacks from its own address.
+    let listener = testbed
+        .node("server")
+        .unwrap()
+        .run(|| TcpListener::bind(SERVER))
+        .unwrap();
+    let download: Vec<u8> = (0..2_000_000u32).map(|i| (i * 7 % 253) as u8).collect();
+    let server = common::digest_server(listener, download.clone());
+    let upload: Vec<u8> = (0..3_000_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    let recording = dir.path().join("link.pcap");
+    let dumpcap = capture(emu, "a0", &recording);
+    let mut stream = client
+        .run(|| {
+            socks_connect(
+                "10.99.1.1:1080".parse().unwrap(),
+                "ops",
+                "correct horse battery",
+                SERVER.parse().unwrap(),
+            )
+        })
+        .unwrap();
+    stream.write_all(&upload[..1_000_000]).unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    end_capture(dumpcap);
+    let forged = forged_from_capture(&recording);
+    let forged_count = forged.len();
+    emu.run(move || {
+        let socket = std::net::UdpSocket::bind("10.99.3.1:7100").unwrap();
+        for packet in &forged {
+            socket.send_to(packet, "10.99.3.2:7100").unwrap();
+        }
+    });
+
+    // From the link side: SOCKS without a password and with a wrong one,
+    // the forward and the metrics, none of which serves the third host.
+    let on_link = |port: u16| SocketAddr::from(([10, 99, 2, 2], port));
+    let socks_refusals = [("ops", "wrong"), ("root", "correct horse battery")].map(|(user, password)| {
+        emu.run(move || socks_connect(on_link(1080), user, password, SERVER.parse().unwrap()))
+            .expect_err("the SOCKS server served the third host")
+    });
+    assert!(
+        socks_refusals.iter().all(|e| e.starts_with("authentication")),
+        "{socks_refusals:?}"
+    );
+    let no_method = emu.run(move || {
+        let mut stream = TcpStream::connect_timeout(&on_link(1080), Duration::from_secs(10)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        stream.write_all(&[5, 1, 0]).unwrap();
+        let mut answer = [0u8; 2];
+        stream.read_exact(&mut answer).unwrap();
+        answer
+    });
+    assert_eq!(
+        no_method,
+        [5, 0xff],
+        "SOCKS without a password: no acceptable method"
+    );
+    assert!(!served(emu, on_link(2222), b"hello"), "the forward");
+    assert!(
+        !served(emu, on_link(9464), b"GET /metrics HTTP/1.0\r\n\r\n"),
+        "the metrics"
+    );
+
+    // The transfer beside it completes, its content whole both ways.
+    stream.write_all(&upload[1_000_000..]).unwrap();
+    stream.shutdown(Shutdown::Write).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    server.join().unwrap();
+    assert_eq!(
+        &answer[..32],
+        &Sha256::digest(&upload)[..],
+        "the server read the upload whole and nothing forged"
+    );
+    assert_eq!(&answer[32..], &download[..], "the client read the download whole");
+
+    let strangers = sample(
+        &gw_b.run(|| scrape(METRICS.parse().unwrap())),
+        "scps_gateway_link_strangers_total",
+    );
+    assert_eq!(
+        strangers,
+        Some(forged_count as f64),
+        "gwB's datagrams from strangers"
+    );
+    let scraped_a = gw_a.run(|| scrape(METRICS.parse().unwrap()));
+    let refusals = |cause: &str| {
+        sample(
+            &scraped_a,
+            &format!("scps_gateway_refusals_total{{cause=\"{cause}\"}}"),
+        )
+    };
+    assert_eq!(refusals("client_not_authenticated"), Some(3.0), "{scraped_a}");
+    assert_eq!(refusals("client_not_allowed"), Some(2.0), "{scraped_a}");
+    let said_b = stop(&b);
+    stop(&a);
+    assert!(
+        said_b.contains("connections closed 1,"),
+        "gwB relayed the client's transfer only: {said_b}"
+    );
+}
