@@ -194,3 +194,50 @@ async fn a_sealed_link_carries_everything_and_takes_nothing_from_strangers() {
         "nothing dropped for want of a session"
     );
 }
+
+/// CPU time this thread has used (utime + stime of
+/// /proc/thread-self/stat, in clock ticks of 10 ms).
+fn thread_cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    // The fields after the command's closing parenthesis; utime and
+    // stime are the 14th and 15th of the whole line.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_link_comes_up_before_any_packet_and_idles_without_spinning() {
+    let (client_key, server_key) = (PrivateKey::generate().unwrap(), PrivateKey::generate().unwrap());
+    let (server_security, server_monitor) = security(&server_key, &client_key);
+    let server_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None)
+        .unwrap()
+        .secured(server_security)
+        .unwrap();
+    let server_udp = server_path.local_addr().unwrap();
+    let (client_security, client_monitor) = security(&client_key, &server_key);
+    let client_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(server_udp))
+        .unwrap()
+        .secured(client_security)
+        .unwrap();
+    let _server = Net::start(server_path, NetOptions::default()).unwrap();
+    let _client = Net::start(client_path, NetOptions::default()).unwrap();
+    // No connection: the gateway with the peer's address initiates at
+    // start, so that the first connection finds the link up.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while client_monitor.stats().handshakes_completed == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no handshake without traffic: client {:?}, server {:?}",
+            client_monitor.stats(),
+            server_monitor.stats()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Both drivers run on this thread: idle, they sleep until the link's
+    // next timer (its rekey, minutes away).
+    let before = thread_cpu_ticks();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let used = thread_cpu_ticks() - before;
+    assert!(used < 20, "{used} ticks of CPU in an idle second");
+}

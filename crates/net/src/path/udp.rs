@@ -234,6 +234,70 @@ impl UdpPath {
         self.peer.or_else(|| self.peers.destination(packet))
     }
 
+    /// Reads what has arrived into `batch`: each datagram checked (its
+    /// source, its seal or its frame check) before anything parses it.
+    fn read_datagrams(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
+        batch.clear();
+        self.take_errors();
+        let mut meta = [RecvMeta::default(); SLOTS];
+        let count = {
+            let mut slices: Vec<IoSliceMut<'_>> =
+                batch.buf.chunks_mut(SLOT_BYTES).map(IoSliceMut::new).collect();
+            let (socket, state) = (&self.socket, &self.state);
+            match socket.try_io(Interest::READABLE, || {
+                state.recv(UdpSockRef::from(socket), &mut slices, &mut meta)
+            }) {
+                Ok(count) => count,
+                Err(err) if would_block(&err) => return Ok(()),
+                // An ICMP error for an earlier datagram: a loss the
+                // engine recovers from, as on a routed path; the error
+                // queue says which peer.
+                Err(err) if is_transient(&err) => {
+                    self.take_errors();
+                    return Ok(());
+                }
+                Err(err) => return Err(NetError::io("UDP receive failed")(err)),
+            }
+        };
+        for (slot, meta) in meta.iter().take(count).enumerate() {
+            let base = slot * SLOT_BYTES;
+            let stride = meta.stride.max(1);
+            let mut start = 0;
+            while start < meta.len {
+                let end = (start + stride).min(meta.len);
+                let datagram = base + start..base + end;
+                if let Some(strangers) = self.strangers.as_ref().filter(|_| Some(meta.addr) != self.peer) {
+                    strangers.add();
+                } else if let Some(secure) = &mut self.secure {
+                    match secure.open(&batch.buf[datagram.clone()]) {
+                        Opened::Packet(packet) => {
+                            // Shorter than its datagram, it takes the
+                            // datagram's place.
+                            let packet_end = datagram.start + packet.len();
+                            batch.buf[datagram.start..packet_end].copy_from_slice(packet);
+                            batch.push_from(datagram.start..packet_end, meta.addr);
+                            self.learned_peer = Some(meta.addr);
+                        }
+                        Opened::Reply(answer) => {
+                            let _ = self.socket.try_send_to(answer, meta.addr);
+                        }
+                        Opened::Control => self.learned_peer = Some(meta.addr),
+                        Opened::Dropped(_) => {}
+                    }
+                } else {
+                    match frame_check::check(&batch.buf[datagram.clone()]) {
+                        Checked::Intact(packet) | Checked::Unchecked(packet) => {
+                            batch.push_from(datagram.start..datagram.start + packet.len(), meta.addr);
+                        }
+                        Checked::Damaged => self.damaged += 1,
+                    }
+                }
+                start = end;
+            }
+        }
+        Ok(())
+    }
+
     /// Sends the secure link's own datagrams (initiations, keepalives,
     /// packets it held for the first session) to the peer, if one is
     /// known: sent one by one, they are few.
@@ -320,66 +384,12 @@ impl PacketPath for UdpPath {
     }
 
     fn try_recv(&mut self, batch: &mut RecvBatch) -> Result<(), NetError> {
-        batch.clear();
-        self.take_errors();
-        let mut meta = [RecvMeta::default(); SLOTS];
-        let count = {
-            let mut slices: Vec<IoSliceMut<'_>> =
-                batch.buf.chunks_mut(SLOT_BYTES).map(IoSliceMut::new).collect();
-            let (socket, state) = (&self.socket, &self.state);
-            match socket.try_io(Interest::READABLE, || {
-                state.recv(UdpSockRef::from(socket), &mut slices, &mut meta)
-            }) {
-                Ok(count) => count,
-                Err(err) if would_block(&err) => return Ok(()),
-                // An ICMP error for an earlier datagram: a loss the
-                // engine recovers from, as on a routed path; the error
-                // queue says which peer.
-                Err(err) if is_transient(&err) => {
-                    self.take_errors();
-                    return Ok(());
-                }
-                Err(err) => return Err(NetError::io("UDP receive failed")(err)),
-            }
-        };
-        for (slot, meta) in meta.iter().take(count).enumerate() {
-            let base = slot * SLOT_BYTES;
-            let stride = meta.stride.max(1);
-            let mut start = 0;
-            while start < meta.len {
-                let end = (start + stride).min(meta.len);
-                let datagram = base + start..base + end;
-                if let Some(strangers) = self.strangers.as_ref().filter(|_| Some(meta.addr) != self.peer) {
-                    strangers.add();
-                } else if let Some(secure) = &mut self.secure {
-                    match secure.open(&batch.buf[datagram.clone()]) {
-                        Opened::Packet(packet) => {
-                            // Shorter than its datagram, it takes the
-                            // datagram's place.
-                            let packet_end = datagram.start + packet.len();
-                            batch.buf[datagram.start..packet_end].copy_from_slice(packet);
-                            batch.push_from(datagram.start..packet_end, meta.addr);
-                            self.learned_peer = Some(meta.addr);
-                        }
-                        Opened::Reply(answer) => {
-                            let _ = self.socket.try_send_to(answer, meta.addr);
-                        }
-                        Opened::Control => self.learned_peer = Some(meta.addr),
-                        Opened::Dropped(_) => {}
-                    }
-                } else {
-                    match frame_check::check(&batch.buf[datagram.clone()]) {
-                        Checked::Intact(packet) | Checked::Unchecked(packet) => {
-                            batch.push_from(datagram.start..datagram.start + packet.len(), meta.addr);
-                        }
-                        Checked::Damaged => self.damaged += 1,
-                    }
-                }
-                start = end;
-            }
-        }
+        let read = self.read_datagrams(batch);
+        // The secure link's timers run whether or not anything came (the
+        // wake-up may be theirs alone: the first initiation at start, a
+        // rekey on an idle link).
         self.flush_secure();
-        Ok(())
+        read
     }
 
     /// Sends runs of packets to one destination as single GSO sends: all of
