@@ -6,7 +6,7 @@
 # transparent gateways (scps-rate) start; curl fetches 1 kB from nginx
 # behind gwB at once when both say they are ready (the tunnel's
 # handshake may still be under way), again right after, and, with the
-# gateways started afresh, once 3 s after they are ready. Each line gives
+# gateways started afresh, once both say the secure link is up. Each line gives
 # curl's time to connect and to the first byte of the answer. Needs root
 # (namespaces, TPROXY).
 #
@@ -55,7 +55,7 @@ for link_security in none noise; do
   fetch "third"
   stop_gateways
   pair
-  sleep 3
-  fetch "first, 3 s after ready"
+  link_up
+  fetch "first, once the link is up"
   stop_gateways
 done

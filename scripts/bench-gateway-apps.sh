@@ -113,6 +113,7 @@ for run in "${runs[@]}"; do
       set_ends net.ipv4.tcp_congestion_control cubic
       gateway "$a" "${mode#gw-}" 10.96.1.0/24 10.96.4.0/24
       gateway "$b" "${mode#gw-}" 10.96.4.0/24 10.96.1.0/24
+      link_up
       ;;
     *) echo "unknown mode in $run" >&2; exit 2 ;;
   esac

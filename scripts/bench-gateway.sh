@@ -46,6 +46,7 @@ for run in "${runs[@]}"; do
       [[ $mode == gwplain-* ]] && link_security=none
       gateway "$a" "${mode#*-}" 10.96.1.0/24 10.96.4.0/24
       gateway "$b" "${mode#*-}" 10.96.4.0/24 10.96.1.0/24
+      link_up
       ;;
     *) echo "unknown run $run" >&2; exit 2 ;;
   esac

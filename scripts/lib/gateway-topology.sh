@@ -6,7 +6,7 @@
 #
 # The middle node routes; `scps emulate` there turns it into the link.
 # Expects $scps (the binary). Defines $c $a $e $b $s (the namespaces),
-# $work (a temporary directory), `gateway` and `stop_gateways`; removes
+# $work (a temporary directory), `gateway`, `link_up` and `stop_gateways`; removes
 # everything on exit, also on failure or Ctrl-C, and stops the processes
 # listed in $server_pids.
 
@@ -110,7 +110,9 @@ send_buffer = "4MiB"
 recv_buffer = "6MiB"
 ${gateway_extra:-}
 EOF
-  ip netns exec "$1" "$scps" gateway --config "$work/$1.toml" ${gateway_args:-} >"$work/$1.log" 2>&1 &
+  # The secure link says when it is up at level info (link_up reads it).
+  RUST_LOG=${RUST_LOG:-warn,scps_net::path::secured=info} \
+    ip netns exec "$1" "$scps" gateway --config "$work/$1.toml" ${gateway_args:-} >"$work/$1.log" 2>&1 &
   gateway_pids="${gateway_pids:-} $!"
   for _ in $(seq 200); do
     grep -q "scps gateway: ready" "$work/$1.log" && return
@@ -121,3 +123,17 @@ EOF
   exit 1
 }
 
+
+# link_up: on the secure link, returns once both gateways say it is up
+# (the first handshake, a round trip after they start), so that a
+# measurement does not count it; at once on the plain link.
+link_up() {
+  [ "${link_security:-noise}" = none ] && return
+  for _ in $(seq 200); do
+    grep -q "the secure link is up" "$work/$a.log" && grep -q "the secure link is up" "$work/$b.log" && return
+    sleep 0.05
+  done
+  echo "the secure link did not come up:" >&2
+  cat "$work/$a.log" "$work/$b.log" >&2
+  exit 1
+}

@@ -95,11 +95,18 @@ impl Secured {
             .map(|at| self.origin + at.as_duration())
     }
 
-    /// Shows the link's figures to the monitor.
+    /// Shows the link's figures to the monitor, and says when the link
+    /// first comes up (an operator's sign that the keys match).
     pub(crate) fn publish(&self) {
         let stats = self.link.stats();
         let mut shown = self.monitor.lock();
         if *shown != *stats {
+            if let (None, Some(after)) = (shown.first_session_after, stats.first_session_after) {
+                tracing::info!(
+                    after_ms = after.as_millis() as u64,
+                    "the secure link is up: the far gateway proved its key"
+                );
+            }
             *shown = stats.clone();
         }
     }
