@@ -279,38 +279,35 @@ fn a_third_host_gets_nothing_through_the_secure_link() {
     );
 }
 
-/// The fields of the last TCP segment of `capture` from the client to
-/// the server that carried data: sequence and acknowledgment numbers,
-/// length, ports and timestamps.
-fn last_data_segment(capture: &std::path::Path) -> [u32; 7] {
-    let fields = common::tshark(
-        capture,
-        &[
-            "-o",
-            "tcp.relative_sequence_numbers:FALSE",
-            "-Y",
-            "ip.src == 10.99.1.2 && tcp.len > 0",
-            "-T",
-            "fields",
-            "-e",
-            "tcp.seq",
-            "-e",
-            "tcp.ack",
-            "-e",
-            "tcp.len",
-            "-e",
-            "tcp.srcport",
-            "-e",
-            "tcp.dstport",
-            "-e",
-            "tcp.options.timestamp.tsval",
-            "-e",
-            "tcp.options.timestamp.tsecr",
-        ],
-    );
-    let last = fields.lines().last().expect("a data segment of the client's");
+/// The numeric `fields` of the last TCP segment with data that `filter`
+/// selects in `capture` (sequence numbers absolute); `decode`: tshark's
+/// `-d` rules, if the segments travel inside something.
+fn last_data_segment<const N: usize>(
+    capture: &std::path::Path,
+    decode: &[&str],
+    filter: &str,
+    fields: [&str; N],
+) -> [u32; N] {
+    let filter = format!("{filter} && tcp.len > 0");
+    let mut args = decode.to_vec();
+    args.extend([
+        "-o",
+        "tcp.relative_sequence_numbers:FALSE",
+        "-Y",
+        &filter,
+        "-T",
+        "fields",
+    ]);
+    for field in &fields {
+        args.extend(["-e", field]);
+    }
+    let printed = common::tshark(capture, &args);
+    let last = printed
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("no segment of {filter}"));
     let values: Vec<u32> = last.split('\t').map(|v| v.trim().parse().unwrap_or(0)).collect();
-    values.try_into().expect("seven fields")
+    values.try_into().expect("a value for each field")
 }
 
 /// IP packets forwarded by `node` so far.
@@ -348,7 +345,9 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
         .unwrap()
         .run(|| TcpListener::bind(SERVER))
         .unwrap();
-    // The server reads the request and waits, holding the connection.
+    // The server reads the request, says so, and waits, holding the
+    // connection.
+    let (request_read, request_arrived) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
@@ -357,7 +356,12 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
         loop {
             match stream.read(&mut buf) {
                 Ok(0) => return (received, None),
-                Ok(n) => received.extend_from_slice(&buf[..n]),
+                Ok(n) => {
+                    received.extend_from_slice(&buf[..n]);
+                    if received.ends_with(b"\n") {
+                        let _ = request_read.send(());
+                    }
+                }
                 Err(err) => return (received, Some(err.kind())),
             }
         }
@@ -373,10 +377,28 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
     stream
         .write_all(b"a request the server reads and holds\n")
         .unwrap();
-    // Its segments and their acknowledgment cross and the link falls quiet.
-    std::thread::sleep(Duration::from_secs(2));
+    // Its segments have crossed the link once the server has read it (a
+    // loaded machine can take seconds); the capture, which reads them as
+    // they cross, is given a second more before it stops.
+    request_arrived
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the request reached the server");
+    std::thread::sleep(Duration::from_secs(1));
     end_capture(dumpcap);
-    let [seq, ack, len, client_port, server_port, tsval, tsecr] = last_data_segment(&recording);
+    let [seq, ack, len, client_port, server_port, tsval, tsecr] = last_data_segment(
+        &recording,
+        &[],
+        "ip.src == 10.99.1.2",
+        [
+            "tcp.seq",
+            "tcp.ack",
+            "tcp.len",
+            "tcp.srcport",
+            "tcp.dstport",
+            "tcp.options.timestamp.tsval",
+            "tcp.options.timestamp.tsecr",
+        ],
+    );
 
     // The third host forges 9 bytes in the client's name, right after
     // what the client sent, into gwB's link side.
@@ -411,6 +433,7 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
         packet
     };
     let before = forwarded(emu);
+    let forged_at = std::time::Instant::now();
     emu.run(move || {
         let raw = socket2::Socket::new(
             socket2::Domain::IPV4,
@@ -426,7 +449,8 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
     let mut buf = [0u8; 64];
     let client_end = stream.read(&mut buf);
     let (received, server_end) = server.join().unwrap();
-    std::thread::sleep(Duration::from_secs(60).saturating_sub(Duration::from_secs(2)));
+    // The packets of the minute after the forged segment are counted.
+    std::thread::sleep(Duration::from_secs(60).saturating_sub(forged_at.elapsed()));
     let packets = forwarded(emu) - before;
     println!("packets across the link in the minute after the forged segment: {packets}");
     assert!(packets < 100, "{packets} packets: a storm");
@@ -498,39 +522,12 @@ fn served(node: &Node, to: SocketAddr, say: &'static [u8]) -> bool {
 /// an IP packet whole in a datagram, as the link carries them.
 fn forged_from_capture(capture: &std::path::Path) -> Vec<Vec<u8>> {
     use scps_proto::wire::{TcpFlags, TcpOptions, TcpRepr, build_tcp_packet};
-    let fields = common::tshark(
+    let [seq, ack, len, src_port, dst_port] = last_data_segment(
         capture,
-        &[
-            "-d",
-            "udp.port==7100,ip",
-            "-o",
-            "tcp.relative_sequence_numbers:FALSE",
-            "-Y",
-            "udp.dstport == 7100 && ip.dst == 10.99.3.2 && tcp.len > 0",
-            "-T",
-            "fields",
-            "-e",
-            "tcp.seq",
-            "-e",
-            "tcp.ack",
-            "-e",
-            "tcp.len",
-            "-e",
-            "tcp.srcport",
-            "-e",
-            "tcp.dstport",
-        ],
+        &["-d", "udp.port==7100,ip"],
+        "udp.dstport == 7100 && ip.dst == 10.99.3.2",
+        ["tcp.seq", "tcp.ack", "tcp.len", "tcp.srcport", "tcp.dstport"],
     );
-    let last = fields
-        .lines()
-        .last()
-        .expect("a data segment of gwA's on the link");
-    let [seq, ack, len, src_port, dst_port]: [u32; 5] = last
-        .split('\t')
-        .map(|v| v.trim().parse().unwrap())
-        .collect::<Vec<_>>()
-        .try_into()
-        .unwrap();
     let segment = |flags: TcpFlags, seq: u32, src_port: u32, payload: &'static [u8]| {
         let repr = TcpRepr {
             src_port: src_port as u16,

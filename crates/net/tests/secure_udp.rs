@@ -17,13 +17,23 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UdpSocket;
 
-fn security(ours: &PrivateKey, theirs: &PrivateKey) -> (LinkSecurity, SecureMonitor) {
+/// A UDP path on loopback towards `peer` (or any, without one) sealed by
+/// the secure link between `ours` and `theirs`, and its monitor.
+fn secured_path(
+    ours: &PrivateKey,
+    theirs: &PrivateKey,
+    peer: Option<SocketAddr>,
+) -> (UdpPath, SecureMonitor) {
     let monitor = SecureMonitor::default();
     let security = LinkSecurity {
         config: SecureConfig::new(ours.clone(), theirs.public_key()),
         monitor: monitor.clone(),
     };
-    (security, monitor)
+    let path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), peer)
+        .unwrap()
+        .secured(security)
+        .unwrap();
+    (path, monitor)
 }
 
 /// A relay between the client and the server that keeps a copy of every
@@ -77,18 +87,10 @@ async fn transfer(client: &Net, server: SocketAddr, upload: &[u8], expected_down
 async fn a_sealed_link_carries_everything_and_takes_nothing_from_strangers() {
     let seed = seed();
     let (client_key, server_key) = (PrivateKey::generate().unwrap(), PrivateKey::generate().unwrap());
-    let (server_security, server_monitor) = security(&server_key, &client_key);
-    let server_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None)
-        .unwrap()
-        .secured(server_security)
-        .unwrap();
+    let (server_path, server_monitor) = secured_path(&server_key, &client_key, None);
     let server_udp = server_path.local_addr().unwrap();
     let (relay_addr, recorded) = relay(server_udp).await;
-    let (client_security, client_monitor) = security(&client_key, &server_key);
-    let client_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(relay_addr))
-        .unwrap()
-        .secured(client_security)
-        .unwrap();
+    let (client_path, client_monitor) = secured_path(&client_key, &server_key, Some(relay_addr));
     let server_net = Net::start(server_path, NetOptions::default()).unwrap();
     let client_net = Net::start(client_path, NetOptions::default()).unwrap();
     let server_addr = SocketAddr::new(server_udp.ip(), PORT);
@@ -139,11 +141,7 @@ async fn a_sealed_link_carries_everything_and_takes_nothing_from_strangers() {
         tokio::task::yield_now().await;
     }
     let stranger_key = PrivateKey::generate().unwrap();
-    let (stranger_security, _) = security(&stranger_key, &server_key);
-    let stranger_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(server_udp))
-        .unwrap()
-        .secured(stranger_security)
-        .unwrap();
+    let (stranger_path, _) = secured_path(&stranger_key, &server_key, Some(server_udp));
     let options = NetOptions {
         connect_timeout: Duration::from_secs(2),
         ..NetOptions::default()
@@ -209,17 +207,9 @@ fn thread_cpu_ticks() -> u64 {
 #[tokio::test(flavor = "current_thread")]
 async fn the_link_comes_up_before_any_packet_and_idles_without_spinning() {
     let (client_key, server_key) = (PrivateKey::generate().unwrap(), PrivateKey::generate().unwrap());
-    let (server_security, server_monitor) = security(&server_key, &client_key);
-    let server_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), None)
-        .unwrap()
-        .secured(server_security)
-        .unwrap();
+    let (server_path, server_monitor) = secured_path(&server_key, &client_key, None);
     let server_udp = server_path.local_addr().unwrap();
-    let (client_security, client_monitor) = security(&client_key, &server_key);
-    let client_path = UdpPath::bind("127.0.0.1:0".parse().unwrap(), Some(server_udp))
-        .unwrap()
-        .secured(client_security)
-        .unwrap();
+    let (client_path, client_monitor) = secured_path(&client_key, &server_key, Some(server_udp));
     let _server = Net::start(server_path, NetOptions::default()).unwrap();
     let _client = Net::start(client_path, NetOptions::default()).unwrap();
     // No connection: the gateway with the peer's address initiates at
