@@ -310,6 +310,21 @@ fn last_data_segment<const N: usize>(
     values.try_into().expect("a value for each field")
 }
 
+/// The IPv4 packet of `segment` from `src` to `dst`, checksums right: what
+/// a forger who copied the link's numbers sends.
+fn forged_packet(src: [u8; 4], dst: [u8; 4], segment: &scps_proto::wire::TcpRepr<'_>) -> Vec<u8> {
+    let mut packet = Vec::new();
+    scps_proto::wire::build_tcp_packet(
+        Ipv4Addr::from(src).into(),
+        Ipv4Addr::from(dst).into(),
+        64,
+        segment,
+        &mut packet,
+    )
+    .unwrap();
+    packet
+}
+
 /// IP packets forwarded by `node` so far.
 fn forwarded(node: &Node) -> u64 {
     let snmp = node.output("cat", &["/proc/net/snmp"]).unwrap();
@@ -403,7 +418,7 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
     // The third host forges 9 bytes in the client's name, right after
     // what the client sent, into gwB's link side.
     let forged = {
-        use scps_proto::wire::{TcpFlags, TcpOptions, TcpRepr, Timestamps, build_tcp_packet};
+        use scps_proto::wire::{TcpFlags, TcpOptions, TcpRepr, Timestamps};
         let repr = TcpRepr {
             src_port: client_port as u16,
             dst_port: server_port as u16,
@@ -421,16 +436,7 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
             },
             payload: b"FORGED!!\n",
         };
-        let mut packet = Vec::new();
-        build_tcp_packet(
-            Ipv4Addr::new(10, 99, 1, 2).into(),
-            Ipv4Addr::new(10, 99, 4, 2).into(),
-            64,
-            &repr,
-            &mut packet,
-        )
-        .unwrap();
-        packet
+        forged_packet([10, 99, 1, 2], [10, 99, 4, 2], &repr)
     };
     let before = forwarded(emu);
     let forged_at = std::time::Instant::now();
@@ -521,7 +527,7 @@ fn served(node: &Node, to: SocketAddr, say: &'static [u8]) -> bool {
 /// segment to gwB in `capture`): a reset, a SYN and 9 bytes of data, each
 /// an IP packet whole in a datagram, as the link carries them.
 fn forged_from_capture(capture: &std::path::Path) -> Vec<Vec<u8>> {
-    use scps_proto::wire::{TcpFlags, TcpOptions, TcpRepr, build_tcp_packet};
+    use scps_proto::wire::{TcpFlags, TcpOptions, TcpRepr};
     let [seq, ack, len, src_port, dst_port] = last_data_segment(
         capture,
         &["-d", "udp.port==7100,ip"],
@@ -540,16 +546,7 @@ fn forged_from_capture(capture: &std::path::Path) -> Vec<Vec<u8>> {
             options: TcpOptions::default(),
             payload,
         };
-        let mut packet = Vec::new();
-        build_tcp_packet(
-            Ipv4Addr::new(10, 99, 2, 2).into(),
-            Ipv4Addr::new(10, 99, 3, 2).into(),
-            64,
-            &repr,
-            &mut packet,
-        )
-        .unwrap();
-        packet
+        forged_packet([10, 99, 2, 2], [10, 99, 3, 2], &repr)
     };
     let next = seq.wrapping_add(len);
     vec![
