@@ -27,13 +27,36 @@ const READ_CHUNK: usize = 64 * 1024;
 pub trait Connection: AsyncRead + AsyncWrite + Unpin + Send {
     /// Aborts the connection: the peer gets a reset, not an end of stream.
     fn reset(self);
+    /// Makes any close but [`Connection::close`] a reset, a close the
+    /// relay did not ask for included (the process killed, or dying of a
+    /// panic): a peer must never take a relay cut short for a whole one.
+    fn reset_unless_closed(&self);
+    /// Closes the connection once both directions ended cleanly: what is
+    /// still unsent goes, then the end of stream, as a close normally does.
+    fn close(self);
+}
+
+/// A kernel socket's linger: zero makes its close send a reset and
+/// discard what is unsent (RFC 9293 3.10.5's ABORT); none, an orderly
+/// close. It also holds when the kernel closes the socket of a process
+/// that died.
+fn set_linger(socket: &tokio::net::TcpStream, linger: Option<std::time::Duration>) {
+    if let Err(err) = socket2::SockRef::from(socket).set_linger(linger) {
+        tracing::debug!(%err, "SO_LINGER not set");
+    }
 }
 
 impl Connection for tokio::net::TcpStream {
     fn reset(self) {
-        // A zero linger makes close send a reset and discard what is
-        // unsent (RFC 9293 3.10.5's ABORT for a kernel socket).
-        let _ = socket2::SockRef::from(&self).set_linger(Some(std::time::Duration::ZERO));
+        set_linger(&self, Some(std::time::Duration::ZERO));
+    }
+
+    fn reset_unless_closed(&self) {
+        set_linger(self, Some(std::time::Duration::ZERO));
+    }
+
+    fn close(self) {
+        set_linger(&self, None);
     }
 }
 
@@ -41,6 +64,12 @@ impl Connection for scps_net::Stream {
     fn reset(self) {
         self.abort();
     }
+
+    /// The engine lives in the process: if it dies, so does the link
+    /// connection, and the far gateway learns it from the link.
+    fn reset_unless_closed(&self) {}
+
+    fn close(self) {}
 }
 
 /// The relay's clock: instants since the pump started.
@@ -89,6 +118,7 @@ where
 {
     let clock = Clock(tokio::time::Instant::now());
     let mut relay = Relay::new(Instant::ZERO, config, open_side);
+    open.reset_unless_closed();
     let mut first: End<A, F> = End::Open {
         connection: open,
         shutting_down: false,
@@ -100,7 +130,7 @@ where
     // Once the relay has asked for a shutdown or a reset, the connection
     // is closing.
     let mut closing = false;
-    std::future::poll_fn(|cx| {
+    let outcome = std::future::poll_fn(|cx| {
         loop {
             let now = clock.now();
             relay.handle_timeout(now);
@@ -141,7 +171,19 @@ where
             return Poll::Pending;
         }
     })
-    .await
+    .await;
+    if outcome == Outcome::Closed {
+        close(first);
+        close(second);
+    }
+    outcome
+}
+
+/// Closes a connection that ended cleanly in both directions.
+fn close<C: Connection, F>(end: End<C, F>) {
+    if let End::Open { connection, .. } = end {
+        connection.close();
+    }
 }
 
 /// Publishes the connection's state and the bytes relayed so far.
@@ -175,6 +217,7 @@ fn open_second<B: Connection, F: Future<Output = Result<B, OpenFailure>>>(
     match opening.as_mut().poll(cx) {
         Poll::Pending => false,
         Poll::Ready(Ok(connection)) => {
+            connection.reset_unless_closed();
             *end = End::Open {
                 connection,
                 shutting_down: false,

@@ -210,6 +210,12 @@ pub fn stop(gateway: &GatewayProcess) -> String {
     printed
 }
 
+/// Kills a gateway with SIGKILL, as a crash or the OOM killer would: it
+/// cleans nothing up.
+pub fn kill(gateway: &GatewayProcess) {
+    gateway.process.kill().unwrap();
+}
+
 /// Nothing of the transparent mode is left in `node`.
 pub fn assert_nothing_installed(node: &Node) {
     assert!(

@@ -217,10 +217,16 @@ impl UdpPath {
 
     fn take_errors(&mut self) {
         let (socket, state, unreachable) = (&self.socket, &self.state, &mut self.unreachable);
+        // The one peer every packet goes to, if any: a report about it is
+        // about every connection, whatever addresses the packets inside
+        // carry (a transparent gateway's tunnel carries the applications').
+        let sole_peer = self.peer.or(self.learned_peer.filter(|_| self.secure.is_some()));
         let _ = socket.try_io(Interest::ERROR, || {
             while let Some(error) = state.recv_transport_error(UdpSockRef::from(socket))? {
                 if matches!(error.payload, quinn_udp::TransportErrorPayload::Unreachable) {
-                    unreachable.push(error.addr.map(|addr| addr.ip()));
+                    let about_the_sole_peer = sole_peer.is_some_and(|p| error.addr.is_none_or(|a| a == p));
+                    let peer = error.addr.map(|addr| addr.ip()).filter(|_| !about_the_sole_peer);
+                    unreachable.push(peer);
                 }
             }
             Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
