@@ -27,8 +27,11 @@ use scps_testbed::{Testbed, Topology};
 const SERVER: &str = "10.99.4.2:5001";
 /// Bytes through the pair before the kill.
 const BEFORE_KILL: usize = 4 << 20;
-/// How long the far application may take to learn of it.
-const FAR_SIDE_LEARNS: Duration = Duration::from_secs(60);
+/// The gateways' `relay.link_dead_after`.
+const LINK_DEAD_AFTER: &str = "[relay]\nlink_dead_after = \"20s\"\n";
+/// How long the far application may take to learn of it: the link dead
+/// after 20 s, and the far gateway's reset.
+const FAR_SIDE_LEARNS: Duration = Duration::from_secs(30);
 
 /// The secure transparent pair, each gateway's process.
 fn pair(testbed: &Testbed, dir: &TempDir) -> (GatewayProcess, GatewayProcess) {
@@ -39,7 +42,7 @@ fn pair(testbed: &Testbed, dir: &TempDir) -> (GatewayProcess, GatewayProcess) {
         ("10.99.1.0/24", "10.99.4.0/24"),
         ("10.99.2.2:7100", "10.99.3.2:7100"),
         &keys_a,
-        "",
+        LINK_DEAD_AFTER,
     );
     let b = config_secured(
         dir,
@@ -47,7 +50,7 @@ fn pair(testbed: &Testbed, dir: &TempDir) -> (GatewayProcess, GatewayProcess) {
         ("10.99.4.0/24", "10.99.1.0/24"),
         ("10.99.3.2:7100", "10.99.2.2:7100"),
         &keys_b,
-        "",
+        LINK_DEAD_AFTER,
     );
     let (gw_a, gw_b) = (testbed.node("gwA").unwrap(), testbed.node("gwB").unwrap());
     let (a, b) = (start(gw_a, &a), start(gw_b, &b));
@@ -191,4 +194,18 @@ fn the_client_gateway_killed_mid_download_resets_the_client_and_the_server() {
     let (client, server, killed_at) = kill_midway(false, "gwA", "gateway-killed-a-download");
     assert_reset_at_once("client", &client, killed_at);
     assert_error_in_time("server", &server, killed_at);
+}
+
+#[test]
+fn the_client_gateway_killed_mid_upload_resets_the_client_and_the_server() {
+    let (client, server, killed_at) = kill_midway(true, "gwA", "gateway-killed-a-upload");
+    assert_reset_at_once("client", &client, killed_at);
+    assert_error_in_time("server", &server, killed_at);
+}
+
+#[test]
+fn the_server_gateway_killed_mid_download_resets_the_server_and_the_client() {
+    let (client, server, killed_at) = kill_midway(false, "gwB", "gateway-killed-b-download");
+    assert_reset_at_once("server", &server, killed_at);
+    assert_error_in_time("client", &client, killed_at);
 }

@@ -42,6 +42,10 @@ const BUFFER_RANGE: (u64, u64) = (4096, 1 << 30);
 const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 const DEFAULT_MEMORY: u64 = 1 << 30;
 const DEFAULT_IDLE: Duration = Duration::from_secs(2 * 3600);
+/// A far gateway silent this long while data moves is dead
+/// (`relay.link_dead_after`): its applications are reset rather than left
+/// waiting on a peer that is gone.
+const DEFAULT_LINK_DEAD_AFTER: Duration = Duration::from_secs(60);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The transparent mode's defaults: its TUN device, the interception
@@ -145,6 +149,7 @@ struct RelaySpec {
     memory: Option<Bytes>,
     idle_timeout: Option<Time>,
     connect_timeout: Option<Time>,
+    link_dead_after: Option<Time>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -581,6 +586,10 @@ struct Carriage {
     /// when the packets ride UDP between the gateways, none on the routed
     /// link (a bundle's scheduler accounts for its channels itself).
     framing_bytes: u32,
+    /// How long a link connection waits on a far gateway that falls
+    /// silent while data moves (`relay.link_dead_after`; `None`: until
+    /// the keepalive's much longer idle time).
+    dead_after: Option<Duration>,
 }
 
 impl Carriage {
@@ -606,6 +615,11 @@ impl Carriage {
                 added as u32
             } else {
                 0
+            },
+            dead_after: match spec.relay.link_dead_after {
+                Some(Time(d)) if d.is_zero() => None,
+                Some(Time(d)) => Some(d),
+                None => Some(DEFAULT_LINK_DEAD_AFTER),
             },
         }
     }
@@ -749,6 +763,7 @@ fn engine(
     };
     let mut stack = settings.resolve(direction, carriage.path_mtu)?;
     stack.config.rate_framing_bytes += carriage.framing_bytes;
+    stack.config.dead_after = carriage.dead_after;
     let rate = if stack.config.rate_auto {
         link_rate.or(stack.config.rate_bps)
     } else {
@@ -1302,6 +1317,7 @@ mod tests {
         assert!(!far.allowed.allows("10.2.0.1:22".parse().unwrap()));
         assert_eq!(far.relay.buffer, DEFAULT_BUFFER as usize);
         assert_eq!(far.relay.idle_timeout, Some(DEFAULT_IDLE));
+        assert_eq!(far.engine.config.dead_after, Some(DEFAULT_LINK_DEAD_AFTER));
         assert_eq!(
             far.max_connections, 512,
             "1 GiB holds 512 connections of two 1 MiB buffers"
@@ -1320,6 +1336,7 @@ mod tests {
             [relay]
             buffer = "4MB"
             idle_timeout = "0s"
+            link_dead_after = "0s"
             [[forward]]
             listen = "127.0.0.1:2222"
             to = "10.1.0.5:22"
@@ -1345,6 +1362,7 @@ mod tests {
         .unwrap();
         assert_eq!(fast.relay.buffer, 16 << 20, "capped");
         assert_eq!(client.relay.idle_timeout, None, "0s turns the idle timeout off");
+        assert_eq!(client.engine.config.dead_after, None, "0s leaves it to keepalive");
         assert_eq!(
             (far.metrics, far.control.as_ref()),
             (None, None),

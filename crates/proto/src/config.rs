@@ -165,6 +165,13 @@ pub struct Config {
     /// Nagle's algorithm (RFC 896, RFC 9293 3.7.4).
     pub nagle: bool,
     pub keepalive: Option<Keepalive>,
+    /// A peer that falls silent while data is moving is dead after this
+    /// long: once a segment with data has arrived, silence of half this
+    /// time starts probes (as keepalive's, three of them a sixth apart),
+    /// and the connection ends when they go unanswered. A peer that
+    /// answers (a sender that merely paused) leaves the connection to
+    /// `keepalive`'s much longer idle time. `None`: only `keepalive`.
+    pub dead_after: Option<Duration>,
     /// The user timeout (RFC 9293 3.10.7.1's USER TIMEOUT, RFC 5482): data
     /// that stays unacknowledged this long ends the connection with a
     /// timeout error, however few retransmissions that took and in a link
@@ -252,6 +259,7 @@ impl Default for Config {
             mss_adapt: false,
             nagle: true,
             keepalive: None,
+            dead_after: None,
             user_timeout: None,
             persist_min: Duration::from_secs(1),
             persist_max: Duration::from_secs(60),

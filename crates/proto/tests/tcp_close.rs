@@ -510,3 +510,68 @@ fn a_report_quoting_a_sequence_number_not_in_flight_is_not_believed() {
     assert_eq!(c.h.ep.stats().dropped("icmp_out_of_window"), 1);
     assert_eq!(c.h.ep.stats().unreachable_reports, 0);
 }
+
+#[test]
+fn a_peer_silent_while_data_moves_is_dead_after_dead_after() {
+    let keepalive = scps_proto::config::Keepalive {
+        idle: Duration::from_secs(600),
+        interval: Duration::from_secs(60),
+        probes: 10,
+    };
+    let mut c = Established::new(Config {
+        keepalive: Some(keepalive),
+        dead_after: Some(Duration::from_secs(60)),
+        ..config()
+    });
+    let data = c.peer_segment(c.snd_nxt).payload(b"upload, part one");
+    c.h.send(&data);
+    c.rcv_nxt += 16;
+    assert_eq!(c.h.read(c.conn), b"upload, part one");
+    // The delayed ACK, then silence: probes from 30 s, a sixth of 60 s
+    // apart.
+    let mut waited = c.h.advance_to_timeout();
+    c.one();
+    waited += c.h.advance_to_timeout();
+    assert_eq!(waited, Duration::from_secs(30), "the first probe");
+    c.one();
+    // The sender answers: it merely paused. Keepalive's idle time again.
+    let ack = c.peer_segment(c.snd_nxt);
+    c.h.send(&ack);
+    assert_eq!(c.h.advance_to_timeout(), Duration::from_secs(600));
+    c.one();
+    // Data again, then the sender dies.
+    let data = c.peer_segment(c.snd_nxt).payload(b"part two");
+    c.h.send(&data);
+    c.rcv_nxt += 8;
+    let mut waited = Duration::ZERO;
+    while c.h.ep.state(c.conn) != Some(State::Closed) {
+        waited += c.h.advance_to_timeout();
+        c.output();
+        assert!(waited <= Duration::from_secs(60), "still open after {waited:?}");
+    }
+    assert_eq!(waited, Duration::from_secs(60));
+    let error = ConnectionError::KeepaliveTimedOut { probes: 3 };
+    assert!(c.h.events().contains(&(c.conn, Event::Closed(Some(error)))));
+}
+
+#[test]
+fn a_peer_silent_while_our_data_awaits_its_ack_is_dead_after_dead_after() {
+    let mut c = Established::new(Config {
+        dead_after: Some(Duration::from_secs(60)),
+        ..config()
+    });
+    c.write(b"0123456789");
+    let first = c.one();
+    // An ACK of part of it, with more outstanding; then nothing more.
+    let ack = c.peer_segment(first.seq.wrapping_add(4));
+    c.h.send(&ack);
+    let mut waited = Duration::ZERO;
+    while c.h.ep.state(c.conn) != Some(State::Closed) {
+        waited += c.h.advance_to_timeout();
+        c.output();
+        assert!(waited <= Duration::from_secs(60), "still open after {waited:?}");
+    }
+    assert_eq!(waited, Duration::from_secs(60), "dead 60 s after the last ACK");
+    assert!(c.h.events().iter().any(|(conn, event)| *conn == c.conn
+        && matches!(event, Event::Closed(Some(ConnectionError::TimedOut { .. })))));
+}

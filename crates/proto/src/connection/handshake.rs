@@ -164,6 +164,7 @@ impl Connection {
             window_use: Default::default(),
             persist_due: false,
             keepalive_due: false,
+            keepalive_busy: false,
             released: false,
             want_writable: false,
             readable_signalled: false,

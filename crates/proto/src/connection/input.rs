@@ -74,9 +74,7 @@ impl Connection {
         }
         self.last_received = now;
         self.keepalive_probes = 0;
-        if let Some(keepalive) = self.config.keepalive.filter(|_| self.state.is_synchronized()) {
-            self.timers.set(Timer::Keepalive, now + keepalive.idle);
-        }
+        self.arm_keepalive(now, !seg.payload.is_empty());
         self.update_ts_recent(now, seq, seg);
 
         // Second: RST (RFC 5961 3.2: exact match resets, in-window

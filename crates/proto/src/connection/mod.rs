@@ -368,6 +368,9 @@ pub struct Connection {
     persist_due: bool,
     /// The keepalive timer fired: a probe is owed.
     keepalive_due: bool,
+    /// The keepalive timer keeps `dead_after`'s schedule: the last segment
+    /// from the peer carried data.
+    keepalive_busy: bool,
     /// The application has let go: data arriving now gets a reset.
     released: bool,
     /// The application asked for more room than the buffer had.

@@ -2,6 +2,7 @@
 
 use super::timers::Timer;
 use super::{Connection, ConnectionError, State};
+use crate::config::Keepalive;
 use crate::time::Instant;
 
 impl Connection {
@@ -161,16 +162,62 @@ impl Connection {
         self.persist_due = true;
     }
 
+    /// After a segment from the peer: when to probe it next. While data
+    /// moves (`carried_data`, with `dead_after`), after half of
+    /// `dead_after`; otherwise after keepalive's idle time, if any.
+    pub(super) fn arm_keepalive(&mut self, now: Instant, carried_data: bool) {
+        if !self.state.is_synchronized() {
+            return;
+        }
+        // Data moves if the peer sent some, or if ours awaits its ACK.
+        self.keepalive_busy = (carried_data || !self.board.is_empty()) && self.config.dead_after.is_some();
+        match self.keepalive_schedule() {
+            Some(probing) => self.timers.set(Timer::Keepalive, now + probing.idle),
+            None => self.timers.stop(Timer::Keepalive),
+        }
+    }
+
+    /// The probing in force: `dead_after`'s while data moves (probes
+    /// starting at half of it, three a sixth apart, so that the last goes
+    /// unanswered at `dead_after`), else keepalive's.
+    fn keepalive_schedule(&self) -> Option<Keepalive> {
+        match self.config.dead_after.filter(|_| self.keepalive_busy) {
+            Some(dead_after) => Some(Keepalive {
+                idle: dead_after / 2,
+                interval: dead_after / 6,
+                probes: 3,
+            }),
+            None => self.config.keepalive,
+        }
+    }
+
     /// RFC 9293 3.8.4 / RFC 1122 4.2.3.6.
     fn on_keepalive_timeout(&mut self, now: Instant) {
-        let Some(keepalive) = self.config.keepalive else {
+        let Some(keepalive) = self.keepalive_schedule() else {
             return;
         };
         if !self.state.is_synchronized() || self.state == State::TimeWait {
             return;
         }
         if !self.board.is_empty() {
-            // Data is outstanding: the retransmission timer watches the peer.
+            // Data is outstanding: the retransmissions probe the peer,
+            // and under `dead_after` its silence ends the connection.
+            if let Some(dead_after) = self.config.dead_after.filter(|_| self.keepalive_busy) {
+                let waited = now.saturating_since(self.last_received);
+                if waited >= dead_after {
+                    let retransmissions = self.consecutive_timeouts;
+                    self.close_with(
+                        now,
+                        Some(ConnectionError::TimedOut {
+                            retransmissions,
+                            waited,
+                        }),
+                    );
+                    return;
+                }
+                self.timers.set(Timer::Keepalive, self.last_received + dead_after);
+                return;
+            }
             self.timers.set(Timer::Keepalive, now + keepalive.interval);
             return;
         }
