@@ -170,7 +170,8 @@ pub struct Config {
     /// time starts probes (as keepalive's, three of them a sixth apart),
     /// and the connection ends when they go unanswered. A peer that
     /// answers (a sender that merely paused) leaves the connection to
-    /// `keepalive`'s much longer idle time. `None`: only `keepalive`.
+    /// `keepalive`'s idle time; a `keepalive` that gives up sooner rules
+    /// throughout. `None`: only `keepalive`.
     pub dead_after: Option<Duration>,
     /// The user timeout (RFC 9293 3.10.7.1's USER TIMEOUT, RFC 5482): data
     /// that stays unacknowledged this long ends the connection with a

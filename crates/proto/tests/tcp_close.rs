@@ -575,3 +575,28 @@ fn a_peer_silent_while_our_data_awaits_its_ack_is_dead_after_dead_after() {
     assert!(c.h.events().iter().any(|(conn, event)| *conn == c.conn
         && matches!(event, Event::Closed(Some(ConnectionError::TimedOut { .. })))));
 }
+
+#[test]
+fn a_keepalive_shorter_than_dead_after_still_rules_while_data_moves() {
+    let keepalive = scps_proto::config::Keepalive {
+        idle: Duration::from_secs(1),
+        interval: Duration::from_secs(1),
+        probes: 2,
+    };
+    let mut c = Established::new(Config {
+        keepalive: Some(keepalive),
+        dead_after: Some(Duration::from_secs(60)),
+        delayed_ack: None,
+        ..config()
+    });
+    let data = c.peer_segment(c.snd_nxt).payload(b"data");
+    c.h.send(&data);
+    c.rcv_nxt += 4;
+    let mut waited = Duration::ZERO;
+    while c.h.ep.state(c.conn) != Some(State::Closed) {
+        waited += c.h.advance_to_timeout();
+        c.output();
+        assert!(waited <= Duration::from_secs(3), "still open after {waited:?}");
+    }
+    assert_eq!(waited, Duration::from_secs(3), "keepalive's 1 s and two probes");
+}

@@ -177,17 +177,24 @@ impl Connection {
         }
     }
 
-    /// The probing in force: `dead_after`'s while data moves (probes
+    /// The probing in force: while data moves, `dead_after`'s (probes
     /// starting at half of it, three a sixth apart, so that the last goes
-    /// unanswered at `dead_after`), else keepalive's.
+    /// unanswered at `dead_after`) unless keepalive's gives up sooner;
+    /// otherwise keepalive's.
     fn keepalive_schedule(&self) -> Option<Keepalive> {
-        match self.config.dead_after.filter(|_| self.keepalive_busy) {
-            Some(dead_after) => Some(Keepalive {
+        let busy = self
+            .config
+            .dead_after
+            .filter(|_| self.keepalive_busy)
+            .map(|dead_after| Keepalive {
                 idle: dead_after / 2,
                 interval: dead_after / 6,
                 probes: 3,
-            }),
-            None => self.config.keepalive,
+            });
+        let gives_up_after = |k: &Keepalive| k.idle + k.interval * k.probes;
+        match (busy, self.config.keepalive) {
+            (Some(busy), Some(idle)) if gives_up_after(&idle) < gives_up_after(&busy) => Some(idle),
+            (busy, idle) => busy.or(idle),
         }
     }
 
