@@ -26,7 +26,9 @@ use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use common::TempDir;
-use common::gateways::{capture, config_secured, config_with, end_capture, start, stop, wait_ready};
+use common::gateways::{
+    capture, config_secured, config_with, end_capture, serve_digest, start, stop, wait_ready,
+};
 use common::metrics::{sample, scrape};
 use scps_testbed::{Node, Testbed, Topology};
 use sha2::{Digest, Sha256};
@@ -37,12 +39,7 @@ const METRICS: &str = "127.0.0.1:9464";
 /// A transfer through the pair in the background: an upload and the
 /// server's digest and download; the client's view of what came back.
 fn transfer(testbed: &Testbed, upload: Vec<u8>, download: Vec<u8>) -> std::thread::JoinHandle<Vec<u8>> {
-    let listener = testbed
-        .node("server")
-        .unwrap()
-        .run(|| TcpListener::bind(SERVER))
-        .unwrap();
-    let server = common::digest_server(listener, download);
+    let server = serve_digest(testbed, SERVER, download);
     let server_addr: SocketAddr = SERVER.parse().unwrap();
     let mut stream = testbed
         .node("client")
@@ -604,13 +601,8 @@ fn strangers_on_the_plain_link_and_at_the_listeners_are_refused_and_counted() {
 
     // The client's transfer through SOCKS, which the third host records
     // half way and attacks from its own address.
-    let listener = testbed
-        .node("server")
-        .unwrap()
-        .run(|| TcpListener::bind(SERVER))
-        .unwrap();
     let download: Vec<u8> = (0..2_000_000u32).map(|i| (i * 7 % 253) as u8).collect();
-    let server = common::digest_server(listener, download.clone());
+    let server = serve_digest(&testbed, SERVER, download.clone());
     let upload: Vec<u8> = (0..3_000_000u32).map(|i| (i * 13 % 251) as u8).collect();
     let recording = dir.path().join("link.pcap");
     let dumpcap = capture(emu, "a0", &recording);

@@ -29,7 +29,8 @@ use std::time::Duration;
 use common::TempDir;
 use common::gateways::{
     SCPS, assert_nothing_installed, capture, config, config_bundled, config_prefixes, config_secured,
-    config_with, end_capture, reload, start, start_pair, start_pair_with, start_with, stop, wait_ready,
+    config_with, end_capture, reload, serve_digest, start, start_pair, start_pair_with, start_with, stop,
+    wait_ready,
 };
 use common::metrics::{sample, scrape};
 use scps_testbed::{Output, Testbed, Topology};
@@ -103,13 +104,8 @@ fn carry_keeping_the_client_address(testbed: &Testbed, dir: &TempDir, configs: [
     let b = start(gw_b, &configs[1]);
     wait_ready(&[(gw_a, &a), (gw_b, &b)]);
 
-    let listener = testbed
-        .node("server")
-        .unwrap()
-        .run(|| TcpListener::bind(SERVER))
-        .unwrap();
     let download: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 253) as u8).collect();
-    let server = common::digest_server(listener, download.clone());
+    let server = serve_digest(testbed, SERVER, download.clone());
     let server_addr: SocketAddr = SERVER.parse().unwrap();
     let mut stream = testbed
         .node("client")

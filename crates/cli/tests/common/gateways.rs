@@ -210,6 +210,21 @@ pub fn stop(gateway: &GatewayProcess) -> String {
     printed
 }
 
+/// A digest server (`common::digest_server`) listening on `at` in the
+/// testbed's server node, answering with `download`.
+pub fn serve_digest(
+    testbed: &Testbed,
+    at: &'static str,
+    download: Vec<u8>,
+) -> std::thread::JoinHandle<std::net::SocketAddr> {
+    let listener = testbed
+        .node("server")
+        .unwrap()
+        .run(move || std::net::TcpListener::bind(at))
+        .unwrap();
+    super::digest_server(listener, download)
+}
+
 /// Kills a gateway with SIGKILL, as a crash or the OOM killer would: it
 /// cleans nothing up.
 pub fn kill(gateway: &GatewayProcess) {
