@@ -121,6 +121,14 @@ pub enum Refusal {
     /// SOCKS5: it did not offer, or failed, username/password
     /// authentication.
     NotAuthenticated,
+    /// Its source already has its share of handshakes under way
+    /// (`relay.max_handshakes_per_source`).
+    SourceHandshakes,
+    /// All the places for handshakes are held (`relay.max_handshakes`).
+    AllHandshakes,
+    /// The gateway holds as many split connections as it may
+    /// (`relay.max_connections`, or what `relay.memory` allows).
+    ConnectionLimit,
 }
 
 impl Refusal {
@@ -128,25 +136,38 @@ impl Refusal {
         match self {
             Refusal::NotAllowed => "client_not_allowed",
             Refusal::NotAuthenticated => "client_not_authenticated",
+            Refusal::SourceHandshakes => "handshakes_of_source",
+            Refusal::AllHandshakes => "handshakes_full",
+            Refusal::ConnectionLimit => "over_limit",
+        }
+    }
+
+    /// Whether the cause lies with the client (logged once per source),
+    /// or with the gateway's state (logged once whoever meets it).
+    fn is_the_clients(self) -> bool {
+        match self {
+            Refusal::NotAllowed | Refusal::NotAuthenticated | Refusal::SourceHandshakes => true,
+            Refusal::AllHandshakes | Refusal::ConnectionLimit => false,
         }
     }
 }
 
-/// Says whether a refusal is news: the first of its cause from its source
-/// in [`LOG_EVERY`].
+/// Says whether a refusal is news: the first of its cause in
+/// [`LOG_EVERY`], from its source if the cause is the client's.
 #[derive(Debug, Default)]
 pub struct RefusalLog {
-    logged: Mutex<HashMap<(Refusal, IpAddr), Instant>>,
+    logged: Mutex<HashMap<(Refusal, Option<IpAddr>), Instant>>,
 }
 
 impl RefusalLog {
-    /// Logs (at most once a minute per source and cause) that `client` was
-    /// turned away by `listener` for `refusal`.
+    /// Logs (at most once a minute per cause, and per source for a cause
+    /// that is the client's) that `client` was turned away by `listener`
+    /// for `refusal`.
     pub fn refused(&self, listener: &str, client: SocketAddr, refusal: Refusal, detail: &str) {
         let now = Instant::now();
         let news = {
             let mut logged = self.logged.lock().unwrap_or_else(|p| p.into_inner());
-            let key = (refusal, client.ip());
+            let key = (refusal, refusal.is_the_clients().then_some(client.ip()));
             let news = logged
                 .get(&key)
                 .is_none_or(|at| now.duration_since(*at) >= LOG_EVERY);
@@ -167,7 +188,7 @@ impl RefusalLog {
                 %client,
                 cause = refusal.name(),
                 detail,
-                "client turned away (logged once a minute per source and cause; all are counted)"
+                "turned away (logged once a minute per cause, and per source for the client's own; all are counted)"
             );
         }
     }

@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use crate::clients::{Clients, ClientsSpec};
 use crate::explicit::{AllowRule, Allowed};
+use crate::handshakes::HandshakeLimits;
 use crate::relay::RelayConfig;
 use crate::request::{Destination, host_name};
 use crate::routes::{Carried, Route, RouteMatch, RouteTable};
@@ -150,6 +151,9 @@ struct RelaySpec {
     idle_timeout: Option<Time>,
     connect_timeout: Option<Time>,
     link_dead_after: Option<Time>,
+    handshake_timeout: Option<Time>,
+    max_handshakes: Option<usize>,
+    max_handshakes_per_source: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -260,6 +264,9 @@ pub struct GatewayConfig {
     pub max_connections: usize,
     /// How long the far gateway waits for a destination to answer.
     pub connect_timeout: Duration,
+    /// The SOCKS5 handshakes' deadline and places (`relay.handshake_timeout`,
+    /// `relay.max_handshakes`, `relay.max_handshakes_per_source`).
+    pub handshakes: HandshakeLimits,
     pub forwards: Vec<Forward>,
     /// The SOCKS5 servers.
     pub socks: Vec<Socks>,
@@ -320,6 +327,10 @@ impl GatewayConfig {
             (
                 self.connect_timeout != new.connect_timeout,
                 "relay.connect_timeout",
+            ),
+            (
+                self.handshakes != new.handshakes,
+                "relay.handshake_timeout, max_handshakes and max_handshakes_per_source",
             ),
             (self.metrics != new.metrics, "[metrics]"),
             (self.control != new.control, "control.socket"),
@@ -555,6 +566,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
     if connect_timeout.is_zero() {
         return Err(Error::invalid("relay.connect_timeout", "0s", "a time above zero"));
     }
+    let handshakes = handshake_limits(&spec.relay)?;
     Ok(GatewayConfig {
         link,
         security,
@@ -564,12 +576,39 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         relay,
         max_connections,
         connect_timeout,
+        handshakes,
         forwards,
         socks,
         allowed: Allowed { rules },
         capture: None,
         metrics: spec.metrics.as_ref().map(metrics).transpose()?,
         control: spec.control.as_ref().map(control).transpose()?,
+    })
+}
+
+/// The handshakes' deadline and places, each above zero.
+fn handshake_limits(relay: &RelaySpec) -> Result<HandshakeLimits, Error> {
+    let defaults = HandshakeLimits::default();
+    let timeout = relay.handshake_timeout.map_or(defaults.timeout, |t| t.0);
+    if timeout.is_zero() {
+        return Err(Error::invalid(
+            "relay.handshake_timeout",
+            "0s",
+            "a time above zero",
+        ));
+    }
+    let at_least_one = |key: &str, value: Option<usize>, default: usize| match value {
+        Some(0) => Err(Error::invalid(key, 0, "at least 1")),
+        value => Ok(value.unwrap_or(default)),
+    };
+    Ok(HandshakeLimits {
+        timeout,
+        total: at_least_one("relay.max_handshakes", relay.max_handshakes, defaults.total)?,
+        per_source: at_least_one(
+            "relay.max_handshakes_per_source",
+            relay.max_handshakes_per_source,
+            defaults.per_source,
+        )?,
     })
 }
 
@@ -1460,6 +1499,14 @@ mod tests {
             (
                 format!("{FAR}\n[relay]\nmax_connections = 0"),
                 "relay.max_connections = 0",
+            ),
+            (
+                format!("{FAR}\n[relay]\nhandshake_timeout = \"0s\""),
+                "relay.handshake_timeout = 0s",
+            ),
+            (
+                format!("{FAR}\n[relay]\nmax_handshakes_per_source = 0"),
+                "relay.max_handshakes_per_source = 0",
             ),
             (format!("{FAR}\n[engine]\nprotocol = \"tcp-fast\""), "tcp-fast"),
             (

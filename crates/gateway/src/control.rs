@@ -358,7 +358,7 @@ mod tests {
             .expect("a required socket is there or an error");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "private");
-        let _permit = counters.admit().unwrap();
+        let _permit = counters.admit("test", "10.1.0.5:40000".parse().unwrap()).unwrap();
         let listing = live.list("10.1.0.5:40000".parse().unwrap(), "forward:127.0.0.1:2222");
         listing.set_destination("files.example:22");
         listing.progress().publish(

@@ -19,16 +19,21 @@ use crate::clients::{Clients, Refusal, RefusalLog};
 use crate::pump::Connection;
 use crate::relay::Outcome;
 
-/// The relay tasks one listener started: each keeps its connection's
-/// place until it ends, and those that ended are reaped as new ones
-/// start (so the set holds no more than the connections alive).
+/// The relay tasks one listener started: each keeps its place (a split
+/// connection's, or a handshake's) until it ends, and those that ended
+/// are reaped as new ones start (so the set holds no more than the
+/// connections alive).
 #[derive(Debug, Default)]
 pub(crate) struct Relays(tokio::task::JoinSet<()>);
 
 impl Relays {
-    pub(crate) fn spawn(&mut self, permit: Permit, relay: impl Future<Output = ()> + Send + 'static) {
+    pub(crate) fn spawn<P: Send + 'static>(
+        &mut self,
+        place: P,
+        relay: impl Future<Output = ()> + Send + 'static,
+    ) {
         self.0.spawn(async move {
-            let _permit = permit;
+            let _place = place;
             relay.await;
         });
         while self.0.try_join_next().is_some() {}
@@ -40,31 +45,43 @@ impl Relays {
 pub(crate) const ACCEPT_RETRY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The next LAN connection on `listener` (named `name` in logs) from one
-/// of `clients` that the gateway has room for, with its place: one from
-/// anyone else is reset, counted and logged (`clients.rs`), one beyond
-/// the limit is reset at once.
-pub(crate) async fn accept_admitted(
+/// of `clients`: one from anyone else is reset, counted and logged
+/// (`clients.rs`).
+pub(crate) async fn accept_client(
     listener: &tokio::net::TcpListener,
     (name, clients): (&str, &Clients),
-    counters: &Arc<Counters>,
-) -> (tokio::net::TcpStream, std::net::SocketAddr, Permit) {
+    counters: &Counters,
+) -> (tokio::net::TcpStream, std::net::SocketAddr) {
     loop {
         match listener.accept().await {
             Ok((lan, client)) if !clients.admits(client.ip()) => {
                 counters.turn_away(name, client, Refusal::NotAllowed, "not in the listener's clients");
                 lan.reset();
             }
-            Ok((lan, client)) => match counters.admit() {
-                Some(permit) => {
-                    let _ = lan.set_nodelay(true);
-                    return (lan, client, permit);
-                }
-                None => lan.reset(),
-            },
+            Ok((lan, client)) => {
+                let _ = lan.set_nodelay(true);
+                return (lan, client);
+            }
             Err(err) => {
                 tracing::warn!(%err, "accept failed");
                 tokio::time::sleep(ACCEPT_RETRY).await;
             }
+        }
+    }
+}
+
+/// [`accept_client`], with a place among the split connections the
+/// gateway holds: one beyond the limit is reset at once.
+pub(crate) async fn accept_admitted(
+    listener: &tokio::net::TcpListener,
+    (name, clients): (&str, &Clients),
+    counters: &Arc<Counters>,
+) -> (tokio::net::TcpStream, std::net::SocketAddr, Permit) {
+    loop {
+        let (lan, client) = accept_client(listener, (name, clients), counters).await;
+        match counters.admit(name, client) {
+            Some(permit) => return (lan, client, permit),
+            None => lan.reset(),
         }
     }
 }
@@ -95,6 +112,14 @@ pub struct Counters {
     /// them: not in its allow-list, or not authenticated (SOCKS5).
     pub client_not_allowed: AtomicU64,
     pub client_not_authenticated: AtomicU64,
+    /// SOCKS5 clients refused before their handshake began: their source
+    /// had its share of handshakes under way, or all the places were
+    /// held (`handshakes.rs`).
+    pub handshakes_of_source: AtomicU64,
+    pub handshakes_full: AtomicU64,
+    /// SOCKS5 clients that did not finish their handshake within the
+    /// deadline.
+    pub handshake_timed_out: AtomicU64,
     refusal_log: RefusalLog,
     active: AtomicUsize,
     limit: usize,
@@ -129,6 +154,9 @@ impl Counters {
             socks_refused: AtomicU64::new(0),
             client_not_allowed: AtomicU64::new(0),
             client_not_authenticated: AtomicU64::new(0),
+            handshakes_of_source: AtomicU64::new(0),
+            handshakes_full: AtomicU64::new(0),
+            handshake_timed_out: AtomicU64::new(0),
             refusal_log: RefusalLog::default(),
             plain_retries: AtomicU64::new(0),
             active: AtomicUsize::new(0),
@@ -137,9 +165,10 @@ impl Counters {
         }
     }
 
-    /// A place for one more split connection, or `None` (counted and
-    /// logged) at the limit.
-    pub fn admit(self: &Arc<Self>) -> Option<Permit> {
+    /// A place for one more split connection, from `client` on
+    /// `listener`, or `None` (counted, and logged once a minute) at the
+    /// limit.
+    pub fn admit(self: &Arc<Self>, listener: &str, client: std::net::SocketAddr) -> Option<Permit> {
         let admitted = self
             .active
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |active| {
@@ -149,17 +178,14 @@ impl Counters {
         if admitted {
             return Some(Permit(self.clone()));
         }
-        let over = self.over_limit.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::info!(
-            limit = self.limit,
-            turned_away = over,
-            "at the connection limit: connection turned away"
-        );
+        let detail = format!("{} split connections held, the limit", self.limit);
+        self.turn_away(listener, client, Refusal::ConnectionLimit, &detail);
         None
     }
 
     /// Counts `client`, turned away by `listener` for `refusal`, and logs
-    /// it if it is news (once a minute per source and cause).
+    /// it if it is news (once a minute per cause, and per source for a
+    /// cause that is the client's).
     pub(crate) fn turn_away(
         &self,
         listener: &str,
@@ -170,6 +196,9 @@ impl Counters {
         let counter = match refusal {
             Refusal::NotAllowed => &self.client_not_allowed,
             Refusal::NotAuthenticated => &self.client_not_authenticated,
+            Refusal::SourceHandshakes => &self.handshakes_of_source,
+            Refusal::AllHandshakes => &self.handshakes_full,
+            Refusal::ConnectionLimit => &self.over_limit,
         };
         counter.fetch_add(1, Ordering::Relaxed);
         self.refusal_log.refused(listener, client, refusal, detail);
@@ -224,6 +253,9 @@ impl Counters {
             socks_refused: get(&self.socks_refused),
             client_not_allowed: get(&self.client_not_allowed),
             client_not_authenticated: get(&self.client_not_authenticated),
+            handshakes_of_source: get(&self.handshakes_of_source),
+            handshakes_full: get(&self.handshakes_full),
+            handshake_timed_out: get(&self.handshake_timed_out),
             plain_retries: get(&self.plain_retries),
         }
     }
@@ -255,6 +287,14 @@ pub struct CountersSnapshot {
     pub client_not_allowed: u64,
     #[serde(default)]
     pub client_not_authenticated: u64,
+    /// SOCKS5 handshakes refused (their source's share held, or all the
+    /// places), and those that missed their deadline.
+    #[serde(default)]
+    pub handshakes_of_source: u64,
+    #[serde(default)]
+    pub handshakes_full: u64,
+    #[serde(default)]
+    pub handshake_timed_out: u64,
     pub plain_retries: u64,
 }
 
@@ -264,7 +304,9 @@ impl CountersSnapshot {
         format!(
             "connections closed {}, reset {}, refused at the far end {}, idle {}, turned away at the limit {}, \
              reset for want of a route {}, link connections turned down {}, SOCKS5 requests not relayed {}, \
-             retried without SCPS {}, clients not allowed {}, clients not authenticated {}",
+             retried without SCPS {}, clients not allowed {}, clients not authenticated {}, \
+             handshakes refused for their source {}, handshakes refused with every place held {}, \
+             handshakes timed out {}",
             self.closed,
             self.reset,
             self.refused,
@@ -276,6 +318,9 @@ impl CountersSnapshot {
             self.plain_retries,
             self.client_not_allowed,
             self.client_not_authenticated,
+            self.handshakes_of_source,
+            self.handshakes_full,
+            self.handshake_timed_out,
         )
     }
 }
@@ -287,14 +332,18 @@ mod tests {
     #[test]
     fn the_limit_turns_away_the_one_too_many_and_frees_a_place_on_drop() {
         let counters = Arc::new(Counters::new(2));
-        let first = counters.admit().unwrap();
-        let _second = counters.admit().unwrap();
-        assert!(counters.admit().is_none());
+        let client: std::net::SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        let first = counters.admit("test", client).unwrap();
+        let _second = counters.admit("test", client).unwrap();
+        assert!(counters.admit("test", client).is_none());
         assert_eq!(counters.over_limit.load(Ordering::Relaxed), 1);
         assert_eq!(counters.active(), 2);
         drop(first);
         assert_eq!(counters.active(), 1);
-        assert!(counters.admit().is_some(), "a place freed is taken again");
+        assert!(
+            counters.admit("test", client).is_some(),
+            "a place freed is taken again"
+        );
         assert!(counters.summary().contains("turned away at the limit 1"));
         let snapshot = counters.snapshot();
         assert_eq!((snapshot.held, snapshot.limit, snapshot.over_limit), (1, 2, 1));

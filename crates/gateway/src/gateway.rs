@@ -23,8 +23,10 @@ use crate::clients::Refusal;
 use crate::config::{ExplicitLink, Forward, GatewayConfig, Socks};
 use crate::control::{ControlError, ControlSocket};
 pub use crate::counters::Counters;
-use crate::counters::{Relays, accept_admitted};
+use crate::counters::{Relays, accept_admitted, accept_client};
 use crate::explicit::{FarConfig, FarLink, relay_to_far_listed, serve_link_listed};
+use crate::handshakes::{Full, Handshakes};
+use crate::pump::Connection;
 use crate::registry::LiveConnections;
 use crate::relay::RelayConfig;
 use crate::routes::Routes;
@@ -308,6 +310,8 @@ async fn start_explicit(
                 live.clone(),
             ));
         }
+        // One set of places for the handshakes of every SOCKS5 server.
+        let handshakes = Handshakes::new(config.handshakes);
         for socks in &config.socks {
             let listener = TcpListener::bind(socks.listen)
                 .await
@@ -320,8 +324,8 @@ async fn start_explicit(
             tasks.spawn(serve_socks(
                 listener,
                 socks.clone(),
-                far.clone(),
-                config.relay,
+                (far.clone(), config.relay),
+                handshakes.clone(),
                 counters.clone(),
                 live.clone(),
             ));
@@ -389,12 +393,12 @@ async fn serve_far(
 ) {
     let mut relays = Relays::default();
     while let Ok(link) = listener.accept().await {
-        let Some(permit) = counters.admit() else {
+        let peer = link.peer_addr();
+        let Some(permit) = counters.admit(FAR_ROUTE, peer) else {
             link.abort();
             continue;
         };
         let (far, counters) = (far.clone(), counters.clone());
-        let peer = link.peer_addr();
         let listing = live.list(peer, FAR_ROUTE);
         relays.spawn(permit, async move {
             match serve_link_listed(link, &far, &listing).await {
@@ -433,11 +437,15 @@ async fn serve_forward(
     }
 }
 
+/// The SOCKS5 server on `listener`: each client allowed in takes a place
+/// among the handshakes (`handshakes.rs`), and one among the split
+/// connections only once its handshake is done, so that handshakes left
+/// unfinished cannot fill the places real connections need.
 async fn serve_socks(
     listener: TcpListener,
     server: Socks,
-    far: FarLink,
-    relay: RelayConfig,
+    (far, relay): (FarLink, RelayConfig),
+    handshakes: Arc<Handshakes>,
     counters: Arc<Counters>,
     live: Arc<LiveConnections>,
 ) {
@@ -445,23 +453,64 @@ async fn serve_socks(
     let server = Arc::new(server);
     let mut relays = Relays::default();
     loop {
-        let (lan, client, permit) = accept_admitted(&listener, (&route, &server.clients), &counters).await;
-        let listing = live.list(client, route.as_str());
-        let (far, counters, server, route) = (far.clone(), counters.clone(), server.clone(), route.clone());
-        relays.spawn(permit, async move {
-            match socks::serve(lan, far, server.users.as_ref(), relay, &listing).await {
+        let (mut lan, client) = accept_client(&listener, (&route, &server.clients), &counters).await;
+        let place = match handshakes.begin(client.ip()) {
+            Ok(place) => place,
+            Err(full) => {
+                let (refusal, detail) = match full {
+                    Full::Source => (
+                        Refusal::SourceHandshakes,
+                        "its source has its share of handshakes under way",
+                    ),
+                    Full::Total => (Refusal::AllHandshakes, "every place for a handshake is held"),
+                };
+                counters.turn_away(&route, client, refusal, detail);
+                lan.reset();
+                continue;
+            }
+        };
+        let (far, counters, server, route, live) = (
+            far.clone(),
+            counters.clone(),
+            server.clone(),
+            route.clone(),
+            live.clone(),
+        );
+        let deadline = handshakes.limits().timeout;
+        relays.spawn(place, async move {
+            let handshake = socks::read_handshake(&mut lan, server.users.as_ref(), deadline).await;
+            let destination = match handshake {
+                Ok(destination) => destination,
+                Err(refusal) => return socks_refused(&counters, (&route, client), refusal),
+            };
+            let Some(_permit) = counters.admit(&route, client) else {
+                return socks::refuse(lan).await;
+            };
+            let listing = live.list(client, route.as_str());
+            match socks::relay(lan, destination, far, relay, &listing).await {
                 Ok(outcome) => {
                     tracing::info!(%client, %outcome, "SOCKS5 connection ended");
                     counters.count(outcome);
                 }
-                Err(socks::SocksRefusal::NotAuthenticated(error)) => {
-                    counters.turn_away(&route, client, Refusal::NotAuthenticated, &error.to_string());
-                }
-                Err(refusal) => {
-                    tracing::info!(%client, %refusal, "SOCKS5 request not relayed");
-                    counters.socks_refused.fetch_add(1, Ordering::Relaxed);
-                }
+                Err(refusal) => socks_refused(&counters, (&route, client), refusal),
             }
         });
+    }
+}
+
+/// Counts, and logs, a SOCKS5 client that was not relayed.
+fn socks_refused(counters: &Counters, (route, client): (&str, SocketAddr), refusal: socks::SocksRefusal) {
+    match refusal {
+        socks::SocksRefusal::NotAuthenticated(error) => {
+            counters.turn_away(route, client, Refusal::NotAuthenticated, &error.to_string());
+        }
+        socks::SocksRefusal::Slow(_) => {
+            tracing::info!(%client, %refusal, "SOCKS5 handshake timed out");
+            counters.handshake_timed_out.fetch_add(1, Ordering::Relaxed);
+        }
+        refusal => {
+            tracing::info!(%client, %refusal, "SOCKS5 request not relayed");
+            counters.socks_refused.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }

@@ -28,6 +28,7 @@ pub mod counters;
 pub mod exchange;
 pub mod explicit;
 pub mod gateway;
+pub mod handshakes;
 pub mod http;
 pub mod keys;
 mod metrics;

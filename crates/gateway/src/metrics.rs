@@ -148,6 +148,9 @@ impl Collector for GatewayMetrics {
                 ("socks_refused", counts.socks_refused),
                 ("client_not_allowed", counts.client_not_allowed),
                 ("client_not_authenticated", counts.client_not_authenticated),
+                ("handshakes_of_source", counts.handshakes_of_source),
+                ("handshakes_full", counts.handshakes_full),
+                ("handshake_timed_out", counts.handshake_timed_out),
                 ("plain_retries", counts.plain_retries),
             ]
             .map(|(cause, count)| ([("cause", cause)], ConstCounter::new(count))),

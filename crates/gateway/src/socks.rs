@@ -33,9 +33,6 @@ const AUTH_VERSION: u8 = 1;
 const AUTH_SUCCEEDED: u8 = 0;
 const AUTH_FAILED: u8 = 1;
 
-/// How long a client may take over its greeting and request.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// SOCKS5's reply codes (RFC 1928 section 6) that the gateway sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reply {
@@ -256,8 +253,8 @@ pub enum SocksRefusal {
     NotAuthenticated(SocksError),
     #[error("the client closed during its handshake")]
     Truncated,
-    #[error("no whole handshake within {HANDSHAKE_TIMEOUT:?}")]
-    Slow,
+    #[error("no whole handshake within {0:?}")]
+    Slow(Duration),
     #[error("{destination}: the far end {failure}")]
     Far {
         destination: Destination,
@@ -267,27 +264,45 @@ pub enum SocksRefusal {
     Io(#[from] std::io::Error),
 }
 
-/// Serves one SOCKS5 client: its handshake, the link connection to the
-/// far gateway, the reply, and the relay, shown in `listing`.
-pub async fn serve(
-    mut client: TcpStream,
-    far: FarLink,
+/// Reads one client's handshake (greeting, authentication if the server
+/// has `users`, request) within `deadline`: the destination it asks for.
+/// A malformed one is answered with SOCKS5's reply where it has one.
+pub async fn read_handshake(
+    client: &mut TcpStream,
     users: Option<&Users>,
-    config: RelayConfig,
-    listing: &Listing,
-) -> Result<Outcome, SocksRefusal> {
-    let destination = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut client, users)).await {
-        Ok(Ok(destination)) => destination,
+    deadline: Duration,
+) -> Result<Destination, SocksRefusal> {
+    match tokio::time::timeout(deadline, handshake(client, users)).await {
+        Ok(Ok(destination)) => Ok(destination),
         Ok(Err(refusal)) => {
             if let SocksRefusal::Protocol(error) = &refusal
                 && let Some(reply) = error.reply()
             {
                 let _ = client.write_all(&encode_reply(reply)).await;
             }
-            return Err(refusal);
+            Err(refusal)
         }
-        Err(_) => return Err(SocksRefusal::Slow),
-    };
+        Err(_) => Err(SocksRefusal::Slow(deadline)),
+    }
+}
+
+/// Turns away a client whose handshake is done, for want of a place among
+/// the split connections: SOCKS5's general failure, then a reset.
+pub async fn refuse(mut client: TcpStream) {
+    let _ = client.write_all(&encode_reply(Reply::GeneralFailure)).await;
+    client.reset();
+}
+
+/// Carries a client whose handshake asked for `destination`: the link
+/// connection to the far gateway, the reply, and the relay, shown in
+/// `listing`.
+pub async fn relay(
+    mut client: TcpStream,
+    destination: Destination,
+    far: FarLink,
+    config: RelayConfig,
+    listing: &Listing,
+) -> Result<Outcome, SocksRefusal> {
     listing.set_destination(&destination);
     let link = match far.open(&destination).await {
         Ok(link) => {

@@ -245,11 +245,11 @@ fn unanswered_or_reset(err: &NetError) -> bool {
 async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) {
     let mut relays = Relays::default();
     while let Ok(link) = listener.accept().await {
-        let Some(permit) = relaying.counters.admit() else {
+        let (client, server) = (link.peer_addr(), link.local_addr());
+        let Some(permit) = relaying.counters.admit("transparent link", client) else {
             link.abort();
             continue;
         };
-        let (client, server) = (link.peer_addr(), link.local_addr());
         let table = relaying.routes.current();
         let Some((route, carried)) = table.carried(client.ip(), server) else {
             no_route(&relaying.counters, client, server);
