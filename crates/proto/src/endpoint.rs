@@ -182,6 +182,9 @@ pub struct EndpointStats {
     /// because [`crate::ANSWERS_PER_SECOND`] had gone out this second
     /// (each connection's own bound is in its statistics).
     pub unacceptable_answers_over_budget: u64,
+    /// Connections in TIME-WAIT that gave their tuple to a new one: the
+    /// peer's SYN (RFC 6191), or an open of ours.
+    pub time_wait_reused: u64,
     /// Packets dropped, by cause: wire errors by their label (for
     /// compressed segments too, e.g. `compressed_field_unknown` when a
     /// field cannot be reconstructed), and `not_tcp` (neither protocol 6
@@ -497,13 +500,17 @@ impl Endpoint {
         }
         let local = match local {
             Some(local) if !self.acts_as(local.ip()) => return Err(EndpointError::NotLocal(local.ip())),
-            Some(local) if local.port() == 0 => self.pick_port(local.ip(), remote)?,
+            Some(local) if local.port() == 0 => self.pick_port(now, local.ip(), remote)?,
             Some(local) => local,
-            None => self.pick_local(remote)?,
+            None => self.pick_local(now, remote)?,
         };
         let tuple = FourTuple { local, remote };
-        if self.by_tuple.contains_key(&tuple) {
-            return Err(EndpointError::AddressInUse(local));
+        if let Some(&old) = self.by_tuple.get(&tuple) {
+            if !self.connection(old).is_some_and(|c| c.yields_to_open(now)) {
+                return Err(EndpointError::AddressInUse(local));
+            }
+            self.stats.time_wait_reused += 1;
+            self.remove(old);
         }
         let params = self.params(now, tuple, config, true);
         let handle = self.insert(Connection::connect(params), None);
@@ -521,17 +528,24 @@ impl Endpoint {
         }
     }
 
-    fn pick_local(&mut self, remote: SocketAddr) -> Result<SocketAddr, EndpointError> {
+    fn pick_local(&mut self, now: Instant, remote: SocketAddr) -> Result<SocketAddr, EndpointError> {
         let ip = *self
             .local_addrs
             .iter()
             .find(|ip| ip.is_ipv4() == remote.is_ipv4())
             .ok_or(EndpointError::NoLocalAddress(remote))?;
-        self.pick_port(ip, remote)
+        self.pick_port(now, ip, remote)
     }
 
-    /// A free ephemeral port on `ip` for a connection to `remote`.
-    fn pick_port(&mut self, ip: IpAddr, remote: SocketAddr) -> Result<SocketAddr, EndpointError> {
+    /// A free ephemeral port on `ip` for a connection to `remote`: one no
+    /// connection holds, or whose connection has been in TIME-WAIT long
+    /// enough to give way to a new one (`connection/reuse.rs`).
+    fn pick_port(
+        &mut self,
+        now: Instant,
+        ip: IpAddr,
+        remote: SocketAddr,
+    ) -> Result<SocketAddr, EndpointError> {
         let span = u32::from(*EPHEMERAL_PORTS.end() - *EPHEMERAL_PORTS.start()) + 1;
         for _ in 0..span {
             let port = self.next_port;
@@ -541,9 +555,11 @@ impl Endpoint {
                 port + 1
             };
             let local = SocketAddr::new(ip, port);
-            if !self.by_tuple.contains_key(&FourTuple { local, remote })
-                && !self.listeners.contains_key(&ListenerKey::Address(local))
-            {
+            let free = match self.by_tuple.get(&FourTuple { local, remote }) {
+                None => true,
+                Some(&held) => self.connection(held).is_some_and(|c| c.yields_to_open(now)),
+            };
+            if free && !self.listeners.contains_key(&ListenerKey::Address(local)) {
                 return Ok(local);
             }
         }
@@ -833,6 +849,14 @@ impl Endpoint {
             local: SocketAddr::new(ip.dst(), tcp.dst_port),
             remote: SocketAddr::new(ip.src(), tcp.src_port),
         };
+        if let Some(&handle) = self.by_tuple.get(&tuple)
+            && self.connection(handle).is_some_and(|c| c.yields_to_syn(&tcp))
+        {
+            // RFC 6191: a new incarnation of a tuple in TIME-WAIT; the
+            // listener takes the SYN below.
+            self.stats.time_wait_reused += 1;
+            self.remove(handle);
+        }
         if let Some(&handle) = self.by_tuple.get(&tuple) {
             // Infallible: the map only holds live handles.
             self.segment_to_connection(now, handle, |c| c.handle_tcp_segment(now, &tcp));

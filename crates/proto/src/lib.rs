@@ -19,7 +19,7 @@ mod seq;
 pub use config::Config;
 pub use connection::{
     ANSWERS_PER_SECOND, Connection, ConnectionError, ConnectionStats, DESYNC_LIMIT, Event, FourTuple,
-    PathCapacity, State, StreamError,
+    PathCapacity, REUSE_AFTER, State, StreamError,
 };
 pub use endpoint::{
     ConfigChooser, ConnectionHandle, Endpoint, EndpointConfig, EndpointError, EndpointStats,

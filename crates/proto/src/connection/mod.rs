@@ -23,6 +23,7 @@ mod pacer;
 mod receive;
 mod records;
 mod recv_buffer;
+mod reuse;
 mod ring;
 mod send_buffer;
 mod snack;
@@ -56,6 +57,7 @@ pub(crate) fn timestamp_clock(now: Instant, offset: u32) -> u32 {
     // Wrapping is the timestamp clock's nature.
     ((now.as_nanos() / 1_000_000) as u32).wrapping_add(offset)
 }
+pub use reuse::REUSE_AFTER;
 pub use stats::ConnectionStats;
 pub(crate) use unacceptable::answer_budget;
 pub use unacceptable::{ANSWERS_PER_SECOND, DESYNC_LIMIT};
