@@ -5,7 +5,8 @@
 # file from nginx behind gwB for SECONDS with CONCURRENCY fetches under
 # way, each on a new connection (no keep-alive), first directly and then
 # through the gateways on a clean path (the middle node a plain router).
-# Prints ab's rate and failures, and each gateway's counts as it stops.
+# Prints ab's rate and failures, and each gateway's counts as it stops
+# (the few connections reset are those under way when ab stops).
 # Needs root (namespaces, TPROXY).
 #
 #   scripts/bench-connections.sh [SECONDS] [CONCURRENCY] [LABEL]
@@ -75,5 +76,5 @@ stop_gateways
 grep -h "stopped;" "$work/$a.log" "$work/$b.log" | sed 's/^/   /'
 for g in "$a" "$b"; do
   printf '   %s: %d warnings and errors logged\n' "$g" "$(grep -c "WARN\|ERROR" "$work/$g.log" || true)"
-  grep -h "WARN\|ERROR" "$work/$g.log" | cut -c1-300 | sort | uniq -c | sort -rn | head -n 3 | sed 's/^/      /'
+  grep -h "WARN\|ERROR" "$work/$g.log" | cut -c1-300 | sort | uniq -c | sort -rn | head -n 3 | sed 's/^/      /' || true
 done

@@ -129,6 +129,10 @@ pub enum Refusal {
     /// The gateway holds as many split connections as it may
     /// (`relay.max_connections`, or what `relay.memory` allows).
     ConnectionLimit,
+    /// No free local port to open a connection from.
+    NoLocalPort,
+    /// Out of file descriptors (the open-file limit).
+    NoDescriptors,
 }
 
 impl Refusal {
@@ -139,6 +143,8 @@ impl Refusal {
             Refusal::SourceHandshakes => "handshakes_of_source",
             Refusal::AllHandshakes => "handshakes_full",
             Refusal::ConnectionLimit => "over_limit",
+            Refusal::NoLocalPort => "no_local_port",
+            Refusal::NoDescriptors => "no_descriptors",
         }
     }
 
@@ -147,7 +153,10 @@ impl Refusal {
     fn is_the_clients(self) -> bool {
         match self {
             Refusal::NotAllowed | Refusal::NotAuthenticated | Refusal::SourceHandshakes => true,
-            Refusal::AllHandshakes | Refusal::ConnectionLimit => false,
+            Refusal::AllHandshakes
+            | Refusal::ConnectionLimit
+            | Refusal::NoLocalPort
+            | Refusal::NoDescriptors => false,
         }
     }
 }
@@ -161,13 +170,16 @@ pub struct RefusalLog {
 
 impl RefusalLog {
     /// Logs (at most once a minute per cause, and per source for a cause
-    /// that is the client's) that `client` was turned away by `listener`
-    /// for `refusal`.
-    pub fn refused(&self, listener: &str, client: SocketAddr, refusal: Refusal, detail: &str) {
+    /// that is the client's) that `client` (if known) was turned away by
+    /// `listener` for `refusal`.
+    pub fn refused(&self, listener: &str, client: Option<SocketAddr>, refusal: Refusal, detail: &str) {
         let now = Instant::now();
         let news = {
             let mut logged = self.logged.lock().unwrap_or_else(|p| p.into_inner());
-            let key = (refusal, refusal.is_the_clients().then_some(client.ip()));
+            let key = (
+                refusal,
+                client.filter(|_| refusal.is_the_clients()).map(|c| c.ip()),
+            );
             let news = logged
                 .get(&key)
                 .is_none_or(|at| now.duration_since(*at) >= LOG_EVERY);
@@ -185,7 +197,7 @@ impl RefusalLog {
         if news {
             tracing::warn!(
                 listener,
-                %client,
+                client = client.map(|c| c.to_string()),
                 cause = refusal.name(),
                 detail,
                 "turned away (logged once a minute per cause, and per source for the client's own; all are counted)"

@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::clients::{Clients, Refusal, RefusalLog};
+use crate::descriptors::{Spare, out_of_descriptors};
 use crate::pump::Connection;
-use crate::relay::Outcome;
+use crate::relay::{OpenFailure, Outcome, Resource};
 
 /// The relay tasks one listener started: each keeps its place (a split
 /// connection's, or a handshake's) until it ends, and those that ended
@@ -62,6 +63,15 @@ pub(crate) async fn accept_client(
                 let _ = lan.set_nodelay(true);
                 return (lan, client);
             }
+            Err(err) if out_of_descriptors(&err) => match counters.spare.turn_away_one(listener).await {
+                Some(client) => counters.turn_away(
+                    name,
+                    client,
+                    Refusal::NoDescriptors,
+                    "out of file descriptors (the open-file limit): connection reset",
+                ),
+                None => tokio::time::sleep(ACCEPT_RETRY).await,
+            },
             Err(err) => {
                 tracing::warn!(%err, "accept failed");
                 tokio::time::sleep(ACCEPT_RETRY).await;
@@ -120,7 +130,13 @@ pub struct Counters {
     /// SOCKS5 clients that did not finish their handshake within the
     /// deadline.
     pub handshake_timed_out: AtomicU64,
+    /// Connections this gateway could not open, or accept, for want of a
+    /// local port or a file descriptor.
+    pub no_local_port: AtomicU64,
+    pub no_descriptors: AtomicU64,
     refusal_log: RefusalLog,
+    /// Kept for turning a connection away when descriptors run out.
+    spare: Spare,
     active: AtomicUsize,
     limit: usize,
     /// Woken each time a place is given back.
@@ -157,7 +173,10 @@ impl Counters {
             handshakes_of_source: AtomicU64::new(0),
             handshakes_full: AtomicU64::new(0),
             handshake_timed_out: AtomicU64::new(0),
+            no_local_port: AtomicU64::new(0),
+            no_descriptors: AtomicU64::new(0),
             refusal_log: RefusalLog::default(),
+            spare: Spare::default(),
             plain_retries: AtomicU64::new(0),
             active: AtomicUsize::new(0),
             limit,
@@ -199,9 +218,11 @@ impl Counters {
             Refusal::SourceHandshakes => &self.handshakes_of_source,
             Refusal::AllHandshakes => &self.handshakes_full,
             Refusal::ConnectionLimit => &self.over_limit,
+            Refusal::NoLocalPort => &self.no_local_port,
+            Refusal::NoDescriptors => &self.no_descriptors,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        self.refusal_log.refused(listener, client, refusal, detail);
+        self.refusal_log.refused(listener, Some(client), refusal, detail);
     }
 
     /// Split connections held now.
@@ -226,6 +247,16 @@ impl Counters {
         let counter = match outcome {
             Outcome::Closed => &self.closed,
             Outcome::Reset(_) => &self.reset,
+            Outcome::OpenFailed(OpenFailure::OutOf(resource)) => {
+                // Not the far end's doing: counted under its cause.
+                let (refusal, counter) = match resource {
+                    Resource::LocalPorts => (Refusal::NoLocalPort, &self.no_local_port),
+                    Resource::Descriptors => (Refusal::NoDescriptors, &self.no_descriptors),
+                };
+                self.refusal_log
+                    .refused("relay", None, refusal, "a connection could not be opened");
+                counter
+            }
             Outcome::OpenFailed(_) => &self.refused,
             Outcome::Idle => &self.idle,
         };
@@ -256,6 +287,8 @@ impl Counters {
             handshakes_of_source: get(&self.handshakes_of_source),
             handshakes_full: get(&self.handshakes_full),
             handshake_timed_out: get(&self.handshake_timed_out),
+            no_local_port: get(&self.no_local_port),
+            no_descriptors: get(&self.no_descriptors),
             plain_retries: get(&self.plain_retries),
         }
     }
@@ -295,6 +328,12 @@ pub struct CountersSnapshot {
     pub handshakes_full: u64,
     #[serde(default)]
     pub handshake_timed_out: u64,
+    /// Connections not opened, or not accepted, for want of a local port
+    /// or a file descriptor.
+    #[serde(default)]
+    pub no_local_port: u64,
+    #[serde(default)]
+    pub no_descriptors: u64,
     pub plain_retries: u64,
 }
 
@@ -306,7 +345,7 @@ impl CountersSnapshot {
              reset for want of a route {}, link connections turned down {}, SOCKS5 requests not relayed {}, \
              retried without SCPS {}, clients not allowed {}, clients not authenticated {}, \
              handshakes refused for their source {}, handshakes refused with every place held {}, \
-             handshakes timed out {}",
+             handshakes timed out {}, out of local ports {}, out of file descriptors {}",
             self.closed,
             self.reset,
             self.refused,
@@ -321,6 +360,8 @@ impl CountersSnapshot {
             self.handshakes_of_source,
             self.handshakes_full,
             self.handshake_timed_out,
+            self.no_local_port,
+            self.no_descriptors,
         )
     }
 }

@@ -24,6 +24,7 @@ use crate::config::{ExplicitLink, Forward, GatewayConfig, Socks};
 use crate::control::{ControlError, ControlSocket};
 pub use crate::counters::Counters;
 use crate::counters::{Relays, accept_admitted, accept_client};
+use crate::descriptors;
 use crate::explicit::{FarConfig, FarLink, relay_to_far_listed, serve_link_listed};
 use crate::handshakes::{Full, Handshakes};
 use crate::pump::Connection;
@@ -94,7 +95,7 @@ impl Gateway {
     /// accepted, so that once this returns the gateway serves; any failure
     /// there is returned at once, with what was installed removed.
     pub async fn start(config: GatewayConfig) -> Result<Gateway, GatewayError> {
-        let counters = Arc::new(Counters::new(config.max_connections));
+        let counters = Arc::new(Counters::new(fit_to_descriptors(config.max_connections)));
         let live = Arc::new(LiveConnections::default());
         let mut tasks = JoinSet::new();
         // The operator's sockets first: a gateway that cannot have them
@@ -332,6 +333,31 @@ async fn start_explicit(
         }
     }
     Ok(net)
+}
+
+/// The connection limit `configured`, lowered if the open-file limit
+/// (raised first to its hard limit) has no room for that many; says so.
+fn fit_to_descriptors(configured: usize) -> usize {
+    let limit = descriptors::raise_open_file_limit();
+    let fits = descriptors::connections_within(limit.now);
+    if fits < configured {
+        tracing::warn!(
+            open_file_limit = limit.now,
+            raised_from = limit.found,
+            configured,
+            lowered_to = fits,
+            "the open-file limit has no room for relay.max_connections: the limit is lowered (raise \
+             LimitNOFILE, or ulimit -n, to hold more)"
+        );
+        return fits;
+    }
+    tracing::info!(
+        open_file_limit = limit.now,
+        raised_from = limit.found,
+        max_connections = configured,
+        "the open-file limit holds the connection limit"
+    );
+    configured
 }
 
 /// Says at start how the link to the far gateway is protected: an

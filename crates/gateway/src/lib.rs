@@ -25,6 +25,7 @@ pub mod clients;
 pub mod config;
 pub mod control;
 pub mod counters;
+pub mod descriptors;
 pub mod exchange;
 pub mod explicit;
 pub mod gateway;
@@ -42,4 +43,4 @@ pub mod security;
 pub mod socks;
 pub mod transparent;
 
-pub use relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Side};
+pub use relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Resource, Side};

@@ -151,6 +151,8 @@ impl Collector for GatewayMetrics {
                 ("handshakes_of_source", counts.handshakes_of_source),
                 ("handshakes_full", counts.handshakes_full),
                 ("handshake_timed_out", counts.handshake_timed_out),
+                ("no_local_port", counts.no_local_port),
+                ("no_descriptors", counts.no_descriptors),
                 ("plain_retries", counts.plain_retries),
             ]
             .map(|(cause, count)| ([("cause", cause)], ConstCounter::new(count))),

@@ -17,7 +17,7 @@ use scps_node::Instant;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::registry::{Progress, Relayed, State};
-use crate::relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Side};
+use crate::relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Resource, Side};
 
 /// Bytes read from a connection at a time.
 const READ_CHUNK: usize = 64 * 1024;
@@ -345,6 +345,11 @@ fn is_shutting_down<C, F>(end: &End<C, F>) -> bool {
 
 /// What an I/O error on opening says about the far end.
 pub fn open_failure(err: &io::Error) -> OpenFailure {
+    match err.raw_os_error() {
+        Some(nix::libc::EMFILE | nix::libc::ENFILE) => return OpenFailure::OutOf(Resource::Descriptors),
+        Some(nix::libc::EADDRNOTAVAIL) => return OpenFailure::OutOf(Resource::LocalPorts),
+        _ => {}
+    }
     match err.kind() {
         io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset => OpenFailure::Refused,
         io::ErrorKind::TimedOut => OpenFailure::TimedOut,
@@ -356,6 +361,9 @@ pub fn open_failure(err: &io::Error) -> OpenFailure {
 pub fn net_open_failure(err: &scps_net::NetError) -> OpenFailure {
     use scps_proto::ConnectionError;
     match err {
+        scps_net::NetError::Endpoint(scps_proto::EndpointError::NoFreePort(_)) => {
+            OpenFailure::OutOf(Resource::LocalPorts)
+        }
         scps_net::NetError::Connection {
             source: ConnectionError::Refused,
             ..

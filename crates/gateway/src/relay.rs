@@ -82,6 +82,18 @@ pub enum OpenFailure {
     Unreachable,
     /// The far gateway does not let its link connections reach it.
     NotAllowed,
+    /// This gateway had no room to open it.
+    OutOf(Resource),
+}
+
+/// What a gateway can run out of while opening a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    /// Local ports for the far end's address (the link's engine, or the
+    /// kernel's).
+    LocalPorts,
+    /// File descriptors (the open-file limit).
+    Descriptors,
 }
 
 impl std::fmt::Display for OpenFailure {
@@ -91,6 +103,8 @@ impl std::fmt::Display for OpenFailure {
             OpenFailure::TimedOut => "timed out",
             OpenFailure::Unreachable => "unreachable",
             OpenFailure::NotAllowed => "not allowed by the far gateway",
+            OpenFailure::OutOf(Resource::LocalPorts) => "not opened: no free local port",
+            OpenFailure::OutOf(Resource::Descriptors) => "not opened: out of file descriptors",
         })
     }
 }

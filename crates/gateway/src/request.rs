@@ -174,7 +174,10 @@ impl Status {
         match failure {
             OpenFailure::Refused => Status::Refused,
             OpenFailure::TimedOut => Status::TimedOut,
-            OpenFailure::Unreachable => Status::Unreachable,
+            // The link request has no status for a far gateway out of
+            // room: its client learns only that the destination was not
+            // reached (the far gateway counts the cause).
+            OpenFailure::Unreachable | OpenFailure::OutOf(_) => Status::Unreachable,
             OpenFailure::NotAllowed => Status::NotAllowed,
         }
     }

@@ -239,6 +239,7 @@ fn reply_for(failure: OpenFailure) -> Reply {
         OpenFailure::TimedOut => Reply::TtlExpired,
         OpenFailure::Unreachable => Reply::HostUnreachable,
         OpenFailure::NotAllowed => Reply::NotAllowed,
+        OpenFailure::OutOf(_) => Reply::GeneralFailure,
     }
 }
 

@@ -8,7 +8,7 @@ mod harness;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use harness::pair::{A, B, Pair, data, exchange_on};
+use harness::pair::{A, B, Pair, data};
 use scps_proto::{Config, EndpointError, State};
 
 const RTT: Duration = Duration::from_millis(100);
@@ -79,7 +79,7 @@ fn one_connection(
 /// Lets `by` pass on the pair's clock, nothing in flight, the timers due
 /// by then run (and no later one).
 fn wait(pair: &mut Pair, by: Duration) {
-    pair.now = pair.now + by;
+    pair.now += by;
     let now = pair.now;
     pair.a.handle_timeout(now);
     pair.b.handle_timeout(now);
