@@ -6,23 +6,35 @@
 # way, each on a new connection (no keep-alive), first directly and then
 # through the gateways on a clean path (the middle node a plain router).
 # Prints ab's rate and failures, and each gateway's counts as it stops
-# (the few connections reset are those under way when ab stops).
+# (the few connections reset are those under way when ab stops). Then
+# memory: each gateway's resident size idle, after the fetches, with HELD
+# connections open at once through it (crates/cli/examples/
+# hold_connections.rs, keep-alive), right after they close, and one and
+# two minutes later (the link connections wait out TIME-WAIT, 60 s, in
+# between).
 # Needs root (namespaces, TPROXY).
 #
-#   scripts/bench-connections.sh [SECONDS] [CONCURRENCY] [LABEL]
+#   scripts/bench-connections.sh [SECONDS] [CONCURRENCY] [HELD] [LABEL]
 #
-# Defaults: 60 64 scps-vj.
+# Defaults: 60 64 10000 scps-vj.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 concurrency=${2:-64}
-label=${3:-scps-vj}
+held=${3:-10000}
+label=${4:-scps-vj}
 command -v ab >/dev/null || { echo "needs ab: apt install apache2-utils" >&2; exit 1; }
-cargo build --release -q -p scps
+cargo build --release -q -p scps --example hold_connections
 target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target=$PWD/$target ;; esac
 scps=$target/release/scps
+holder=$target/release/examples/hold_connections
 . scripts/lib/gateway-topology.sh
+# Room for every connection held: small relay buffers (a 1 kB answer
+# needs no more), and a limit above $held.
+relay_buffer=64KB
+relay_extra="max_connections = $((held + 1000))
+memory = \"4GB\""
 
 mkdir -p "$work/www" "$work/tmp"
 head -c 1000 /dev/urandom >"$work/www/1kB.bin"
@@ -39,6 +51,7 @@ http {
   client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
   uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
   server { listen 10.96.4.2:8080 backlog=4096; root $work/www; }
+  server { listen 10.96.4.2:8081 backlog=4096; root $work/www; keepalive_timeout 600s; }
 }
 EOF
 ip netns exec "$s" nginx -p "$work" -e "$work/error.log" -c "$work/nginx.conf"
@@ -71,7 +84,39 @@ fetches direct
 gateway "$a" "$label" 10.96.1.0/24 10.96.4.0/24
 gateway "$b" "$label" 10.96.4.0/24 10.96.1.0/24
 link_up
+read -r pid_a pid_b <<<"$gateway_pids"
+# Each gateway's resident size in MB, labelled $1.
+resident() {
+  printf '%-34s gwA %6.1f MB   gwB %6.1f MB\n' "$1" \
+    "$(awk '/^VmRSS/ {print $2 / 1024}' "/proc/$pid_a/status")" \
+    "$(awk '/^VmRSS/ {print $2 / 1024}' "/proc/$pid_b/status")"
+}
+# Waits up to $2 seconds for the holder to print $1.
+holder_says() {
+  for _ in $(seq $(($2 * 10))); do
+    grep -q "^$1" "$work/hold.out" && return
+    sleep 0.1
+  done
+  echo "the holder did not say '$1':" >&2
+  cat "$work/hold.out" >&2
+  exit 1
+}
+resident "memory idle"
 fetches "through the gateways"
+resident "memory after the fetches"
+mkfifo "$work/hold.in"
+ip netns exec "$c" "$holder" 10.96.4.2:8081 /1kB.bin "$held" <"$work/hold.in" >"$work/hold.out" 2>&1 &
+server_pids="${server_pids:-} $!"
+exec 8>"$work/hold.in"
+holder_says held 300
+resident "memory with $held held"
+exec 8>&-
+holder_says closed 60
+resident "memory right after they close"
+sleep 60
+resident "memory one minute later"
+sleep 60
+resident "memory two minutes later"
 stop_gateways
 grep -h "stopped;" "$work/$a.log" "$work/$b.log" | sed 's/^/   /'
 for g in "$a" "$b"; do

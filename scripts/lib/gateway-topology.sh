@@ -87,8 +87,10 @@ link_section() {
 
 # gateway NS LABEL LOCAL REMOTE: a transparent gateway whose link
 # connections run our stack with LABEL, the link keys $link_keys (if any)
-# and the scenario's buffers, on the link of link_section, and
-# $gateway_extra (more tables, if any); returns once it says it is ready.
+# and the scenario's buffers, on the link of link_section, relay buffers
+# of $relay_buffer (4MB unless set), $relay_extra (more [relay] keys, if
+# any) and $gateway_extra (more tables, if any); returns once it says it
+# is ready.
 gateway() {
   local routed=
   [ "${link_security:-noise}" = none ] && routed='link = "sat0"'
@@ -100,7 +102,8 @@ $routed
 local = ["$3"]
 remote = ["$4"]
 [relay]
-buffer = "4MB"
+buffer = "${relay_buffer:-4MB}"
+${relay_extra:-}
 [engine]
 protocol = "$2"
 [engine.link]

@@ -256,7 +256,8 @@ struct Listener {
 #[derive(Debug)]
 struct Slot {
     generation: u32,
-    conn: Option<Connection>,
+    /// Boxed: a slot left free holds a pointer's room, not a connection's.
+    conn: Option<Box<Connection>>,
     /// In the ready queue.
     queued: bool,
     /// The wake-up last pushed on the timer heap.
@@ -645,7 +646,7 @@ impl Endpoint {
             }
         };
         let slot = &mut self.slots[index as usize];
-        slot.conn = Some(conn);
+        slot.conn = Some(Box::new(conn));
         slot.listener = listener;
         slot.timeout = None;
         let handle = ConnectionHandle {
@@ -668,7 +669,7 @@ impl Endpoint {
         self.slots
             .get(handle.index as usize)
             .filter(|slot| slot.generation == handle.generation)
-            .and_then(|slot| slot.conn.as_ref())
+            .and_then(|slot| slot.conn.as_deref())
     }
 
     pub fn stats_of(&self, handle: ConnectionHandle) -> Option<ConnectionStats> {

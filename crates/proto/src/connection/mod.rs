@@ -671,6 +671,9 @@ impl Connection {
     /// Moves to TIME-WAIT for 2 MSL (RFC 9293 3.6).
     fn enter_time_wait(&mut self, now: Instant) {
         self.state = State::TimeWait;
+        // Both streams are over: TIME-WAIT keeps the tuple, not buffers.
+        self.snd.buf.release_if_empty();
+        self.rcv.buf.release_if_empty();
         self.timers.stop_all();
         self.timers.set(Timer::TimeWait, now + self.config.time_wait);
     }

@@ -63,6 +63,12 @@ impl RecvBuffer {
     }
 
     /// Bytes ready for the application.
+    /// Gives its storage back if it holds nothing, in order or not.
+    pub(crate) fn release_if_empty(&mut self) {
+        let nothing_past_tail = !self.has_holes();
+        self.ring.release_if_empty(nothing_past_tail);
+    }
+
     pub(crate) fn readable(&self) -> usize {
         self.ring.len()
     }

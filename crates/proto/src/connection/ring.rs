@@ -45,6 +45,17 @@ impl Ring {
         self.capacity - self.len
     }
 
+    /// Gives the storage back if the ring holds nothing (out-of-order
+    /// bytes past the tail included, which the caller knows of): a
+    /// connection that has finished with its stream holds no memory for
+    /// it while it waits out TIME-WAIT.
+    pub(crate) fn release_if_empty(&mut self, nothing_past_tail: bool) {
+        if self.len == 0 && nothing_past_tail {
+            self.storage = Vec::new();
+            self.head = 0;
+        }
+    }
+
     /// Makes sure bytes up to `end` (counted from the head) have storage,
     /// growing and straightening the ring if needed.
     fn reserve(&mut self, end: usize) {

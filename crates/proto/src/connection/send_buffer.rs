@@ -47,6 +47,11 @@ impl SendBuffer {
     }
 
     /// Queues as much of `data` as fits; returns how much.
+    /// Gives its storage back if it holds nothing.
+    pub(crate) fn release_if_empty(&mut self) {
+        self.ring.release_if_empty(true);
+    }
+
     pub(crate) fn write(&mut self, data: &[u8]) -> usize {
         self.ring.push(data)
     }
