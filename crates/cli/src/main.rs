@@ -15,7 +15,6 @@ mod transfer;
 
 use clap::{Parser, Subcommand};
 
-
 #[derive(Debug, Parser)]
 #[command(name = "scps", version, about = "SCPS-TP transport, simulator and tools")]
 struct Cli {

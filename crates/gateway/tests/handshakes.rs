@@ -13,7 +13,7 @@ mod common;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use common::{echo_server, free_port, free_udp_port, link_keys, start};
+use common::{echo_server, far_gateway, free_port, link_keys, start};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -68,13 +68,7 @@ async fn ended_within(stream: &mut TcpStream, wait: Duration) -> Result<(), ()> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unfinished_handshakes_of_one_host_neither_lock_others_out_nor_outlive_their_deadline() {
     let server = echo_server().await;
-    let far_udp = free_udp_port();
-    let far = start(&format!(
-        "[link]\n{}udp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
-        link_keys(true),
-        server.port()
-    ))
-    .await;
+    let (far, far_udp) = far_gateway(server).await;
     let socks: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let client = start(&format!(
         "[link]\n{}udp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\

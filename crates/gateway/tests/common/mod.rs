@@ -71,3 +71,16 @@ pub async fn start(text: &str) -> Gateway {
         .await
         .unwrap()
 }
+
+/// A far gateway on loopback that lets link connections reach `server`,
+/// and the UDP port of its link.
+pub async fn far_gateway(server: std::net::SocketAddr) -> (Gateway, u16) {
+    let far_udp = free_udp_port();
+    let far = start(&format!(
+        "[link]\n{}udp = \"127.0.0.1:{far_udp}\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\nports = \"{}\"\n",
+        link_keys(true),
+        server.port()
+    ))
+    .await;
+    (far, far_udp)
+}
