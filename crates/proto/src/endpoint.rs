@@ -506,10 +506,10 @@ impl Endpoint {
             None => self.pick_local(now, remote)?,
         };
         let tuple = FourTuple { local, remote };
+        if !self.free_for_open(now, &tuple) {
+            return Err(EndpointError::AddressInUse(local));
+        }
         if let Some(&old) = self.by_tuple.get(&tuple) {
-            if !self.connection(old).is_some_and(|c| c.yields_to_open(now)) {
-                return Err(EndpointError::AddressInUse(local));
-            }
             self.stats.time_wait_reused += 1;
             self.remove(old);
         }
@@ -538,9 +538,17 @@ impl Endpoint {
         self.pick_port(now, ip, remote)
     }
 
-    /// A free ephemeral port on `ip` for a connection to `remote`: one no
-    /// connection holds, or whose connection has been in TIME-WAIT long
-    /// enough to give way to a new one (`connection/reuse.rs`).
+    /// Whether an open of ours may take `tuple` at `now`: no connection
+    /// holds it, or the one that does has been in TIME-WAIT long enough
+    /// to give way (`connection/reuse.rs`).
+    fn free_for_open(&self, now: Instant, tuple: &FourTuple) -> bool {
+        self.by_tuple
+            .get(tuple)
+            .is_none_or(|&held| self.connection(held).is_some_and(|c| c.yields_to_open(now)))
+    }
+
+    /// A free ephemeral port on `ip` for a connection to `remote`
+    /// ([`Endpoint::free_for_open`]).
     fn pick_port(
         &mut self,
         now: Instant,
@@ -556,11 +564,9 @@ impl Endpoint {
                 port + 1
             };
             let local = SocketAddr::new(ip, port);
-            let free = match self.by_tuple.get(&FourTuple { local, remote }) {
-                None => true,
-                Some(&held) => self.connection(held).is_some_and(|c| c.yields_to_open(now)),
-            };
-            if free && !self.listeners.contains_key(&ListenerKey::Address(local)) {
+            if self.free_for_open(now, &FourTuple { local, remote })
+                && !self.listeners.contains_key(&ListenerKey::Address(local))
+            {
                 return Ok(local);
             }
         }

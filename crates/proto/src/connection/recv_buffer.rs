@@ -62,13 +62,13 @@ impl RecvBuffer {
         self.ring.capacity()
     }
 
-    /// Bytes ready for the application.
     /// Gives its storage back if it holds nothing, in order or not.
     pub(crate) fn release_if_empty(&mut self) {
         let nothing_past_tail = !self.has_holes();
         self.ring.release_if_empty(nothing_past_tail);
     }
 
+    /// Bytes ready for the application.
     pub(crate) fn readable(&self) -> usize {
         self.ring.len()
     }

@@ -46,12 +46,12 @@ impl SendBuffer {
         self.ring.is_empty()
     }
 
-    /// Queues as much of `data` as fits; returns how much.
     /// Gives its storage back if it holds nothing.
     pub(crate) fn release_if_empty(&mut self) {
         self.ring.release_if_empty(true);
     }
 
+    /// Queues as much of `data` as fits; returns how much.
     pub(crate) fn write(&mut self, data: &[u8]) -> usize {
         self.ring.push(data)
     }
