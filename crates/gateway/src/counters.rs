@@ -20,10 +20,10 @@ use crate::descriptors::{Spare, out_of_descriptors};
 use crate::pump::Connection;
 use crate::relay::{OpenFailure, Outcome, Resource};
 
-/// The relay tasks one listener started: each keeps its place (a split
-/// connection's, or a handshake's) until it ends, and those that ended
-/// are reaped as new ones start (so the set holds no more than the
-/// connections alive).
+/// The relay tasks one listener started: each keeps the place it is
+/// given (a split connection's, or none for a task that takes its own)
+/// until it ends, and those that ended are reaped as new ones start (so
+/// the set holds no more than the connections alive).
 #[derive(Debug, Default)]
 pub(crate) struct Relays(tokio::task::JoinSet<()>);
 
@@ -212,6 +212,17 @@ impl Counters {
         refusal: Refusal,
         detail: &str,
     ) {
+        self.note_refusal(listener, Some(client), refusal, detail);
+    }
+
+    /// Counts a refusal under its cause, and logs it if it is news.
+    fn note_refusal(
+        &self,
+        listener: &str,
+        client: Option<std::net::SocketAddr>,
+        refusal: Refusal,
+        detail: &str,
+    ) {
         let counter = match refusal {
             Refusal::NotAllowed => &self.client_not_allowed,
             Refusal::NotAuthenticated => &self.client_not_authenticated,
@@ -222,7 +233,7 @@ impl Counters {
             Refusal::NoDescriptors => &self.no_descriptors,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        self.refusal_log.refused(listener, Some(client), refusal, detail);
+        self.refusal_log.refused(listener, client, refusal, detail);
     }
 
     /// Split connections held now.
@@ -249,13 +260,11 @@ impl Counters {
             Outcome::Reset(_) => &self.reset,
             Outcome::OpenFailed(OpenFailure::OutOf(resource)) => {
                 // Not the far end's doing: counted under its cause.
-                let (refusal, counter) = match resource {
-                    Resource::LocalPorts => (Refusal::NoLocalPort, &self.no_local_port),
-                    Resource::Descriptors => (Refusal::NoDescriptors, &self.no_descriptors),
+                let refusal = match resource {
+                    Resource::LocalPorts => Refusal::NoLocalPort,
+                    Resource::Descriptors => Refusal::NoDescriptors,
                 };
-                self.refusal_log
-                    .refused("relay", None, refusal, "a connection could not be opened");
-                counter
+                return self.note_refusal("relay", None, refusal, "a connection could not be opened");
             }
             Outcome::OpenFailed(_) => &self.refused,
             Outcome::Idle => &self.idle,

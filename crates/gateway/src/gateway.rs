@@ -503,8 +503,11 @@ async fn serve_socks(
             live.clone(),
         );
         let deadline = handshakes.limits().timeout;
-        relays.spawn(place, async move {
+        relays.spawn((), async move {
             let handshake = socks::read_handshake(&mut lan, server.users.as_ref(), deadline).await;
+            // The handshake's place is given back as soon as it ends, not
+            // held for the relay.
+            drop(place);
             let destination = match handshake {
                 Ok(destination) => destination,
                 Err(refusal) => return socks_refused(&counters, (&route, client), refusal),

@@ -147,3 +147,32 @@ async fn unfinished_handshakes_of_one_host_neither_lock_others_out_nor_outlive_t
         counters.summary()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_handshake_gives_its_place_back_while_its_connection_is_relayed() {
+    let server = echo_server().await;
+    let (far, far_udp) = far_gateway(server).await;
+    let socks: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let client = start(&format!(
+        "[link]\n{}udp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:{far_udp}\"\n\
+         [relay]\nmax_handshakes = 1\nmax_handshakes_per_source = 1\n\
+         [[socks]]\nlisten = \"{socks}\"\n",
+        link_keys(false)
+    ))
+    .await;
+    // One place for a handshake, and three connections relayed at once
+    // from the same host.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(carried("127.0.0.3", socks, server).await.expect("carried"));
+    }
+    drop(held);
+    let counters = client.stop().await.unwrap();
+    far.stop().await.unwrap();
+    assert_eq!(
+        counters.snapshot().handshakes_of_source,
+        0,
+        "{}",
+        counters.summary()
+    );
+}
