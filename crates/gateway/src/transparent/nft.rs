@@ -51,15 +51,23 @@ fn port_match(field: &str, (first, last): (u16, u16)) -> String {
     }
 }
 
-/// The rules of one route in one family: its interception, and its
-/// steering (the connections its clients open, and the answers to them,
-/// which come back from the server's port).
-fn route_rules(
-    plumbing: &Plumbing,
-    matching: &RouteMatch,
-    carried: bool,
-    family: Family,
-) -> (String, String) {
+/// The rules of one route in one family.
+struct RouteRules {
+    /// Its clients' packets from the LAN: taken by the gateway, or let
+    /// through.
+    intercept: String,
+    /// Its servers' answers from the LAN, to clients on the far side: let
+    /// through if it passes, left to `intercept` if it carries.
+    answer: String,
+    /// Its packets both ways from the link: steered into the engine, or
+    /// let through.
+    steering: String,
+}
+
+/// The rules of one route in one family: its interception, the answers of
+/// its servers on the LAN, and its steering (the connections its clients
+/// open, and the answers to them, which come back from the server's port).
+fn route_rules(plumbing: &Plumbing, matching: &RouteMatch, carried: bool, family: Family) -> RouteRules {
     let RouteMatch {
         source,
         destination,
@@ -92,11 +100,19 @@ fn route_rules(
         port_match("sport", ports)
     );
     let intercept = format!("\t\t{client_to_server} {take}\n");
+    let answer = format!(
+        "\t\t{server_to_client} {}\n",
+        if carried { "return" } else { "accept" }
+    );
     let mut steering = format!("\t\t{client_to_server} {steer_to}\n");
     if server_to_client != client_to_server {
         steering.push_str(&format!("\t\t{server_to_client} {steer_to}\n"));
     }
-    (intercept, steering)
+    RouteRules {
+        intercept,
+        answer,
+        steering,
+    }
 }
 
 /// The script. It flushes the table first, so that installing it again
@@ -125,13 +141,21 @@ pub(super) fn script(plumbing: &Plumbing) -> String {
             ));
         }
     }
-    let (mut intercept, mut steering) = (String::new(), String::new());
+    // A LAN packet from a local host to a remote one is either a client's
+    // or a server's answer to a client across the link. Only a SYN without
+    // ACK is surely a client's: any other segment is first read as an
+    // answer, and the route that matches it as one decides; if that route
+    // passes, so does the segment (the gateway holds no connection of
+    // it). Otherwise the packet is read as a client's.
+    let mut intercept = String::from("\t\ttcp flags & (syn | ack) != syn jump answers\n");
+    let (mut answers, mut steering) = (String::new(), String::new());
     for (matching, carried) in &plumbing.routes {
         for family in matching.families() {
             if families.contains(&family) {
-                let (take, steer) = route_rules(plumbing, matching, *carried, family);
-                intercept.push_str(&take);
-                steering.push_str(&steer);
+                let rules = route_rules(plumbing, matching, *carried, family);
+                intercept.push_str(&rules.intercept);
+                answers.push_str(&rules.answer);
+                steering.push_str(&rules.steering);
             }
         }
     }
@@ -146,6 +170,7 @@ pub(super) fn script(plumbing: &Plumbing) -> String {
          flush table inet {table}\n\
          table inet {table} {{\n\
          \tchain prerouting {{\n{prerouting}\t}}\n\
+         \tchain answers {{\n{answers}\t}}\n\
          \tchain intercept {{\n{intercept}\t}}\n\
          {steer_chain}\
          }}\n"

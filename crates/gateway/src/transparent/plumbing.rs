@@ -6,7 +6,10 @@
 //!   (nftables TPROXY, a firewall mark, and a `local` route for marked
 //!   packets in a table of its own); LAN packets of the sockets the
 //!   gateway opened or accepted transparently are marked and delivered
-//!   the same way (`socket transparent`). Only LAN packets: the link
+//!   the same way (`socket transparent`). A LAN segment other than a
+//!   SYN may be a server's answer to a client across the link: if the
+//!   route matching it as one passes, it passes (nft.rs). Only LAN
+//!   packets: the link
 //!   connection of an intercepted one has the very same addresses and
 //!   ports, and its packets, leaving the TUN device, must be forwarded,
 //!   not delivered to the intercepted socket;
@@ -446,9 +449,17 @@ mod tests {
         // Interception, most specific first: ssh passes, a port range is
         // carried, then everything else.
         has("chain intercept {\n\
+             \t\ttcp flags & (syn | ack) != syn jump answers\n\
              \t\tmeta nfproto ipv4 ip daddr 10.99.4.0/24 meta l4proto tcp tcp dport 22 accept\n\
              \t\tmeta nfproto ipv4 ip saddr 10.99.1.0/24 meta l4proto tcp tcp dport 8000-8999 tproxy ip to :7301 meta mark set 0x5c accept\n\
              \t\tmeta nfproto ipv4 meta l4proto tcp tproxy ip to :7301 meta mark set 0x5c accept\n\t}");
+        // A segment other than a client's SYN is first read as a server's
+        // answer: ssh's answers pass, those of the carried routes are left
+        // to the interception.
+        has("chain answers {\n\
+             \t\tmeta nfproto ipv4 ip saddr 10.99.4.0/24 meta l4proto tcp tcp sport 22 accept\n\
+             \t\tmeta nfproto ipv4 ip daddr 10.99.1.0/24 meta l4proto tcp tcp sport 8000-8999 return\n\
+             \t\tmeta nfproto ipv4 meta l4proto tcp return\n\t}");
         // Steering: both ends' connections, by their server's port.
         has(
             "iifname \"sat0\" meta l4proto 105 ip saddr { 10.99.4.0/24, 10.98.0.0/16 } ip daddr { 10.99.1.0/24 } meta mark set 0x5d accept",
