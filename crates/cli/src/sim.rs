@@ -103,6 +103,9 @@ impl Completion {
 }
 
 pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
+    if let Some(path) = &args.pcap {
+        check_capture_path(path)?;
+    }
     let scenario = Scenario::load(&args.scenario, &args.sweep.assignments()?)?;
     let runs = args.sweep.runs.unwrap_or(scenario.runs);
     scenario.check_runs("--runs", runs)?;
@@ -158,6 +161,23 @@ fn run_one(job: &Job) -> anyhow::Result<RunRecord> {
             "{} panicked: {message} (a bug: please report it with this command)",
             describe()
         )),
+    }
+}
+
+/// `--pcap` names a file: one that exists must be a regular file. A
+/// device or FIFO would take a single run's capture somewhere it cannot
+/// be read back, and for several runs the numbered names would be made
+/// beside it (`/dev/full-0`...).
+fn check_capture_path(path: &std::path::Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.is_dir() => {
+            anyhow::bail!("--pcap {} is a directory: name a file", path.display())
+        }
+        Ok(metadata) if !metadata.is_file() => anyhow::bail!(
+            "--pcap {} is not a regular file (a device, FIFO or socket): name a file",
+            path.display()
+        ),
+        _ => Ok(()),
     }
 }
 

@@ -4,7 +4,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{scps, text};
+use common::{assert_refused, scps, text};
 
 const ONE_POINT: [&str; 10] = [
     "--set",
@@ -168,6 +168,55 @@ fn a_reader_that_goes_away_ends_the_runs_quietly() {
         "",
         "nothing to say to a reader that has gone"
     );
+}
+
+#[test]
+fn a_capture_to_a_device_is_refused_before_any_run_and_makes_no_file() {
+    for args in [
+        vec!["sim", "geo-8mbit", "--pcap", "/dev/full"],
+        vec!["sim", "geo-8mbit", "--pcap", "/dev/full", "--runs", "2"],
+    ] {
+        assert_refused(&args, "--pcap /dev/full is not a regular file");
+    }
+    assert!(!std::path::Path::new("/dev/full-0").exists());
+}
+
+#[test]
+fn a_duplicate_key_is_named_with_its_line_by_every_configuration_reader() {
+    let dir = common::TempDir::new("cli-duplicate-key");
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let scenario = file(
+        "s.toml",
+        "name = \"x\"\n[link]\nrate = \"1Mbit\"\nrate = \"2Mbit\"\n",
+    );
+    let gateway = file(
+        "g.toml",
+        "[link]\nudp = \"0.0.0.0:7100\"\nudp = \"0.0.0.0:7101\"\n",
+    );
+    let emulator = file(
+        "e.toml",
+        "[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\nside_a = \"a1\"\n",
+    );
+    for (args, expected) in [
+        (
+            vec!["sim", scenario.as_str()],
+            "line 4, column 1: duplicate key `rate`",
+        ),
+        (
+            vec!["gateway", "--check", "--config", gateway.as_str()],
+            "line 3, column 1: duplicate key `udp`",
+        ),
+        (
+            vec!["emulate", "--config", emulator.as_str()],
+            "line 4, column 1: duplicate key `side_a`",
+        ),
+    ] {
+        assert_refused(&args, expected);
+    }
 }
 
 #[test]

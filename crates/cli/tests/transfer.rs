@@ -742,20 +742,29 @@ fn files_sizes_and_packet_sizes_are_checked_before_connecting() {
             "refused before connecting"
         );
     }
-    let output = scps()
-        .args(["recv", "--udp", "127.0.0.1:0", "--output", "/nonexistent/dir/x"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !stderr.contains("listening"),
-        "refused before listening: {stderr}"
-    );
-    assert!(
-        stderr.contains("--output /nonexistent/dir/x: there is no directory /nonexistent/dir"),
-        "{stderr}"
-    );
+    for (path, expected) in [
+        (
+            "/nonexistent/dir/x",
+            "--output /nonexistent/dir/x: there is no directory /nonexistent/dir",
+        ),
+        ("/dev/full", "--output /dev/full is not a regular file"),
+        (
+            "/proc/version",
+            "--output /proc/version: cannot make a file in /proc",
+        ),
+    ] {
+        let output = scps()
+            .args(["recv", "--udp", "127.0.0.1:0", "--output", path])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stderr.contains("listening"),
+            "refused before listening: {stderr}"
+        );
+        assert!(stderr.contains(expected), "{stderr}");
+    }
 }
 
 #[test]

@@ -31,6 +31,30 @@ pub enum Error {
 }
 
 impl Error {
+    /// `text`, the file `origin`, is not valid TOML: says where (line and
+    /// column) and what, naming the key of a duplicate key.
+    pub fn syntax(origin: &str, text: &str, error: &toml::de::Error) -> Error {
+        let message = error.message().trim_end();
+        let message = match error.span() {
+            Some(span) => {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |at| at + 1) + 1;
+                let what = text.get(span).unwrap_or("").trim();
+                if message == "duplicate key" && !what.is_empty() && !what.contains('\n') {
+                    format!("line {line}, column {column}: duplicate key `{what}`")
+                } else {
+                    format!("line {line}, column {column}: {message}")
+                }
+            }
+            None => message.to_owned(),
+        };
+        Error::Syntax {
+            origin: origin.to_owned(),
+            message,
+        }
+    }
+
     /// Names the file `origin` in the error, unless it already does.
     pub fn in_file(self, origin: &str) -> Error {
         match &self {
@@ -128,6 +152,25 @@ mod tests {
             error("name = 3"),
             "name: invalid type: integer `3`, expected a string"
         );
+    }
+
+    fn syntax(text: &str) -> String {
+        let error = text.parse::<toml::Table>().unwrap_err();
+        Error::syntax("a.toml", text, &error).to_string()
+    }
+
+    #[test]
+    fn a_syntax_error_says_where_and_a_duplicate_key_is_named() {
+        assert_eq!(
+            syntax("[link]\nrate = \"1Mbit\"\nrate = \"2Mbit\"\n"),
+            "a.toml: line 3, column 1: duplicate key `rate`"
+        );
+        assert_eq!(
+            syntax("[link]\nrtt = \"1s\"\n[link]\n"),
+            "a.toml: line 3, column 2: duplicate key `link`"
+        );
+        let missing = syntax("seed = 1\nrate\n");
+        assert!(missing.starts_with("a.toml: line 2, column 5: "), "{missing}");
     }
 
     #[test]

@@ -790,7 +790,7 @@ recv_buffer = "6MiB"
                 "name = \"x\"\nprotocol = \"tcp-vj\"\n[workload]\nkind = \"bulk\"\nbytes = \"1MB\"\n[link]\nrate = \"8Mbit\"\nmtu = 20\n",
                 "link.mtu = 20: 576 to 65535 bytes",
             ),
-            ("[link\n", "TOML parse error"),
+            ("[link\n", "line 1, column 6: unclosed table"),
         ] {
             std::fs::write(&path, text).unwrap();
             let err = Scenario::load(path_text, &[]).unwrap_err().to_string();

@@ -31,10 +31,9 @@ pub struct PointDocument {
 impl Sweep {
     /// Reads a scenario document; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Sweep, Error> {
-        let mut base: Table = text.parse().map_err(|e: toml::de::Error| Error::Syntax {
-            origin: origin.to_owned(),
-            message: e.to_string(),
-        })?;
+        let mut base: Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| Error::syntax(origin, text, &e))?;
         let mut axes = Vec::new();
         if let Some(sweep) = base.remove("sweep") {
             let Value::Table(sweep) = sweep else {

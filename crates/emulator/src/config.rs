@@ -122,10 +122,9 @@ impl EmulatorConfig {
 
     /// Parses and checks a configuration; `origin` names it in errors.
     pub fn from_text(text: &str, origin: &str) -> Result<EmulatorConfig, Error> {
-        let document: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Syntax {
-            origin: origin.to_owned(),
-            message: e.message().to_owned(),
-        })?;
+        let document: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| Error::syntax(origin, text, &e))?;
         let spec: FileSpec = scps_config::deserialize(document)?;
         check_interface("emulate.side_a", &spec.emulate.side_a)?;
         check_interface("emulate.side_b", &spec.emulate.side_b)?;

@@ -287,10 +287,9 @@ pub struct GatewayConfig {
 impl GatewayConfig {
     /// Reads `text`, the file `origin`.
     pub fn parse(text: &str, origin: &str) -> Result<GatewayConfig, Error> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Syntax {
-            origin: origin.to_owned(),
-            message: e.message().to_owned(),
-        })?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| Error::syntax(origin, text, &e))?;
         let spec: GatewaySpec = scps_config::deserialize(table).map_err(|e| e.in_file(origin))?;
         checked(spec, origin).map_err(|e| e.in_file(origin))
     }

@@ -42,12 +42,21 @@ pub fn check_source(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where a received file will go: a file name in a directory we may write
-/// in.
+/// Where a received file will go: a regular file, or a new one, in a
+/// directory where files can be made. The file is written beside its name
+/// and then renamed over it, so a device or FIFO would be replaced (as
+/// root, `/dev/full` by a file), and a directory that refuses new files
+/// (`/proc`, a read-only mount) would fail only at the end of a transfer.
 pub fn check_output(path: &Path) -> anyhow::Result<()> {
     let shown = path.display();
-    if path.is_dir() {
-        bail!("--output {shown} is a directory: name a file in it");
+    if let Ok(metadata) = std::fs::metadata(path) {
+        let kind = metadata.file_type();
+        if kind.is_dir() {
+            bail!("--output {shown} is a directory: name a file in it");
+        }
+        if !kind.is_file() {
+            bail!("--output {shown} is not a regular file (a device, FIFO or socket): name a file");
+        }
     }
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -56,9 +65,16 @@ pub fn check_output(path: &Path) -> anyhow::Result<()> {
     if !directory.is_dir() {
         bail!("--output {shown}: there is no directory {}", directory.display());
     }
-    nix::unistd::access(directory, nix::unistd::AccessFlags::W_OK)
-        .with_context(|| format!("--output {shown}: cannot write in {}", directory.display()))?;
-    partial_name(path, std::process::id(), 0)?;
+    // Making a file there is the only sure test (permissions, read-only
+    // mounts and pseudo-filesystems alike); it is removed at once.
+    let probe = partial_name(path, std::process::id(), u64::MAX)?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .with_context(|| format!("--output {shown}: cannot make a file in {}", directory.display()))?;
+    std::fs::remove_file(&probe)
+        .with_context(|| format!("--output {shown}: cannot remove {}", probe.display()))?;
     Ok(())
 }
 
@@ -136,13 +152,20 @@ mod tests {
     }
 
     #[test]
-    fn outputs_in_missing_directories_or_naming_directories_are_refused() {
+    fn outputs_that_are_not_files_or_in_directories_that_take_none_are_refused() {
         let dir = scratch("output");
         assert!(
             format!("{:#}", check_output(Path::new("/nonexistent/dir/x")).unwrap_err())
                 .contains("there is no directory /nonexistent/dir")
         );
         assert!(format!("{:#}", check_output(&dir).unwrap_err()).contains("is a directory"));
+        for device in ["/dev/full", "/dev/null"] {
+            let error = format!("{:#}", check_output(Path::new(device)).unwrap_err());
+            assert!(error.contains("is not a regular file"), "{error}");
+        }
+        let error = format!("{:#}", check_output(Path::new("/proc/version")).unwrap_err());
+        assert!(error.contains("cannot make a file in /proc"), "{error}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no probe left");
         check_output(&dir.join("x")).unwrap();
         check_output(Path::new("relative-name")).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
