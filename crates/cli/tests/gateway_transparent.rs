@@ -755,6 +755,7 @@ fn a_gateway_that_cannot_run_the_mode_says_why_and_leaves_nothing() {
     let gw_a = testbed.node("gwA").unwrap();
     gw_a.sysctl("net/ipv4/ip_forward", "0").unwrap();
     let file = config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24");
+    let text = std::fs::read_to_string(&file).unwrap();
     let output = gw_a.run(move || {
         std::process::Command::new(SCPS)
             .args(["gateway", "--config"])
@@ -765,6 +766,49 @@ fn a_gateway_that_cannot_run_the_mode_says_why_and_leaves_nothing() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("net.ipv4.ip_forward is 0"), "{stderr}");
+    assert_nothing_installed(gw_a);
+
+    // A LAN interface that is not there: refused, naming it.
+    gw_a.sysctl("net/ipv4/ip_forward", "1").unwrap();
+    let missing = dir.path().join("missing-lan.toml");
+    std::fs::write(&missing, text.replace("\"lan0\"", "\"eth9\"")).unwrap();
+    let output = gw_a.run(move || {
+        std::process::Command::new(SCPS)
+            .args(["gateway", "--config"])
+            .arg(&missing)
+            .output()
+            .unwrap()
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("transparent.lan = \"eth9\": there is no such interface here"),
+        "{stderr}"
+    );
+    assert_nothing_installed(gw_a);
+}
+
+#[test]
+fn a_gateway_killed_and_started_again_restores_early_demux_when_it_stops() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-restart");
+    let gw_a = testbed.node("gwA").unwrap();
+    let early_demux = || {
+        gw_a.output("cat", &["/proc/sys/net/ipv4/tcp_early_demux"])
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let file = config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24");
+    let first = start(gw_a, &file);
+    wait_ready(&[(gw_a, &first)]);
+    assert_eq!(early_demux(), "0", "turned off while the mode runs");
+    common::gateways::kill(&first);
+    assert_eq!(early_demux(), "0", "a killed gateway restores nothing");
+    let second = start(gw_a, &file);
+    wait_ready(&[(gw_a, &second)]);
+    stop(&second);
+    // (assert_nothing_installed checks that it is 1 again.)
     assert_nothing_installed(gw_a);
 }
 

@@ -35,7 +35,9 @@
 //! IPv4 and IPv6 alike, each family where both sides have prefixes of it.
 //!
 //! One kernel setting changes while the mode runs: TCP early demux is
-//! turned off (`net.ipv4.tcp_early_demux`, restored on exit). The link
+//! turned off (`net.ipv4.tcp_early_demux`, restored on exit; its value
+//! before is noted on the nftables table, so that a gateway killed and
+//! started again restores that value, not the 0 it finds). The link
 //! connection of an intercepted connection has its very addresses and
 //! ports, so early demux would find the intercepted socket for the link
 //! packets leaving the TUN device, and the kernel drops a packet to
@@ -50,6 +52,10 @@ use crate::routes::{Family, RouteMatch};
 
 /// Turned off while the mode runs (see the module's documentation).
 const EARLY_DEMUX: &str = "net.ipv4.tcp_early_demux";
+
+/// The comment on the nftables table that keeps [`EARLY_DEMUX`]'s value
+/// from before, followed by the value.
+const EARLY_DEMUX_NOTE: &str = "scps: net.ipv4.tcp_early_demux was ";
 
 /// How the link connections' packets reach the far gateway.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +105,8 @@ pub enum PlumbingError {
     },
     #[error("`{command}` failed: {message}")]
     Failed { command: String, message: String },
+    #[error("{key} = {name:?}: there is no such interface here (`ip link` lists those there are)")]
+    NoInterface { key: &'static str, name: String },
     #[error("{setting} is {value}: {why}")]
     Setting {
         setting: String,
@@ -209,6 +217,20 @@ impl Plumbing {
     /// intercepted LAN connections end and start at the gateway's own
     /// sockets, so nothing is checked for it.
     pub fn check_settings(&self) -> Result<(), PlumbingError> {
+        // A missing interface would install rules that match nothing: a
+        // gateway that runs and carries nothing.
+        let mut interfaces = vec![("transparent.lan", self.lan.as_str())];
+        if let Some((link, _)) = self.steering() {
+            interfaces.push(("transparent.link", link));
+        }
+        for (key, name) in interfaces {
+            if nix::net::if_::if_nametoindex(name).is_err() {
+                return Err(PlumbingError::NoInterface {
+                    key,
+                    name: name.to_owned(),
+                });
+            }
+        }
         if self.steering().is_none() {
             return Ok(());
         }
@@ -240,10 +262,13 @@ impl Plumbing {
     /// could). The TUN device of a routed link must exist. Undone when
     /// the result is dropped.
     pub fn install(self) -> Result<Installed, PlumbingError> {
+        // What a killed gateway of this configuration changed is known
+        // from the table it left: read before that table goes.
+        let left = self.early_demux_noted();
         self.remove();
         // Read only where it is changed: an empty one is not restored.
         let early_demux = match self.steering() {
-            Some(_) => read_setting(EARLY_DEMUX),
+            Some(_) => left.unwrap_or_else(|| read_setting(EARLY_DEMUX)),
             None => String::new(),
         };
         // From here on, whatever fails is undone by the guard's drop.
@@ -253,6 +278,14 @@ impl Plumbing {
         };
         let plumbing = &installed.plumbing;
         if let Some((_, tun)) = plumbing.steering() {
+            // The setting's value before, noted on the table, where a
+            // gateway restarted after being killed finds it.
+            let note = format!(
+                "table inet {} {{ comment \"{EARLY_DEMUX_NOTE}{}\"; }}\n",
+                plumbing.nft_table(),
+                installed.early_demux
+            );
+            run("nft", &["-f", "-"], Some(&note))?;
             // The path by hand: an interface name may hold dots.
             write_proc(&format!("net/ipv4/conf/{tun}/rp_filter"), "0")?;
             write_proc(&EARLY_DEMUX.replace('.', "/"), "0")?;
@@ -264,6 +297,20 @@ impl Plumbing {
         }
         tracing::info!(table = %plumbing.nft_table(), "interception and steering installed");
         Ok(installed)
+    }
+
+    /// The value of TCP early demux before it was turned off, as noted on
+    /// this configuration's table by a gateway that could not restore it
+    /// (killed), if there is such a table.
+    fn early_demux_noted(&self) -> Option<String> {
+        let output = Command::new("nft")
+            .args(["list", "table", "inet", &self.nft_table()])
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        let listing = String::from_utf8_lossy(&output.stdout);
+        let value = listing.split(EARLY_DEMUX_NOTE).nth(1)?.split('"').next()?;
+        (!value.is_empty() && value.bytes().all(|b| b.is_ascii_digit())).then(|| value.to_owned())
     }
 
     /// Removes what `install` installs, ignoring what is not there.
@@ -539,7 +586,19 @@ mod tests {
             !described.contains("sysctl"),
             "no kernel setting changes:\n{described}"
         );
-        assert!(plumbing.check_settings().is_ok(), "no setting is needed");
+        let on_loopback = Plumbing {
+            lan: "lo".into(),
+            ..plumbing.clone()
+        };
+        assert!(on_loopback.check_settings().is_ok(), "no setting is needed");
+        let missing = Plumbing {
+            lan: "no-such-if0".into(),
+            ..plumbing
+        };
+        assert_eq!(
+            missing.check_settings().unwrap_err().to_string(),
+            "transparent.lan = \"no-such-if0\": there is no such interface here (`ip link` lists those there are)"
+        );
     }
 
     #[test]
