@@ -275,6 +275,10 @@ fn status_and_metrics_show_a_forwarded_connection_while_it_is_held() {
         "{text}"
     );
     assert_eq!(sample(&text, &relaying), Some(0.0), "{text}");
+    // Forty connections that send nothing do not keep a scraper out.
+    let idle: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(metrics).unwrap()).collect();
+    assert_eq!(sample(&scrape(metrics), closed), Some(1.0));
+    drop(idle);
     let document = status_json(&client_control);
     assert_eq!(document["connections"], Value::Array(Vec::new()), "{document}");
     assert_eq!(document["counters"]["closed"], 1, "{document}");

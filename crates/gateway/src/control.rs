@@ -32,6 +32,7 @@ const LIMITS: Limits = Limits {
     request: 256,
     time: Duration::from_secs(5),
     clients: 8,
+    per_source: 8,
 };
 
 /// How long `scps status` waits for the gateway's whole answer.

@@ -3,19 +3,31 @@
 //! the control socket. Bounded so that no client can hold the server or
 //! its memory: a request is read up to [`Limits::request`] bytes, reading
 //! it and writing the answer each get [`Limits::time`], and at most
-//! [`Limits::clients`] are served at once (one more is closed at once).
+//! [`Limits::clients`] are served at once, [`Limits::per_source`] of them
+//! from one address.
+//!
+//! Idle clients cannot lock out a scraper: a client that finds every
+//! place taken (or its address's share) takes the place of the one that
+//! has waited longest without sending its whole request. A real client
+//! sends its request as soon as it connects, and so is answered; one
+//! that opens connections and sends nothing only displaces its like, or
+//! itself, within its address's share.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 
 /// A listening socket whose clients are byte streams.
 pub(crate) trait Accept: Send + 'static {
     type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     fn accept_stream(&self) -> impl Future<Output = std::io::Result<Self::Stream>> + Send;
+    /// The address a client connects from, if its kind of socket has one.
+    fn source(stream: &Self::Stream) -> Option<IpAddr>;
 }
 
 impl Accept for tokio::net::TcpListener {
@@ -23,12 +35,18 @@ impl Accept for tokio::net::TcpListener {
     async fn accept_stream(&self) -> std::io::Result<Self::Stream> {
         self.accept().await.map(|(stream, _)| stream)
     }
+    fn source(stream: &Self::Stream) -> Option<IpAddr> {
+        stream.peer_addr().ok().map(|peer| peer.ip())
+    }
 }
 
 impl Accept for tokio::net::UnixListener {
     type Stream = tokio::net::UnixStream;
     async fn accept_stream(&self) -> std::io::Result<Self::Stream> {
         self.accept().await.map(|(stream, _)| stream)
+    }
+    fn source(_: &Self::Stream) -> Option<IpAddr> {
+        None
     }
 }
 
@@ -42,6 +60,39 @@ pub(crate) struct Limits {
     pub time: Duration,
     /// Clients served at once.
     pub clients: usize,
+    /// Clients served at once from one address.
+    pub per_source: usize,
+}
+
+/// A client being served.
+struct Seat {
+    source: Option<IpAddr>,
+    /// Until its whole request has come: while it may give its place up.
+    waiting: Arc<AtomicBool>,
+    task: AbortHandle,
+}
+
+/// Makes room among `seats` for a client from `source`: ends the client
+/// that has waited longest for its own request among those of `source`
+/// if they hold its share, else among all if they hold every place.
+/// Whether there is room now.
+fn make_room(seats: &mut Vec<Seat>, source: Option<IpAddr>, limits: Limits) -> bool {
+    seats.retain(|seat| !seat.task.is_finished());
+    let same = |seat: &Seat| source.is_some() && seat.source == source;
+    let among_same = seats.iter().filter(|seat| same(seat)).count() >= limits.per_source;
+    if !among_same && seats.len() < limits.clients {
+        return true;
+    }
+    let oldest_waiting = seats
+        .iter()
+        .position(|seat| (!among_same || same(seat)) && seat.waiting.load(Ordering::Relaxed));
+    match oldest_waiting {
+        Some(at) => {
+            seats.remove(at).task.abort();
+            true
+        }
+        None => false,
+    }
 }
 
 /// What came of reading a request.
@@ -70,7 +121,8 @@ pub(crate) async fn serve<L: Accept>(
     admits: impl Fn(&L::Stream) -> bool + Send,
 ) {
     let answer = Arc::new(answer);
-    let places = Arc::new(tokio::sync::Semaphore::new(limits.clients));
+    // In the order they came: the first that still waits goes first.
+    let mut seats: Vec<Seat> = Vec::new();
     // Dropped with this task, taking the clients' tasks with it.
     let mut clients = JoinSet::new();
     loop {
@@ -83,16 +135,26 @@ pub(crate) async fn serve<L: Accept>(
                 continue;
             }
         };
-        let Ok(place) = places.clone().try_acquire_owned() else {
-            tracing::debug!(clients = limits.clients, "too many clients at once: one closed");
-            continue;
-        };
-        let answer = answer.clone();
-        clients.spawn(async move {
-            let _place = place;
-            exchange(stream, limits, end, &*answer).await;
-        });
         while clients.try_join_next().is_some() {}
+        let source = L::source(&stream);
+        if !make_room(&mut seats, source, limits) {
+            tracing::debug!(
+                clients = limits.clients,
+                "every client is being answered: one more closed"
+            );
+            continue;
+        }
+        let answer = answer.clone();
+        let waiting = Arc::new(AtomicBool::new(true));
+        let task = clients.spawn({
+            let waiting = waiting.clone();
+            async move { exchange(stream, limits, end, &*answer, &waiting).await }
+        });
+        seats.push(Seat {
+            source,
+            waiting,
+            task,
+        });
     }
 }
 
@@ -102,10 +164,12 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     limits: Limits,
     end: fn(&[u8]) -> Option<usize>,
     answer: &(impl Fn(Request) -> Vec<u8> + ?Sized),
+    waiting: &AtomicBool,
 ) {
     let request = tokio::time::timeout(limits.time, read_request(&mut stream, limits.request, end))
         .await
         .unwrap_or(Request::Slow);
+    waiting.store(false, Ordering::Relaxed);
     let reply = answer(request);
     let written = async {
         stream.write_all(&reply).await?;
@@ -159,6 +223,7 @@ mod tests {
         request: 64,
         time: Duration::from_millis(300),
         clients: 2,
+        per_source: 2,
     };
 
     /// A server that answers each request with what it made of it.
@@ -215,26 +280,73 @@ mod tests {
         assert_eq!(ask(addr, b"stat", false).await, "Slow");
     }
 
+    /// Connections from `addr` to the server that send nothing.
+    async fn silent(addr: std::net::SocketAddr, from: &str, count: usize) -> Vec<TcpStream> {
+        let mut streams = Vec::new();
+        for _ in 0..count {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+            streams.push(socket.connect(addr).await.unwrap());
+        }
+        streams
+    }
+
     #[tokio::test]
-    async fn clients_beyond_the_bound_are_closed_at_once() {
+    async fn clients_that_send_nothing_give_their_places_to_one_that_asks() {
+        let limits = Limits {
+            time: Duration::from_secs(30),
+            clients: 4,
+            per_source: 2,
+            ..LIMITS
+        };
+        let addr = server(limits).await;
+        // Two addresses fill every place with connections that send
+        // nothing, and would hold them for 30 s.
+        let mut idle = silent(addr, "127.0.0.2", 2).await;
+        idle.extend(silent(addr, "127.0.0.3", 2).await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // One that asks is answered at once, in the place of the oldest.
+        for _ in 0..3 {
+            assert!(ask(addr, b"status\n", false).await.starts_with("Whole"));
+        }
+        // An address over its share displaces only its own.
+        let more = silent(addr, "127.0.0.3", 8).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(ask(addr, b"status\n", false).await.starts_with("Whole"));
+        drop((idle, more));
+    }
+
+    #[tokio::test]
+    async fn clients_beyond_the_bound_are_closed_at_once_when_all_are_being_answered() {
+        // Answers that take long: each client stays in its place after its
+        // request, until it closes; it can no longer give the place up.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
         let limits = Limits {
             time: Duration::from_secs(30),
             ..LIMITS
         };
-        let addr = server(limits).await;
-        let mut silent = Vec::new();
+        tokio::spawn(serve(
+            listener,
+            limits,
+            line_end,
+            |_| vec![b'x'; 8 << 20],
+            |_| true,
+        ));
+        let mut held = Vec::new();
         for _ in 0..limits.clients {
-            silent.push(TcpStream::connect(addr).await.unwrap());
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(b"status\n").await.unwrap();
+            // Its answer started: the request was read.
+            let mut first = [0u8; 1];
+            stream.read_exact(&mut first).await.unwrap();
+            held.push(stream);
         }
-        // The silent clients hold every place for 30 s: this one is
-        // closed without an answer, long before.
-        assert_eq!(ask(addr, b"status\n", false).await, "");
-        // Once they close, their places are free.
-        drop(silent);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !ask(addr, b"status\n", false).await.starts_with("Whole") {
-            assert!(tokio::time::Instant::now() < deadline, "a place is freed");
-            tokio::task::yield_now().await;
-        }
+        assert_eq!(
+            ask(addr, b"status\n", false).await,
+            "",
+            "closed without an answer"
+        );
+        drop(held);
     }
 }

@@ -34,6 +34,7 @@ const LIMITS: Limits = Limits {
     request: http::MAX_HEAD,
     time: Duration::from_secs(5),
     clients: 16,
+    per_source: 4,
 };
 
 /// Serves the metrics of `counters` and `live` on `endpoint.listen`, to
