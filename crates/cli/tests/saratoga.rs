@@ -48,10 +48,14 @@ struct Server {
 
 impl Server {
     fn start(dir: &Path, args: &[&str]) -> Server {
-        let mut child = scps()
-            .args(["saratoga", "serve"])
-            .arg(dir)
-            .args(args)
+        let mut command = scps();
+        command.args(["saratoga", "serve"]).arg(dir).args(args);
+        Server::run(command)
+    }
+
+    /// The server `command` starts.
+    fn run(mut command: Command) -> Server {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -592,4 +596,145 @@ fn a_put_appears_under_its_name_only_once_complete() {
     assert!(status.success());
     assert_eq!(sha256(&served.join("paced.bin")), sha256(&file));
     assert!(!log.exists(), "the range log is gone once committed");
+}
+
+/// A METADATA starting a put of `name` (`size` bytes) in session 1.
+fn metadata_frame(name: &str, size: u64) -> Vec<u8> {
+    use scps_saratoga::wire::{Checksum, DirEntry, Frame, Metadata, TransferType};
+    Frame::Metadata(Metadata {
+        descriptor: scps_saratoga::engine::descriptor_for(size),
+        transfer_type: TransferType::File,
+        terminated: false,
+        udp_lite: false,
+        session: 1,
+        checksum: Checksum::None,
+        entry: DirEntry::file(name, size, 0),
+    })
+    .to_bytes()
+    .unwrap()
+}
+
+/// The first STATUS error code `socket` receives within 5 s, if any.
+fn status_error(socket: &std::net::UdpSocket) -> Option<u8> {
+    use scps_saratoga::wire::Frame;
+    socket.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut buf = [0u8; 2048];
+    while Instant::now() < deadline {
+        if let Ok(len) = socket.recv(&mut buf)
+            && let Ok(Frame::Status(status)) = Frame::parse(&buf[..len])
+            && !status.error.is_success()
+        {
+            return Some(status.error.0);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_flood_of_puts_from_strangers_does_not_keep_out_a_peer_that_completed_one() {
+    let (_tmp, served, here) = dirs("saratoga-flood");
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    let file = here.join("first.bin");
+    random_file(&file, 10_000);
+    let (status, _, stderr) = saratoga(&["put", file.to_str().unwrap(), &server.addr]);
+    assert!(status.success(), "{stderr}");
+    // 64 strangers (as spoofed addresses would) each start a put, the
+    // server's whole table, and never answer.
+    let strangers: Vec<std::net::UdpSocket> = (1..=64u8)
+        .map(|i| {
+            let socket = std::net::UdpSocket::bind(("127.0.1.".to_owned() + &i.to_string(), 0)).unwrap();
+            socket.connect(&server.addr).unwrap();
+            socket
+                .send(&metadata_frame(&format!("junk{i}"), 1 << 20))
+                .unwrap();
+            socket
+        })
+        .collect();
+    // A 65th stranger is refused: every place is taken
+    // ("receiver not interested", 14).
+    let late = std::net::UdpSocket::bind("127.0.1.65:0").unwrap();
+    late.connect(&server.addr).unwrap();
+    late.send(&metadata_frame("late", 1 << 20)).unwrap();
+    assert_eq!(status_error(&late), Some(14));
+    // The peer that completed a put gets its next one in.
+    let second = here.join("second.bin");
+    random_file(&second, 100_000);
+    let (status, _, stderr) = saratoga(&["put", second.to_str().unwrap(), &server.addr]);
+    assert!(status.success(), "{stderr}");
+    assert_eq!(sha256(&served.join("second.bin")), sha256(&second));
+    // In the place of the first stranger, who is told so.
+    assert_eq!(status_error(&strangers[0]), Some(14));
+    drop(strangers);
+    server.stop();
+}
+
+#[test]
+fn the_partial_file_of_an_abandoned_put_is_removed_after_keep_partials() {
+    let (_tmp, served, _here) = dirs("saratoga-abandoned");
+    let server = Server::start(
+        &served,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--timeout",
+            "2s",
+            "--keep-partials",
+            "0s",
+        ],
+    );
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sender.connect(&server.addr).unwrap();
+    sender.send(&metadata_frame("left.bin", 1 << 20)).unwrap();
+    let log = served.join(".saratoga/partial/left.bin.ranges");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !log.exists() {
+        assert!(Instant::now() < deadline, "the put started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The sender goes silent: after the 2 s timeout the put fails, and
+    // its partial file, kept 0 s, is removed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !walk(&served.join(".saratoga")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{:?} left",
+            walk(&served.join(".saratoga"))
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_, stdout) = server.stop();
+    assert!(stdout.contains("failed"), "{stdout}");
+}
+
+#[test]
+fn a_full_disk_is_answered_file_too_big_and_the_space_is_given_back() {
+    // The served directory is a 1 MiB tmpfs, mounted in a mount namespace
+    // of the server's own (needs root, as CI runs).
+    let (_tmp, served, here) = dirs("saratoga-full");
+    let mut command = Command::new("unshare");
+    command
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t tmpfs -o size=1m scps-test \"$0\" && exec \"$1\" saratoga serve \"$0\" --listen 127.0.0.1:0")
+        .arg(&served)
+        .arg(env!("CARGO_BIN_EXE_scps"));
+    let server = Server::run(command);
+    let big = here.join("big.bin");
+    random_file(&big, 1_500_000);
+    let (status, stdout, stderr) = saratoga(&["put", big.to_str().unwrap(), &server.addr]);
+    assert!(!status.success(), "{stdout}");
+    assert!(stderr.contains("file too big (8)"), "{stderr}");
+    // What the failed put wrote was given back: a file of most of the
+    // disk fits.
+    let fits = here.join("fits.bin");
+    random_file(&fits, 800_000);
+    let (status, _, stderr) = saratoga(&["put", fits.to_str().unwrap(), &server.addr]);
+    assert!(status.success(), "{stderr}");
+    let (status, listing, stderr) = saratoga(&["ls", &server.addr]);
+    assert!(status.success(), "{stderr}");
+    assert!(
+        listing.contains("fits.bin") && !listing.contains("big.bin"),
+        "{listing}"
+    );
+    server.stop();
 }

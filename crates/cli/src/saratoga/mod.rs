@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use scps_config::units::Rate;
+use scps_config::units::{Bytes, Rate};
 use scps_saratoga::engine::{Config, ConfigError};
 use scps_saratoga::wire::ChecksumKind;
 
@@ -86,6 +86,22 @@ struct ServeArgs {
     /// Listen on this UDP address (repeatable; `[::]:7542` for IPv6).
     #[arg(long = "listen", value_name = "ADDR:PORT", default_value = "0.0.0.0:7542")]
     listen: Vec<std::net::SocketAddr>,
+    /// Files received at once, from all peers; more are refused
+    /// ("receiver not interested"), except that a peer that completed a
+    /// transfer with this server in the last day takes the place of a
+    /// stranger's transfer, the one silent longest.
+    #[arg(long, value_name = "N", default_value_t = Config::default().max_receivers)]
+    max_receives: usize,
+    /// Files received at once from one address.
+    #[arg(long, value_name = "N", default_value_t = Config::default().max_receivers_per_peer)]
+    max_receives_per_peer: usize,
+    /// The partial file of a failed or abandoned transfer is kept this
+    /// long for the same file to resume from, then removed.
+    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "24h")]
+    keep_partials: Duration,
+    /// Partial files kept take at most this much disk; the oldest go first.
+    #[arg(long, value_name = "SIZE", default_value = "4GB")]
+    partials_budget: Bytes,
     #[command(flatten)]
     engine: EngineArgs,
 }

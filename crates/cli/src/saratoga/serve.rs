@@ -3,10 +3,10 @@
 //! object) per transfer started, completed or failed.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
-use scps_saratoga::engine::{DiskStore, Engine, Event, Operation, TransferId};
+use scps_saratoga::engine::{Config, DiskStore, Engine, Event, Operation, TransferId};
 use serde_json::json;
 
 use super::capture::PacketCapture;
@@ -22,7 +22,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
     }
     let root = store.root().to_owned();
     let ipv6 = args.listen.iter().any(|a| a.is_ipv6());
-    let engine = Engine::new(args.engine.config(ipv6), store).map_err(settings_refused)?;
+    let config = Config {
+        max_receivers: args.max_receives,
+        max_receivers_per_peer: args.max_receives_per_peer,
+        ..args.engine.config(ipv6)
+    };
+    let engine = Engine::new(config, store).map_err(settings_refused)?;
     let capture = args
         .engine
         .pcap
@@ -42,7 +47,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
             .join(", ")
     );
     let mut started: HashMap<TransferId, (Operation, String, Instant)> = HashMap::new();
+    prune_partials(&mut host, &args);
     while let Some(event) = host.next_event(&mut stop).await? {
+        if matches!(event, Event::Started { .. } | Event::Failed { .. }) {
+            prune_partials(&mut host, &args);
+        }
         let line = match event {
             Event::Started {
                 id,
@@ -94,6 +103,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
     );
     // Ctrl-C is how a server is meant to stop.
     Ok(Outcome::Complete)
+}
+
+/// Removes the partial files failed or abandoned transfers left that are
+/// past `--keep-partials` or `--partials-budget`, saying which. Done at
+/// start and as transfers start or fail, when disk is taken or left.
+fn prune_partials(host: &mut Host<DiskStore>, args: &ServeArgs) {
+    let store = host.engine_mut().store_mut();
+    for name in store.prune_partials(SystemTime::now(), args.keep_partials, args.partials_budget.0) {
+        eprintln!(
+            "scps saratoga serve: removed the partial file of {name} (--keep-partials, --partials-budget)"
+        );
+    }
 }
 
 /// One event of the server's log.

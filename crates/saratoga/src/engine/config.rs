@@ -40,6 +40,12 @@ pub struct Config {
     /// Files peers put to us at once; more are refused ("receiver not
     /// interested"). Any datagram can start one, so this is a bound.
     pub max_receivers: usize,
+    /// Of those, the most from one address. When every place is taken, a
+    /// peer that has completed a transfer with this engine (within
+    /// [`KNOWN_PEER_FOR`]) takes the place of the transfer of a peer that
+    /// has not that has been silent longest: a flood of METADATA from
+    /// spoofed addresses, which never answer, cannot keep it out.
+    pub max_receivers_per_peer: usize,
     /// Requests for files or listings served at once; more are refused
     /// ("unable to send").
     pub max_served: usize,
@@ -51,6 +57,10 @@ pub struct Config {
     /// first is forgotten.
     pub max_remembered: usize,
 }
+
+/// How long a peer that completed a transfer stays known (see
+/// [`Config::max_receivers_per_peer`]).
+pub const KNOWN_PEER_FOR: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// A setting an engine cannot run with: the field, its value and what is
 /// allowed.
@@ -137,6 +147,7 @@ impl Default for Config {
             max_listing_bytes: 16 << 20,
             first_session: 1,
             max_receivers: 64,
+            max_receivers_per_peer: 8,
             max_served: 64,
             max_file_bytes: 1 << 40,
             max_remembered: 4096,

@@ -23,7 +23,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::ranges::RangeSet;
 use super::store::{FileInfo, ListEntry, PartialId, Store, StoreError, safe_name};
@@ -50,6 +50,9 @@ fn io(context: &Path, error: std::io::Error) -> StoreError {
     match error.kind() {
         std::io::ErrorKind::NotFound => StoreError::NotFound(context.display().to_string()),
         std::io::ErrorKind::PermissionDenied => StoreError::Denied(context.display().to_string()),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+            StoreError::NoSpace(format!("{}: {error}", context.display()))
+        }
         _ => StoreError::Io(format!("{}: {error}", context.display())),
     }
 }
@@ -126,6 +129,50 @@ impl DiskStore {
             .fold(real, |dir, component| dir.join(component));
         fs::create_dir_all(&dir).map_err(|e| io(Path::new(name), e))?;
         Ok(dir)
+    }
+
+    /// Removes partial files no transfer has open that were last written
+    /// more than `keep` before `now`, then, oldest first, those past
+    /// `budget` bytes in all: what failed or abandoned transfers left,
+    /// kept a while for a resumption. Returns the names removed.
+    pub fn prune_partials(&mut self, now: SystemTime, keep: Duration, budget: u64) -> Vec<String> {
+        let dir = self.root.join(PARTIAL_DIR).join("partial");
+        let Ok(entries) = fs::read_dir(&dir) else {
+            return Vec::new();
+        };
+        let open: Vec<PathBuf> = self.open.keys().map(|safe| self.partial_paths(safe).0).collect();
+        // (last written, bytes on disk, data file) of each closed partial.
+        let mut closed: Vec<(SystemTime, u64, PathBuf)> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e == "data") && !open.contains(path))
+            .filter_map(|path| {
+                let metadata = fs::metadata(&path).ok()?;
+                // Blocks taken, not the announced size: a partial is sparse.
+                let bytes = std::os::unix::fs::MetadataExt::blocks(&metadata) * 512;
+                Some((metadata.modified().ok()?, bytes, path))
+            })
+            .collect();
+        closed.sort();
+        let mut total: u64 = closed.iter().map(|(_, bytes, _)| bytes).sum();
+        let mut removed = Vec::new();
+        for (written, bytes, data) in closed {
+            let stale = now.duration_since(written).is_ok_and(|age| age > keep);
+            if !stale && total <= budget {
+                continue;
+            }
+            let log = data.with_extension("ranges");
+            if fs::remove_file(&data).is_ok() {
+                let _ = fs::remove_file(&log);
+                total -= bytes;
+                let flat = data
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                removed.push(flat.replace("%2F", "/").replace("%25", "%"));
+            }
+        }
+        removed
     }
 
     fn partial_paths(&self, safe: &str) -> (PathBuf, PathBuf) {
@@ -323,6 +370,12 @@ impl Store for DiskStore {
         fs::remove_file(&log_path).map_err(|e| io(&log_path, e))
     }
 
+    fn close_partial(&mut self, name: &str) {
+        if let Ok((safe, _)) = self.path(name) {
+            self.open.remove(&safe);
+        }
+    }
+
     fn discard_partial(&mut self, name: &str) -> Result<(), StoreError> {
         let (safe, _) = self.path(name)?;
         self.open.remove(&safe);
@@ -372,6 +425,47 @@ mod tests {
         fn drop(&mut self) {
             let _ = fs::remove_dir_all(&self.0);
         }
+    }
+
+    #[test]
+    fn partials_left_are_pruned_by_age_then_oldest_first_past_the_budget_and_open_ones_kept() {
+        let tmp = TempDir::new("prune");
+        let mut store = DiskStore::new(&tmp.0).unwrap();
+        let write = |store: &mut DiskStore, name: &str| {
+            store.open_partial(name, &id(8192, name.as_bytes())).unwrap();
+            store.write_partial(name, 0, &[1; 8192]).unwrap();
+        };
+        for name in ["dir/old", "middle", "new"] {
+            write(&mut store, name);
+            store.close_partial(name);
+            // Distinct times, in this order.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        write(&mut store, "open");
+        let (data, _) = store.partial_paths("dir/old");
+        let old_written = fs::metadata(&data).unwrap().modified().unwrap();
+        let new_written = fs::metadata(store.partial_paths("new").0)
+            .unwrap()
+            .modified()
+            .unwrap();
+        // Nothing is stale and all fits: nothing goes.
+        let far = 1 << 40;
+        assert!(store.prune_partials(old_written, Duration::ZERO, far).is_empty());
+        // Stale: only "dir/old" was written more than 5 ms before then.
+        let then = old_written + Duration::from_millis(5);
+        assert_eq!(
+            store.prune_partials(then, Duration::from_millis(5) / 2, far),
+            ["dir/old"]
+        );
+        assert!(!data.exists() && !data.with_extension("ranges").exists());
+        // Past a budget of one partial: the older closed one goes, the
+        // open one stays whatever the budget.
+        assert_eq!(
+            store.prune_partials(new_written, Duration::from_secs(60), 8192),
+            ["middle"]
+        );
+        assert!(store.prune_partials(new_written, Duration::from_secs(60), 0) == ["new"]);
+        store.write_partial("open", 0, b"still").unwrap();
     }
 
     #[test]

@@ -97,6 +97,10 @@ pub enum FailReason {
     Store(StoreError),
     #[error("directory listing: {0}")]
     BadListing(String),
+    /// Ended to make room for a peer that had completed a transfer before,
+    /// every place being taken (`Config::max_receivers`).
+    #[error("ended to make room for a known peer's transfer (every place was taken)")]
+    Displaced,
 }
 
 /// Counters, for reports and tests.

@@ -6,20 +6,22 @@
 //! expires.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
 
 use scps_node::Instant;
 
 use super::Key;
 
+/// Keyed by a session (`Key`) unless said otherwise.
 #[derive(Debug)]
-pub(crate) struct Expiring<V> {
-    entries: HashMap<Key, (V, Instant)>,
-    deadlines: BTreeSet<(Instant, Key)>,
+pub(crate) struct Expiring<V, K = Key> {
+    entries: HashMap<K, (V, Instant)>,
+    deadlines: BTreeSet<(Instant, K)>,
     capacity: usize,
 }
 
-impl<V> Expiring<V> {
-    pub fn new(capacity: usize) -> Expiring<V> {
+impl<V, K: Copy + Eq + Hash + Ord> Expiring<V, K> {
+    pub fn new(capacity: usize) -> Expiring<V, K> {
         Expiring {
             entries: HashMap::new(),
             deadlines: BTreeSet::new(),
@@ -27,17 +29,17 @@ impl<V> Expiring<V> {
         }
     }
 
-    pub fn get(&self, key: &Key) -> Option<&V> {
+    pub fn get(&self, key: &K) -> Option<&V> {
         self.entries.get(key).map(|(value, _)| value)
     }
 
-    pub fn contains_key(&self, key: &Key) -> bool {
+    pub fn contains_key(&self, key: &K) -> bool {
         self.entries.contains_key(key)
     }
 
     /// Remembers `value` for `key` until `until`; returns whether an entry
     /// was dropped to make room.
-    pub fn insert(&mut self, key: Key, value: V, until: Instant) -> bool {
+    pub fn insert(&mut self, key: K, value: V, until: Instant) -> bool {
         self.remove(&key);
         if self.capacity == 0 {
             return true;
@@ -51,7 +53,7 @@ impl<V> Expiring<V> {
         full
     }
 
-    pub fn remove(&mut self, key: &Key) {
+    pub fn remove(&mut self, key: &K) {
         if let Some((_, until)) = self.entries.remove(key) {
             self.deadlines.remove(&(until, *key));
         }
@@ -79,7 +81,7 @@ mod tests {
 
     #[test]
     fn entries_expire_in_order_and_the_soonest_makes_room() {
-        let key = |i: u32| ("10.0.0.1:1".parse().unwrap(), i);
+        let key = |i: u32| -> Key { ("10.0.0.1:1".parse().unwrap(), i) };
         let at = |s: u64| Instant::ZERO + Duration::from_secs(s);
         let mut map = Expiring::new(2);
         assert!(!map.insert(key(1), 'a', at(30)));

@@ -71,11 +71,11 @@ mod sender;
 mod store;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use scps_node::Instant;
 
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, KNOWN_PEER_FOR};
 pub use disk::{DiskStore, PARTIAL_DIR};
 pub use event::{Event, FailReason, Operation, Role, Stats, TransferId};
 use store::checksum_of;
@@ -116,6 +116,9 @@ pub struct Engine<S: Store> {
     answered: Expiring<ErrorCode>,
     /// Names PUT REQUESTs asked for, until their METADATA comes.
     put_names: Expiring<String>,
+    /// Peers that completed a transfer with us, by address: they may take
+    /// the place of a stranger's transfer when every place is taken.
+    known_peers: Expiring<(), IpAddr>,
     next_session: u32,
     /// The sender that sent last, for round robin.
     last_sender: Option<Key>,
@@ -133,6 +136,7 @@ impl<S: Store> Engine<S> {
             orphans: Expiring::new(config.max_remembered),
             answered: Expiring::new(config.max_remembered),
             put_names: Expiring::new(config.max_remembered),
+            known_peers: Expiring::new(config.max_remembered),
             config,
             store,
             senders: BTreeMap::new(),
@@ -353,19 +357,10 @@ impl<S: Store> Engine<S> {
             if self.writing(&name) {
                 return self.send_code(from, metadata.session, ErrorCode::FILE_IN_USE);
             }
-            // Any datagram can start a receive: bounded, in number and size.
-            let incoming = self
-                .receivers
-                .values()
-                .filter(|r| r.operation == Operation::Receive && r.writing().is_some())
-                .count();
-            if incoming >= self.config.max_receivers {
-                return self.refuse(
-                    from,
-                    metadata.session,
-                    "too_many_receivers",
-                    ErrorCode::RX_NOT_INTERESTED,
-                );
+            // Any datagram can start a receive: bounded, in number (per
+            // address and in all) and size.
+            if let Err(cause) = self.make_room_for_receive(from.ip()) {
+                return self.refuse(from, metadata.session, cause, ErrorCode::RX_NOT_INTERESTED);
             }
             if metadata.entry.size > self.config.max_file_bytes {
                 return self.refuse(from, metadata.session, "file_too_big", ErrorCode::FILE_TOO_BIG);
@@ -382,6 +377,44 @@ impl<S: Store> Engine<S> {
         }
         if let Some(receiver) = self.receivers.get_mut(&key) {
             receiver.handle_metadata(now, metadata, &self.config, &mut self.store, &mut self.out);
+        }
+    }
+
+    /// Whether a transfer from `peer` may start: within its address's
+    /// share, and within the total, if need be in the place of the
+    /// transfer of a peer never known to complete one that has been
+    /// silent longest (if `peer` is known). Else the cause of the refusal.
+    fn make_room_for_receive(&mut self, peer: IpAddr) -> Result<(), &'static str> {
+        let incoming = |r: &&Receiver| r.operation == Operation::Receive && r.writing().is_some();
+        let mut from_peer = 0;
+        let mut total = 0;
+        for receiver in self.receivers.values().filter(incoming) {
+            total += 1;
+            from_peer += usize::from(receiver.id.peer.ip() == peer);
+        }
+        if from_peer >= self.config.max_receivers_per_peer {
+            return Err("too_many_from_peer");
+        }
+        if total < self.config.max_receivers {
+            return Ok(());
+        }
+        if !self.known_peers.contains_key(&peer) {
+            return Err("too_many_receivers");
+        }
+        let known = &self.known_peers;
+        let stranger = self
+            .receivers
+            .values_mut()
+            .filter(|r| r.operation == Operation::Receive && r.writing().is_some())
+            .filter(|r| !known.contains_key(&r.id.peer.ip()))
+            .min_by_key(|r| r.last_heard());
+        match stranger {
+            Some(receiver) => {
+                receiver.displace(&mut self.out);
+                *self.out.stats.refused.entry("displaced").or_default() += 1;
+                Ok(())
+            }
+            None => Err("too_many_receivers"),
         }
     }
 
@@ -707,14 +740,30 @@ impl<S: Store> Engine<S> {
     /// Drops finished sessions; a finished send is remembered a while.
     fn reap(&mut self, now: Instant) {
         let until = now + self.config.inactivity_timeout;
-        let (answered, stats) = (&mut self.answered, &mut self.out.stats);
+        let known_until = now + KNOWN_PEER_FOR;
+        self.known_peers.expire(now);
+        let (answered, stats, known, store) = (
+            &mut self.answered,
+            &mut self.out.stats,
+            &mut self.known_peers,
+            &mut self.store,
+        );
         self.senders.retain(|key, sender| {
+            if sender.take_success() {
+                known.insert(key.0.ip(), (), known_until);
+            }
             if sender.done && answered.insert(*key, ErrorCode::SUCCESS, until) {
                 stats.forgotten += 1;
             }
             !sender.done
         });
         self.receivers.retain(|key, receiver| {
+            if receiver.take_success() {
+                known.insert(key.0.ip(), (), known_until);
+            }
+            if let Some(name) = receiver.partial_left() {
+                store.close_partial(name);
+            }
             // A session failed with an error code stays refused: its
             // METADATA and DATA still coming get that code again.
             if receiver.removed
@@ -740,10 +789,24 @@ mod tests {
     /// Hands `frame` to `engine` from [`peer`]; the error codes of the
     /// STATUS frames it answers with.
     fn answer(engine: &mut Engine<MemoryStore>, frame: Frame<'_>) -> Vec<ErrorCode> {
-        engine.handle_datagram(Instant::ZERO, peer(), &frame.to_bytes().unwrap());
-        std::iter::from_fn(|| engine.poll_transmit(Instant::ZERO))
-            .filter_map(|(_, bytes)| match Frame::parse(&bytes) {
-                Ok(Frame::Status(status)) => Some(status.error),
+        answer_from(engine, Instant::ZERO, peer(), frame)
+            .into_iter()
+            .map(|(_, code)| code)
+            .collect()
+    }
+
+    /// Hands `frame` to `engine` from `from` at `now`; where each STATUS
+    /// it sends goes, and its error code.
+    fn answer_from(
+        engine: &mut Engine<MemoryStore>,
+        now: Instant,
+        from: SocketAddr,
+        frame: Frame<'_>,
+    ) -> Vec<(SocketAddr, ErrorCode)> {
+        engine.handle_datagram(now, from, &frame.to_bytes().unwrap());
+        std::iter::from_fn(|| engine.poll_transmit(now))
+            .filter_map(|(to, bytes)| match Frame::parse(&bytes) {
+                Ok(Frame::Status(status)) => Some((to, status.error)),
                 _ => None,
             })
             .collect()
@@ -828,6 +891,102 @@ mod tests {
         assert_eq!(engine.store().partial_ranges("dir"), None);
         assert_eq!(engine.stats().refused.get("after_refusal"), Some(&2));
         assert_eq!(engine.stats().refused_data_bytes, 2);
+    }
+
+    fn stranger(i: u8) -> SocketAddr {
+        SocketAddr::from(([10, 1, 0, i], 7542))
+    }
+
+    fn errors_to(answers: &[(SocketAddr, ErrorCode)], to: SocketAddr) -> Vec<ErrorCode> {
+        answers
+            .iter()
+            .filter(|(at, code)| *at == to && !code.is_success())
+            .map(|(_, code)| *code)
+            .collect()
+    }
+
+    #[test]
+    fn a_known_peer_takes_the_place_of_a_silent_stranger_when_every_place_is_taken() {
+        let config = Config {
+            max_receivers: 4,
+            max_receivers_per_peer: 1,
+            ..Config::default()
+        };
+        let mut engine = Engine::new(config, MemoryStore::new()).unwrap();
+        let at = |s: u64| Instant::ZERO + std::time::Duration::from_secs(s);
+        // The peer completes a transfer: it answers from its address.
+        answer_from(&mut engine, at(0), peer(), metadata(1, "first", 5));
+        answer_from(&mut engine, at(0), peer(), data(1, b"hello"));
+        assert_eq!(engine.store().contents("first"), Some(&b"hello"[..]));
+        // Strangers (spoofed, say) fill every place, and never answer.
+        for i in 1..=4 {
+            let name = format!("s{i}");
+            let answers = answer_from(
+                &mut engine,
+                at(u64::from(i)),
+                stranger(i),
+                metadata(1, &name, 100),
+            );
+            assert!(errors_to(&answers, stranger(i)).is_empty(), "{answers:?}");
+        }
+        // A fifth stranger is refused; so is one more from a stranger
+        // holding its share.
+        let answers = answer_from(&mut engine, at(5), stranger(5), metadata(1, "t", 100));
+        assert_eq!(errors_to(&answers, stranger(5)), [ErrorCode::RX_NOT_INTERESTED]);
+        assert_eq!(engine.stats().refused.get("too_many_receivers"), Some(&1));
+        let answers = answer_from(&mut engine, at(5), stranger(2), metadata(9, "u", 100));
+        assert_eq!(errors_to(&answers, stranger(2)), [ErrorCode::RX_NOT_INTERESTED]);
+        assert_eq!(engine.stats().refused.get("too_many_from_peer"), Some(&1));
+        // The known peer gets in: the stranger silent longest makes room.
+        let answers = answer_from(&mut engine, at(6), peer(), metadata(2, "second", 5));
+        assert!(errors_to(&answers, peer()).is_empty(), "{answers:?}");
+        assert_eq!(errors_to(&answers, stranger(1)), [ErrorCode::RX_NOT_INTERESTED]);
+        assert_eq!(engine.stats().refused.get("displaced"), Some(&1));
+        answer_from(&mut engine, at(6), peer(), data(2, b"again"));
+        assert_eq!(engine.store().contents("second"), Some(&b"again"[..]));
+        let failed: Vec<FailReason> = std::iter::from_fn(|| engine.poll_event())
+            .filter_map(|event| match event {
+                Event::Failed { reason, .. } => Some(reason),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed, [FailReason::Displaced]);
+    }
+
+    #[test]
+    fn a_full_disk_is_answered_file_too_big_and_gets_back_what_the_transfer_took() {
+        let mut engine = Engine::new(Config::default(), MemoryStore::with_room(1000)).unwrap();
+        let errors = |engine: &mut Engine<MemoryStore>, frame| -> Vec<ErrorCode> {
+            answer(engine, frame)
+                .into_iter()
+                .filter(|code| !code.is_success())
+                .collect()
+        };
+        answer(&mut engine, metadata(1, "big", 1500));
+        assert_eq!(errors(&mut engine, data(1, &[7; 600])), []);
+        assert_eq!(engine.store().used(), 600);
+        let frame = Frame::Data(Data {
+            offset: 600,
+            ..match data(1, &[7; 900]) {
+                Frame::Data(data) => data,
+                _ => unreachable!(),
+            }
+        });
+        assert_eq!(errors(&mut engine, frame), [ErrorCode::FILE_TOO_BIG]);
+        assert_eq!(engine.store().partial_ranges("big"), None);
+        assert_eq!(engine.store().used(), 0, "the room is back");
+        let failed = std::iter::from_fn(|| engine.poll_event()).find_map(|event| match event {
+            Event::Failed { reason, .. } => Some(reason),
+            _ => None,
+        });
+        assert!(
+            matches!(failed, Some(FailReason::Store(StoreError::NoSpace(_)))),
+            "{failed:?}"
+        );
+        // A file that fits is received.
+        answer(&mut engine, metadata(2, "small", 900));
+        answer(&mut engine, data(2, &[1; 900]));
+        assert_eq!(engine.store().contents("small").map(<[u8]>::len), Some(900));
     }
 
     #[test]

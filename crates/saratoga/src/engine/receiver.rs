@@ -65,6 +65,10 @@ pub(crate) struct Receiver {
     pub removed: bool,
     /// The error code the transfer was aborted with, told to the peer.
     pub refused: Option<ErrorCode>,
+    /// Whether the store holds its partial file open (from the METADATA
+    /// until the file is committed or discarded).
+    partial_open: bool,
+    succeeded: bool,
 }
 
 impl Receiver {
@@ -117,7 +121,32 @@ impl Receiver {
             reported: 0,
             removed: false,
             refused: None,
+            partial_open: false,
+            succeeded: false,
         }
+    }
+
+    /// The partial file it leaves open in the store, once removed without
+    /// its file (failed, timed out, displaced): the store may close it.
+    pub fn partial_left(&self) -> Option<&str> {
+        (self.removed && self.partial_open).then_some(self.name.as_str())
+    }
+
+    /// Whether the file (or listing, or delete) came whole since this was
+    /// last asked: the peer is one that answers from where it says it is.
+    pub fn take_success(&mut self) -> bool {
+        std::mem::take(&mut self.succeeded)
+    }
+
+    /// When the peer was last heard from.
+    pub fn last_heard(&self) -> Instant {
+        self.last_heard
+    }
+
+    /// Ends a transfer a peer started to make room for another: the
+    /// sender hears "receiver not interested".
+    pub fn displace(&mut self, out: &mut Outbox) {
+        self.abort(ErrorCode::RX_NOT_INTERESTED, FailReason::Displaced, out);
     }
 
     /// The store name this receiver writes, while it may still write it.
@@ -193,7 +222,10 @@ impl Receiver {
                 checksum: metadata.checksum,
             };
             match store.open_partial(&self.name, &id) {
-                Ok(ranges) => self.have = ranges.into_iter().collect(),
+                Ok(ranges) => {
+                    self.have = ranges.into_iter().collect();
+                    self.partial_open = true;
+                }
                 Err(error) => {
                     self.abort(store_code(&error), FailReason::Store(error), out);
                     return;
@@ -265,6 +297,11 @@ impl Receiver {
                 None => store.write_partial(&self.name, piece.start, bytes),
             };
             if let Err(error) = written {
+                if matches!(error, StoreError::NoSpace(_)) {
+                    // What it took is given back, or the disk stays full.
+                    let _ = store.discard_partial(&self.name);
+                    self.partial_open = false;
+                }
                 self.abort(store_code(&error), FailReason::Store(error), out);
                 return;
             }
@@ -298,6 +335,7 @@ impl Receiver {
             });
         } else if self.operation == Operation::Delete {
             self.finish(now, config);
+            self.succeeded = true;
             out.event(Event::Completed {
                 id: self.id,
                 operation: Operation::Delete,
@@ -373,6 +411,8 @@ impl Receiver {
         });
         match committed {
             Ok(event) => {
+                self.partial_open = false;
+                self.succeeded = true;
                 self.finish(now, config);
                 // Sent unasked: it lists no hole, which is all the sender needs.
                 self.send_status(true, self.last_offset, config, out);
@@ -381,6 +421,7 @@ impl Receiver {
             Err((code, reason)) => {
                 if self.operation != Operation::List {
                     let _ = store.discard_partial(&self.name);
+                    self.partial_open = false;
                 }
                 self.abort(code, reason, out);
             }
@@ -464,7 +505,9 @@ pub(crate) fn store_code(error: &StoreError) -> ErrorCode {
     match error {
         StoreError::NotFound(_) => ErrorCode::FILE_NOT_FOUND,
         StoreError::Denied(_) => ErrorCode::ACCESS_DENIED,
-        StoreError::TooBig(_) => ErrorCode::FILE_TOO_BIG,
+        // The drafts have no code of their own for a full disk: the file
+        // is too big for the room there is.
+        StoreError::TooBig(_) | StoreError::NoSpace(_) => ErrorCode::FILE_TOO_BIG,
         StoreError::Io(_) => ErrorCode::UNSPECIFIED,
     }
 }

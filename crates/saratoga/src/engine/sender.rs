@@ -139,6 +139,8 @@ pub(crate) struct Sender {
     holes: Vec<Hole>,
     acked: u64,
     pub done: bool,
+    /// Completed, and not yet taken by [`Sender::take_success`].
+    succeeded: bool,
 }
 
 impl Sender {
@@ -218,6 +220,7 @@ impl Sender {
             holes: Vec::new(),
             acked: 0,
             done: false,
+            succeeded: false,
         }
     }
 
@@ -469,12 +472,19 @@ impl Sender {
             });
             return;
         }
+        self.succeeded = true;
         out.event(Event::Completed {
             id: self.id,
             operation: self.operation,
             name: self.metadata.entry.name.clone(),
             size: self.size,
         });
+    }
+
+    /// Whether it completed since this was last asked: the peer answered
+    /// from where it says it is.
+    pub fn take_success(&mut self) -> bool {
+        std::mem::take(&mut self.succeeded)
     }
 
     /// Sends the METADATA again (the peer repeated its REQUEST, or said it

@@ -46,6 +46,9 @@ pub enum StoreError {
     Denied(String),
     #[error("too big: {0}")]
     TooBig(String),
+    /// The file system (or the user's quota) is full.
+    #[error("no space left: {0}")]
+    NoSpace(String),
     #[error("{0}")]
     Io(String),
 }
@@ -83,6 +86,10 @@ pub trait Store {
     /// Makes the complete partial file visible under `name`.
     fn commit(&mut self, name: &str) -> Result<(), StoreError>;
     fn discard_partial(&mut self, name: &str) -> Result<(), StoreError>;
+    /// A receive of `name` ended without its file: the partial file is
+    /// closed and kept (a later transfer of the same file resumes it).
+    /// Nothing to do for a store that holds no open files.
+    fn close_partial(&mut self, _name: &str) {}
 }
 
 /// `name` made relative and checked: no empty, `.` or `..` components,
@@ -139,6 +146,9 @@ pub struct MemoryStore {
     partials: BTreeMap<String, MemoryPartial>,
     /// Names that exist but may not be read or deleted.
     denied: Vec<String>,
+    /// The bytes files and partial files may hold in all, like a disk's
+    /// size (none: unbounded).
+    room: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -162,6 +172,22 @@ impl MemoryStore {
 
     pub fn contents(&self, name: &str) -> Option<&[u8]> {
         self.files.get(name).map(|(contents, _)| contents.as_slice())
+    }
+
+    /// Holds at most `bytes` in all, files and partial files alike; a
+    /// write past it fails as on a full disk.
+    pub fn with_room(bytes: u64) -> MemoryStore {
+        MemoryStore {
+            room: Some(bytes),
+            ..MemoryStore::default()
+        }
+    }
+
+    /// The bytes files and partial files hold.
+    pub fn used(&self) -> u64 {
+        let files: usize = self.files.values().map(|(contents, _)| contents.len()).sum();
+        let partials: usize = self.partials.values().map(|p| p.contents.len()).sum();
+        (files + partials) as u64
     }
 
     /// Makes `name` refuse every access.
@@ -313,6 +339,16 @@ impl Store for MemoryStore {
         }
         // Within MAX_FILE, so within usize.
         let (from, to) = (offset as usize, end as usize);
+        let growth = to.saturating_sub(partial.contents.len()) as u64;
+        if let Some(room) = self.room
+            && self.used() + growth > room
+        {
+            return Err(StoreError::NoSpace(format!("{name}: {room} bytes in all")));
+        }
+        let partial = self
+            .partials
+            .get_mut(name)
+            .ok_or_else(|| StoreError::NotFound(name.to_owned()))?;
         if partial.contents.len() < to {
             partial.contents.resize(to, 0);
         }
