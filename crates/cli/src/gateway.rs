@@ -152,8 +152,15 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
                 }
             }
         }
+        let live = gateway.live_connections();
         let counters = gateway.stop().await?;
-        say(&format!("stopped; {}", counters.summary()))
+        let relayed = live.relayed();
+        say(&format!(
+            "stopped; {}; bytes relayed from the LAN to the link {}, from the link to the LAN {}",
+            counters.summary(),
+            relayed.lan_to_link,
+            relayed.link_to_lan
+        ))
     })
 }
 

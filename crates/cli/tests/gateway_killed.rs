@@ -1,17 +1,23 @@
 //! A gateway killed (SIGKILL: a crash, the OOM killer) in the middle of a
-//! relayed transfer, on the secure link, in the testbed's gateway
-//! topology:
+//! relayed transfer, in the testbed's gateway topology:
 //!
 //! ```text
 //! client 10.99.1.2 ── lan0 [gwA] sat0 ── emu ── sat0 [gwB] lan0 ── server 10.99.4.2
 //! ```
 //!
+//! in three setups: the transparent pair on the secure link, the same on
+//! the plain routed link (`link.security = "none"`), and the explicit
+//! port forward (the client connects to gwA's 10.99.1.1:5001).
+//!
 //! Neither application may take the cut for a clean end of stream: the
 //! one whose gateway died is reset at once (the relay's LAN sockets
 //! linger zero until the relay closes them itself, so the kernel's close
 //! of a dead process's sockets is a reset), the other learns it from its
-//! gateway, whose link connection the dead one's host refuses (ICMP port
-//! unreachable on the secure link's UDP).
+//! gateway: at once where the dead one's host refuses the link
+//! connection (ICMP port unreachable on the secure link's UDP), else once
+//! the link has been silent `relay.link_dead_after` with data
+//! outstanding. The surviving gateway's summary counts the connection
+//! reset, and each side's bytes are printed.
 
 mod common;
 
@@ -21,7 +27,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::TempDir;
-use common::gateways::{GatewayProcess, config_secured, kill, start, stop, wait_ready};
+use common::gateways::{GatewayProcess, config_secured, config_with, kill, start, stop, wait_ready};
 use scps_testbed::{Testbed, Topology};
 
 const SERVER: &str = "10.99.4.2:5001";
@@ -33,25 +39,81 @@ const LINK_DEAD_AFTER: &str = "[relay]\nlink_dead_after = \"20s\"\n";
 /// after 20 s, and the far gateway's reset.
 const FAR_SIDE_LEARNS: Duration = Duration::from_secs(30);
 
-/// The secure transparent pair, each gateway's process.
-fn pair(testbed: &Testbed, dir: &TempDir) -> (GatewayProcess, GatewayProcess) {
+/// How the pair carries the connection.
+#[derive(Debug, Clone, Copy)]
+enum Setup {
+    /// Transparent, on the secure link (UDP).
+    SecureTransparent,
+    /// Transparent, on the plain routed link.
+    PlainTransparent,
+    /// gwA forwards 10.99.1.1:5001 to the server, on the secure link.
+    PortForward,
+}
+
+impl Setup {
+    /// Where the client connects.
+    fn client_connects_to(self) -> &'static str {
+        match self {
+            Setup::PortForward => "10.99.1.1:5001",
+            _ => SERVER,
+        }
+    }
+}
+
+/// Both gateways' configuration files for `setup`.
+fn configs(setup: Setup, dir: &TempDir) -> [std::path::PathBuf; 2] {
+    let write = |name: &str, text: String| {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        file
+    };
     let (keys_b, keys_a) = common::link_keys(dir.path());
-    let a = config_secured(
-        dir,
-        "a.toml",
-        ("10.99.1.0/24", "10.99.4.0/24"),
-        ("10.99.2.2:7100", "10.99.3.2:7100"),
-        &keys_a,
-        LINK_DEAD_AFTER,
-    );
-    let b = config_secured(
-        dir,
-        "b.toml",
-        ("10.99.4.0/24", "10.99.1.0/24"),
-        ("10.99.3.2:7100", "10.99.2.2:7100"),
-        &keys_b,
-        LINK_DEAD_AFTER,
-    );
+    match setup {
+        Setup::SecureTransparent => [
+            config_secured(
+                dir,
+                "a.toml",
+                ("10.99.1.0/24", "10.99.4.0/24"),
+                ("10.99.2.2:7100", "10.99.3.2:7100"),
+                &keys_a,
+                LINK_DEAD_AFTER,
+            ),
+            config_secured(
+                dir,
+                "b.toml",
+                ("10.99.4.0/24", "10.99.1.0/24"),
+                ("10.99.3.2:7100", "10.99.2.2:7100"),
+                &keys_b,
+                LINK_DEAD_AFTER,
+            ),
+        ],
+        Setup::PlainTransparent => [
+            config_with(dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24", LINK_DEAD_AFTER),
+            config_with(dir, "b.toml", "10.99.4.0/24", "10.99.1.0/24", LINK_DEAD_AFTER),
+        ],
+        Setup::PortForward => [
+            write(
+                "a.toml",
+                format!(
+                    "[link]\n{keys_a}udp = \"10.99.2.2:7100\"\npeer = \"10.99.3.2:7100\"\n\
+                     [[forward]]\nlisten = \"10.99.1.1:5001\"\nto = \"{SERVER}\"\nclients = [\"10.99.1.0/24\"]\n\
+                     {LINK_DEAD_AFTER}"
+                ),
+            ),
+            write(
+                "b.toml",
+                format!(
+                    "[link]\n{keys_b}udp = \"10.99.3.2:7100\"\n[[allow]]\nprefix = \"10.99.4.2/32\"\nports = \"5001\"\n\
+                     {LINK_DEAD_AFTER}"
+                ),
+            ),
+        ],
+    }
+}
+
+/// The pair of `setup`, each gateway's process.
+fn pair(setup: Setup, testbed: &Testbed, dir: &TempDir) -> (GatewayProcess, GatewayProcess) {
+    let [a, b] = configs(setup, dir);
     let (gw_a, gw_b) = (testbed.node("gwA").unwrap(), testbed.node("gwB").unwrap());
     let (a, b) = (start(gw_a, &a), start(gw_b, &b));
     wait_ready(&[(gw_a, &a), (gw_b, &b)]);
@@ -110,13 +172,14 @@ fn ended(bytes: usize, error: Option<ErrorKind>) -> Ended {
 }
 
 /// Runs a transfer that does not end by itself, from the client
-/// (`upload`) or from the server, kills `victim` ("gwA" or "gwB") once the
-/// receiver has `BEFORE_KILL` bytes, and returns how each side ended and
-/// when the kill was.
-fn kill_midway(upload: bool, victim: &str, tag: &str) -> (Ended, Ended, Instant) {
+/// (`upload`) or from the server, through the pair of `setup`, kills
+/// `victim` ("gwA" or "gwB") once the receiver has `BEFORE_KILL` bytes,
+/// and returns how each side ended and when the kill was. The survivor
+/// must count the connection reset, not closed.
+fn kill_midway(setup: Setup, upload: bool, victim: &str, tag: &str) -> (Ended, Ended, Instant) {
     let testbed = Testbed::build(Topology::with_gateways()).unwrap();
     let dir = TempDir::new(tag);
-    let (a, b) = pair(&testbed, &dir);
+    let (a, b) = pair(setup, &testbed, &dir);
     let listener = testbed
         .node("server")
         .unwrap()
@@ -132,7 +195,7 @@ fn kill_midway(upload: bool, victim: &str, tag: &str) -> (Ended, Ended, Instant)
             write_forever(stream)
         }
     });
-    let server_addr: SocketAddr = SERVER.parse().unwrap();
+    let server_addr: SocketAddr = setup.client_connects_to().parse().unwrap();
     let stream = testbed
         .node("client")
         .unwrap()
@@ -152,7 +215,36 @@ fn kill_midway(upload: bool, victim: &str, tag: &str) -> (Ended, Ended, Instant)
     kill(killed);
     let killed_at = Instant::now();
     let (client, server) = (client.join().unwrap(), server.join().unwrap());
-    stop(survivor);
+    let said = stop(survivor);
+    println!(
+        "{setup:?}, {victim} killed: the client moved {} bytes, the server {}; the survivor: {}",
+        client.bytes,
+        server.bytes,
+        said.trim()
+    );
+    assert!(
+        said.contains("connections closed 0,") && said.contains(", reset 1,"),
+        "the survivor counts the connection reset: {said}"
+    );
+    // It counted the bytes it relayed before the kill: the transfer's
+    // direction carried at least what reached the far end.
+    let counted = |words: &str| -> usize {
+        said.split(words)
+            .nth(1)
+            .and_then(|rest| rest.split([',', ' ', '\n']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {words:?} in {said}"))
+    };
+    let (lan_to_link, link_to_lan) = (
+        counted("from the LAN to the link "),
+        counted("from the link to the LAN "),
+    );
+    let carried = if (victim == "gwA") == upload {
+        link_to_lan
+    } else {
+        lan_to_link
+    };
+    assert!(carried >= BEFORE_KILL, "{carried} bytes relayed: {said}");
     (client, server, killed_at)
 }
 
@@ -182,30 +274,34 @@ fn assert_error_in_time(side: &str, ended: &Ended, killed_at: Instant) {
     assert!(ended.at - killed_at < FAR_SIDE_LEARNS, "{side}: {ended:?}");
 }
 
-#[test]
-fn the_server_gateway_killed_mid_upload_resets_the_server_and_the_client() {
-    let (client, server, killed_at) = kill_midway(true, "gwB", "gateway-killed-b-upload");
-    assert_reset_at_once("server", &server, killed_at);
-    assert_error_in_time("client", &client, killed_at);
+/// Each kill, upload and download, in `setup`: the application beside
+/// the killed gateway reset at once, the other an error in time.
+fn every_kill(setup: Setup, tag: &str) {
+    for (upload, victim) in [(true, "gwB"), (false, "gwA"), (true, "gwA"), (false, "gwB")] {
+        let direction = if upload { "upload" } else { "download" };
+        let (client, server, killed_at) =
+            kill_midway(setup, upload, victim, &format!("{tag}-{victim}-{direction}"));
+        let (beside, beyond) = if victim == "gwA" {
+            (("client", &client), ("server", &server))
+        } else {
+            (("server", &server), ("client", &client))
+        };
+        assert_reset_at_once(beside.0, beside.1, killed_at);
+        assert_error_in_time(beyond.0, beyond.1, killed_at);
+    }
 }
 
 #[test]
-fn the_client_gateway_killed_mid_download_resets_the_client_and_the_server() {
-    let (client, server, killed_at) = kill_midway(false, "gwA", "gateway-killed-a-download");
-    assert_reset_at_once("client", &client, killed_at);
-    assert_error_in_time("server", &server, killed_at);
+fn a_killed_gateway_of_the_secure_transparent_pair_resets_both_applications() {
+    every_kill(Setup::SecureTransparent, "gateway-killed-secure");
 }
 
 #[test]
-fn the_client_gateway_killed_mid_upload_resets_the_client_and_the_server() {
-    let (client, server, killed_at) = kill_midway(true, "gwA", "gateway-killed-a-upload");
-    assert_reset_at_once("client", &client, killed_at);
-    assert_error_in_time("server", &server, killed_at);
+fn a_killed_gateway_of_the_plain_transparent_pair_resets_both_applications() {
+    every_kill(Setup::PlainTransparent, "gateway-killed-plain");
 }
 
 #[test]
-fn the_server_gateway_killed_mid_download_resets_the_server_and_the_client() {
-    let (client, server, killed_at) = kill_midway(false, "gwB", "gateway-killed-b-download");
-    assert_reset_at_once("server", &server, killed_at);
-    assert_error_in_time("client", &client, killed_at);
+fn a_killed_gateway_of_the_port_forward_resets_both_applications() {
+    every_kill(Setup::PortForward, "gateway-killed-forward");
 }

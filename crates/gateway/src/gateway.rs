@@ -82,6 +82,8 @@ pub struct Gateway {
     /// The transparent mode's routes, replaced by a reload.
     routes: Option<Routes>,
     counters: Arc<Counters>,
+    /// The split connections held, and the bytes of those that ended.
+    live: Arc<LiveConnections>,
     tasks: JoinSet<()>,
     endpoints: Vec<Arc<Net>>,
     installed: Option<Installed>,
@@ -177,6 +179,7 @@ impl Gateway {
             config,
             routes,
             counters,
+            live,
             tasks,
             endpoints,
             installed,
@@ -210,6 +213,12 @@ impl Gateway {
     /// What it has counted so far.
     pub fn counters(&self) -> &Arc<Counters> {
         &self.counters
+    }
+
+    /// Its split connections, held and ended: what they relayed stays
+    /// readable once the gateway has stopped.
+    pub fn live_connections(&self) -> Arc<LiveConnections> {
+        self.live.clone()
     }
 
     /// Where its control socket listens, if it has one.

@@ -236,6 +236,15 @@ impl LiveConnections {
     }
 
     /// Every route that has had a connection, with its figures.
+    /// Bytes relayed each way since the start, every route together.
+    pub fn relayed(&self) -> Relayed {
+        let mut total = Relayed::default();
+        for figures in self.routes().into_values() {
+            total += figures.relayed;
+        }
+        total
+    }
+
     pub fn routes(&self) -> BTreeMap<String, RouteFigures> {
         let (connections, ended) = self.sample();
         let mut routes: BTreeMap<String, RouteFigures> = ended
