@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use common::TempDir;
 use common::gateways::{
-    capture, config_secured, config_with, end_capture, serve_digest, start, stop, wait_ready,
+    capture, config_secured, config_with, end_capture, serve_digest, start, stop, wait_captured, wait_ready,
 };
 use common::metrics::{sample, scrape};
 use scps_testbed::{Node, Testbed, Topology};
@@ -93,23 +93,6 @@ fn link_datagrams(capture: &std::path::Path) -> Vec<Vec<u8>> {
     datagrams
 }
 
-/// Waits until `capture` has grown past `least` bytes and stopped
-/// growing (dumpcap writes what it read a little later).
-fn wait_for_capture(capture: &std::path::Path, least: u64) {
-    let size = || std::fs::metadata(capture).map_or(0, |m| m.len());
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let mut seen = 0;
-    loop {
-        let now = size();
-        if now >= least && now == seen {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "{now} bytes captured");
-        seen = now;
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
-
 /// `scps gateway` of the third host's in `node`: a port forward on
 /// loopback through gwB's link, with `link` as its `[link]` lines; the
 /// forward's port.
@@ -170,7 +153,7 @@ fn a_third_host_gets_nothing_through_the_secure_link() {
     let dumpcap = capture(emu, "a0", &recording);
     let first = transfer(&testbed, vec![1; 1_000_000], vec![2; 1_000_000]);
     assert_eq!(first.join().unwrap().len(), 32 + 1_000_000);
-    wait_for_capture(&recording, 20_000);
+    wait_captured(&recording, "udp.port == 7100", 51);
     end_capture(dumpcap);
     let recorded = link_datagrams(&recording);
     assert!(recorded.len() > 50, "{} datagrams recorded", recorded.len());
@@ -390,12 +373,12 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
         .write_all(b"a request the server reads and holds\n")
         .unwrap();
     // Its segments have crossed the link once the server has read it (a
-    // loaded machine can take seconds); the capture, which reads them as
-    // they cross, is given a second more before it stops.
+    // loaded machine can take seconds); the capture stops once it holds
+    // them.
     request_arrived
         .recv_timeout(Duration::from_secs(30))
         .expect("the request reached the server");
-    std::thread::sleep(Duration::from_secs(1));
+    wait_captured(&recording, "ip.src == 10.99.1.2 && tcp.len > 0", 1);
     end_capture(dumpcap);
     let [seq, ack, len, client_port, server_port, tsval, tsecr] = last_data_segment(
         &recording,

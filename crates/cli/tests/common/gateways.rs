@@ -131,6 +131,35 @@ pub fn capture(node: &Node, interface: &str, file: &Path) -> Process {
     dumpcap
 }
 
+/// Waits (up to 30 s) until the capture `file` that dumpcap is writing
+/// holds `at_least` packets matching the display filter `filter`. dumpcap
+/// writes packets some time after they cross (the kernel hands them over
+/// in blocks, on a timer), and a capture stopped before then loses them:
+/// on a loaded machine, a second after the traffic was not always enough.
+pub fn wait_captured(file: &Path, filter: &str, at_least: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        // The file is being written: its last packet may be cut short,
+        // which tshark reports and fails on; the packets before it count.
+        let output = std::process::Command::new("tshark")
+            .arg("-r")
+            .arg(file)
+            .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+            .output()
+            .expect("tshark is installed (.ci/run installs it)");
+        let found = String::from_utf8_lossy(&output.stdout).lines().count();
+        if found >= at_least {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{found} packets of {filter} in {} after 30 s",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Stops a capture of [`capture`], its file written whole.
 pub fn end_capture(dumpcap: Process) {
     dumpcap.signal(Signal::SIGTERM).unwrap();
