@@ -7,9 +7,14 @@
 use libfuzzer_sys::fuzz_target;
 use scps_workload::hello;
 
+thread_local! {
+    // Built once: building a runtime per input took most of the time.
+    static RUNTIME: tokio::runtime::Runtime =
+        tokio::runtime::Builder::new_current_thread().build().unwrap();
+}
+
 fuzz_target!(|data: &[u8]| {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    runtime.block_on(async {
+    RUNTIME.with(|runtime| runtime.block_on(async {
         let mut input = data;
         if let Ok(accepted) = hello::read_hello(&mut input).await {
             let mut line = Vec::new();
@@ -17,5 +22,5 @@ fuzz_target!(|data: &[u8]| {
             let again = hello::read_hello(&mut line.as_slice()).await.unwrap();
             assert_eq!(again, accepted);
         }
-    });
+    }));
 });

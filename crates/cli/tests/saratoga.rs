@@ -710,11 +710,12 @@ fn the_partial_file_of_an_abandoned_put_is_removed_after_keep_partials() {
 #[test]
 fn a_full_disk_is_answered_file_too_big_and_the_space_is_given_back() {
     // The served directory is a 1 MiB tmpfs, mounted in a mount namespace
-    // of the server's own (needs root, as CI runs).
+    // of the server's own (in a user namespace of its own too, so that
+    // no privilege is needed).
     let (_tmp, served, here) = dirs("saratoga-full");
     let mut command = Command::new("unshare");
     command
-        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .args(["--map-root-user", "--mount", "--propagation", "private", "sh", "-c"])
         .arg("mount -t tmpfs -o size=1m scps-test \"$0\" && exec \"$1\" saratoga serve \"$0\" --listen 127.0.0.1:0")
         .arg(&served)
         .arg(env!("CARGO_BIN_EXE_scps"));
