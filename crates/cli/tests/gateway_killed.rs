@@ -13,11 +13,11 @@
 //! one whose gateway died is reset at once (the relay's LAN sockets
 //! linger zero until the relay closes them itself, so the kernel's close
 //! of a dead process's sockets is a reset), the other learns it from its
-//! gateway: at once where the dead one's host refuses the link
-//! connection (ICMP port unreachable on the secure link's UDP), else once
-//! the link has been silent `relay.link_dead_after` with data
-//! outstanding. The surviving gateway's summary counts the connection
-//! reset, and each side's bytes are printed.
+//! gateway, within `relay.link_dead_after` (20 s here) of link silence
+//! with data outstanding, sooner where the dead one's host answers the
+//! link's packets with an ICMP error (the plain routed link, about 1 s).
+//! The surviving gateway's summary counts the connection reset, and each
+//! side's bytes and times are printed.
 
 mod common;
 
