@@ -14,15 +14,17 @@
 # between).
 # Needs root (namespaces, TPROXY).
 #
-#   scripts/bench-connections.sh [SECONDS] [CONCURRENCY] [HELD] [LABEL]
+#   scripts/bench-connections.sh [SECONDS] [CONCURRENCY] [HELD] [LABEL] [ROUNDS]
 #
-# Defaults: 60 64 10000 scps-vj.
+# Defaults: 60 64 10000 scps-vj 1. With ROUNDS, the connections are held
+# and closed that many times (memory that grows round after round leaks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 concurrency=${2:-64}
 held=${3:-10000}
 label=${4:-scps-vj}
+rounds=${5:-1}
 command -v ab >/dev/null || { echo "needs ab: apt install apache2-utils" >&2; exit 1; }
 cargo build --release -q -p scps --example hold_connections
 target=${CARGO_TARGET_DIR:-target}
@@ -104,19 +106,23 @@ holder_says() {
 resident "memory idle"
 fetches "through the gateways"
 resident "memory after the fetches"
-mkfifo "$work/hold.in"
-ip netns exec "$c" "$holder" 10.96.4.2:8081 /1kB.bin "$held" <"$work/hold.in" >"$work/hold.out" 2>&1 &
-server_pids="${server_pids:-} $!"
-exec 8>"$work/hold.in"
-holder_says held 300
-resident "memory with $held held"
-exec 8>&-
-holder_says closed 60
-resident "memory right after they close"
-sleep 60
-resident "memory one minute later"
-sleep 60
-resident "memory two minutes later"
+for round in $(seq "$rounds"); do
+  [ "$rounds" -gt 1 ] && echo "round $round of $rounds"
+  rm -f "$work/hold.in" "$work/hold.out"
+  mkfifo "$work/hold.in"
+  ip netns exec "$c" "$holder" 10.96.4.2:8081 /1kB.bin "$held" <"$work/hold.in" >"$work/hold.out" 2>&1 &
+  server_pids="${server_pids:-} $!"
+  exec 8>"$work/hold.in"
+  holder_says held 300
+  resident "memory with $held held"
+  exec 8>&-
+  holder_says closed 60
+  resident "memory right after they close"
+  sleep 60
+  resident "memory one minute later"
+  sleep 60
+  resident "memory two minutes later"
+done
 stop_gateways
 grep -h "stopped;" "$work/$a.log" "$work/$b.log" | sed 's/^/   /'
 for g in "$a" "$b"; do

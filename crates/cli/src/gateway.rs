@@ -117,6 +117,7 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    crate::allocator::give_back_freed_memory();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,5 +1,6 @@
 //! `scps`: the one binary of the project.
 
+mod allocator;
 mod bench;
 mod emulate;
 mod error_text;
@@ -14,13 +15,6 @@ mod table;
 mod transfer;
 
 use clap::{Parser, Subcommand};
-
-/// jemalloc rather than the C library's allocator: a gateway's memory
-/// follows the connections it holds, and jemalloc gives back to the
-/// system, within seconds, what many connections that have ended held
-/// (glibc's keeps most of it for the life of the process).
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[derive(Debug, Parser)]
 #[command(name = "scps", version, about = "SCPS-TP transport, simulator and tools")]

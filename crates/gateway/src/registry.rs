@@ -235,7 +235,6 @@ impl LiveConnections {
         self.sample().0
     }
 
-    /// Every route that has had a connection, with its figures.
     /// Bytes relayed each way since the start, every route together.
     pub fn relayed(&self) -> Relayed {
         let mut total = Relayed::default();
@@ -245,6 +244,7 @@ impl LiveConnections {
         total
     }
 
+    /// Every route that has had a connection, with its figures.
     pub fn routes(&self) -> BTreeMap<String, RouteFigures> {
         let (connections, ended) = self.sample();
         let mut routes: BTreeMap<String, RouteFigures> = ended
