@@ -28,15 +28,8 @@ use crate::relay::{OpenFailure, Outcome, Resource};
 pub(crate) struct Relays(tokio::task::JoinSet<()>);
 
 impl Relays {
-    pub(crate) fn spawn<P: Send + 'static>(
-        &mut self,
-        place: P,
-        relay: impl Future<Output = ()> + Send + 'static,
-    ) {
-        self.0.spawn(async move {
-            let _place = place;
-            relay.await;
-        });
+    pub(crate) fn spawn(&mut self, relay: impl Future<Output = ()> + Send + 'static) {
+        self.0.spawn(relay);
         while self.0.try_join_next().is_some() {}
     }
 }
@@ -144,14 +137,37 @@ pub struct Counters {
 }
 
 /// One split connection's place among those the gateway holds; given
-/// back when dropped.
+/// back when dropped. The connection's end is counted through it
+/// ([`Permit::end`]); one dropped before its end was counted (its relay
+/// ended by the gateway stopping, which closes its sockets with a reset)
+/// is counted reset, so that every connection held is counted once.
 #[derive(Debug)]
-pub struct Permit(Arc<Counters>);
+pub struct Permit {
+    counters: Arc<Counters>,
+    counted: bool,
+}
+
+impl Permit {
+    /// The connection ended so: counted, and its place given back.
+    pub(crate) fn end(mut self, outcome: Outcome) {
+        self.counters.count(outcome);
+        self.counted = true;
+    }
+
+    /// The connection ended in a way counted elsewhere (a link
+    /// connection turned down, a SOCKS5 request not relayed).
+    pub(crate) fn end_counted_elsewhere(mut self) {
+        self.counted = true;
+    }
+}
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::Relaxed);
-        self.0.released.notify_waiters();
+        if !self.counted {
+            self.counters.reset.fetch_add(1, Ordering::Relaxed);
+        }
+        self.counters.active.fetch_sub(1, Ordering::Relaxed);
+        self.counters.released.notify_waiters();
     }
 }
 
@@ -195,7 +211,10 @@ impl Counters {
             })
             .is_ok();
         if admitted {
-            return Some(Permit(self.clone()));
+            return Some(Permit {
+                counters: self.clone(),
+                counted: false,
+            });
         }
         let detail = format!("{} split connections held, the limit", self.limit);
         self.turn_away(listener, client, Refusal::ConnectionLimit, &detail);
@@ -254,7 +273,7 @@ impl Counters {
         }
     }
 
-    pub(crate) fn count(&self, outcome: Outcome) {
+    fn count(&self, outcome: Outcome) {
         let counter = match outcome {
             Outcome::Closed => &self.closed,
             Outcome::Reset(_) => &self.reset,
@@ -378,6 +397,18 @@ impl CountersSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connection_is_counted_once_by_its_end_and_reset_if_dropped_before_it() {
+        let counters = Arc::new(Counters::new(4));
+        let client: std::net::SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        counters.admit("test", client).unwrap().end(Outcome::Closed);
+        counters.admit("test", client).unwrap().end_counted_elsewhere();
+        // Its relay dropped by a stopping gateway, its sockets reset.
+        drop(counters.admit("test", client).unwrap());
+        let counts = counters.snapshot();
+        assert_eq!((counts.closed, counts.reset, counters.active()), (1, 1, 0));
+    }
 
     #[test]
     fn the_limit_turns_away_the_one_too_many_and_frees_a_place_on_drop() {

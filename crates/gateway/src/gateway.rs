@@ -42,6 +42,10 @@ const PLAIN_HOSTS_REMEMBERED: Duration = Duration::from_secs(600);
 /// How long a stopping gateway lets its link connections finish closing.
 const LINGER: Duration = Duration::from_secs(5);
 
+/// How long a stopping gateway waits for its relays, dropped, to count
+/// their connections.
+const STOP_COUNTING: Duration = Duration::from_secs(5);
+
 /// The route of the connections a far gateway of the explicit modes takes.
 const FAR_ROUTE: &str = "far";
 
@@ -240,6 +244,9 @@ impl Gateway {
         // gone.
         drop(self.installed.take());
         self.tasks.shutdown().await;
+        // The relays those tasks held end as the runtime drops them, each
+        // counting its connection: the counts are read once all have.
+        let _ = tokio::time::timeout(STOP_COUNTING, self.counters.wait_active_below(1)).await;
         drop(self.control.take());
         for net in self.endpoints.drain(..) {
             if let Ok(net) = Arc::try_unwrap(net) {
@@ -435,15 +442,16 @@ async fn serve_far(
         };
         let (far, counters) = (far.clone(), counters.clone());
         let listing = live.list(peer, FAR_ROUTE);
-        relays.spawn(permit, async move {
+        relays.spawn(async move {
             match serve_link_listed(link, &far, &listing).await {
                 Ok(outcome) => {
                     tracing::info!(%peer, %outcome, "link connection ended");
-                    counters.count(outcome);
+                    permit.end(outcome);
                 }
                 Err(err) => {
                     tracing::info!(%peer, %err, "link connection turned down");
                     counters.turned_down.fetch_add(1, Ordering::Relaxed);
+                    permit.end_counted_elsewhere();
                 }
             }
         });
@@ -463,11 +471,11 @@ async fn serve_forward(
     loop {
         let (lan, client, permit) = accept_admitted(&listener, (&route, &forward.clients), &counters).await;
         let listing = live.list(client, route.as_str());
-        let (far, to, counters) = (far.clone(), forward.to.clone(), counters.clone());
-        relays.spawn(permit, async move {
+        let (far, to) = (far.clone(), forward.to.clone());
+        relays.spawn(async move {
             let outcome = relay_to_far_listed(far, lan, to.clone(), relay, &listing).await;
             tracing::info!(%client, %to, %outcome, "connection ended");
-            counters.count(outcome);
+            permit.end(outcome);
         });
     }
 }
@@ -512,7 +520,7 @@ async fn serve_socks(
             live.clone(),
         );
         let deadline = handshakes.limits().timeout;
-        relays.spawn((), async move {
+        relays.spawn(async move {
             let handshake = socks::read_handshake(&mut lan, server.users.as_ref(), deadline).await;
             // The handshake's place is given back as soon as it ends, not
             // held for the relay.
@@ -521,16 +529,19 @@ async fn serve_socks(
                 Ok(destination) => destination,
                 Err(refusal) => return socks_refused(&counters, (&route, client), refusal),
             };
-            let Some(_permit) = counters.admit(&route, client) else {
+            let Some(permit) = counters.admit(&route, client) else {
                 return socks::refuse(lan).await;
             };
             let listing = live.list(client, route.as_str());
             match socks::relay(lan, destination, far, relay, &listing).await {
                 Ok(outcome) => {
                     tracing::info!(%client, %outcome, "SOCKS5 connection ended");
-                    counters.count(outcome);
+                    permit.end(outcome);
                 }
-                Err(refusal) => socks_refused(&counters, (&route, client), refusal),
+                Err(refusal) => {
+                    socks_refused(&counters, (&route, client), refusal);
+                    permit.end_counted_elsewhere();
+                }
             }
         });
     }

@@ -170,7 +170,7 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
         let listing = relaying.live.list(client, route.as_str());
         listing.set_destination(server);
         let (net, relaying) = (net.clone(), relaying.clone());
-        relays.spawn(permit, async move {
+        relays.spawn(async move {
             let opening = {
                 let (relaying, listing) = (relaying.clone(), &listing);
                 async move {
@@ -181,7 +181,7 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
             };
             let outcome = pump(relay, Side::Lan, lan, opening, listing.progress()).await;
             tracing::info!(%client, %server, %route, %outcome, "connection ended");
-            relaying.counters.count(outcome);
+            permit.end(outcome);
         });
     }
 }
@@ -261,7 +261,7 @@ async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) 
         listing.set_destination(server);
         listing.link_opened(&link);
         let relaying = relaying.clone();
-        relays.spawn(permit, async move {
+        relays.spawn(async move {
             let timeout = relaying.connect_timeout;
             let opening = async move {
                 match tokio::time::timeout(timeout, sockets::connect_from(client.ip(), server)).await {
@@ -275,7 +275,7 @@ async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) 
             };
             let outcome = pump(relay, Side::Link, link, opening, listing.progress()).await;
             tracing::info!(%client, %server, %route, %outcome, "connection ended");
-            relaying.counters.count(outcome);
+            permit.end(outcome);
         });
     }
 }
