@@ -153,7 +153,7 @@ fn a_third_host_gets_nothing_through_the_secure_link() {
     let dumpcap = capture(emu, "a0", &recording);
     let first = transfer(&testbed, vec![1; 1_000_000], vec![2; 1_000_000]);
     assert_eq!(first.join().unwrap().len(), 32 + 1_000_000);
-    wait_captured(&recording, "udp.port == 7100", 51);
+    wait_captured(emu, &dumpcap, "udp.port == 7100", 51);
     end_capture(dumpcap);
     let recorded = link_datagrams(&recording);
     assert!(recorded.len() > 50, "{} datagrams recorded", recorded.len());
@@ -378,7 +378,7 @@ fn one_forged_segment_on_the_plain_link_ends_in_resets_not_a_storm() {
     request_arrived
         .recv_timeout(Duration::from_secs(30))
         .expect("the request reached the server");
-    wait_captured(&recording, "ip.src == 10.99.1.2 && tcp.len > 0", 1);
+    wait_captured(emu, &dumpcap, "ip.src == 10.99.1.2 && tcp.len > 0", 1);
     end_capture(dumpcap);
     let [seq, ack, len, client_port, server_port, tsval, tsecr] = last_data_segment(
         &recording,

@@ -110,9 +110,35 @@ fn write_config(
     file
 }
 
+/// One capture at a time in a test process: two dumpcaps started side by
+/// side in two testbeds' namespaces now and then recorded nothing of the
+/// traffic they were started for (seen in the hostile tests; not
+/// understood), so each waits for the other's to end.
+static ONE_CAPTURE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A running dumpcap, and what it captures.
+pub struct Capture {
+    dumpcap: Process,
+    file: std::path::PathBuf,
+    interface: String,
+    /// `ip -s link show INTERFACE` in the node at the start, to compare
+    /// with later if the capture misses packets.
+    counters_at_start: String,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+/// `ip -s link show INTERFACE` in `node`.
+fn interface_counters(node: &Node, interface: &str) -> String {
+    node.output("ip", &["-s", "link", "show", interface])
+        .unwrap_or_else(|e| e.to_string())
+}
+
 /// dumpcap capturing `interface` of `node` into `file` (the first 2048
 /// bytes of each packet), once it says it does; stopped by [`end_capture`].
-pub fn capture(node: &Node, interface: &str, file: &Path) -> Process {
+pub fn capture(node: &Node, interface: &str, file: &Path) -> Capture {
+    let turn = ONE_CAPTURE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let said = file.with_extension("log");
     let script = format!(
         "exec dumpcap -q -P -i {interface} -s 2048 -w {} 2>{}",
@@ -128,22 +154,28 @@ pub fn capture(node: &Node, interface: &str, file: &Path) -> Process {
         assert!(std::time::Instant::now() < deadline, "dumpcap did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    dumpcap
+    Capture {
+        dumpcap,
+        file: file.to_owned(),
+        interface: interface.to_owned(),
+        counters_at_start: interface_counters(node, interface),
+        _turn: turn,
+    }
 }
 
-/// Waits (up to 30 s) until the capture `file` that dumpcap is writing
-/// holds `at_least` packets matching the display filter `filter`. dumpcap
-/// writes packets some time after they cross (the kernel hands them over
-/// in blocks, on a timer), and a capture stopped before then loses them:
-/// on a loaded machine, a second after the traffic was not always enough.
-pub fn wait_captured(file: &Path, filter: &str, at_least: usize) {
+/// Waits (up to 30 s) until `capture`'s file, which dumpcap is writing in
+/// `node`, holds `at_least` packets matching the display filter `filter`.
+/// dumpcap writes packets some time after they cross (the kernel hands
+/// them over in blocks, on a timer), and a capture stopped before then
+/// loses them.
+pub fn wait_captured(node: &Node, capture: &Capture, filter: &str, at_least: usize) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         // The file is being written: its last packet may be cut short,
         // which tshark reports and fails on; the packets before it count.
         let output = std::process::Command::new("tshark")
             .arg("-r")
-            .arg(file)
+            .arg(&capture.file)
             .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
             .output()
             .expect("tshark is installed (.ci/run installs it)");
@@ -153,17 +185,20 @@ pub fn wait_captured(file: &Path, filter: &str, at_least: usize) {
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "{found} packets of {filter} in {} after 30 s",
-            file.display()
+            "{found} packets of {filter} in {} after 30 s; the interface at the start:\n{}\nand now:\n{}\ndumpcap said: {}",
+            capture.file.display(),
+            capture.counters_at_start,
+            interface_counters(node, &capture.interface),
+            std::fs::read_to_string(capture.file.with_extension("log")).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
 /// Stops a capture of [`capture`], its file written whole.
-pub fn end_capture(dumpcap: Process) {
-    dumpcap.signal(Signal::SIGTERM).unwrap();
-    dumpcap.wait_timeout(Duration::from_secs(10)).unwrap();
+pub fn end_capture(capture: Capture) {
+    capture.dumpcap.signal(Signal::SIGTERM).unwrap();
+    capture.dumpcap.wait_timeout(Duration::from_secs(10)).unwrap();
 }
 
 /// `scps gateway` running in a node, with what it prints.
