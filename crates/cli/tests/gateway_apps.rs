@@ -18,28 +18,12 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::TempDir;
-use common::gateways::{GatewayProcess, start, start_pair, stop, wait_ready};
+use common::gateways::{GatewayProcess, count, start, start_pair, stop, wait_ready};
 use common::servers::{self, Sshd, digest, wait_connections_ended, write_pattern};
 use common::typing;
 use scps_testbed::{Node, Output, Testbed, Topology};
 
 const SERVER: &str = "10.99.4.2";
-
-/// The number of connections a gateway's summary counts as `what`
-/// ("closed", "reset").
-fn count(summary: &str, what: &str) -> u64 {
-    let pattern = if what == "closed" {
-        "connections closed "
-    } else {
-        ", reset "
-    };
-    summary
-        .split(pattern)
-        .nth(1)
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no {what} count in {summary:?}"))
-}
 
 /// Stops both gateways once the connections they carried have ended at
 /// both (the ends' closes cross the link after the applications have

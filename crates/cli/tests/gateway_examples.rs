@@ -16,7 +16,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::TempDir;
-use common::gateways::{start, stop, wait_ready};
+use common::gateways::{count, start, stop, wait_ready};
 use common::servers::{self, Sshd, digest, wait_connections_ended, write_pattern};
 use scps_testbed::{LinkEnd, Node, Route, Testbed, Topology};
 
@@ -26,19 +26,6 @@ const SERVER: &str = "10.2.0.20";
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/gateway")
-}
-
-/// `scps gateway keygen` of `name` in `dir` (once): its public key.
-fn public_key(dir: &Path, name: &str) -> String {
-    let file = dir.join(name);
-    let file = file.to_str().unwrap();
-    let output = if Path::new(file).exists() {
-        common::scps(&["gateway", "pubkey", file])
-    } else {
-        common::scps(&["gateway", "keygen", file])
-    };
-    assert!(output.status.success(), "{}", common::text(&output.stderr));
-    common::text(&output.stdout).trim().to_owned()
 }
 
 /// The value of `key = "VALUE"` in a configuration's text.
@@ -59,10 +46,14 @@ fn value_of<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 fn shipped(dir: &Path, name: &str, peer_key: &str) -> PathBuf {
     let text = std::fs::read_to_string(examples().join(name)).unwrap();
     let own = value_of(&text, "private_key_file").expect("the example names its key file");
-    public_key(dir, own);
+    common::public_key(dir, own);
     let shipped_peer = value_of(&text, "peer_public_key").expect("the example names its peer's key");
     let file = dir.join(name);
-    std::fs::write(&file, text.replace(shipped_peer, &public_key(dir, peer_key))).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(shipped_peer, &common::public_key(dir, peer_key)),
+    )
+    .unwrap();
     file
 }
 
@@ -213,16 +204,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The number of connections a gateway's stop summary counts closed.
-fn closed(summary: &str) -> u64 {
-    summary
-        .split("connections closed ")
-        .nth(1)
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no closed count in {summary:?}"))
-}
-
 #[test]
 fn the_shipped_transparent_pair_passes_ssh_and_carries_http_opened_from_either_side() {
     let testbed = Testbed::build(the_examples_world()).unwrap();
@@ -295,7 +276,7 @@ fn the_shipped_transparent_pair_passes_ssh_and_carries_http_opened_from_either_s
     let (said_a, said_b) = (stop(&a), stop(&b));
     for (name, said) in [("gwA", &said_a), ("gwB", &said_b)] {
         assert_eq!(
-            closed(said),
+            count(said, "closed"),
             2,
             "{name} carried the two HTTP connections and passed the four of ssh: {said}"
         );

@@ -20,10 +20,10 @@ use crate::descriptors::{Spare, out_of_descriptors};
 use crate::pump::Connection;
 use crate::relay::{OpenFailure, Outcome, Resource};
 
-/// The relay tasks one listener started: each keeps the place it is
-/// given (a split connection's, or none for a task that takes its own)
-/// until it ends, and those that ended are reaped as new ones start (so
-/// the set holds no more than the connections alive).
+/// The relay tasks one listener started (each holds its own place, a
+/// [`Permit`], and counts its end through it); those that ended are
+/// reaped as new ones start, so the set holds no more than the
+/// connections alive.
 #[derive(Debug, Default)]
 pub(crate) struct Relays(tokio::task::JoinSet<()>);
 

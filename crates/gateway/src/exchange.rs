@@ -228,16 +228,48 @@ mod tests {
 
     /// A server that answers each request with what it made of it.
     async fn server(limits: Limits) -> std::net::SocketAddr {
+        server_counting(limits).await.0
+    }
+
+    /// Clients a server has taken from its listener, and word of each.
+    #[derive(Default)]
+    struct Taken {
+        count: std::sync::atomic::AtomicUsize,
+        news: tokio::sync::Notify,
+    }
+
+    impl Taken {
+        /// Waits until the server has taken `count` clients in all.
+        async fn reach(&self, count: usize) {
+            loop {
+                let news = self.news.notified();
+                if self.count.load(Ordering::SeqCst) >= count {
+                    return;
+                }
+                news.await;
+            }
+        }
+    }
+
+    /// [`server`], and the clients it has taken: each is seated (or
+    /// refused) before the server takes the next.
+    async fn server_counting(limits: Limits) -> (std::net::SocketAddr, Arc<Taken>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        let taken = Arc::new(Taken::default());
+        let counting = taken.clone();
         tokio::spawn(serve(
             listener,
             limits,
             line_end,
             |request| format!("{request:?}").into_bytes(),
-            |_| true,
+            move |_| {
+                counting.count.fetch_add(1, Ordering::SeqCst);
+                counting.news.notify_waiters();
+                true
+            },
         ));
-        addr
+        (addr, taken)
     }
 
     /// Sends `request` (and closes the sending side if `close`), and reads
@@ -299,19 +331,19 @@ mod tests {
             per_source: 2,
             ..LIMITS
         };
-        let addr = server(limits).await;
+        let (addr, taken) = server_counting(limits).await;
         // Two addresses fill every place with connections that send
         // nothing, and would hold them for 30 s.
         let mut idle = silent(addr, "127.0.0.2", 2).await;
         idle.extend(silent(addr, "127.0.0.3", 2).await);
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        taken.reach(4).await;
         // One that asks is answered at once, in the place of the oldest.
         for _ in 0..3 {
             assert!(ask(addr, b"status\n", false).await.starts_with("Whole"));
         }
         // An address over its share displaces only its own.
         let more = silent(addr, "127.0.0.3", 8).await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        taken.reach(4 + 3 + 8).await;
         assert!(ask(addr, b"status\n", false).await.starts_with("Whole"));
         drop((idle, more));
     }

@@ -264,6 +264,22 @@ pub fn reload(gateway: &GatewayProcess) -> String {
     }
 }
 
+/// The number of connections a gateway's stop line counts as `what`
+/// ("closed", "reset").
+pub fn count(summary: &str, what: &str) -> u64 {
+    let pattern = if what == "closed" {
+        "connections closed "
+    } else {
+        ", reset "
+    };
+    summary
+        .split(pattern)
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {what} count in {summary:?}"))
+}
+
 /// Stops a gateway with SIGTERM; what it printed since it was ready.
 pub fn stop(gateway: &GatewayProcess) -> String {
     gateway.process.signal(Signal::SIGTERM).unwrap();

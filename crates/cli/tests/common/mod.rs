@@ -26,21 +26,24 @@ pub fn scps(args: &[&str]) -> Output {
 /// far gateway and of the client one, each naming its key file relative
 /// to its configuration file (in `dir` too) and the other's public key.
 pub fn link_keys(dir: &Path) -> (String, String) {
-    let public = |name: &str| {
-        let file = dir.join(name);
-        let file = file.to_str().unwrap();
-        let output = if Path::new(file).exists() {
-            scps(&["gateway", "pubkey", file])
-        } else {
-            scps(&["gateway", "keygen", file])
-        };
-        assert!(output.status.success(), "{}", text(&output.stderr));
-        text(&output.stdout).trim().to_owned()
-    };
-    let (far, client) = (public("far.key"), public("client.key"));
+    let (far, client) = (public_key(dir, "far.key"), public_key(dir, "client.key"));
     let lines =
         |file: &str, peer: &str| format!("private_key_file = \"{file}\"\npeer_public_key = \"{peer}\"\n");
     (lines("far.key", &client), lines("client.key", &far))
+}
+
+/// The public key of the key file `name` in `dir`, made by `scps gateway
+/// keygen` if it is not there yet.
+pub fn public_key(dir: &Path, name: &str) -> String {
+    let file = dir.join(name);
+    let file = file.to_str().unwrap();
+    let output = if Path::new(file).exists() {
+        scps(&["gateway", "pubkey", file])
+    } else {
+        scps(&["gateway", "keygen", file])
+    };
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    text(&output.stdout).trim().to_owned()
 }
 
 /// Waits for `child` to exit, killing it (and failing) after `limit`: a

@@ -165,18 +165,17 @@ impl DiskStore {
             if fs::remove_file(&data).is_ok() {
                 let _ = fs::remove_file(&log);
                 total -= bytes;
-                let flat = data
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                removed.push(flat.replace("%2F", "/").replace("%25", "%"));
+                removed.push(
+                    data.file_stem()
+                        .map_or_else(String::new, |flat| unflatten(&flat.to_string_lossy())),
+                );
             }
         }
         removed
     }
 
     fn partial_paths(&self, safe: &str) -> (PathBuf, PathBuf) {
-        let flat = safe.replace('%', "%25").replace('/', "%2F");
+        let flat = flatten(safe);
         let dir = self.root.join(PARTIAL_DIR).join("partial");
         (
             dir.join(format!("{flat}.data")),
@@ -189,6 +188,17 @@ impl DiskStore {
             .get(name)
             .ok_or_else(|| StoreError::NotFound(format!("{name} (no partial file open)")))
     }
+}
+
+/// A name as one file name in the partials' directory: `%` and `/`
+/// escaped, so that no two names share one.
+fn flatten(safe: &str) -> String {
+    safe.replace('%', "%25").replace('/', "%2F")
+}
+
+/// The name [`flatten`] made `flat` of.
+fn unflatten(flat: &str) -> String {
+    flat.replace("%2F", "/").replace("%25", "%")
 }
 
 fn info_of(metadata: &fs::Metadata) -> FileInfo {
@@ -435,11 +445,16 @@ mod tests {
             store.open_partial(name, &id(8192, name.as_bytes())).unwrap();
             store.write_partial(name, 0, &[1; 8192]).unwrap();
         };
-        for name in ["dir/old", "middle", "new"] {
+        let start = SystemTime::now();
+        for (age, name) in [(30, "dir/old"), (20, "middle"), (10, "new")] {
             write(&mut store, name);
             store.close_partial(name);
             // Distinct times, in this order.
-            std::thread::sleep(Duration::from_millis(20));
+            let data = File::options()
+                .write(true)
+                .open(store.partial_paths(name).0)
+                .unwrap();
+            data.set_modified(start - Duration::from_millis(age)).unwrap();
         }
         write(&mut store, "open");
         let (data, _) = store.partial_paths("dir/old");

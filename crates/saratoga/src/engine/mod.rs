@@ -385,10 +385,13 @@ impl<S: Store> Engine<S> {
     /// transfer of a peer never known to complete one that has been
     /// silent longest (if `peer` is known). Else the cause of the refusal.
     fn make_room_for_receive(&mut self, peer: IpAddr) -> Result<(), &'static str> {
-        let incoming = |r: &&Receiver| r.operation == Operation::Receive && r.writing().is_some();
+        // A put from a peer, still writing its file.
+        fn incoming(receiver: &Receiver) -> bool {
+            receiver.operation == Operation::Receive && receiver.writing().is_some()
+        }
         let mut from_peer = 0;
         let mut total = 0;
-        for receiver in self.receivers.values().filter(incoming) {
+        for receiver in self.receivers.values().filter(|r| incoming(r)) {
             total += 1;
             from_peer += usize::from(receiver.id.peer.ip() == peer);
         }
@@ -405,8 +408,7 @@ impl<S: Store> Engine<S> {
         let stranger = self
             .receivers
             .values_mut()
-            .filter(|r| r.operation == Operation::Receive && r.writing().is_some())
-            .filter(|r| !known.contains_key(&r.id.peer.ip()))
+            .filter(|r| incoming(r) && !known.contains_key(&r.id.peer.ip()))
             .min_by_key(|r| r.last_heard());
         match stranger {
             Some(receiver) => {
