@@ -600,3 +600,69 @@ fn a_keepalive_shorter_than_dead_after_still_rules_while_data_moves() {
     }
     assert_eq!(waited, Duration::from_secs(3), "keepalive's 1 s and two probes");
 }
+
+/// Steps the connection's timers until it closes, at most `limit` on; how
+/// long that took.
+fn time_to_close(c: &mut Established, limit: Duration) -> Duration {
+    let mut waited = Duration::ZERO;
+    while c.h.ep.state(c.conn) != Some(State::Closed) {
+        waited += c.h.advance_to_timeout();
+        c.output();
+        assert!(waited <= limit, "still open after {waited:?}");
+    }
+    waited
+}
+
+#[test]
+fn a_peer_that_reopens_its_window_and_dies_is_dead_after_dead_after() {
+    let mut c = Established::new(Config {
+        dead_after: Some(Duration::from_secs(60)),
+        ..config()
+    });
+    c.write(b"0123456789");
+    let sent = c.one();
+    // It takes everything and has no room for more, as a receiver whose
+    // application reads slowly does...
+    let full = c.peer_segment(sent.seq.wrapping_add(10)).window(0);
+    c.h.send(&full);
+    c.write(b"more data the peer has no room for");
+    c.h.now += Duration::from_secs(1);
+    // ...then its window opens (nothing of ours outstanding), our data
+    // goes, and the peer is gone.
+    let update = c.peer_segment(sent.seq.wrapping_add(10));
+    c.h.send(&update);
+    assert!(!c.output().is_empty(), "the waiting data goes");
+    let waited = time_to_close(&mut c, Duration::from_secs(60));
+    assert_eq!(waited, Duration::from_secs(60), "dead 60 s after our data went");
+}
+
+#[test]
+fn data_written_after_a_long_quiet_waits_dead_after_from_the_write() {
+    let mut c = Established::new(Config {
+        dead_after: Some(Duration::from_secs(60)),
+        ..config()
+    });
+    c.write(b"0123456789");
+    let sent = c.one();
+    let ack = c.peer_segment(sent.seq.wrapping_add(10));
+    c.h.send(&ack);
+    // Ten minutes of nothing to say, the peer answering any probe; then
+    // data, and the peer is gone.
+    let quiet_until = c.h.now + Duration::from_secs(600);
+    while c.h.ep.poll_timeout().is_some_and(|at| at <= quiet_until) {
+        c.h.advance_to_timeout();
+        for _probe in c.output() {
+            let answer = c.peer_segment(sent.seq.wrapping_add(10));
+            c.h.send(&answer);
+        }
+    }
+    c.h.now = quiet_until;
+    c.write(b"after the quiet");
+    c.one();
+    let waited = time_to_close(&mut c, Duration::from_secs(60));
+    assert_eq!(
+        waited,
+        Duration::from_secs(60),
+        "dead 60 s after the write, not at once"
+    );
+}

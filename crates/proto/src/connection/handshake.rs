@@ -155,7 +155,7 @@ impl Connection {
             corruption_reported_until: None,
             corruption_report_due: false,
             outage: None,
-            last_received: params.now,
+            silent_since: params.now,
             send_reset: false,
             pending_reset: None,
             answers: Default::default(),

@@ -72,7 +72,7 @@ impl Connection {
             }
             return;
         }
-        self.last_received = now;
+        self.silent_since = now;
         self.keepalive_probes = 0;
         self.arm_keepalive(now, !seg.payload.is_empty());
         self.update_ts_recent(now, seq, seg);

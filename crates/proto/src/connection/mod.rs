@@ -349,8 +349,10 @@ pub struct Connection {
     /// The link is down: data is held back and probes go at a fixed
     /// interval.
     outage: Option<outage::Outage>,
-    /// Last time anything arrived from the peer (keepalive idle time).
-    last_received: Instant,
+    /// Since when the peer's silence counts: the last acceptable segment
+    /// from it, or, if later, when our data began to wait on it after a
+    /// quiet spell (keepalive's idle time, `dead_after`'s silence).
+    silent_since: Instant,
     /// A reset must be sent (abort, or data for a closed application).
     send_reset: bool,
     /// A reset answering one unacceptable segment.
@@ -370,8 +372,9 @@ pub struct Connection {
     persist_due: bool,
     /// The keepalive timer fired: a probe is owed.
     keepalive_due: bool,
-    /// The keepalive timer keeps `dead_after`'s schedule: the last segment
-    /// from the peer carried data.
+    /// The keepalive timer keeps `dead_after`'s schedule: data moves, the
+    /// peer's (its last segment carried some) or ours (sent since, or
+    /// awaiting its ACK).
     keepalive_busy: bool,
     /// The application has let go: data arriving now gets a reset.
     released: bool,

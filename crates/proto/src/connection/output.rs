@@ -413,6 +413,7 @@ impl Connection {
             self.snd.small_segment_end = end;
         }
         self.board.push(Segment::new(start, end, fin, now));
+        self.await_answer(now);
         self.snd.nxt = end;
         self.snd.last_send = now;
         self.stats.bytes_sent += len;

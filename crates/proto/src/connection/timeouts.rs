@@ -177,6 +177,25 @@ impl Connection {
         }
     }
 
+    /// Our data goes out (new, or a window probe's octet): from now on the
+    /// peer owes an answer, and under `dead_after` its silence counts from
+    /// here if it did not already. Without this, data written after a
+    /// quiet spell (or after the peer had acknowledged everything, as a
+    /// receiver with a full window does) would wait on the retransmission
+    /// count alone, minutes of backed-off timeouts, for a peer that died.
+    pub(super) fn await_answer(&mut self, now: Instant) {
+        let Some(dead_after) = self.config.dead_after else {
+            return;
+        };
+        if self.keepalive_busy || !self.state.is_synchronized() {
+            return;
+        }
+        self.keepalive_busy = true;
+        self.silent_since = now;
+        self.keepalive_probes = 0;
+        self.timers.set(Timer::Keepalive, now + dead_after / 2);
+    }
+
     /// The probing in force: while data moves, `dead_after`'s (probes
     /// starting at half of it, three a sixth apart, so that the last goes
     /// unanswered at `dead_after`) unless keepalive's gives up sooner;
@@ -210,7 +229,7 @@ impl Connection {
             // Data is outstanding: the retransmissions probe the peer,
             // and under `dead_after` its silence ends the connection.
             if let Some(dead_after) = self.config.dead_after.filter(|_| self.keepalive_busy) {
-                let waited = now.saturating_since(self.last_received);
+                let waited = now.saturating_since(self.silent_since);
                 if waited >= dead_after {
                     let retransmissions = self.consecutive_timeouts;
                     self.close_with(
@@ -222,7 +241,7 @@ impl Connection {
                     );
                     return;
                 }
-                self.timers.set(Timer::Keepalive, self.last_received + dead_after);
+                self.timers.set(Timer::Keepalive, self.silent_since + dead_after);
                 return;
             }
             self.timers.set(Timer::Keepalive, now + keepalive.interval);
