@@ -21,16 +21,29 @@ use crate::pump::Connection;
 use crate::relay::{OpenFailure, Outcome, Resource};
 
 /// The relay tasks one listener started (each holds its own place, a
-/// [`Permit`], and counts its end through it); those that ended are
-/// reaped as new ones start, so the set holds no more than the
-/// connections alive.
+/// [`Permit`], and counts its end through it). A task that ended keeps
+/// its allocation, as large as its future, until it is reaped: those are
+/// reaped while the listener waits for its next connection, so that the
+/// memory of a burst's connections is given back when they end, not when
+/// the next one comes.
 #[derive(Debug, Default)]
 pub(crate) struct Relays(tokio::task::JoinSet<()>);
 
 impl Relays {
     pub(crate) fn spawn(&mut self, relay: impl Future<Output = ()> + Send + 'static) {
         self.0.spawn(relay);
-        while self.0.try_join_next().is_some() {}
+    }
+
+    /// Waits for `next` (the listener's next connection), reaping the
+    /// relays that end meanwhile.
+    pub(crate) async fn reap_until<T>(&mut self, next: impl Future<Output = T>) -> T {
+        let mut next = std::pin::pin!(next);
+        loop {
+            tokio::select! {
+                value = &mut next => return value,
+                Some(_) = self.0.join_next(), if !self.0.is_empty() => {}
+            }
+        }
     }
 }
 
@@ -397,6 +410,25 @@ impl CountersSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn relays_that_end_are_reaped_while_the_listener_waits_for_the_next() {
+        let mut relays = Relays::default();
+        let (end, ended) = tokio::sync::watch::channel(false);
+        for _ in 0..100 {
+            let mut ended = ended.clone();
+            relays.spawn(async move {
+                let _ = ended.wait_for(|ended| *ended).await;
+            });
+        }
+        // The burst ends, and no connection follows it: the listener
+        // waits (here for a time that, with the clock paused, passes only
+        // once nothing else is left to run).
+        end.send(true).unwrap();
+        let no_next_connection = tokio::time::sleep(std::time::Duration::from_secs(3600));
+        relays.reap_until(no_next_connection).await;
+        assert_eq!(relays.0.len(), 0, "every ended relay reaped, its memory freed");
+    }
 
     #[test]
     fn a_connection_is_counted_once_by_its_end_and_reset_if_dropped_before_it() {

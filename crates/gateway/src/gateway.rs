@@ -434,7 +434,7 @@ async fn serve_far(
     live: Arc<LiveConnections>,
 ) {
     let mut relays = Relays::default();
-    while let Ok(link) = listener.accept().await {
+    while let Ok(link) = relays.reap_until(listener.accept()).await {
         let peer = link.peer_addr();
         let Some(permit) = counters.admit(FAR_ROUTE, peer) else {
             link.abort();
@@ -469,7 +469,9 @@ async fn serve_forward(
     let route = format!("forward:{}", forward.listen);
     let mut relays = Relays::default();
     loop {
-        let (lan, client, permit) = accept_admitted(&listener, (&route, &forward.clients), &counters).await;
+        let (lan, client, permit) = relays
+            .reap_until(accept_admitted(&listener, (&route, &forward.clients), &counters))
+            .await;
         let listing = live.list(client, route.as_str());
         let (far, to) = (far.clone(), forward.to.clone());
         relays.spawn(async move {
@@ -496,7 +498,9 @@ async fn serve_socks(
     let server = Arc::new(server);
     let mut relays = Relays::default();
     loop {
-        let (mut lan, client) = accept_client(&listener, (&route, &server.clients), &counters).await;
+        let (mut lan, client) = relays
+            .reap_until(accept_client(&listener, (&route, &server.clients), &counters))
+            .await;
         let place = match handshakes.begin(client.ip()) {
             Ok(place) => place,
             Err(full) => {

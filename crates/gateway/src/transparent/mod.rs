@@ -151,8 +151,13 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
     let mut relays = Relays::default();
     loop {
         // The interception's rules choose its clients: any that reach it.
-        let (lan, client, permit) =
-            accept_admitted(&listener, ("transparent", &Clients::Any), &relaying.counters).await;
+        let (lan, client, permit) = relays
+            .reap_until(accept_admitted(
+                &listener,
+                ("transparent", &Clients::Any),
+                &relaying.counters,
+            ))
+            .await;
         let server = match lan.local_addr() {
             Ok(server) => server,
             Err(err) => {
@@ -244,7 +249,7 @@ fn unanswered_or_reset(err: &NetError) -> bool {
 /// continued with kernel TCP from the client's address.
 async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) {
     let mut relays = Relays::default();
-    while let Ok(link) = listener.accept().await {
+    while let Ok(link) = relays.reap_until(listener.accept()).await {
         let (client, server) = (link.peer_addr(), link.local_addr());
         let Some(permit) = relaying.counters.admit("transparent link", client) else {
             link.abort();
