@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 use std::time::Duration;
 
-use scps_node::InterfaceId;
+use scps_node::{InterfaceId, ShrinkWhenSparse};
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, EndpointStats, Event, State as ConnState};
 use tokio::sync::Notify;
@@ -145,6 +145,7 @@ impl State {
         });
         if matches!(event, Event::Closed(_)) {
             self.spans.remove(&handle);
+            self.spans.shrink_when_sparse();
         }
     }
 
@@ -165,19 +166,32 @@ impl State {
     /// The application let `handle` go; it finishes closing on its own.
     pub(crate) fn let_go(&mut self, handle: ConnectionHandle) {
         self.waiters.remove(&handle);
+        self.waiters.shrink_when_sparse();
+        // Those that finished are dropped each time the list fills its
+        // room, so that it holds the connections still closing, not every
+        // one a long-running endpoint ever let go.
+        if self.closing.len() == self.closing.capacity() {
+            self.forget_closed();
+        }
         self.closing.push(handle);
     }
 
-    /// Whether every connection the application let go has finished its
-    /// exchange with the peer (TIME-WAIT counts as finished: only the
-    /// peer's retransmitted FIN could still need us).
-    pub(crate) fn all_closed(&mut self) -> bool {
+    /// Drops from `closing` the connections that finished closing.
+    fn forget_closed(&mut self) {
         let endpoint = &self.endpoint;
         self.closing.retain(|&handle| {
             endpoint
                 .state(handle)
                 .is_some_and(|s| !matches!(s, ConnState::TimeWait | ConnState::Closed))
         });
+        self.closing.shrink_when_sparse();
+    }
+
+    /// Whether every connection the application let go has finished its
+    /// exchange with the peer (TIME-WAIT counts as finished: only the
+    /// peer's retransmitted FIN could still need us).
+    pub(crate) fn all_closed(&mut self) -> bool {
+        self.forget_closed();
         self.closing.is_empty()
     }
 
@@ -267,5 +281,37 @@ fn log_new_drops(logged: &mut BTreeMap<&'static str, u64>, stats: &EndpointStats
         if count > before {
             tracing::debug!(cause, dropped = count - before, total = count, "packets dropped");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use scps_proto::EndpointConfig;
+
+    use super::*;
+
+    #[test]
+    fn the_list_of_connections_let_go_holds_only_those_still_closing() {
+        let endpoint = Endpoint::new(EndpointConfig::default(), ["10.0.0.1".parse().unwrap()]).unwrap();
+        let mut state = State::new(endpoint);
+        let server: SocketAddr = "10.0.0.2:80".parse().unwrap();
+        let mut packet = Vec::new();
+        for _ in 0..10_000 {
+            let handle = state.endpoint.connect(Instant::ZERO, server, None, None).unwrap();
+            state.track(handle);
+            state.endpoint.abort(Instant::ZERO, handle).unwrap();
+            state.endpoint.release(Instant::ZERO, handle).unwrap();
+            while state.endpoint.poll_transmit(Instant::ZERO, &mut packet) {}
+            state.let_go(handle);
+        }
+        assert!(state.closing.len() <= 128, "{} kept", state.closing.len());
+        assert!(
+            state.closing.capacity() <= 256,
+            "{} of room",
+            state.closing.capacity()
+        );
+        assert!(state.all_closed());
     }
 }

@@ -14,13 +14,15 @@
 //! This crate is the vocabulary those pieces share and depends on nothing
 //! of ours: [`time::Instant`], [`InterfaceId`], [`IpPrefix`], which
 //! addresses are a host's ([`is_host_address`]), the [`Tap`] that
-//! watches an interface, and a [`PerSecond`] bound on answers to floods.
+//! watches an interface, a [`PerSecond`] bound on answers to floods, and
+//! tables that give back their room once mostly empty ([`ShrinkWhenSparse`]).
 
 pub mod budget;
 mod host_address;
 mod ip_header;
 mod prefix;
 pub mod router;
+pub mod sparse;
 pub mod tap;
 pub mod time;
 pub mod udp;
@@ -29,6 +31,7 @@ pub use budget::PerSecond;
 pub use host_address::{is_host_address, is_host_socket};
 pub use prefix::{IpPrefix, PrefixError};
 pub use router::{Route, Router, RouterError, RouterStats};
+pub use sparse::ShrinkWhenSparse;
 pub use tap::{Crossing, Tap, TapError};
 pub use time::Instant;
 

@@ -44,11 +44,11 @@
 //! on the SYN's port before one on every port.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use scps_node::{IpPrefix, is_host_address, is_host_socket};
+use scps_node::{IpPrefix, ShrinkWhenSparse, is_host_address, is_host_socket};
 
 use crate::config::{Config, ConfigError, RateOrder};
 use crate::connection::{
@@ -63,6 +63,8 @@ use crate::wire::{
 
 mod compression_ids;
 mod node;
+#[cfg(test)]
+mod slot_table_tests;
 mod syn_cookies;
 mod transparent;
 
@@ -272,7 +274,13 @@ pub struct Endpoint {
     default_config: Arc<Config>,
     local_addrs: Vec<IpAddr>,
     slots: Vec<Slot>,
-    free_slots: Vec<u32>,
+    /// Slots free below the table's end. They are taken lowest first, so
+    /// that as connections end the free ones gather at the end, where the
+    /// table is cut back ([`Endpoint::free_slot`]).
+    free_slots: BTreeSet<u32>,
+    /// The generation a slot made anew starts at: past that of every slot
+    /// cut from the table, so that no stale handle matches it.
+    generation_floor: u32,
     live: usize,
     by_tuple: HashMap<FourTuple, ConnectionHandle>,
     listeners: HashMap<ListenerKey, Listener>,
@@ -335,7 +343,8 @@ impl Endpoint {
             config,
             local_addrs: local_addrs.into_iter().collect(),
             slots: Vec::new(),
-            free_slots: Vec::new(),
+            free_slots: BTreeSet::new(),
+            generation_floor: 0,
             live: 0,
             by_tuple: HashMap::new(),
             listeners: HashMap::new(),
@@ -638,11 +647,11 @@ impl Endpoint {
 
     fn insert(&mut self, conn: Connection, listener: Option<ListenerKey>) -> ConnectionHandle {
         let tuple = conn.tuple();
-        let index = match self.free_slots.pop() {
+        let index = match self.free_slots.pop_first() {
             Some(index) => index,
             None => {
                 self.slots.push(Slot {
-                    generation: 0,
+                    generation: self.generation_floor,
                     conn: None,
                     queued: false,
                     timeout: None,
@@ -1268,13 +1277,34 @@ impl Endpoint {
             conn.compression_ids(),
             handle,
         );
-        self.free_slots.push(handle.index);
+        self.free_slot(handle.index);
         self.live -= 1;
         if let Some(state) = listener.and_then(|l| self.listeners.get_mut(&l)) {
             state.pending = state.pending.saturating_sub(1);
             state.ready.retain(|h| *h != handle);
         }
         // Events already queued for it are harmless: the handle is dead.
+    }
+
+    /// Frees slot `index`, and cuts the table back past every free slot at
+    /// its end; then gives back the room of tables that a burst of
+    /// connections grew and that are now mostly empty, so that a gateway
+    /// quiet after ten thousand connections does not hold their memory.
+    fn free_slot(&mut self, index: u32) {
+        self.free_slots.insert(index);
+        while let Some(&last) = self.free_slots.last()
+            && last as usize + 1 == self.slots.len()
+        {
+            self.free_slots.pop_last();
+            if let Some(slot) = self.slots.pop() {
+                self.generation_floor = self.generation_floor.max(slot.generation);
+            }
+        }
+        self.slots.shrink_when_sparse();
+        self.by_tuple.shrink_when_sparse();
+        self.timeouts.shrink_when_sparse();
+        self.ready.shrink_when_sparse();
+        self.events.shrink_when_sparse();
     }
 
     /// Writes the next packet to send into `buf`; false when there is none.
