@@ -24,6 +24,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
+use scps_node::ShrinkWhenSparse;
 use scps_proto::FourTuple;
 use scps_proto::wire::{IPPROTO_SCPS_TP, IPPROTO_TCP, IpRepr};
 
@@ -122,10 +123,12 @@ impl UdpPeers {
     /// Forgets the peers of connections the endpoint no longer has.
     pub(crate) fn forget(&mut self, is_connection: impl Fn(&FourTuple) -> bool) {
         self.connections.retain(|tuple, _| is_connection(tuple));
+        self.connections.shrink_when_sparse();
         self.by_address.clear();
         for (tuple, &from) in &self.connections {
             self.by_address.insert(tuple.remote.ip(), from);
         }
+        self.by_address.shrink_when_sparse();
     }
 
     /// The inner addresses of the connections whose peer is at the outer
@@ -232,6 +235,22 @@ mod tests {
         let packet = tcp_packet("10.0.0.1:1024", "127.0.0.1:5001");
         peers.learn(&packet, outer(1), |_| false, false);
         assert_eq!(peers.len(), 0);
+    }
+
+    #[test]
+    fn the_table_gives_back_its_room_once_a_burst_of_connections_is_forgotten() {
+        let mut peers = UdpPeers::default();
+        for port in 0..10_000u16 {
+            let packet = tcp_packet(&format!("10.0.0.1:{}", 1024 + port), "127.0.0.1:5001");
+            peers.learn(&packet, outer(port), |_| true, false);
+        }
+        let full = peers.connections.capacity();
+        peers.forget(|_| false);
+        assert!(
+            peers.connections.capacity() < full / 50,
+            "{} of {full} kept",
+            peers.connections.capacity()
+        );
     }
 
     #[test]
