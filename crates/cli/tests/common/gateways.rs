@@ -112,8 +112,9 @@ fn write_config(
 
 /// One capture at a time in a test process: two dumpcaps started side by
 /// side in two testbeds' namespaces now and then recorded nothing of the
-/// traffic they were started for (seen in the hostile tests; not
-/// understood), so each waits for the other's to end.
+/// traffic they were started for. That was most likely each starting to
+/// record some time after it said so (now waited for, see
+/// [`wait_capturing`]); one at a time is kept as the cheaper certainty.
 static ONE_CAPTURE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A running dumpcap, and what it captures.
@@ -154,13 +155,61 @@ pub fn capture(node: &Node, interface: &str, file: &Path) -> Capture {
         assert!(std::time::Instant::now() < deadline, "dumpcap did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    Capture {
+    let capture = Capture {
         dumpcap,
         file: file.to_owned(),
         interface: interface.to_owned(),
         counters_at_start: interface_counters(node, interface),
         _turn: turn,
+    };
+    wait_capturing(node, &capture);
+    capture
+}
+
+/// Waits until `capture` records what crosses its interface: dumpcap says
+/// "Capturing on" before it does, and a transfer started at once was now
+/// and then missed whole. A ping to every IPv6 node on the interface's
+/// link (its link-local address needs no plan) goes out until the
+/// capture holds one.
+fn wait_capturing(node: &Node, capture: &Capture) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let ping = [
+        "-6",
+        "-c",
+        "1",
+        "-W",
+        "1",
+        "-I",
+        capture.interface.as_str(),
+        "ff02::1",
+    ];
+    loop {
+        // The answers do not matter, only that the request crossed.
+        let _ = node.output("ping", &ping);
+        if captured(capture, "icmpv6.type == 128") > 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "dumpcap on {} recorded none of 10 s of pings; the capture holds:\n{}",
+            capture.interface,
+            captured_summary(&capture.file)
+        );
     }
+}
+
+/// How many packets of `capture`'s file, which dumpcap may be writing,
+/// match the display filter `filter`.
+fn captured(capture: &Capture, filter: &str) -> usize {
+    // The file is being written: its last packet may be cut short, which
+    // tshark reports and fails on; the packets before it count.
+    let output = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(&capture.file)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .expect("tshark is installed (.ci/run installs it)");
+    String::from_utf8_lossy(&output.stdout).lines().count()
 }
 
 /// Waits (up to 30 s) until `capture`'s file, which dumpcap is writing in
@@ -171,28 +220,34 @@ pub fn capture(node: &Node, interface: &str, file: &Path) -> Capture {
 pub fn wait_captured(node: &Node, capture: &Capture, filter: &str, at_least: usize) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        // The file is being written: its last packet may be cut short,
-        // which tshark reports and fails on; the packets before it count.
-        let output = std::process::Command::new("tshark")
-            .arg("-r")
-            .arg(&capture.file)
-            .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-            .output()
-            .expect("tshark is installed (.ci/run installs it)");
-        let found = String::from_utf8_lossy(&output.stdout).lines().count();
+        let found = captured(capture, filter);
         if found >= at_least {
             return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "{found} packets of {filter} in {} after 30 s; the interface at the start:\n{}\nand now:\n{}\ndumpcap said: {}",
+            "{found} packets of {filter} in {} after 30 s; the interface at the start:\n{}\nand now:\n{}\ndumpcap said: {}\nthe capture holds:\n{}",
             capture.file.display(),
             capture.counters_at_start,
             interface_counters(node, &capture.interface),
-            std::fs::read_to_string(capture.file.with_extension("log")).unwrap_or_default()
+            std::fs::read_to_string(capture.file.with_extension("log")).unwrap_or_default(),
+            captured_summary(&capture.file)
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// tshark's one-line summary of the first packets in `file`.
+fn captured_summary(file: &Path) -> String {
+    let output = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["-c", "20"])
+        .output();
+    output.map_or_else(
+        |e| e.to_string(),
+        |o| String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
 }
 
 /// Stops a capture of [`capture`], its file written whole.
