@@ -1,7 +1,14 @@
 //! The allocator: jemalloc rather than the C library's. A gateway's
 //! memory follows the connections it holds, and jemalloc gives back to
 //! the system what connections that have ended held; glibc's keeps most
-//! of it for the life of the process.
+//! of it for the life of the process. Its decay times are built in
+//! (`.cargo/config.toml`): a page unused for about a second goes back.
+//! With its defaults (ten seconds, then a second stage) a far gateway
+//! still held 88 to 108 MB a minute after 10,000 connections closed,
+//! against 28 MB with these.
+//!
+//! What it does not give back is its own bookkeeping for the peak it
+//! reached: about 12 MB after 10,000 connections held at once.
 
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -3,8 +3,8 @@
 //! (half-close, reset). All decisions are the relay's; this file only
 //! reads what the relay has room for, writes what it has waiting, and
 //! sleeps until a connection or the relay's timer has news. One task per
-//! split connection; bytes are read into one chunk buffer and copied into
-//! the relay's. After each round it publishes the connection's state and
+//! split connection; bytes are read into a chunk buffer of the worker
+//! thread's and copied into the relay's. After each round it publishes the connection's state and
 //! bytes relayed ([`Progress`]: a few atomic stores) for `scps status`
 //! and the metrics.
 
@@ -21,6 +21,15 @@ use crate::relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Resource, S
 
 /// Bytes read from a connection at a time.
 const READ_CHUNK: usize = 64 * 1024;
+
+thread_local! {
+    /// The chunk a worker thread reads into. A read and the copy of what
+    /// it got into the relay's buffers happen in one poll, with no await
+    /// between, so one chunk per thread serves every relay the thread
+    /// runs; one per relay held 64 kB for each of thousands of idle
+    /// connections.
+    static CHUNK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; READ_CHUNK]);
+}
 
 /// A byte stream the pump can also abort with a reset: kernel TCP
 /// (`tokio::net::TcpStream`) and our own (`scps_net::Stream`).
@@ -124,7 +133,6 @@ where
         shutting_down: false,
     };
     let mut second: End<B, F> = End::Opening(Box::pin(opening));
-    let mut buf = vec![0u8; READ_CHUNK];
     let sleep = tokio::time::sleep(std::time::Duration::from_secs(86_400));
     tokio::pin!(sleep);
     // Once the relay has asked for a shutdown or a reset, the connection
@@ -135,8 +143,8 @@ where
             let now = clock.now();
             relay.handle_timeout(now);
             let mut moved = open_second(&mut second, &mut relay, now, cx);
-            moved |= move_bytes(&mut first, open_side, &mut relay, &mut buf, now, cx);
-            moved |= move_bytes(&mut second, open_side.other(), &mut relay, &mut buf, now, cx);
+            moved |= move_bytes(&mut first, open_side, &mut relay, now, cx);
+            moved |= move_bytes(&mut second, open_side.other(), &mut relay, now, cx);
             while let Some(action) = relay.poll_action() {
                 moved = true;
                 closing = true;
@@ -239,7 +247,6 @@ fn move_bytes<C: Connection, F>(
     end: &mut End<C, F>,
     side: Side,
     relay: &mut Relay,
-    buf: &mut [u8],
     now: Instant,
     cx: &mut Context<'_>,
 ) -> bool {
@@ -269,30 +276,32 @@ fn move_bytes<C: Connection, F>(
             Poll::Pending => break,
         }
     }
-    loop {
-        let room = relay.read_room(side).min(buf.len());
-        if room == 0 {
-            break;
+    CHUNK.with_borrow_mut(|buf| {
+        loop {
+            let room = relay.read_room(side).min(buf.len());
+            if room == 0 {
+                break;
+            }
+            let mut read = ReadBuf::new(&mut buf[..room]);
+            match Pin::new(&mut *connection).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) if read.filled().is_empty() => {
+                    relay.ended(side);
+                    return true;
+                }
+                Poll::Ready(Ok(())) => {
+                    relay.received(now, side, read.filled());
+                    progress = true;
+                }
+                Poll::Ready(Err(err)) => {
+                    tracing::debug!(%side, %err, "read failed");
+                    relay.failed(side);
+                    return true;
+                }
+                Poll::Pending => break,
+            }
         }
-        let mut read = ReadBuf::new(&mut buf[..room]);
-        match Pin::new(&mut *connection).poll_read(cx, &mut read) {
-            Poll::Ready(Ok(())) if read.filled().is_empty() => {
-                relay.ended(side);
-                return true;
-            }
-            Poll::Ready(Ok(())) => {
-                relay.received(now, side, read.filled());
-                progress = true;
-            }
-            Poll::Ready(Err(err)) => {
-                tracing::debug!(%side, %err, "read failed");
-                relay.failed(side);
-                return true;
-            }
-            Poll::Pending => break,
-        }
-    }
-    progress
+        progress
+    })
 }
 
 /// Does what the relay asked to a connection: a shutdown (completed by
