@@ -127,17 +127,8 @@ fn pair(setup: Setup, testbed: &Testbed, dir: &TempDir) -> (GatewayProcess, Gate
 
 /// What `scps status` says of the gateway listening on `control`.
 fn status(control: &std::path::Path) -> String {
-    let output = std::process::Command::new(common::gateways::SCPS)
-        .arg("status")
-        .arg("--control")
-        .arg(control)
-        .output()
-        .unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+    let output = common::scps(&["status", "--control", control.to_str().unwrap()]);
+    common::text(&output.stdout) + &common::text(&output.stderr)
 }
 
 /// How one application's side of the transfer ended: the bytes it moved,
@@ -244,19 +235,17 @@ fn kill_midway(setup: Setup, upload: bool, victim: &str, tag: &str) -> (Ended, E
     let killed_at = Instant::now();
     let (mut client, mut server, mut late) = (None, None, false);
     while client.is_none() || server.is_none() {
-        let (side, end) = match ended.recv_timeout(FAR_SIDE_LEARNS.saturating_sub(killed_at.elapsed())) {
-            Ok(news) => news,
-            Err(_) if !late => {
-                // Late: what the survivor holds says where it stuck.
-                late = true;
+        let in_time = FAR_SIDE_LEARNS.saturating_sub(killed_at.elapsed());
+        let (side, end) = ended.recv_timeout(in_time).unwrap_or_else(|_| {
+            // Late: what the survivor holds says where it stuck.
+            if !std::mem::replace(&mut late, true) {
                 println!(
                     "{setup:?}, {victim} killed, late; the survivor's status:\n{}",
                     status(&survivor_control)
                 );
-                continue;
             }
-            Err(_) => ended.recv().unwrap(),
-        };
+            ended.recv().unwrap()
+        });
         *if side == "client" {
             &mut client
         } else {

@@ -4,9 +4,9 @@
 //! reads what the relay has room for, writes what it has waiting, and
 //! sleeps until a connection or the relay's timer has news. One task per
 //! split connection; bytes are read into a chunk buffer of the worker
-//! thread's and copied into the relay's. After each round it publishes the connection's state and
-//! bytes relayed ([`Progress`]: a few atomic stores) for `scps status`
-//! and the metrics.
+//! thread's and copied into the relay's. After each round it publishes
+//! the connection's state and bytes relayed ([`Progress`]: a few atomic
+//! stores) for `scps status` and the metrics.
 
 use std::future::Future;
 use std::io;
@@ -276,32 +276,43 @@ fn move_bytes<C: Connection, F>(
             Poll::Pending => break,
         }
     }
-    CHUNK.with_borrow_mut(|buf| {
-        loop {
-            let room = relay.read_room(side).min(buf.len());
-            if room == 0 {
-                break;
-            }
-            let mut read = ReadBuf::new(&mut buf[..room]);
-            match Pin::new(&mut *connection).poll_read(cx, &mut read) {
-                Poll::Ready(Ok(())) if read.filled().is_empty() => {
-                    relay.ended(side);
-                    return true;
-                }
-                Poll::Ready(Ok(())) => {
-                    relay.received(now, side, read.filled());
-                    progress = true;
-                }
-                Poll::Ready(Err(err)) => {
-                    tracing::debug!(%side, %err, "read failed");
-                    relay.failed(side);
-                    return true;
-                }
-                Poll::Pending => break,
-            }
+    CHUNK.with_borrow_mut(|chunk| read_what_fits(connection, side, relay, chunk, now, cx)) || progress
+}
+
+/// Reads from `connection` through `chunk` what the relay has room for
+/// on `side`; true if anything was read or the reading ended.
+fn read_what_fits<C: Connection>(
+    connection: &mut C,
+    side: Side,
+    relay: &mut Relay,
+    chunk: &mut [u8],
+    now: Instant,
+    cx: &mut Context<'_>,
+) -> bool {
+    let mut progress = false;
+    loop {
+        let room = relay.read_room(side).min(chunk.len());
+        if room == 0 {
+            return progress;
         }
-        progress
-    })
+        let mut read = ReadBuf::new(&mut chunk[..room]);
+        match Pin::new(&mut *connection).poll_read(cx, &mut read) {
+            Poll::Ready(Ok(())) if read.filled().is_empty() => {
+                relay.ended(side);
+                return true;
+            }
+            Poll::Ready(Ok(())) => {
+                relay.received(now, side, read.filled());
+                progress = true;
+            }
+            Poll::Ready(Err(err)) => {
+                tracing::debug!(%side, %err, "read failed");
+                relay.failed(side);
+                return true;
+            }
+            Poll::Pending => return progress,
+        }
+    }
 }
 
 /// Does what the relay asked to a connection: a shutdown (completed by

@@ -22,36 +22,25 @@ fn shrunk_room(len: usize, capacity: usize) -> Option<usize> {
     (capacity >= wanted * 2).then_some(wanted)
 }
 
-impl<T> ShrinkWhenSparse for Vec<T> {
-    fn shrink_when_sparse(&mut self) {
-        if let Some(room) = shrunk_room(self.len(), self.capacity()) {
-            self.shrink_to(room);
+/// The one implementation, for each standard collection that has
+/// `len`, `capacity` and `shrink_to`: `[GENERICS] TYPE;`.
+macro_rules! shrink_when_sparse {
+    ($([$($generics:tt)*] $table:ty;)*) => {$(
+        impl<$($generics)*> ShrinkWhenSparse for $table {
+            fn shrink_when_sparse(&mut self) {
+                if let Some(room) = shrunk_room(self.len(), self.capacity()) {
+                    self.shrink_to(room);
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl<T> ShrinkWhenSparse for VecDeque<T> {
-    fn shrink_when_sparse(&mut self) {
-        if let Some(room) = shrunk_room(self.len(), self.capacity()) {
-            self.shrink_to(room);
-        }
-    }
-}
-
-impl<T: Ord> ShrinkWhenSparse for BinaryHeap<T> {
-    fn shrink_when_sparse(&mut self) {
-        if let Some(room) = shrunk_room(self.len(), self.capacity()) {
-            self.shrink_to(room);
-        }
-    }
-}
-
-impl<K: Eq + Hash, V, S: BuildHasher> ShrinkWhenSparse for HashMap<K, V, S> {
-    fn shrink_when_sparse(&mut self) {
-        if let Some(room) = shrunk_room(self.len(), self.capacity()) {
-            self.shrink_to(room);
-        }
-    }
+shrink_when_sparse! {
+    [T] Vec<T>;
+    [T] VecDeque<T>;
+    [T: Ord] BinaryHeap<T>;
+    [K: Eq + Hash, V, S: BuildHasher] HashMap<K, V, S>;
 }
 
 #[cfg(test)]

@@ -193,7 +193,7 @@ fn wait_capturing(node: &Node, capture: &Capture) {
             std::time::Instant::now() < deadline,
             "dumpcap on {} recorded none of 10 s of pings; the capture holds:\n{}",
             capture.interface,
-            captured_summary(&capture.file)
+            tshark_while_written(&capture.file, &["-c", "20"])
         );
     }
 }
@@ -201,15 +201,25 @@ fn wait_capturing(node: &Node, capture: &Capture) {
 /// How many packets of `capture`'s file, which dumpcap may be writing,
 /// match the display filter `filter`.
 fn captured(capture: &Capture, filter: &str) -> usize {
-    // The file is being written: its last packet may be cut short, which
-    // tshark reports and fails on; the packets before it count.
+    tshark_while_written(
+        &capture.file,
+        &["-Y", filter, "-T", "fields", "-e", "frame.number"],
+    )
+    .lines()
+    .count()
+}
+
+/// What tshark prints of `file` with `args`, the file perhaps still being
+/// written: its last packet may then be cut short, which tshark reports
+/// and fails on; what it printed of the packets before it stands.
+fn tshark_while_written(file: &Path, args: &[&str]) -> String {
     let output = std::process::Command::new("tshark")
         .arg("-r")
-        .arg(&capture.file)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .arg(file)
+        .args(args)
         .output()
         .expect("tshark is installed (.ci/run installs it)");
-    String::from_utf8_lossy(&output.stdout).lines().count()
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// Waits (up to 30 s) until `capture`'s file, which dumpcap is writing in
@@ -231,23 +241,10 @@ pub fn wait_captured(node: &Node, capture: &Capture, filter: &str, at_least: usi
             capture.counters_at_start,
             interface_counters(node, &capture.interface),
             std::fs::read_to_string(capture.file.with_extension("log")).unwrap_or_default(),
-            captured_summary(&capture.file)
+            tshark_while_written(&capture.file, &["-c", "20"])
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// tshark's one-line summary of the first packets in `file`.
-fn captured_summary(file: &Path) -> String {
-    let output = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(file)
-        .args(["-c", "20"])
-        .output();
-    output.map_or_else(
-        |e| e.to_string(),
-        |o| String::from_utf8_lossy(&o.stdout).into_owned(),
-    )
 }
 
 /// Stops a capture of [`capture`], its file written whole.
