@@ -51,6 +51,12 @@ impl<'a> Row<'a> {
         self.completed().count()
     }
 
+    /// The longest time any of its runs were given before they were
+    /// stopped, if any was: their figures are over that window.
+    pub fn stopped_s(&self) -> Option<f64> {
+        self.completed().filter_map(stopped_s).reduce(f64::max)
+    }
+
     /// Mean and sample standard deviation of a field over the completed
     /// runs; `None` when none completed or the field is missing.
     pub fn stat(&self, field: &str) -> Option<Stat> {
@@ -119,6 +125,17 @@ pub fn text<'r>(record: &'r Record, field: &str) -> Option<&'r str> {
 
 pub fn error(record: &Record) -> Option<&str> {
     text(record, "error")
+}
+
+/// The field of a run stopped at the end of the time it was given (the
+/// testbed's runs are given a wall-clock time): the seconds it ran. Its
+/// figures are what it moved in that window, not a finished transfer's.
+pub const STOPPED: &str = "stopped_s";
+
+/// How long a run that was stopped at its time limit ran; `None` for a
+/// run that finished (or failed).
+pub fn stopped_s(record: &Record) -> Option<f64> {
+    number(record, STOPPED)
 }
 
 /// The swept keys of a record but the protocol, as text.

@@ -1,9 +1,11 @@
 //! `scps bench`: the papers' experiments as sweeps of stacks, in the
-//! simulator (and, next, the testbed), recorded run by run so that a
+//! simulator and in the testbed (network namespaces, the live emulator,
+//! real programs), recorded run by run so that a
 //! bench can stop and resume or run in shards, and shown as a table and
 //! as a report in the manner of the papers.
 
 pub mod figures;
+pub mod headline;
 pub mod merge;
 pub mod plan;
 pub mod progress;

@@ -62,18 +62,23 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Store, MergeError> {
 /// their files describe them (a scenario file that is gone has no
 /// description).
 pub fn scenarios_of<'a>(records: impl IntoIterator<Item = &'a crate::store::Record>) -> Vec<ScenarioInfo> {
-    let mut scenarios: Vec<ScenarioInfo> = Vec::new();
+    let mut by_scenario: Vec<(String, Vec<Vec<(String, String)>>)> = Vec::new();
     for record in records {
         let name = figures::text(record, "scenario").unwrap_or_default();
-        if !scenarios.iter().any(|s| s.name == name) {
-            let description = scps_config::Scenario::load(name, &[])
-                .map(|s| s.description)
-                .unwrap_or_default();
-            scenarios.push(ScenarioInfo {
-                name: name.to_owned(),
-                description,
-            });
+        let params = figures::params(record);
+        match by_scenario.iter_mut().find(|(n, _)| n == name) {
+            Some((_, points)) => points.push(params),
+            None => by_scenario.push((name.to_owned(), vec![params])),
         }
     }
-    scenarios
+    by_scenario
+        .into_iter()
+        .map(|(name, points)| {
+            // The records do not say the workload, unless it was swept.
+            let description = scps_config::Scenario::load(&name, &[])
+                .map(|s| s.description)
+                .unwrap_or_default();
+            ScenarioInfo::of_run(&name, description, None, points.iter().map(Vec::as_slice))
+        })
+        .collect()
 }

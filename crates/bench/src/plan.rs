@@ -98,7 +98,93 @@ pub struct Job {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioInfo {
     pub name: String,
+    /// The scenario's own description: its full sweep, as published.
     pub description: String,
+    /// What this bench ran of it: the workload and each swept key's
+    /// values (`--set` narrows the scenario's sweep, or widens it).
+    pub as_run: String,
+}
+
+impl ScenarioInfo {
+    /// A scenario's information for a bench that ran `points` of it
+    /// (all of them, in any order; `workload` is that of the first, if
+    /// known).
+    pub fn of_run<'a>(
+        name: &str,
+        description: String,
+        workload: Option<&Workload>,
+        points: impl IntoIterator<Item = &'a [(String, String)]>,
+    ) -> ScenarioInfo {
+        let mut axes: Vec<(String, Vec<String>)> = Vec::new();
+        for params in points {
+            for (key, value) in params {
+                if key == "protocol" {
+                    continue;
+                }
+                match axes.iter_mut().find(|(k, _)| k == key) {
+                    Some((_, values)) if !values.contains(value) => values.push(value.clone()),
+                    Some(_) => {}
+                    None => axes.push((key.clone(), vec![value.clone()])),
+                }
+            }
+        }
+        let mut parts: Vec<String> = workload.map(workload_text).into_iter().collect();
+        parts.extend(
+            axes.iter()
+                .map(|(key, values)| format!("{key} {}", values.join("/"))),
+        );
+        ScenarioInfo {
+            name: name.to_owned(),
+            description,
+            as_run: parts.join("; "),
+        }
+    }
+}
+
+/// A workload as a table's header says it.
+fn workload_text(workload: &Workload) -> String {
+    match workload {
+        Workload::Bulk { bytes, both_ways, .. } => {
+            let ways = if *both_ways { " each way" } else { "" };
+            format!("a bulk transfer of {}{ways}", bytes_text(*bytes))
+        }
+        Workload::Messages {
+            forward, duration, ..
+        } => format!(
+            "messages of {} bytes offered at {} bit/s for {} s",
+            forward.size,
+            forward.rate_bps,
+            duration.as_secs_f64()
+        ),
+        Workload::Echo { flow, duration } => format!(
+            "echoed messages of {} bytes offered at {} bit/s for {} s",
+            flow.size,
+            flow.rate_bps,
+            duration.as_secs_f64()
+        ),
+        Workload::Fetches(fetches) => format!(
+            "{} clients fetching files for {} s",
+            fetches.clients,
+            fetches.duration.as_secs_f64()
+        ),
+    }
+}
+
+/// `10 MB`, `250 kB`, `1048576 bytes`: decimal units when they are exact.
+fn bytes_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1_000_000 && b % 1000 == 0 => format!("{} MB", b as f64 / 1e6),
+        b if b >= 1000 && b % 100 == 0 => format!("{} kB", b as f64 / 1e3),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// A swept value as text: a string without its quotes.
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -135,12 +221,18 @@ impl Plan {
                     let runs = request.runs.unwrap_or(scenario.runs);
                     scenario.check_runs("--runs", runs).map_err(at)?;
                     let first_seed = request.seed.unwrap_or(scenario.seed);
-                    let info = ScenarioInfo {
-                        name: scenario.name.clone(),
-                        description: scenario.description.clone(),
-                    };
-                    if !scenarios.contains(&info) {
-                        scenarios.push(info);
+                    if !scenarios.iter().any(|s: &ScenarioInfo| s.name == scenario.name) {
+                        let points: Vec<Vec<(String, String)>> = scenario
+                            .points
+                            .iter()
+                            .map(|p| p.params.iter().map(|(k, v)| (k.clone(), value_text(v))).collect())
+                            .collect();
+                        scenarios.push(ScenarioInfo::of_run(
+                            &scenario.name,
+                            scenario.description.clone(),
+                            scenario.points.first().map(|p| &p.workload),
+                            points.iter().map(Vec::as_slice),
+                        ));
                     }
                     let last = scenario.points.len().saturating_sub(1);
                     for (index, point) in scenario.points.into_iter().enumerate() {

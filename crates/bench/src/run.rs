@@ -11,6 +11,7 @@ use scps_sim::{RunFailure, RunOptions};
 use serde_json::Value;
 
 use crate::plan::Job;
+use crate::stack::{Stack, World};
 use crate::store::{Appender, Record, Store, StoreError};
 
 /// The record of a job that could not give figures: what it was, and why.
@@ -31,7 +32,8 @@ pub(crate) fn identity(job: &Job) -> Record {
 }
 
 /// What run a record is of, as the simulator's records say it: scenario,
-/// protocol, params and seed.
+/// protocol (what ran: in the testbed, Linux's TCP is itself), params
+/// (the stack as the user named it) and seed.
 pub(crate) fn describe(record: &mut Record, job: &Job) {
     let params = job
         .point
@@ -39,10 +41,26 @@ pub(crate) fn describe(record: &mut Record, job: &Job) {
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
         .collect();
+    let ran = match (job.world, job.stack) {
+        (World::Testbed, Stack::Linux(_)) => job.stack.name(),
+        _ => job.point.protocol.label().to_owned(),
+    };
     record.insert("scenario".into(), job.point.scenario.clone().into());
-    record.insert("protocol".into(), job.point.protocol.label().into());
+    record.insert("protocol".into(), ran.into());
     record.insert("params".into(), Value::Object(params));
     record.insert("seed".into(), job.seed.into());
+    name_the_stack(record, job);
+}
+
+/// A record's `params.protocol` is the stack the user asked for
+/// (`linux-bbr`), not the label of what stands in for it (the simulator
+/// runs `tcp-cubic` for `linux-cubic`).
+fn name_the_stack(record: &mut Record, job: &Job) {
+    if let Some(Value::Object(params)) = record.get_mut("params")
+        && params.contains_key("protocol")
+    {
+        params.insert("protocol".into(), job.stack.name().into());
+    }
 }
 
 /// A file name for what belongs to the job with `id`.
@@ -93,6 +111,7 @@ pub fn run_sim(job: &Job, dir: &Path) -> Record {
             if let Value::Object(fields) = serde_json::to_value(&run).expect("a run record serialises") {
                 record.extend(fields);
             }
+            name_the_stack(&mut record, job);
             if let Some(capture) = capture {
                 record.insert("capture".into(), capture.to_string_lossy().into_owned().into());
             }
@@ -203,8 +222,13 @@ mod tests {
 
     /// geo-8mbit's Saratoga at 600 ms, BER 0, of `bytes`: one short run.
     fn jobs(bytes: &str) -> Vec<Job> {
+        jobs_of("saratoga", bytes)
+    }
+
+    /// geo-8mbit's `stack` at 600 ms, BER 0, of `bytes`: one short run.
+    fn jobs_of(stack: &str, bytes: &str) -> Vec<Job> {
         let sets = [
-            "protocol=saratoga",
+            &format!("protocol={stack}"),
             "link.rtt=600ms",
             "link.ber=0",
             &format!("workload.bytes={bytes}"),
@@ -240,6 +264,19 @@ mod tests {
             .map(|j| store.records[&j.id]["bytes"].clone())
             .collect();
         (executed, bytes)
+    }
+
+    #[test]
+    fn a_record_names_the_stack_the_user_asked_for_and_what_stood_in_for_it() {
+        let dir = std::env::temp_dir().join(format!("scps-bench-label-{}", std::process::id()));
+        let job = &jobs_of("linux-cubic", "100KB")[0];
+        let record = run_sim(job, &dir);
+        assert_eq!(record["params"]["protocol"], "linux-cubic", "{record:?}");
+        assert_eq!(record["protocol"], "tcp-cubic", "the simulator's model of it ran");
+        let mut described = Record::new();
+        describe(&mut described, job);
+        assert_eq!(described["params"]["protocol"], "linux-cubic");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub fn cells(rows: &[Row]) -> Vec<Vec<String>> {
                 line.push(stat("ratio", |s| with_spread(s, 1.0, 3)));
             }
         }
-        line.push(note(&row.failures()));
+        line.push(note(row.stopped_s(), &row.failures()));
         lines.push(line);
     }
     lines
@@ -94,15 +94,18 @@ pub fn rate(bps: f64) -> String {
     }
 }
 
-/// The note of a row: the cause of its failed runs, the first of them
-/// and how many others there are when they differ (a thousand runs may
-/// fail a thousand ways; the report lists them all).
-fn note(causes: &[&str]) -> String {
-    match causes {
-        [] => String::new(),
-        [only] => (*only).to_owned(),
-        [first, others @ ..] => format!("{first} (and {} other causes)", others.len()),
-    }
+/// The note of a row: that its runs were stopped at their time limit (its
+/// figures are over that window), and the cause of its failed runs, the
+/// first of them and how many others there are when they differ (a
+/// thousand runs may fail a thousand ways; the report lists them all).
+fn note(stopped_s: Option<f64>, causes: &[&str]) -> String {
+    let stopped = stopped_s.map(|s| format!("stopped at its {s:.0} s limit: figures over that window"));
+    let failed = match causes {
+        [] => None,
+        [only] => Some((*only).to_owned()),
+        [first, others @ ..] => Some(format!("{first} (and {} other causes)", others.len())),
+    };
+    stopped.into_iter().chain(failed).collect::<Vec<_>>().join("; ")
 }
 
 /// The lines without the columns whose every cell below the header is
@@ -241,11 +244,23 @@ mod tests {
 
     #[test]
     fn a_note_names_the_first_cause_and_counts_the_others() {
-        assert_eq!(note(&[]), "");
-        assert_eq!(note(&["timed out"]), "timed out");
+        assert_eq!(note(None, &[]), "");
+        assert_eq!(note(None, &["timed out"]), "timed out");
         assert_eq!(
-            note(&["differs at byte 5", "differs at byte 9", "timed out"]),
+            note(None, &["differs at byte 5", "differs at byte 9", "timed out"]),
             "differs at byte 5 (and 2 other causes)"
+        );
+    }
+
+    #[test]
+    fn a_note_says_a_row_s_runs_were_stopped_at_their_limit() {
+        assert_eq!(
+            note(Some(60.4), &[]),
+            "stopped at its 60 s limit: figures over that window"
+        );
+        assert_eq!(
+            note(Some(60.0), &["timed out"]),
+            "stopped at its 60 s limit: figures over that window; timed out"
         );
     }
 }

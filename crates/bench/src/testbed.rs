@@ -168,12 +168,16 @@ impl TestbedWorld {
         sender.extend(workload_options(&job.point)?);
         let args: Vec<&str> = sender.iter().map(String::as_str).collect();
         let log = dir.join("send.log");
+        let sending_since = Instant::now();
         let send = self.spawn_logged("client", &log, &args)?;
         started.processes.push(send.clone());
         let allowed = time_allowed(&job.point);
-        send.wait_timeout(allowed)
-            .map_err(|e| format!("scps send: {e}"))?
-            .ok_or_else(|| format!("not finished within {} s (wall clock)", allowed.as_secs()))?;
+        let ended = send
+            .wait_timeout(allowed)
+            .map_err(|e| format!("scps send: {e}"))?;
+        if ended.is_none() {
+            return stopped_at_the_limit(&job.point, sending_since, [&recv, &send], &recv_log);
+        }
         let report =
             sender_report(&send, &log).map_err(|failure| with_receiver_account(failure, &recv, &recv_log))?;
         Ok(transfer_figures(&job.point, &report))
@@ -182,6 +186,7 @@ impl TestbedWorld {
     /// Starts the emulator in the middle, the capture and, for a `gw-`
     /// stack, the gateways; what the hosts run.
     fn start_link(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Hosts, Failure> {
+        started.sockets.push(socket_path("emu"));
         let emulator = self.start_emulator(job, dir)?;
         started.processes.push(emulator);
         if job.capture {
@@ -195,6 +200,7 @@ impl TestbedWorld {
                     ("gwA", "gwB", "client", "server", Direction::Forward),
                     ("gwB", "gwA", "server", "client", Direction::Reverse),
                 ] {
+                    started.sockets.push(socket_path(node));
                     let gateway = self.start_gateway(job, dir, [node, far], [local, remote], direction)?;
                     started.gateways.push((gateway, socket_path(node)));
                 }
@@ -615,6 +621,10 @@ struct Started {
     /// With their control sockets.
     gateways: Vec<(Process, PathBuf)>,
     processes: Vec<Process>,
+    /// The control sockets of what was started (the emulator's, the
+    /// gateways'), removed once it is stopped: a program killed leaves
+    /// its socket behind.
+    sockets: Vec<PathBuf>,
     /// The `scps` binary, to ask the gateways how they are.
     scps: PathBuf,
 }
@@ -645,6 +655,9 @@ impl Started {
         }
         for process in self.processes.drain(..).rev() {
             let _ = process.kill();
+        }
+        for socket in self.sockets.drain(..) {
+            let _ = std::fs::remove_file(socket);
         }
     }
 }
@@ -718,6 +731,75 @@ fn sender_report(send: &Process, log: &Path) -> Result<Figures, Failure> {
         return Err("the receiver did not verify the content (SHA-256)".into());
     }
     Ok(report)
+}
+
+/// A transfer not done in the time it was given, stopped: the receiver
+/// is interrupted and reports what it read, which over the time since the
+/// sender started is the run's goodput (`stopped_s` says so); the sender,
+/// reset, gives its repairs if it reports them. A transfer that got
+/// nothing through in all that time has no figures: it failed.
+fn stopped_at_the_limit(
+    point: &Point,
+    sending_since: Instant,
+    [recv, send]: [&Process; 2],
+    recv_log: &Path,
+) -> Result<Figures, Failure> {
+    let _ = recv.signal(nix::sys::signal::Signal::SIGINT);
+    let window = sending_since.elapsed();
+    let stopped = |process: &Process| matches!(process.wait_timeout(RECEIVER_REPORT_TIME), Ok(Some(_)));
+    if !stopped(recv) {
+        let _ = recv.kill();
+        return Err(format!(
+            "not finished within {} s, and scps recv did not report when interrupted: {}",
+            window.as_secs(),
+            last_line(recv_log)
+        ));
+    }
+    let received: Figures = first_report(&recv.read_stdout().unwrap_or_default()).ok_or_else(|| {
+        format!(
+            "not finished within {} s, and scps recv ended without a report: {}",
+            window.as_secs(),
+            last_line(recv_log)
+        )
+    })?;
+    let bytes = received.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+    if bytes == 0 {
+        return Err(format!(
+            "nothing got through within {} s (wall clock)",
+            window.as_secs()
+        ));
+    }
+    // The receiver's reset reaches the sender, which then reports.
+    if !stopped(send) {
+        let _ = send.signal(nix::sys::signal::Signal::SIGINT);
+        let _ = stopped(send);
+    }
+    let mut figures = Figures::new();
+    if let Some(sent) = first_report(&send.read_stdout().unwrap_or_default()) {
+        for field in REPAIR_FIELDS {
+            if let Some(value) = sent.get(field) {
+                figures.insert(field.into(), value.clone());
+            }
+        }
+    }
+    let window_s = window.as_secs_f64();
+    throughput_figures(
+        &mut figures,
+        point,
+        bytes,
+        window_s,
+        bytes as f64 * 8.0 / window_s,
+    );
+    figures.insert(crate::figures::STOPPED.into(), window_s.into());
+    Ok(figures)
+}
+
+/// The first JSON report in a tool's standard output.
+fn first_report(stdout: &str) -> Option<Figures> {
+    stdout
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .and_then(|line| serde_json::from_str(line).ok())
 }
 
 /// A sender's `failure`, with what the receiver said if it has ended: a
@@ -897,7 +979,27 @@ fn message_options(kind: &str, flow: &MessageFlow, duration: Duration) -> Vec<St
 /// holds at most 107 bytes), and its own, so that two gateways of one
 /// host, or two benches, never meet on one.
 fn socket_path(what: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("scps-bench-{}-{what}.sock", std::process::id()))
+    std::env::temp_dir().join(format!("{}{what}.sock", socket_prefix()))
+}
+
+fn socket_prefix() -> String {
+    format!("scps-bench-{}-", std::process::id())
+}
+
+/// Removes whatever control sockets this bench's runs left (for a bench
+/// interrupted in the middle of a run, whose programs die with it).
+pub fn remove_sockets() {
+    let prefix = socket_prefix();
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) && name.ends_with(".sock") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Waits until `log` holds a line containing `text`, while `process`

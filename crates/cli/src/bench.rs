@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use scps_bench::figures;
 use scps_bench::plan::{DEFAULT_MAX_RUNS, ScenarioInfo};
 use scps_bench::progress::Progress;
 use scps_bench::report::{self, Provenance};
 use scps_bench::testbed::TestbedWorld;
 use scps_bench::{Appender, Job, Plan, Record, Request, Store, World, run, table};
+use scps_bench::{figures, headline};
 use scps_config::sweep::parse_assignment;
 
 use crate::sim::{Completion, SweepArgs};
@@ -77,6 +77,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
     }
     let request = request(&args)?;
     let plan = Plan::new(&request)?;
+    crate::testbed_needs::ensure(&plan.jobs)?;
     if plan.jobs.iter().any(|j| j.world == World::Testbed) {
         enter_a_user_namespace_unless_root()?;
     }
@@ -111,6 +112,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
         &mut done,
     )?;
     if !run::to_do(&testbed_jobs, &store).is_empty() {
+        stop_cleanly_when_interrupted()?;
         let scps = std::env::current_exe().context("cannot find the scps binary to run in the testbed")?;
         let world = TestbedWorld::new(scps, &out).map_err(|e| anyhow::anyhow!("{e}"))?;
         let on_testbed = run::execute(
@@ -205,6 +207,7 @@ fn finish(
         &Provenance::here(command, env!("CARGO_PKG_VERSION")),
     )
     .with_context(|| format!("cannot write the report in {}", out.display()))?;
+    let mut headlines = Vec::new();
     if !args.json {
         for scenario in scenarios {
             let rows = figures::rows(
@@ -216,19 +219,21 @@ fn finish(
             if rows.is_empty() {
                 continue;
             }
+            headlines.extend(headline::of_scenario(&scenario.name, &rows));
             let cells = table::cells(&rows);
             if args.markdown {
                 // One scenario's table goes under its own heading in a
                 // document; several are told apart.
                 if scenarios.len() > 1 {
-                    write!(stdout, "**{}**: {}\n\n", scenario.name, scenario.description)?;
+                    write!(stdout, "**{}**: {}\n\n", scenario.name, scenario.as_run)?;
                 }
                 write!(stdout, "{}", table::markdown(&cells))?;
             } else {
                 write!(
                     stdout,
-                    "{}: {}\n{}",
+                    "{}, as run: {}\n(the scenario in full: {})\n{}",
                     scenario.name,
+                    scenario.as_run,
                     scenario.description,
                     table::text(&cells)
                 )?;
@@ -248,6 +253,10 @@ fn finish(
         }
     }
     eprintln!("scps bench: report in {}", out.join("index.html").display());
+    // The run's outcome in a sentence, last, where a reader's eye lands.
+    for headline in headlines {
+        writeln!(stdout, "\n{headline}")?;
+    }
     let failed = records.iter().filter(|r| figures::error(r).is_some()).count();
     Ok(Completion::of(failed, records.len()))
 }
@@ -268,6 +277,35 @@ fn merge(args: &BenchArgs) -> anyhow::Result<Completion> {
     let records: Vec<&Record> = store.records.values().collect();
     let scenarios = scps_bench::merge::scenarios_of(records.iter().copied());
     finish(out, &scenarios, &records, args, &mut std::io::stdout().lock())
+}
+
+/// On Ctrl-C (or SIGTERM), ends the bench at once with status 130, its
+/// runs' control sockets removed; the programs it started die with it
+/// (their parent-death signal) and the records written so far stay, for a
+/// rerun to resume. The handler is set whatever the disposition this
+/// process inherited: a bench started from a shell that ignores SIGINT
+/// (a background job, `nohup`) still stops on it.
+fn stop_cleanly_when_interrupted() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("cannot start the signal watcher")?;
+    let (mut interrupt, mut terminate) = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok::<_, std::io::Error>((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
+    })?;
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        });
+        scps_bench::testbed::remove_sockets();
+        eprintln!("scps bench: interrupted; the runs recorded so far are kept, and a rerun resumes");
+        std::process::exit(130);
+    });
+    Ok(())
 }
 
 /// The environment variable a bench re-executed in a user namespace of

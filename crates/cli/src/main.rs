@@ -12,6 +12,7 @@ mod send;
 mod sim;
 mod status;
 mod table;
+mod testbed_needs;
 mod transfer;
 
 use clap::{Parser, Subcommand};
@@ -33,9 +34,11 @@ enum Command {
     /// Run a scenario in the simulator (virtual time) and report each run
     /// against the physical limit of its link.
     Sim(sim::SimArgs),
-    /// Compare stacks on the papers' scenarios (the simulator's world
-    /// today; the testbed's next), against the physical limit, with a
-    /// report of plots and tables; resumable, and in shards.
+    /// Compare stacks on the papers' scenarios, in the simulator (virtual
+    /// time) or the testbed (namespaces, the live emulator, real
+    /// programs), against the physical limit, with a report of plots and
+    /// tables; resumable, and in shards. Without a scenario: the quick
+    /// comparison on geo-8mbit in the testbed.
     Bench(bench::BenchArgs),
     /// Send a bulk transfer or a message stream to `scps recv`, over our
     /// stack (TUN or UDP-encapsulated) or the kernel's TCP.

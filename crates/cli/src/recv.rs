@@ -235,13 +235,14 @@ struct Serving {
 }
 
 /// Serves one connection to its end and prints its report; on `stop`
-/// (Ctrl-C) resets it instead. Returns whether it failed.
+/// (Ctrl-C) resets it instead, reporting how far it came. Returns whether it failed.
 async fn connection(
     conn: Conn,
     stack: String,
     serving: std::sync::Arc<Serving>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<bool> {
+    let accepted = Instant::now();
     let abort = conn.abort_handle()?;
     let mut report = Report::start("recv", serving.protocol, stack, conn.peer());
     // The data read, for the report of a transfer that fails.
@@ -259,34 +260,39 @@ async fn connection(
     } else {
         Box::pin(serve(conn, &mut report, output, &serving, reading))
     };
-    tokio::select! {
+    let failure = tokio::select! {
         result = &mut served => {
             drop(served);
-            if let Err(err) = result {
-                // Stop the sender too: it learns by a reset.
-                abort.abort();
-                report.error = Some(crate::error_text::error_text(&err));
-                report.set_bytes_before_failure(read.load(std::sync::atomic::Ordering::Relaxed));
-            }
-            report.set_cpu();
-            report.endpoint_drops = serving.endpoint.as_ref().map(|endpoint| {
-                endpoint
-                    .stats()
-                    .drops
-                    .into_iter()
-                    .map(|(cause, n)| (cause.to_owned(), n))
-                    .collect()
-            });
-            report.bundle = serving.bundle.as_ref().map(bundle_figures);
-            print_report(&report, serving.json);
-            Ok(report.failed())
+            result.err().map(|err| crate::error_text::error_text(&err))
         }
         _ = stop.wait_for(|stop| *stop) => {
-            abort.abort();
             drop(served);
-            Ok(true)
+            Some("interrupted: the connection was reset".to_owned())
+        }
+    };
+    if let Some(failure) = failure {
+        // Stop the sender too: it learns by a reset.
+        abort.abort();
+        report.error = Some(failure);
+        // What got through, and over what time: an interrupted transfer's
+        // report says how far it came.
+        report.set_bytes_before_failure(read.load(std::sync::atomic::Ordering::Relaxed));
+        if report.duration_s == 0.0 {
+            report.set_moved(report.bytes, accepted);
         }
     }
+    report.set_cpu();
+    report.endpoint_drops = serving.endpoint.as_ref().map(|endpoint| {
+        endpoint
+            .stats()
+            .drops
+            .into_iter()
+            .map(|(cause, n)| (cause.to_owned(), n))
+            .collect()
+    });
+    report.bundle = serving.bundle.as_ref().map(bundle_figures);
+    print_report(&report, serving.json);
+    Ok(report.failed())
 }
 
 /// How a connection's data is read: given up after `idle_timeout` without

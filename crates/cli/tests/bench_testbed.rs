@@ -37,15 +37,35 @@ fn processes_naming(dir: &Path) -> Vec<String> {
     found
 }
 
-/// Runs `scps bench ARGS --out OUT`, which must succeed; what it printed.
+/// Runs `scps bench ARGS --out OUT`, which must succeed and leave none of
+/// its control sockets behind; what it printed.
 fn bench(args: &[&str], out: &Path) -> String {
-    let mut all = vec!["bench"];
-    all.extend(args);
-    all.extend(["--out", out.to_str().unwrap()]);
-    let output = scps(&all);
+    let child = Command::new(env!("CARGO_BIN_EXE_scps"))
+        .arg("bench")
+        .args(args)
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert_eq!(sockets_of(pid), Vec::<String>::new(), "left behind");
     stdout
+}
+
+/// The control sockets of the bench with process id `pid` in the
+/// temporary directory.
+fn sockets_of(pid: u32) -> Vec<String> {
+    let prefix = format!("scps-bench-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&prefix))
+        .collect()
 }
 
 #[test]
@@ -436,7 +456,10 @@ fn ctrl_c_leaves_nothing_running_and_a_rerun_resumes() {
         "--out",
         out.to_str().unwrap(),
     ];
-    let mut bench = Command::new(env!("CARGO_BIN_EXE_scps"))
+    // Started with SIGINT ignored, as from a background job or `nohup`:
+    // the bench sets the disposition it relies on.
+    let mut bench = Command::new("sh")
+        .args(["-c", r#"trap "" INT; exec "$0" "$@""#, env!("CARGO_BIN_EXE_scps")])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -470,7 +493,8 @@ fn ctrl_c_leaves_nothing_running_and_a_rerun_resumes() {
     )
     .unwrap();
     let status = bench.wait().unwrap();
-    assert!(!status.success(), "stopped by Ctrl-C: {status:?}");
+    assert_eq!(status.code(), Some(130), "stopped by Ctrl-C");
+    assert_eq!(sockets_of(bench.id()), Vec::<String>::new(), "left behind");
     // The testbed's programs die with it (their parent-death signal).
     let deadline = Instant::now() + Duration::from_secs(10);
     while !processes_naming(&out).is_empty() {

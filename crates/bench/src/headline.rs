@@ -1,0 +1,93 @@
+//! The one sentence a bench ends with: for each scenario, at the sweep's
+//! last point (its hardest, as the scenarios order their axes), each
+//! stack's figure against the physical limit, best first.
+
+use crate::figures::{Row, error};
+
+/// The headline of one scenario's rows, or `None` when it has no rows.
+pub fn of_scenario(scenario: &str, rows: &[Row]) -> Option<String> {
+    let last = rows.last()?;
+    let at_last: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.params == last.params && r.world == last.world)
+        .collect();
+    let mut stacks: Vec<(String, Option<f64>)> = at_last
+        .iter()
+        .map(|row| (stack_figure(row), row.stat("ratio").map(|s| s.mean)))
+        .collect();
+    // Best first; failed runs last.
+    stacks.sort_by(|a, b| b.1.unwrap_or(-1.0).total_cmp(&a.1.unwrap_or(-1.0)));
+    let point: Vec<String> = last.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let mut place = vec![scenario.to_owned()];
+    place.extend(point);
+    if rows.iter().any(|r| r.world != last.world) {
+        place.push(format!("in the {}", last.world));
+    }
+    let figures: Vec<String> = stacks.into_iter().map(|(figure, _)| figure).collect();
+    Some(format!(
+        "{}: {} (goodput / physical limit)",
+        place.join(", "),
+        figures.join("; ")
+    ))
+}
+
+/// One stack's part of the headline: its ratio, or why it has none.
+fn stack_figure(row: &Row) -> String {
+    match row.stat("ratio") {
+        Some(ratio) => {
+            let stopped = row
+                .stopped_s()
+                .map(|s| format!(", stopped at its {s:.0} s limit"))
+                .unwrap_or_default();
+            format!("{} {:.2}{stopped}", row.stack, ratio.mean)
+        }
+        None if row.runs.iter().any(|r| error(r).is_some()) => format!("{} failed", row.stack),
+        None => format!("{} -", row.stack),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::rows;
+    use crate::store::Record;
+    use serde_json::json;
+
+    fn record(stack: &str, ber: f64, ratio: Option<f64>, extra: serde_json::Value) -> Record {
+        let mut record = json!({
+            "scenario": "geo-8mbit",
+            "stack": stack,
+            "world": "testbed",
+            "params": {"link.rtt": "600ms", "link.ber": ber},
+        });
+        if let Some(ratio) = ratio {
+            record["ratio"] = ratio.into();
+        }
+        for (k, v) in extra.as_object().unwrap() {
+            record[k] = v.clone();
+        }
+        match record {
+            serde_json::Value::Object(map) => map,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn the_headline_is_the_last_point_s_stacks_best_first_with_stopped_and_failed_ones_said() {
+        let records = [
+            record("linux-cubic", 0.0, Some(0.73), json!({})),
+            record("linux-cubic", 1e-5, Some(0.012), json!({"stopped_s": 60.2})),
+            record("gw-scps-rate", 0.0, Some(0.9), json!({})),
+            record("gw-scps-rate", 1e-5, Some(0.81), json!({})),
+            record("linux-bbr", 0.0, Some(0.7), json!({})),
+            record("linux-bbr", 1e-5, None, json!({"error": "dumpcap did not start"})),
+        ];
+        let rows = rows(records.iter());
+        assert_eq!(
+            of_scenario("geo-8mbit", &rows).unwrap(),
+            "geo-8mbit, link.rtt 600ms, link.ber 0.00001: gw-scps-rate 0.81; linux-cubic 0.01, stopped at its \
+             60 s limit; linux-bbr failed (goodput / physical limit)"
+        );
+        assert_eq!(of_scenario("geo-8mbit", &[]), None);
+    }
+}
