@@ -138,8 +138,35 @@ pub fn stopped_s(record: &Record) -> Option<f64> {
     number(record, STOPPED)
 }
 
+/// A swept value's magnitude in its unit's base (seconds, bit/s, bytes),
+/// if it is a number with a unit known here or none.
+pub fn magnitude(value: &str) -> Option<f64> {
+    let end = value
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(end);
+    let scale = match unit.trim() {
+        "" | "s" | "bps" | "bit" | "B" => 1.0,
+        "ns" => 1e-9,
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "min" => 60.0,
+        "h" => 3600.0,
+        "kbps" | "kbit" | "kB" | "KB" => 1e3,
+        "Mbps" | "Mbit" | "MB" => 1e6,
+        "Gbps" | "Gbit" | "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        _ => return None,
+    };
+    number.parse::<f64>().ok().map(|n| n * scale)
+}
+
+/// Swept keys and their values, as text.
+pub type Params = Vec<(String, String)>;
+
 /// The swept keys of a record but the protocol, as text.
-pub fn params(record: &Record) -> Vec<(String, String)> {
+pub fn params(record: &Record) -> Params {
     record
         .get("params")
         .and_then(Value::as_object)

@@ -1,12 +1,13 @@
 //! The one sentence a bench ends with: for each scenario, at the sweep's
-//! last point (its hardest, as the scenarios order their axes), each
+//! hardest point (the largest value of every swept key: the longest
+//! delay, the highest bit-error rate, as the scenarios' axes go), each
 //! stack's figure against the physical limit, best first.
 
-use crate::figures::{Row, error};
+use crate::figures::{Row, error, magnitude};
 
 /// The headline of one scenario's rows, or `None` when it has no rows.
 pub fn of_scenario(scenario: &str, rows: &[Row]) -> Option<String> {
-    let last = rows.last()?;
+    let last = hardest(rows)?;
     let at_last: Vec<&Row> = rows
         .iter()
         .filter(|r| r.params == last.params && r.world == last.world)
@@ -29,6 +30,20 @@ pub fn of_scenario(scenario: &str, rows: &[Row]) -> Option<String> {
         place.join(", "),
         figures.join("; ")
     ))
+}
+
+/// The row of the sweep's largest values, in the order of its keys; the
+/// last row when a swept value is not a number.
+fn hardest<'r, 'a>(rows: &'r [Row<'a>]) -> Option<&'r Row<'a>> {
+    let numbers = |row: &Row| -> Option<Vec<f64>> { row.params.iter().map(|(_, v)| magnitude(v)).collect() };
+    if rows.iter().any(|row| numbers(row).is_none()) {
+        return rows.last();
+    }
+    rows.iter().rev().max_by(|a, b| {
+        numbers(a)
+            .partial_cmp(&numbers(b))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })
 }
 
 /// One stack's part of the headline: its ratio, or why it has none.
@@ -82,7 +97,7 @@ mod tests {
             record("linux-bbr", 0.0, Some(0.7), json!({})),
             record("linux-bbr", 1e-5, None, json!({"error": "dumpcap did not start"})),
         ];
-        let rows = rows(records.iter());
+        let rows = rows(records.iter().rev());
         assert_eq!(
             of_scenario("geo-8mbit", &rows).unwrap(),
             "geo-8mbit, link.rtt 600ms, link.ber 0.00001: gw-scps-rate 0.81; linux-cubic 0.01, stopped at its \

@@ -62,7 +62,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Store, MergeError> {
 /// their files describe them (a scenario file that is gone has no
 /// description).
 pub fn scenarios_of<'a>(records: impl IntoIterator<Item = &'a crate::store::Record>) -> Vec<ScenarioInfo> {
-    let mut by_scenario: Vec<(String, Vec<Vec<(String, String)>>)> = Vec::new();
+    // Each scenario with the swept values of each of its records.
+    let mut by_scenario: Vec<(String, Vec<figures::Params>)> = Vec::new();
     for record in records {
         let name = figures::text(record, "scenario").unwrap_or_default();
         let params = figures::params(record);

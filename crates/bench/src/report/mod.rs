@@ -1,7 +1,14 @@
 //! The report of a bench in its directory: `index.html` (for each
-//! scenario its plots, its table and the paper's numbers beside ours; the
-//! failed runs with their causes; how the figures were made), and the raw
-//! records as `results.json` and `results.csv`.
+//! scenario its plots, a time-sequence graph of each captured transfer,
+//! its table and the paper's numbers beside ours; the failed runs with
+//! their causes; how the figures were made), and the raw records as
+//! `results.json` and `results.csv`.
+//!
+//! A run stopped at its time limit (its record has `stopped_s` and no
+//! `error`) did not finish: its figures are what it moved in the time it
+//! was given. They are shown, and marked as such wherever they are: a
+//! hatched bar or a hollow point with its own legend entry, a `*` in the
+//! tables with a note under them, and the time in its graph's title.
 
 mod papers;
 mod plots;
@@ -15,6 +22,7 @@ use serde_json::Value;
 
 use crate::figures::{self, Row, number, text};
 use crate::plan::ScenarioInfo;
+use crate::report::plots::setting;
 use crate::store::Record;
 use crate::table;
 use svg::escape;
@@ -74,7 +82,7 @@ pub fn write(
 }
 
 /// The fields of the CSV, in order: the run, then its figures.
-const CSV_FIELDS: [&str; 22] = [
+const CSV_FIELDS: [&str; 23] = [
     "id",
     "world",
     "stack",
@@ -96,8 +104,28 @@ const CSV_FIELDS: [&str; 22] = [
     "download_mean_s",
     "download_p95_s",
     "download_ideal_mean_s",
+    figures::STOPPED,
     "error",
 ];
+
+/// The shortest and the longest time the rows' stopped runs were given.
+fn stopped_range(rows: &[Row]) -> Option<(f64, f64)> {
+    let times: Vec<f64> = rows
+        .iter()
+        .flat_map(|row| row.completed().filter_map(|r| figures::stopped_s(r)))
+        .collect();
+    let low = times.iter().copied().reduce(f64::min)?;
+    Some((low, times.iter().copied().fold(low, f64::max)))
+}
+
+/// `60 s`, or `55 to 60 s` when they differ.
+fn seconds_text((low, high): (f64, f64)) -> String {
+    if (high - low).abs() < 0.5 {
+        format!("{high:.0} s")
+    } else {
+        format!("{low:.0} to {high:.0} s")
+    }
+}
 
 fn csv(records: &[&Record]) -> String {
     let quote = |s: &str| {
@@ -133,7 +161,7 @@ fn csv(records: &[&Record]) -> String {
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
 table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}\
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.failed{color:#b00}\
-.plots svg{margin:0.5em 0;border:1px solid #eee}footer{color:#666;font-size:12px;margin-top:3em}";
+.plots svg{margin:0.5em 0;border:1px solid #eee}.stopped-note{font-size:13px;color:#444}footer{color:#666;font-size:12px;margin-top:3em}";
 
 fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance: &Provenance) -> String {
     let mut out = String::new();
@@ -142,13 +170,21 @@ fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance:
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>scps bench</title><style>{STYLE}</style></head><body><h1>scps bench</h1>"
     );
     let failed = records.iter().filter(|r| figures::error(r).is_some()).count();
+    let stopped = records
+        .iter()
+        .filter(|r| figures::error(r).is_none() && figures::stopped_s(r).is_some())
+        .count();
     let _ = write!(
         out,
-        "<p>{} runs, {} failed. Every figure is judged against the physical limit of its link (SCENARIOS.md: \
-         rate &times; (1 &minus; PER(L)) &times; (L &minus; H)/L &times; time up); the ratio is the figure over it. \
-         Failed runs give no figure: they are listed with their cause.</p>",
+        "<p>{} runs, {} failed, {} stopped at their time limit. Every figure is judged against the physical \
+         limit of its link: rate &times; (1 &minus; PER(L)) &times; (L &minus; H)/L &times; time up, where \
+         PER(L) is the chance that a bit error hits a packet of L bytes and H is the bytes of headers in it; \
+         the ratio is the figure over it. Failed runs give no figure: they are listed with their cause. A run \
+         stopped at its time limit did not finish: its figures are what it moved in the time it was given, \
+         marked so in the plots (hatched bars, hollow points) and the tables (*).</p>",
         records.len(),
-        failed
+        failed,
+        stopped
     );
     for scenario in scenarios {
         let mine: Vec<&Record> = records
@@ -169,9 +205,17 @@ fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance:
         for plot in plots::plots(&scenario.name, &rows) {
             out.push_str(&plot.svg());
         }
-        out.push_str(&time_sequence(dir, &scenario.name, &mine));
+        out.push_str(&time_sequences(dir, &scenario.name, &mine));
         out.push_str("</div>");
-        out.push_str(&html_table(&table::cells(&rows)));
+        out.push_str(&html_table(&mark_stopped(table::cells(&rows), &rows)));
+        if let Some(range) = stopped_range(&rows) {
+            let _ = write!(
+                out,
+                "<p class=\"stopped-note\">* Stopped at its time limit, after {}: the transfer did not \
+                 finish, and the figures marked are what it moved in that window (its time is the window).</p>",
+                seconds_text(range)
+            );
+        }
         out.push_str(&html_table_titled(
             "The two worlds, point by point",
             &table::worlds(&rows),
@@ -205,42 +249,79 @@ fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance:
     out
 }
 
-/// The time-sequence graph of the transfers a scenario's runs captured
-/// (the stacks' runs at one point), or why there is none.
-fn time_sequence(dir: &Path, scenario: &str, records: &[&Record]) -> String {
-    let captured: Vec<&&Record> = records.iter().filter(|r| text(r, "capture").is_some()).collect();
-    let Some(first) = captured.first() else {
-        return String::new();
-    };
-    let paths: Vec<std::path::PathBuf> = captured
-        .iter()
-        .map(|r| dir.join(text(r, "capture").unwrap_or_default()))
-        .collect();
-    let transfers: Vec<sequence::Transfer> = captured
-        .iter()
-        .zip(&paths)
-        .map(|(record, path)| sequence::Transfer {
-            name: format!(
-                "{} ({})",
-                text(record, "stack").unwrap_or_default(),
-                text(record, "world").unwrap_or_default()
-            ),
-            capture: path,
+/// A time-sequence graph of each transfer a scenario's runs captured (a
+/// run stopped at its time limit included), or why one cannot be drawn.
+/// A failed run's capture is not drawn: the run is listed with its cause.
+fn time_sequences(dir: &Path, scenario: &str, records: &[&Record]) -> String {
+    let mut out = String::new();
+    for record in records.iter().filter(|r| figures::error(r).is_none()) {
+        let Some(capture) = text(record, "capture") else {
+            continue;
+        };
+        let path = dir.join(capture);
+        let name = format!(
+            "{} ({})",
+            text(record, "stack").unwrap_or_default(),
+            text(record, "world").unwrap_or_default()
+        );
+        let at: Vec<String> = figures::params(record)
+            .iter()
+            .map(|(k, v)| setting(k, v))
+            .collect();
+        let mut title = format!("{scenario}: time-sequence of {name}");
+        if !at.is_empty() {
+            title = format!("{title}, {}", at.join(", "));
+        }
+        if let Some(s) = figures::stopped_s(record) {
+            title = format!("{title}; stopped at its time limit after {s:.0} s");
+        }
+        let transfer = sequence::Transfer {
+            name,
+            capture: &path,
             limit_bps: number(record, "limit_bps").unwrap_or(0.0),
-        })
-        .collect();
-    let at: Vec<String> = figures::params(first)
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let title = format!("{scenario}: time-sequence of one transfer, {}", at.join(" "));
-    match sequence::graph(title, &transfers) {
-        Ok(plot) => plot.svg(),
-        Err(error) => format!(
-            "<p class=\"failed\">No time-sequence graph: {}</p>",
-            escape(&error)
-        ),
+        };
+        match sequence::graph(title, &transfer) {
+            Ok(plot) => out.push_str(&plot.svg()),
+            Err(error) => {
+                let _ = write!(
+                    out,
+                    "<p class=\"failed\">No time-sequence graph of {}: {}</p>",
+                    escape(&transfer.name),
+                    escape(&error)
+                );
+            }
+        }
     }
+    out
+}
+
+/// The table's cells with a `*` after each figure of a row whose runs
+/// were stopped at their time limit (the note under the table says what
+/// it means).
+fn mark_stopped(mut cells: Vec<Vec<String>>, rows: &[Row]) -> Vec<Vec<String>> {
+    const FIGURES: [&str; 6] = ["time s", "goodput", "ratio", "actual", "mean dl s", "fetches"];
+    let Some(header) = cells.first() else {
+        return cells;
+    };
+    let columns: Vec<usize> = header
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| FIGURES.contains(&name.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    for (line, row) in cells.iter_mut().skip(1).zip(rows) {
+        if row.stopped_s().is_none() {
+            continue;
+        }
+        for &column in &columns {
+            if let Some(cell) = line.get_mut(column)
+                && cell != "-"
+            {
+                cell.push('*');
+            }
+        }
+    }
+    cells
 }
 
 /// A table under a heading, or nothing if it has no line below its
@@ -267,41 +348,55 @@ fn html_table(cells: &[Vec<String>]) -> String {
 }
 
 /// The paper's finding, and per stack and world our figure's range over
-/// the sweep.
+/// the sweep (marked when runs stopped at their time limit are in it).
 fn beside_the_paper(scenario: &str, rows: &[Row]) -> String {
     let Some(quote) = papers::quote(scenario) else {
         return String::new();
     };
-    let mut ours: Vec<(String, f64, f64)> = Vec::new();
+    let mut ours: Vec<(String, f64, f64, bool)> = Vec::new();
     for row in rows {
         let name = format!("{} ({})", row.stack, row.world);
+        let stopped = row.stopped_s().is_some();
         for value in row.completed().filter_map(|r| number(r, quote.field)) {
-            match ours.iter_mut().find(|(n, _, _)| *n == name) {
-                Some((_, low, high)) => {
+            match ours.iter_mut().find(|(n, ..)| *n == name) {
+                Some((_, low, high, marked)) => {
                     *low = low.min(value);
                     *high = high.max(value);
+                    *marked |= stopped;
                 }
-                None => ours.push((name.clone(), value, value)),
+                None => ours.push((name.clone(), value, value, stopped)),
             }
         }
     }
+    let paper = quote.paper;
+    let venue = paper.venue.map_or(String::new(), |v| format!(", {}", escape(v)));
     let mut out = format!(
-        "<h3>Beside the paper</h3><p>{}: {}.</p><table><tr><th>ours</th><th>{} over the sweep ({})</th></tr>",
-        escape(quote.paper),
+        "<h3>Beside the paper</h3><p class=\"paper\">{}, <cite>{}</cite>{venue}: {}.</p>\
+         <table><tr><th>ours</th><th>{} over the sweep ({})</th></tr>",
+        escape(paper.authors),
+        escape(paper.title),
         escape(quote.finding),
         escape(quote.field),
         escape(quote.unit)
     );
-    for (name, low, high) in ours {
+    let any_stopped = ours.iter().any(|(.., marked)| *marked);
+    for (name, low, high, marked) in ours {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{} to {}</td></tr>",
+            "<tr><td>{}</td><td>{} to {}{}</td></tr>",
             escape(&name),
             table::rate(low),
-            table::rate(high)
+            table::rate(high),
+            if marked { "*" } else { "" }
         );
     }
     out.push_str("</table>");
+    if any_stopped {
+        out.push_str(
+            "<p class=\"stopped-note\">* Runs stopped at their time limit are in the range: their figures \
+             are over the time they were given.</p>",
+        );
+    }
     out
 }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use pcap_file::pcap::PcapReader;
 
-use crate::report::svg::{Plot, Series, XAxis, XY};
+use crate::report::svg::{Kind, Plot, Series, XAxis, XY};
 
 /// Most dots a series of the graph draws: a long transfer is thinned to
 /// this many, evenly (resent segments are kept first, they are few).
@@ -27,69 +27,72 @@ pub struct Transfer<'a> {
     pub limit_bps: f64,
 }
 
-/// The time-sequence graph of some transfers of one point, each stack's
-/// data segments and its resent ones, and the limit's slope; over four
-/// times the time the transfer takes at the limit, so that a stack many
-/// times slower does not squeeze the others into a corner.
-pub fn graph(title: String, transfers: &[Transfer]) -> Result<Plot, String> {
-    let captured: Vec<(&Transfer, Vec<Segment>)> = transfers
-        .iter()
-        .map(|t| segments(t.capture).map(|s| (t, s)))
-        .collect::<Result<_, _>>()?;
-    let bytes = captured
-        .iter()
-        .flat_map(|(_, segments)| segments.iter().map(|s| s.offset))
-        .fold(0.0, f64::max);
-    let limit = transfers.iter().map(|t| t.limit_bps).fold(0.0, f64::max);
-    let at_limit = if limit > 0.0 { bytes * 8.0 / limit } else { 0.0 };
-    let latest = captured
-        .iter()
-        .flat_map(|(_, segments)| segments.iter().map(|s| s.time))
-        .fold(0.0, f64::max);
-    let shown = if at_limit > 0.0 {
-        latest.min(4.0 * at_limit)
-    } else {
-        latest
-    };
-    let mut series = Vec::new();
-    for (transfer, segments) in &captured {
-        for (resent, label) in [(false, "sent"), (true, "resent")] {
-            let mine: Vec<XY> = segments
-                .iter()
-                .filter(|s| s.resent == resent && s.time <= shown)
-                .map(|s| XY::at(s.time, s.offset))
-                .collect();
-            if mine.is_empty() {
-                continue;
-            }
-            let step = mine.len().div_ceil(MAX_DOTS);
-            series.push(Series {
-                name: format!("{} {label}", transfer.name),
-                points: mine.into_iter().step_by(step).collect(),
-                dots: true,
-            });
-        }
+/// The colours (palette indices) of the sent and the resent segments:
+/// blue and vermilion.
+const SENT_STYLE: usize = 0;
+const RESENT_STYLE: usize = 3;
+
+/// The time-sequence graph of one transfer: its data segments, its
+/// resent ones apart, and the limit's slope, on axes fitted to the
+/// capture (to its last data segment's time and its highest sequence
+/// offset); a capture with no data is an error saying so.
+pub fn graph(title: String, transfer: &Transfer) -> Result<Plot, String> {
+    let segments = segments(transfer.capture)?;
+    if segments.is_empty() {
+        return Err(format!(
+            "{}: the capture holds no data segment",
+            transfer.capture.display()
+        ));
     }
-    let slope = Series::line(
-        "physical limit",
-        vec![
-            XY::at(0.0, 0.0),
-            XY::at(at_limit.min(shown), limit / 8.0 * at_limit.min(shown)),
-        ],
-    );
-    let title = if shown < latest {
-        format!("{title} (first {shown:.0} s of {latest:.0} s)")
-    } else {
-        title
-    };
-    Ok(Plot {
+    Ok(graph_of(title, transfer, &segments))
+}
+
+/// The graph of `segments`, the data of `transfer`.
+fn graph_of(title: String, transfer: &Transfer, segments: &[Segment]) -> Plot {
+    let mut plot = Plot::new(
+        Kind::Lines,
         title,
-        x_label: "time (s)".into(),
-        y_label: "sequence offset (bytes)".into(),
-        x_axis: XAxis::Linear,
-        series,
-        references: vec![slope],
-    })
+        "time (s)",
+        "sequence offset (bytes)",
+        XAxis::Linear,
+    );
+    for (resent, label, style) in [(false, "sent", SENT_STYLE), (true, "resent", RESENT_STYLE)] {
+        let mine: Vec<XY> = segments
+            .iter()
+            .filter(|s| s.resent == resent)
+            .map(|s| XY::at(s.time, s.offset))
+            .collect();
+        let Some(&last) = mine.last() else {
+            continue;
+        };
+        let step = mine.len().div_ceil(MAX_DOTS);
+        let mut points: Vec<XY> = mine.into_iter().step_by(step).collect();
+        // The last is kept whatever the thinning: the axis ends at it.
+        if points.last() != Some(&last) {
+            points.push(last);
+        }
+        plot.series.push(Series {
+            name: format!("{} {label}", transfer.name),
+            points,
+            dots: true,
+            style: Some(style),
+        });
+    }
+    let highest = segments.iter().map(|s| s.offset).fold(0.0, f64::max);
+    let (x_end, _) = plot.x_fit();
+    if transfer.limit_bps > 0.0 {
+        // The slope of the limit: the highest offset reached at it, or
+        // as far as the axis goes.
+        let at_limit = (highest * 8.0 / transfer.limit_bps).min(x_end);
+        plot.references.push(Series::line(
+            "physical limit",
+            vec![
+                XY::at(0.0, 0.0),
+                XY::at(at_limit, transfer.limit_bps / 8.0 * at_limit),
+            ],
+        ));
+    }
+    plot
 }
 
 /// One data segment seen.
@@ -333,6 +336,65 @@ mod tests {
             // A datagram whose payload is not one IP packet is not read.
             assert_eq!(tcp_data(&packet, outer_length + 1), None);
         }
+    }
+
+    #[test]
+    fn a_graph_s_axes_are_fitted_to_its_capture() {
+        // 10 MB sent in 23.4 s, a segment resent at 12 s.
+        let mut segments: Vec<Segment> = (0..=1000)
+            .map(|i| Segment {
+                time: 0.6 + 22.8 * f64::from(i) / 1000.0,
+                offset: 10_000.0 * f64::from(i),
+                resent: false,
+            })
+            .collect();
+        segments.push(Segment {
+            time: 12.0,
+            offset: 40_000.0,
+            resent: true,
+        });
+        let path = Path::new("unused.pcap");
+        let transfer = Transfer {
+            name: "linux-cubic (testbed)".into(),
+            capture: path,
+            limit_bps: 6.85e6,
+        };
+        let plot = graph_of("t".into(), &transfer, &segments);
+        assert_eq!(plot.x_fit(), (25.0, 5.0), "to 25 s, the tick after 23.4 s");
+        assert_eq!(plot.y_fit(), (1e7, 2e6), "to the highest offset, 10 MB");
+        let names: Vec<&str> = plot.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["linux-cubic (testbed) sent", "linux-cubic (testbed) resent"]
+        );
+        let limit = &plot.references[0].points;
+        assert!((limit[1].x - 1e7 * 8.0 / 6.85e6).abs() < 1e-9, "{limit:?}");
+        let svg = plot.svg();
+        let x_ticks = svg.split(r#"class="ticks x-ticks""#).nth(1).unwrap();
+        let x_ticks = &x_ticks[..x_ticks.find("</g>").unwrap()];
+        assert!(x_ticks.ends_with(">25</text>"), "{x_ticks}");
+        assert!(!x_ticks.contains(">30</text>") && !x_ticks.contains(">50</text>"));
+    }
+
+    #[test]
+    fn thinning_keeps_the_last_segment() {
+        let segments: Vec<Segment> = (0..(3 * MAX_DOTS + 1))
+            .map(|i| Segment {
+                time: i as f64 / 100.0,
+                offset: 1000.0 * i as f64,
+                resent: false,
+            })
+            .collect();
+        let transfer = Transfer {
+            name: "x".into(),
+            capture: Path::new("unused.pcap"),
+            limit_bps: 0.0,
+        };
+        let plot = graph_of("t".into(), &transfer, &segments);
+        let points = &plot.series[0].points;
+        assert!(points.len() <= MAX_DOTS + 1, "{}", points.len());
+        assert_eq!(points.last().unwrap().x, segments.last().unwrap().time);
+        assert!(plot.references.is_empty(), "no limit known, no slope");
     }
 
     fn scps_pcap_writer(path: &Path) -> pcap_file::pcap::PcapWriter<File> {
