@@ -112,7 +112,7 @@ const CSV_FIELDS: [&str; 23] = [
 fn stopped_range(rows: &[Row]) -> Option<(f64, f64)> {
     let times: Vec<f64> = rows
         .iter()
-        .flat_map(|row| row.completed().filter_map(|r| figures::stopped_s(r)))
+        .flat_map(|row| row.completed().filter_map(figures::stopped_s))
         .collect();
     let low = times.iter().copied().reduce(f64::min)?;
     Some((low, times.iter().copied().fold(low, f64::max)))
