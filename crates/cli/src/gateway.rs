@@ -36,7 +36,10 @@ pub struct GatewayArgs {
     pcap: Option<PathBuf>,
     /// The control socket `scps status` asks (instead of `control.socket`
     /// or the default: /run/scps-gateway.sock for root, otherwise
-    /// $XDG_RUNTIME_DIR/scps-gateway.sock or /tmp/scps-gateway-UID.sock).
+    /// $XDG_RUNTIME_DIR/scps-gateway.sock or /tmp/scps-gateway-UID.sock;
+    /// in a network namespace other than the initial one, `-netINODE`
+    /// before `.sock`, the namespace's inode, so that gateways of several
+    /// namespaces of one host do not meet on one socket).
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
 }

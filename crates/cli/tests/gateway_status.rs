@@ -6,6 +6,10 @@
 //! once it ends, it is counted as closed. `scps status` with no gateway,
 //! a bad `metrics.listen` and a control socket another gateway answers on
 //! are refused with an error naming them; a stale socket file is replaced.
+//! `scps status` names the gateway that answered (process, configuration
+//! file, modes, network namespace) and what sets its connection limit;
+//! two gateways in two network namespaces, each on its default socket,
+//! are each found by `scps status` run in its own namespace.
 
 mod common;
 
@@ -17,9 +21,12 @@ use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::gateways::{SCPS, start_with, stop as stop_in, wait_ready};
 use common::loopback::{self, Gateway};
 use common::metrics::{sample, scrape};
 use common::{TempDir, free_tcp_port, free_udp_port};
+use scps_gateway::netns::NetNamespace;
+use scps_testbed::{Node, Testbed, Topology};
 use serde_json::Value;
 
 /// Bytes the client sends, and the server sends back.
@@ -67,6 +74,13 @@ fn status_json(control: &Path) -> Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).expect("scps status --json prints one JSON document")
+}
+
+/// How `scps status` names this process's network namespace.
+fn here() -> String {
+    NetNamespace::current()
+        .expect("/proc tells the namespace")
+        .describe()
 }
 
 /// Waits until `check` gives a value, failing after [`WITHIN`] with
@@ -189,17 +203,36 @@ fn status_and_metrics_show_a_forwarded_connection_while_it_is_held() {
     assert_eq!(far_held["destination"], server_addr.to_string());
     assert_eq!(far_held["route"], "far");
 
-    // The table: the counters' line, the header, the connection's row.
+    // The table: who answered and where, the counters' line, the header,
+    // the connection's row.
     let output = status(&client_control, &[]);
     let table = String::from_utf8(output.stdout).unwrap();
     assert!(output.status.success(), "{table}");
     let lines: Vec<&str> = table.lines().collect();
-    assert!(
-        lines[0].starts_with("scps gateway: 1 of ") && lines[0].contains("connections closed 0,"),
+    assert_eq!(
+        lines[0],
+        format!(
+            "gateway pid {}, config {}, forward, namespace {}",
+            client.pid(),
+            dir.path().join("client.toml").display(),
+            here()
+        ),
         "{table}"
     );
-    assert!(lines[1].starts_with("client"), "{table}");
-    let row: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(
+        lines[1],
+        format!(
+            "control socket {} (given with --control)",
+            client_control.display()
+        ),
+        "{table}"
+    );
+    assert!(
+        lines[2].starts_with("scps gateway: 1 of ") && lines[2].contains("connections closed 0,"),
+        "{table}"
+    );
+    assert!(lines[3].starts_with("client"), "{table}");
+    let row: Vec<&str> = lines[4].split_whitespace().collect();
     let upload_text = UPLOAD.to_string();
     let download_text = DOWNLOAD.to_string();
     assert_eq!(
@@ -378,4 +411,197 @@ fn a_control_socket_in_use_is_refused_and_a_stale_one_replaced() {
     assert!(status(&control, &[]).status.success(), "the first still answers");
     stop(first);
     assert!(!control.exists(), "removed on exit");
+}
+
+#[test]
+fn the_connections_held_say_what_sets_the_limit() {
+    let dir = TempDir::new("gateway-status-limit");
+    let (keys, _) = common::link_keys(dir.path());
+    let config = |relay: &str| {
+        format!("[link]\n{keys}udp = \"127.0.0.1:0\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\n[relay]\n{relay}")
+    };
+    // relay.memory holds 64 MiB / (2 × 256 KiB) = 128 connections, fewer
+    // than relay.max_connections' default.
+    let control = dir.path().join("memory.sock");
+    let memory = start_gateway(
+        dir.path(),
+        "memory.toml",
+        &config("buffer = \"256KiB\"\nmemory = \"64MiB\"\n"),
+        &control,
+    );
+    let text = common::text(&status(&control, &[]).stdout);
+    assert!(
+        text.contains(
+            "\nscps gateway: 0 of 128 connections held (the most relay.memory = 64 MiB allows at 2 × 256 KiB \
+             per connection; relay.max_connections = 4096); connections closed 0,"
+        ),
+        "{text}"
+    );
+    let document = status_json(&control);
+    assert_eq!(document["counters"]["limit"], 128, "{document}");
+    assert_eq!(document["limit"]["memory_allows"], 128, "{document}");
+    assert_eq!(document["limit"]["max_connections"], 4096, "{document}");
+    assert_eq!(document["limit"]["memory_bytes"], 64 << 20, "{document}");
+    assert_eq!(document["limit"]["buffer_bytes"], 256 << 10, "{document}");
+    stop(memory);
+
+    // relay.max_connections, below what the memory holds.
+    let max = start_gateway(
+        dir.path(),
+        "max.toml",
+        &config("buffer = \"256KiB\"\nmemory = \"64MiB\"\nmax_connections = 100\n"),
+        &control,
+    );
+    let text = common::text(&status(&control, &[]).stdout);
+    assert!(
+        text.contains(
+            "\nscps gateway: 0 of 100 connections held (relay.max_connections = 100; relay.memory = 64 MiB \
+             allows 128 at 2 × 256 KiB per connection); connections closed 0,"
+        ),
+        "{text}"
+    );
+    stop(max);
+}
+
+/// A name for a network namespace (a file under /run/netns bound to
+/// it, as `ip netns attach` makes), removed when dropped.
+struct NamespaceName(String);
+
+impl NamespaceName {
+    /// Names `node`'s namespace `name` (through a shell started in it,
+    /// whose process is in it).
+    fn attach(node: &Node, name: &str) -> NamespaceName {
+        node.output("sh", &["-c", &format!("exec ip netns attach {name} $$")])
+            .unwrap();
+        NamespaceName(name.to_owned())
+    }
+}
+
+impl Drop for NamespaceName {
+    fn drop(&mut self) {
+        // The name only: the namespace lives on while the testbed holds it.
+        let _ = Command::new("ip").args(["netns", "delete", &self.0]).status();
+    }
+}
+
+/// The inode of `node`'s namespace, from its `net:[INODE]`.
+fn inode(node: &Node) -> u64 {
+    let id = node.namespace_id().unwrap();
+    id.trim_start_matches("net:[")
+        .trim_end_matches(']')
+        .parse()
+        .unwrap_or_else(|_| panic!("{id}"))
+}
+
+/// `scps status ARGS...` run in `node`: its output, which must be a
+/// success.
+fn status_in(node: &Node, args: &[&str]) -> String {
+    let mut all = vec!["status"];
+    all.extend_from_slice(args);
+    node.output(SCPS, &all)
+        .unwrap_or_else(|e| panic!("scps status in {}: {e}", node.name()))
+}
+
+#[test]
+fn gateways_in_two_namespaces_each_on_its_default_socket_are_each_found_from_their_own() {
+    // Two namespaces, each with a gateway of its own on the default
+    // control socket (no --control, no control.socket): the far gateway
+    // of the explicit modes in one (named, as `ip netns add` would), a
+    // forward and a SOCKS5 server in the other.
+    let testbed = Testbed::build(Topology::direct()).unwrap();
+    let dir = TempDir::new("gateway-status-namespaces");
+    let (one, two) = (testbed.node("client").unwrap(), testbed.node("server").unwrap());
+    let name = format!("scps-status-{}", std::process::id());
+    let _named = NamespaceName::attach(one, &name);
+    let (keys_far, keys_client) = common::link_keys(dir.path());
+    let far_file = dir.path().join("far.toml");
+    std::fs::write(
+        &far_file,
+        format!("[link]\n{keys_far}udp = \"127.0.0.1:7200\"\n[[allow]]\nprefix = \"127.0.0.0/8\"\n"),
+    )
+    .unwrap();
+    let client_file = dir.path().join("client.toml");
+    std::fs::write(
+        &client_file,
+        format!(
+            "[link]\n{keys_client}udp = \"127.0.0.1:0\"\npeer = \"127.0.0.1:7200\"\n\
+             [[forward]]\nlisten = \"127.0.0.1:2222\"\nto = \"127.0.0.1:22\"\n\
+             [[socks]]\nlisten = \"127.0.0.1:1080\"\n"
+        ),
+    )
+    .unwrap();
+    let far = start_with(one, &far_file, &[]);
+    let client = start_with(two, &client_file, &[]);
+    wait_ready(&[(one, &far), (two, &client)]);
+
+    for (node, gateway, file, modes, namespace) in [
+        (
+            one,
+            &far,
+            &far_file,
+            "far",
+            format!("{} (netns {name})", inode(one)),
+        ),
+        (
+            two,
+            &client,
+            &client_file,
+            "forward + socks",
+            format!("{} (unnamed)", inode(two)),
+        ),
+    ] {
+        let socket = format!("/run/scps-gateway-net{}.sock", inode(node));
+        let text = status_in(node, &[]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            format!(
+                "gateway pid {}, config {}, {modes}, namespace {namespace}",
+                gateway.pid(),
+                file.display()
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            lines[1],
+            format!("control socket {socket} (this network namespace's default)"),
+            "{text}"
+        );
+        assert!(lines[2].starts_with("scps gateway: 0 of "), "{text}");
+        let document: Value = serde_json::from_str(&status_in(node, &["--json"])).unwrap();
+        let answered = &document["gateway"];
+        assert_eq!(answered["pid"], gateway.pid(), "{document}");
+        assert_eq!(answered["config"], file.display().to_string(), "{document}");
+        assert_eq!(answered["namespace"]["inode"], inode(node), "{document}");
+        assert_eq!(answered["namespace"]["initial"], false, "{document}");
+        assert_eq!(answered["control_socket"], socket, "{document}");
+    }
+    let document: Value = serde_json::from_str(&status_in(one, &["--json"])).unwrap();
+    assert_eq!(document["gateway"]["modes"], serde_json::json!(["far"]));
+    assert_eq!(document["gateway"]["namespace"]["name"], name.as_str());
+    let document: Value = serde_json::from_str(&status_in(two, &["--json"])).unwrap();
+    assert_eq!(
+        document["gateway"]["modes"],
+        serde_json::json!(["forward", "socks"])
+    );
+    assert_eq!(document["gateway"]["namespace"]["name"], Value::Null);
+
+    // Asked from the other namespace, a gateway is said to run elsewhere.
+    let socket = format!("/run/scps-gateway-net{}.sock", inode(one));
+    let text = status_in(two, &["--control", &socket]);
+    assert!(
+        text.contains(&format!(
+            "\nthis gateway runs in another network namespace ({} (netns {name})) than this command ({} \
+             (unnamed)): the connections and counts below are that namespace's\n",
+            inode(one),
+            inode(two)
+        )),
+        "{text}"
+    );
+
+    for (node, gateway) in [(one, &far), (two, &client)] {
+        stop_in(gateway);
+        let socket = format!("/run/scps-gateway-net{}.sock", inode(node));
+        assert!(!Path::new(&socket).exists(), "{socket} removed on exit");
+    }
 }

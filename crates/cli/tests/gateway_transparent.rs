@@ -10,8 +10,10 @@
 //! keeping the client's address and port, gwB answers as the server and
 //! connects to it from the client's address. The server sees the client's
 //! address, the content is checked both ways, each gateway counted the
-//! connection, and SIGTERM leaves nothing installed behind. A gateway that
-//! cannot run the mode (forwarding off) says why and leaves nothing. A
+//! connection, and SIGTERM leaves nothing installed behind; its hosts are
+//! set up as the operator's guide says, from loose reverse-path filtering
+//! everywhere. A gateway that cannot run the mode (forwarding off,
+//! reverse-path filtering on) says why and leaves nothing. A
 //! pair whose link rides a bundle of two UDP channels instead carries the
 //! same, each channel a share, with no TUN device or steering; so does a
 //! pair on the secure link, whose datagrams are all that crosses the
@@ -33,7 +35,7 @@ use common::gateways::{
     wait_ready,
 };
 use common::metrics::{sample, scrape};
-use scps_testbed::{Output, Testbed, Topology};
+use scps_testbed::{Node, Output, Testbed, Topology};
 use sha2::{Digest, Sha256};
 
 const SERVER: &str = "10.99.4.2:5001";
@@ -91,14 +93,77 @@ fn transparent_gateways_on_the_secure_link_carry_kernel_tcp_keeping_the_client_a
     );
 }
 
+/// A `sysctl -w KEY=VALUE...` command's settings, as the path under
+/// /proc/sys and the value: a key with slashes is a path already (an
+/// interface name may hold dots), one with dots has them for slashes.
+fn sysctl_settings(command: &str) -> Vec<(String, String)> {
+    let words = command
+        .trim()
+        .strip_prefix("sysctl -w ")
+        .unwrap_or_else(|| panic!("not a `sysctl -w` command: {command:?}"));
+    words
+        .split_whitespace()
+        .map(|setting| {
+            let (key, value) = setting
+                .split_once('=')
+                .unwrap_or_else(|| panic!("not KEY=VALUE: {setting:?}"));
+            let path = if key.contains('/') {
+                key.to_owned()
+            } else {
+                key.replace('.', "/")
+            };
+            (path, value.to_owned())
+        })
+        .collect()
+}
+
+/// The settings docs/satellite-gateways.md tells an operator to make on
+/// a gateway host: each of its `sysctl -w` lines, with the guide's
+/// interfaces named as the testbed's (the modem's eth0 is sat0, the LAN's
+/// eth1 is lan0).
+fn the_guides_settings() -> Vec<(String, String)> {
+    let guide = include_str!("../../../docs/satellite-gateways.md");
+    let settings: Vec<(String, String)> = guide
+        .lines()
+        .filter(|line| line.trim().starts_with("sysctl -w "))
+        .flat_map(|line| sysctl_settings(&line.replace("eth0", "sat0").replace("eth1", "lan0")))
+        .collect();
+    assert!(
+        settings.iter().any(|(key, _)| key.ends_with("rp_filter")),
+        "the guide sets reverse-path filtering: {settings:?}"
+    );
+    settings
+}
+
+/// Makes `node`'s reverse-path filtering loose everywhere, as many
+/// distributions leave a host (`all`, `default`, and the interfaces
+/// there are): what the guide's settings must undo.
+fn loose_everywhere(node: &Node) {
+    for device in ["all", "default", "lan0", "sat0"] {
+        node.sysctl(&format!("net/ipv4/conf/{device}/rp_filter"), "2")
+            .unwrap();
+    }
+}
+
+/// Sets up `node` as the guide says, from loose filtering everywhere.
+fn as_the_guide_says(node: &Node) {
+    loose_everywhere(node);
+    for (key, value) in the_guides_settings() {
+        node.sysctl(&key, &value).unwrap();
+    }
+}
+
 /// A client's connection to the server through the pair configured by
-/// `configs` (gwA's, gwB's): the server sees the client's own address,
+/// `configs` (gwA's, gwB's), on hosts set up as the operator's guide says
+/// (`as_the_guide_says`): the server sees the client's own address,
 /// the content arrives whole both ways, each gateway counts it, nothing is
 /// left installed, and gwA's capture of its link connection decodes with
 /// the SCPS capabilities option in both SYNs.
 fn carry_keeping_the_client_address(testbed: &Testbed, dir: &TempDir, configs: [std::path::PathBuf; 2]) {
     let gw_a = testbed.node("gwA").unwrap();
     let gw_b = testbed.node("gwB").unwrap();
+    as_the_guide_says(gw_a);
+    as_the_guide_says(gw_b);
     let capture = dir.path().join("link.pcap");
     let a = start_with(gw_a, &configs[0], &["--pcap".as_ref(), capture.as_os_str()]);
     let b = start(gw_b, &configs[1]);
@@ -783,6 +848,85 @@ fn a_gateway_that_cannot_run_the_mode_says_why_and_leaves_nothing() {
         stderr.contains("transparent.lan = \"eth9\": there is no such interface here"),
         "{stderr}"
     );
+}
+
+/// What `scps gateway --config FILE` says in `node` when it must refuse
+/// to start (exit status 2) and leave nothing installed.
+fn refused_in(node: &Node, file: &std::path::Path) -> String {
+    let file = file.to_owned();
+    let output = node.run(move || {
+        std::process::Command::new(SCPS)
+            .args(["gateway", "--config"])
+            .arg(&file)
+            .output()
+            .unwrap()
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_nothing_installed(node);
+    stderr
+}
+
+/// The command a refusal says to run: between "Run `" and "`".
+fn command_named(stderr: &str) -> String {
+    stderr
+        .split("Run `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no command to run in: {stderr}"))
+        .to_owned()
+}
+
+#[test]
+fn loose_reverse_path_filtering_is_refused_naming_the_device_and_the_fix() {
+    let testbed = Testbed::build(Topology::with_gateways()).unwrap();
+    let dir = TempDir::new("gateway-transparent-rp-filter");
+    let gw_a = testbed.node("gwA").unwrap();
+    let file = config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24");
+
+    // The guide's settings, then `all` loose again: the kernel would drop
+    // every packet the gateway writes to its TUN device.
+    as_the_guide_says(gw_a);
+    gw_a.sysctl("net/ipv4/conf/all/rp_filter", "2").unwrap();
+    let stderr = refused_in(gw_a, &file);
+    for said in [
+        "on the TUN device scps-gw (transparent.tun) it would be 2 (loose): net.ipv4.conf.all.rp_filter is 2",
+        "drops every packet the gateway writes to it",
+        "on sat0 (transparent.link) it is 2 (loose), the larger of net.ipv4.conf.all.rp_filter = 2 and \
+         net.ipv4.conf.sat0.rp_filter = 0",
+    ] {
+        assert!(stderr.contains(said), "{said:?} in: {stderr}");
+    }
+    assert_eq!(command_named(&stderr), "sysctl -w net.ipv4.conf.all.rp_filter=0");
+
+    // `all` off, the link interface strict: that device alone, and its
+    // own setting.
+    gw_a.sysctl("net/ipv4/conf/all/rp_filter", "0").unwrap();
+    gw_a.sysctl("net/ipv4/conf/sat0/rp_filter", "1").unwrap();
+    let stderr = refused_in(gw_a, &file);
+    assert!(
+        stderr.contains(
+            "on sat0 (transparent.link) it is 1 (strict), the larger of net.ipv4.conf.all.rp_filter = 0 and \
+             net.ipv4.conf.sat0.rp_filter = 1"
+        ) && !stderr.contains("scps-gw"),
+        "{stderr}"
+    );
+
+    // Both on: the command it names is all it takes.
+    gw_a.sysctl("net/ipv4/conf/all/rp_filter", "2").unwrap();
+    let stderr = refused_in(gw_a, &file);
+    let command = command_named(&stderr);
+    assert_eq!(
+        command,
+        "sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.sat0.rp_filter=0"
+    );
+    for (key, value) in sysctl_settings(&command) {
+        gw_a.sysctl(&key, &value).unwrap();
+    }
+    let a = start(gw_a, &file);
+    wait_ready(&[(gw_a, &a)]);
+    stop(&a);
+    assert_nothing_installed(gw_a);
 }
 
 #[test]

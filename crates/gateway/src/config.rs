@@ -262,6 +262,8 @@ pub struct GatewayConfig {
     /// Split connections held at once: `relay.max_connections`, or fewer
     /// if `relay.memory` cannot hold that many connections' two buffers.
     pub max_connections: usize,
+    /// What `max_connections` is the least of, as configured.
+    pub limit_settings: LimitSettings,
     /// How long the far gateway waits for a destination to answer.
     pub connect_timeout: Duration,
     /// The SOCKS5 handshakes' deadline and places (`relay.handshake_timeout`,
@@ -282,6 +284,21 @@ pub struct GatewayConfig {
     /// of `--control` and the default; none in a gateway of the library
     /// that was given none.
     pub control: Option<ControlConfig>,
+    /// Where the configuration was read from: the `origin` it was parsed
+    /// as (the file's path, for `scps gateway`).
+    pub origin: String,
+}
+
+/// `relay.max_connections` and `relay.memory` as configured (or their
+/// defaults), and the largest relay buffer a connection may have
+/// (`relay.buffer`, or a route's if larger), two of which each connection
+/// holds: [`GatewayConfig::max_connections`] is the lesser of the first
+/// and what the memory holds of those buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitSettings {
+    pub max_connections: usize,
+    pub memory: u64,
+    pub buffer: u64,
 }
 
 impl GatewayConfig {
@@ -292,6 +309,22 @@ impl GatewayConfig {
             .map_err(|e: toml::de::Error| Error::syntax(origin, text, &e))?;
         let spec: GatewaySpec = scps_config::deserialize(table).map_err(|e| e.in_file(origin))?;
         checked(spec, origin).map_err(|e| e.in_file(origin))
+    }
+
+    /// The modes it runs, as `scps status` names them: `transparent`,
+    /// `forward` (`[[forward]]`), `socks` (`[[socks]]`) and `far` (the far
+    /// gateway of the explicit modes, taking link connections by its
+    /// `[[allow]]` rules).
+    pub fn modes(&self) -> Vec<&'static str> {
+        [
+            (self.transparent.is_some(), "transparent"),
+            (!self.forwards.is_empty(), "forward"),
+            (!self.socks.is_empty(), "socks"),
+            (!self.allowed.rules.is_empty(), "far"),
+        ]
+        .into_iter()
+        .filter_map(|(runs, mode)| runs.then_some(mode))
+        .collect()
     }
 
     /// The first part of the configuration that a reload cannot change
@@ -557,6 +590,11 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
             ),
         ));
     }
+    let limit_settings = LimitSettings {
+        max_connections,
+        memory,
+        buffer,
+    };
     let max_connections = max_connections.min(usize::try_from(fits).unwrap_or(usize::MAX));
     let connect_timeout = spec
         .relay
@@ -574,6 +612,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         engine,
         relay,
         max_connections,
+        limit_settings,
         connect_timeout,
         handshakes,
         forwards,
@@ -582,6 +621,7 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         capture: None,
         metrics: spec.metrics.as_ref().map(metrics).transpose()?,
         control: spec.control.as_ref().map(control).transpose()?,
+        origin: origin.to_owned(),
     })
 }
 

@@ -9,6 +9,14 @@
 //! a gateway asked to listen there does not start; one that only had it
 //! by default runs without a control socket (`ControlConfig::required`).
 //! The file is removed when the gateway stops, if it is still its own.
+//!
+//! The answer says who answered (the process, its configuration file, its
+//! modes, its network namespace, the socket) and what sets its connection
+//! limit. Network namespaces share the file system, so the default path
+//! of a gateway outside the initial namespace carries its namespace's
+//! inode ([`default_socket_path`]): two gateways in two namespaces each
+//! have their own, and `scps status` tries its own namespace's first,
+//! then the initial namespace's ([`default_socket_paths`]).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -20,8 +28,9 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
 use crate::config::ControlConfig;
-use crate::counters::{Counters, CountersSnapshot};
+use crate::counters::{ConnectionLimit, Counters, CountersSnapshot};
 use crate::exchange::{self, Limits, Request};
+use crate::netns::NetNamespace;
 use crate::registry::{ConnectionStatus, LiveConnections};
 
 /// The one request.
@@ -42,17 +51,80 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(10);
 /// thousand connections is well under.
 const MAX_ANSWER_MIB: usize = 64;
 
-/// The answer to `status`: the gateway's counters and its split
-/// connections held now, oldest first.
+/// The answer to `status`: who answered, what sets its connection limit,
+/// its counters and its split connections held now, oldest first. (The
+/// first two are absent from the answer of a gateway older than they.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GatewayStatus {
+    #[serde(default)]
+    pub gateway: Option<GatewayIdentity>,
+    #[serde(default)]
+    pub limit: Option<ConnectionLimit>,
     pub counters: CountersSnapshot,
     pub connections: Vec<ConnectionStatus>,
 }
 
+/// Who answers on a control socket: two gateways on one host, in one
+/// namespace or two, are told apart by it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayIdentity {
+    /// Its process id.
+    pub pid: u32,
+    /// Its configuration file (absolute, if the path it was given names
+    /// a file).
+    pub config: String,
+    /// The modes it runs (`GatewayConfig::modes`).
+    pub modes: Vec<String>,
+    /// Its network namespace; `None` if /proc could not tell.
+    pub namespace: Option<NetNamespace>,
+    /// The control socket it answers on.
+    pub control_socket: PathBuf,
+}
+
+impl GatewayIdentity {
+    /// This process, running `config`'s `modes`; its socket is filled in
+    /// once it listens.
+    pub fn of_this_process(config: &str, modes: &[&str]) -> GatewayIdentity {
+        // The path as given may be relative to where the gateway started;
+        // an origin that is no file (a library caller's name) stays as it
+        // is.
+        let config = match std::path::absolute(config) {
+            Ok(path) if path.is_file() => path.display().to_string(),
+            _ => config.to_owned(),
+        };
+        GatewayIdentity {
+            pid: std::process::id(),
+            config,
+            modes: modes.iter().map(|&mode| mode.to_owned()).collect(),
+            namespace: NetNamespace::current(),
+            control_socket: PathBuf::new(),
+        }
+    }
+
+    /// The modes, as `scps status` prints them: `transparent`, `forward
+    /// + socks`.
+    pub fn modes_text(&self) -> String {
+        if self.modes.is_empty() {
+            "no mode".to_owned()
+        } else {
+            self.modes.join(" + ")
+        }
+    }
+}
+
+/// What a gateway's status says of it besides its counts: who it is and
+/// what sets its limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct About {
+    pub identity: GatewayIdentity,
+    pub limit: ConnectionLimit,
+}
+
 impl GatewayStatus {
-    pub fn now(counters: &Counters, live: &LiveConnections) -> GatewayStatus {
+    pub fn now(about: Option<&About>, counters: &Counters, live: &LiveConnections) -> GatewayStatus {
         GatewayStatus {
+            gateway: about.map(|about| about.identity.clone()),
+            limit: about.map(|about| about.limit),
             counters: counters.snapshot(),
             connections: live.connections(),
         }
@@ -92,13 +164,14 @@ pub struct ControlSocket {
 }
 
 impl ControlSocket {
-    /// Listens on `config.socket` and answers `status` with the state of
-    /// `counters` and `live`, in `tasks`. `None` if the path was the
-    /// default and cannot be had (the reason is logged).
+    /// Listens on `config.socket` and answers `status` with `about` (its
+    /// socket filled in) and the state of `counters` and `live`, in
+    /// `tasks`. `None` if the path was the default and cannot be had (the
+    /// reason is logged).
     pub(crate) fn start(
         config: &ControlConfig,
-        counters: Arc<Counters>,
-        live: Arc<LiveConnections>,
+        about: Option<About>,
+        (counters, live): (Arc<Counters>, Arc<LiveConnections>),
         tasks: &mut JoinSet<()>,
     ) -> Result<Option<ControlSocket>, ControlError> {
         let (socket, listener) = match ControlSocket::bind(&config.socket) {
@@ -109,11 +182,15 @@ impl ControlSocket {
             }
             Err(error) => return Err(error),
         };
+        let about = about.map(|mut about| {
+            about.identity.control_socket = socket.path.clone();
+            about
+        });
         tasks.spawn(exchange::serve(
             listener,
             LIMITS,
             exchange::line_end,
-            move |request| answer(request, &counters, &live),
+            move |request| answer(request, about.as_ref(), &counters, &live),
             // Its file is its owner's alone (mode 0600): who can connect
             // may ask.
             |_| true,
@@ -182,10 +259,10 @@ fn identity(path: &Path) -> std::io::Result<(u64, u64)> {
 }
 
 /// The answer to one request: the status document, or an error document.
-fn answer(request: Request, counters: &Counters, live: &LiveConnections) -> Vec<u8> {
+fn answer(request: Request, about: Option<&About>, counters: &Counters, live: &LiveConnections) -> Vec<u8> {
     let document = match request {
         Request::Whole(line) if line.trim_ascii() == STATUS_REQUEST.as_bytes() => {
-            serde_json::to_value(GatewayStatus::now(counters, live))
+            serde_json::to_value(GatewayStatus::now(about, counters, live))
         }
         Request::Whole(line) | Request::Truncated(line) => Ok(serde_json::json!({
             "error": format!(
@@ -296,15 +373,61 @@ fn is_late(error: &std::io::Error) -> bool {
 
 /// Where the control socket is unless `control.socket` or `--control`
 /// says: `/run/scps-gateway.sock` for root, otherwise in
-/// `$XDG_RUNTIME_DIR`, or `/tmp/scps-gateway-UID.sock` without one.
+/// `$XDG_RUNTIME_DIR`, or `/tmp/scps-gateway-UID.sock` without one; in a
+/// network namespace other than the initial one, the same with the
+/// namespace's inode in the name (`/run/scps-gateway-net4026532246.sock`),
+/// since namespaces share the file system.
 pub fn default_socket_path() -> PathBuf {
-    let uid = nix::unistd::geteuid();
-    if uid.is_root() {
-        return PathBuf::from("/run/scps-gateway.sock");
+    default_path(&Runner::this_process(), NetNamespace::current().as_ref())
+}
+
+/// The control sockets `scps status` tries, in order, with no
+/// `--control`: its own namespace's default, then the initial
+/// namespace's (the one gateways of every namespace took before their
+/// paths differed), each with what it is; one, in the initial namespace.
+pub fn default_socket_paths() -> Vec<(PathBuf, &'static str)> {
+    let runner = Runner::this_process();
+    let namespace = NetNamespace::current();
+    let own = default_path(&runner, namespace.as_ref());
+    let initial = default_path(&runner, None);
+    if own == initial {
+        vec![(own, "the default")]
+    } else {
+        vec![
+            (own, "this network namespace's default"),
+            (initial, "the initial network namespace's default"),
+        ]
     }
-    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(dir) if dir.is_absolute() => dir.join("scps-gateway.sock"),
-        _ => PathBuf::from(format!("/tmp/scps-gateway-{uid}.sock")),
+}
+
+/// Who runs a gateway or `scps status`, as far as the default path goes.
+struct Runner {
+    uid: u32,
+    runtime_dir: Option<PathBuf>,
+}
+
+impl Runner {
+    fn this_process() -> Runner {
+        Runner {
+            uid: nix::unistd::geteuid().as_raw(),
+            runtime_dir: std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
+        }
+    }
+}
+
+/// The default path for `runner` in `namespace` (`None`: the initial
+/// one's, or one /proc cannot tell).
+fn default_path(runner: &Runner, namespace: Option<&NetNamespace>) -> PathBuf {
+    let own = match namespace {
+        Some(namespace) if !namespace.initial => format!("-net{}", namespace.inode),
+        _ => String::new(),
+    };
+    if runner.uid == 0 {
+        return PathBuf::from(format!("/run/scps-gateway{own}.sock"));
+    }
+    match &runner.runtime_dir {
+        Some(dir) if dir.is_absolute() => dir.join(format!("scps-gateway{own}.sock")),
+        _ => PathBuf::from(format!("/tmp/scps-gateway-{}{own}.sock", runner.uid)),
     }
 }
 
@@ -354,9 +477,18 @@ mod tests {
         let counters = Arc::new(Counters::new(8));
         let live = Arc::new(LiveConnections::default());
         let mut tasks = JoinSet::new();
-        let socket = ControlSocket::start(&required(&path), counters.clone(), live.clone(), &mut tasks)
-            .unwrap()
-            .expect("a required socket is there or an error");
+        let about = About {
+            identity: GatewayIdentity::of_this_process("/etc/scps/a.toml", &["forward", "socks"]),
+            limit: ConnectionLimit::new(8, 1 << 30, 1 << 20, 1 << 20),
+        };
+        let socket = ControlSocket::start(
+            &required(&path),
+            Some(about.clone()),
+            (counters.clone(), live.clone()),
+            &mut tasks,
+        )
+        .unwrap()
+        .expect("a required socket is there or an error");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "private");
         let _permit = counters.admit("test", "10.1.0.5:40000".parse().unwrap()).unwrap();
@@ -378,7 +510,22 @@ mod tests {
             (connection.lan_to_link_bytes, connection.link_to_lan_bytes),
             (10, 20)
         );
+        // Who answered, and what sets its limit.
+        let identity = status.gateway.as_ref().expect("the gateway says who it is");
+        assert_eq!(identity.pid, std::process::id());
+        assert_eq!(identity.config, "/etc/scps/a.toml", "no such file: as given");
+        assert_eq!(identity.modes_text(), "forward + socks");
+        assert_eq!(identity.control_socket, path, "the socket it answers on");
+        assert_eq!(identity.namespace, NetNamespace::current());
+        assert_eq!(status.limit, Some(about.limit));
         let document: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(document["gateway"]["pid"], std::process::id());
+        assert_eq!(
+            document["gateway"]["modes"],
+            serde_json::json!(["forward", "socks"])
+        );
+        assert!(document["gateway"]["namespace"]["inode"].is_u64(), "{document}");
+        assert_eq!(document["limit"]["max_connections"], 8);
         assert_eq!(document["connections"][0]["state"], "relaying");
         assert_eq!(document["connections"][0]["route"], "forward:127.0.0.1:2222");
 
@@ -416,12 +563,22 @@ mod tests {
         assert!(path.exists());
         let (counters, live) = (Arc::new(Counters::new(1)), Arc::new(LiveConnections::default()));
         let mut tasks = JoinSet::new();
-        let first = ControlSocket::start(&required(&path), counters.clone(), live.clone(), &mut tasks)
-            .unwrap()
-            .expect("the stale file is replaced");
+        let first = ControlSocket::start(
+            &required(&path),
+            None,
+            (counters.clone(), live.clone()),
+            &mut tasks,
+        )
+        .unwrap()
+        .expect("the stale file is replaced");
         assert!(ask(&path).await.is_ok(), "served");
 
-        let second = ControlSocket::start(&required(&path), counters.clone(), live.clone(), &mut tasks);
+        let second = ControlSocket::start(
+            &required(&path),
+            None,
+            (counters.clone(), live.clone()),
+            &mut tasks,
+        );
         let err = second.unwrap_err();
         assert!(matches!(err, ControlError::Taken(_)), "{err}");
         assert!(err.to_string().contains(&path.display().to_string()), "{err}");
@@ -429,7 +586,8 @@ mod tests {
             socket: path.clone(),
             required: false,
         };
-        let fallback = ControlSocket::start(&default, counters.clone(), live.clone(), &mut tasks).unwrap();
+        let fallback =
+            ControlSocket::start(&default, None, (counters.clone(), live.clone()), &mut tasks).unwrap();
         assert!(
             fallback.is_none(),
             "a default path that is taken: no socket, no error"
@@ -442,8 +600,8 @@ mod tests {
         std::fs::write(dir.0.join("file"), "not a socket").unwrap();
         let err = ControlSocket::start(
             &required(&dir.0.join("file")),
-            counters.clone(),
-            live.clone(),
+            None,
+            (counters.clone(), live.clone()),
             &mut tasks,
         )
         .unwrap_err();
@@ -462,21 +620,78 @@ mod tests {
             socket: nowhere.clone(),
             required: false,
         };
-        let started = ControlSocket::start(&default, counters.clone(), live.clone(), &mut tasks);
+        let started = ControlSocket::start(&default, None, (counters.clone(), live.clone()), &mut tasks);
         assert!(started.unwrap().is_none(), "no socket, no error");
-        let err = ControlSocket::start(&required(&nowhere), counters.clone(), live.clone(), &mut tasks)
-            .unwrap_err();
+        let err = ControlSocket::start(
+            &required(&nowhere),
+            None,
+            (counters.clone(), live.clone()),
+            &mut tasks,
+        )
+        .unwrap_err();
         assert!(matches!(err, ControlError::Io { what: "bind", .. }), "{err}");
 
         // Another gateway's file at the path since: not removed.
         let path = dir.0.join("gw.sock");
-        let first = ControlSocket::start(&required(&path), counters, live, &mut tasks)
+        let first = ControlSocket::start(&required(&path), None, (counters, live), &mut tasks)
             .unwrap()
             .unwrap();
         std::fs::remove_file(&path).unwrap();
         let _other = std::os::unix::net::UnixListener::bind(&path).unwrap();
         drop(first);
         assert!(path.exists(), "the other gateway's socket stays");
+    }
+
+    #[test]
+    fn each_network_namespace_but_the_initial_one_has_a_default_path_of_its_own() {
+        let namespace = |inode, initial| NetNamespace {
+            inode,
+            name: None,
+            initial,
+        };
+        let (initial, other) = (namespace(4026531840, true), namespace(4026532246, false));
+        let root = Runner {
+            uid: 0,
+            runtime_dir: Some("/run/user/0".into()),
+        };
+        let user = |dir: Option<&str>| Runner {
+            uid: 1000,
+            runtime_dir: dir.map(PathBuf::from),
+        };
+        for (runner, namespace, path) in [
+            (&root, Some(&initial), "/run/scps-gateway.sock"),
+            (&root, None, "/run/scps-gateway.sock"),
+            (&root, Some(&other), "/run/scps-gateway-net4026532246.sock"),
+            (
+                &user(Some("/run/user/1000")),
+                Some(&initial),
+                "/run/user/1000/scps-gateway.sock",
+            ),
+            (
+                &user(Some("/run/user/1000")),
+                Some(&other),
+                "/run/user/1000/scps-gateway-net4026532246.sock",
+            ),
+            (&user(None), Some(&initial), "/tmp/scps-gateway-1000.sock"),
+            (
+                &user(Some("relative")),
+                Some(&other),
+                "/tmp/scps-gateway-1000-net4026532246.sock",
+            ),
+        ] {
+            assert_eq!(
+                default_path(runner, namespace),
+                PathBuf::from(path),
+                "{namespace:?}"
+            );
+        }
+        // This process's: its own first, the initial namespace's last.
+        let paths = default_socket_paths();
+        assert_eq!(paths[0].0, default_socket_path());
+        assert_eq!(
+            paths.last().unwrap().0,
+            default_path(&Runner::this_process(), None)
+        );
     }
 
     /// A server on `path` that takes one client and gives it to `serve`,

@@ -340,6 +340,91 @@ impl Counters {
     }
 }
 
+/// What sets the limit of split connections held at once (`counters.limit`
+/// in the status): the least of `relay.max_connections`, the connections
+/// `relay.memory` holds at two relay buffers each, and those the open-file
+/// limit leaves room for (one descriptor each, `descriptors.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionLimit {
+    /// The limit: the least of the three.
+    pub limit: u64,
+    /// `relay.max_connections`, or its default.
+    pub max_connections: u64,
+    /// `relay.memory`, or its default.
+    pub memory_bytes: u64,
+    /// The largest relay buffer a connection may have (`relay.buffer`, or
+    /// a route's if larger): each connection holds two, one each way.
+    pub buffer_bytes: u64,
+    /// `memory_bytes / (2 × buffer_bytes)`.
+    pub memory_allows: u64,
+    /// The open-file limit the gateway runs with (raised to the hard
+    /// limit at start), and the connections it leaves room for beside the
+    /// descriptors kept for everything else.
+    pub open_file_limit: u64,
+    pub descriptors_allow: u64,
+}
+
+impl ConnectionLimit {
+    /// The limit of `max_connections` and `memory` at two `buffer`s per
+    /// connection, within the open-file limit `open_file_limit`.
+    pub fn new(max_connections: usize, memory: u64, buffer: u64, open_file_limit: u64) -> ConnectionLimit {
+        let memory_allows = memory / (2 * buffer.max(1));
+        let descriptors_allow = crate::descriptors::connections_within(open_file_limit) as u64;
+        let max_connections = max_connections as u64;
+        ConnectionLimit {
+            limit: max_connections.min(memory_allows).min(descriptors_allow),
+            max_connections,
+            memory_bytes: memory,
+            buffer_bytes: buffer,
+            memory_allows,
+            open_file_limit,
+            descriptors_allow,
+        }
+    }
+
+    /// Says which of the three sets the limit, and what the others are:
+    /// `the most relay.memory = 1024 MiB allows at 2 × 586 KiB per
+    /// connection; relay.max_connections = 4096`.
+    pub fn explain(&self) -> String {
+        let memory = format!(
+            "relay.memory = {} allows {} at 2 × {} per connection",
+            size(self.memory_bytes, 20, "MiB"),
+            self.memory_allows,
+            size(self.buffer_bytes, 10, "KiB")
+        );
+        let max_connections = format!("relay.max_connections = {}", self.max_connections);
+        if self.descriptors_allow < self.max_connections.min(self.memory_allows) {
+            format!(
+                "the most the open-file limit of {} descriptors leaves room for, {} kept for the rest; {max_connections}, \
+                 {memory}",
+                self.open_file_limit,
+                crate::descriptors::RESERVED
+            )
+        } else if self.memory_allows < self.max_connections {
+            format!(
+                "the most relay.memory = {} allows at 2 × {} per connection; {max_connections}",
+                size(self.memory_bytes, 20, "MiB"),
+                size(self.buffer_bytes, 10, "KiB")
+            )
+        } else {
+            format!("{max_connections}; {memory}")
+        }
+    }
+}
+
+/// `bytes` in the unit of `2^shift` bytes named `unit`: whole, or to three
+/// significant figures or more.
+fn size(bytes: u64, shift: u32, unit: &str) -> String {
+    let value = bytes as f64 / (1u64 << shift) as f64;
+    if bytes.is_multiple_of(1 << shift) {
+        format!("{} {unit}", bytes >> shift)
+    } else if value < 10.0 {
+        format!("{value:.2} {unit}")
+    } else {
+        format!("{value:.1} {unit}")
+    }
+}
+
 /// The counts of [`Counters`] at one moment, as `scps status --json`
 /// gives them: split connections held now and the limit, connections
 /// ended by outcome, and refusals by cause, each since the start.
@@ -428,6 +513,39 @@ mod tests {
         let no_next_connection = tokio::time::sleep(std::time::Duration::from_secs(3600));
         relays.reap_until(no_next_connection).await;
         assert_eq!(relays.0.len(), 0, "every ended relay reaped, its memory freed");
+    }
+
+    #[test]
+    fn the_limit_is_explained_by_what_sets_it() {
+        // relay.memory: 1 GiB at 2 × 600 kB.
+        let memory = ConnectionLimit::new(4096, 1 << 30, 600_000, 1 << 20);
+        assert_eq!((memory.limit, memory.memory_allows), (894, 894));
+        assert_eq!(
+            memory.explain(),
+            "the most relay.memory = 1024 MiB allows at 2 × 585.9 KiB per connection; relay.max_connections = 4096"
+        );
+        // relay.max_connections, below what the memory allows.
+        let configured = ConnectionLimit::new(512, 1 << 30, 1 << 19, 1 << 20);
+        assert_eq!(configured.limit, 512);
+        assert_eq!(
+            configured.explain(),
+            "relay.max_connections = 512; relay.memory = 1024 MiB allows 1024 at 2 × 512 KiB per connection"
+        );
+        // The open-file limit, below both.
+        let descriptors = ConnectionLimit::new(4096, 1 << 30, 1 << 19, 1024);
+        assert_eq!(descriptors.limit, 768);
+        assert_eq!(
+            descriptors.explain(),
+            "the most the open-file limit of 1024 descriptors leaves room for, 256 kept for the rest; \
+             relay.max_connections = 4096, relay.memory = 1024 MiB allows 1024 at 2 × 512 KiB per connection"
+        );
+        let odd = ConnectionLimit::new(10, 1_000_000, 4096, 1 << 20);
+        assert!(
+            odd.explain()
+                .contains("relay.memory = 0.95 MiB allows 122 at 2 × 4 KiB"),
+            "{}",
+            odd.explain()
+        );
     }
 
     #[test]

@@ -21,7 +21,8 @@ use tokio::task::JoinSet;
 
 use crate::clients::Refusal;
 use crate::config::{ExplicitLink, Forward, GatewayConfig, Socks};
-use crate::control::{ControlError, ControlSocket};
+use crate::control::{About, ControlError, ControlSocket, GatewayIdentity};
+use crate::counters::ConnectionLimit;
 pub use crate::counters::Counters;
 use crate::counters::{Relays, accept_admitted, accept_client};
 use crate::descriptors;
@@ -101,14 +102,21 @@ impl Gateway {
     /// accepted, so that once this returns the gateway serves; any failure
     /// there is returned at once, with what was installed removed.
     pub async fn start(config: GatewayConfig) -> Result<Gateway, GatewayError> {
-        let counters = Arc::new(Counters::new(fit_to_descriptors(config.max_connections)));
+        let limit = fit_to_descriptors(&config);
+        let counters = Arc::new(Counters::new(limit.limit as usize));
         let live = Arc::new(LiveConnections::default());
         let mut tasks = JoinSet::new();
         // The operator's sockets first: a gateway that cannot have them
         // stops before it takes any connection.
         let control = match &config.control {
-            Some(control) => ControlSocket::start(control, counters.clone(), live.clone(), &mut tasks)
-                .map_err(GatewayError::Control)?,
+            Some(control) => {
+                let about = About {
+                    identity: GatewayIdentity::of_this_process(&config.origin, &config.modes()),
+                    limit,
+                };
+                ControlSocket::start(control, Some(about), (counters.clone(), live.clone()), &mut tasks)
+                    .map_err(GatewayError::Control)?
+            }
             None => None,
         };
         // The link's bundle, if it rides one (the explicit modes' link or
@@ -351,29 +359,37 @@ async fn start_explicit(
     Ok(net)
 }
 
-/// The connection limit `configured`, lowered if the open-file limit
-/// (raised first to its hard limit) has no room for that many; says so.
-fn fit_to_descriptors(configured: usize) -> usize {
-    let limit = descriptors::raise_open_file_limit();
-    let fits = descriptors::connections_within(limit.now);
-    if fits < configured {
+/// The connection limit of `config` (`relay.max_connections`, lowered by
+/// `relay.memory`), lowered if the open-file limit (raised first to its
+/// hard limit) has no room for that many; says so.
+fn fit_to_descriptors(config: &GatewayConfig) -> ConnectionLimit {
+    let open_files = descriptors::raise_open_file_limit();
+    let settings = config.limit_settings;
+    let limit = ConnectionLimit::new(
+        settings.max_connections,
+        settings.memory,
+        settings.buffer,
+        open_files.now,
+    );
+    let configured = config.max_connections;
+    if (limit.limit as usize) < configured {
         tracing::warn!(
-            open_file_limit = limit.now,
-            raised_from = limit.found,
+            open_file_limit = open_files.now,
+            raised_from = open_files.found,
             configured,
-            lowered_to = fits,
+            lowered_to = limit.limit,
             "the open-file limit has no room for relay.max_connections: the limit is lowered (raise \
              LimitNOFILE, or ulimit -n, to hold more)"
         );
-        return fits;
+    } else {
+        tracing::info!(
+            open_file_limit = open_files.now,
+            raised_from = open_files.found,
+            max_connections = configured,
+            "the open-file limit holds the connection limit"
+        );
     }
-    tracing::info!(
-        open_file_limit = limit.now,
-        raised_from = limit.found,
-        max_connections = configured,
-        "the open-file limit holds the connection limit"
-    );
-    configured
+    limit
 }
 
 /// Says at start how the link to the far gateway is protected: an

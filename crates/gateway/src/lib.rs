@@ -17,7 +17,8 @@
 //! - [`config`] and [`gateway`]: `scps gateway --config FILE`;
 //! - operations: [`counters`], [`registry`] (the split connections held
 //!   now), `metrics.rs` (Prometheus over HTTP, `http.rs`) and [`control`]
-//!   (the socket `scps status` asks), the last two served by `exchange.rs`;
+//!   (the socket `scps status` asks), the last two served by `exchange.rs`,
+//!   and [`netns`] (the network namespace a gateway says it runs in);
 //! - [`node`]: the gateway as a sans-IO node for the simulator, the same
 //!   relay between two engine endpoints.
 
@@ -33,6 +34,7 @@ pub mod handshakes;
 pub mod http;
 pub mod keys;
 mod metrics;
+pub mod netns;
 pub mod node;
 pub mod pump;
 pub mod registry;

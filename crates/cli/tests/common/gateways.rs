@@ -259,6 +259,13 @@ pub struct GatewayProcess {
     stdout: RefCell<BufReader<ChildStdout>>,
 }
 
+impl GatewayProcess {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+}
+
 pub fn start(node: &Node, config: &Path) -> GatewayProcess {
     start_with(node, config, &[])
 }

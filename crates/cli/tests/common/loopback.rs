@@ -18,6 +18,13 @@ pub struct Gateway {
     pub ready: String,
 }
 
+impl Gateway {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 /// `scps gateway --config NAME ARGS...` with `config` written to NAME in
 /// `dir`, its libraries logging at info, once it says it is ready; fails
 /// the test with what it said if it exits instead.

@@ -113,6 +113,135 @@ pub enum PlumbingError {
         value: String,
         why: &'static str,
     },
+    /// Reverse-path filtering is on where the mode's packets arrive: the
+    /// devices where it is, and what gives it.
+    #[error("{}", reverse_path_text(.0))]
+    ReversePathFilter(Vec<ReversePath>),
+}
+
+/// Reverse-path filtering as the kernel applies it to the packets arriving
+/// on a device: the larger of `net.ipv4.conf.all.rp_filter` and the
+/// device's own `net.ipv4.conf.DEVICE.rp_filter` (0 off, 1 strict, 2
+/// loose). `net.ipv4.conf.default.rp_filter` has no part in it: it is
+/// only the value a device created later starts with.
+pub fn effective_rp_filter(all: u32, own: u32) -> u32 {
+    all.max(own)
+}
+
+/// One device the transparent mode's packets arrive on, and its
+/// reverse-path filtering as the start-up check read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReversePath {
+    /// The configuration key that names the device.
+    pub key: &'static str,
+    pub device: String,
+    /// `net.ipv4.conf.all.rp_filter`.
+    pub all: u32,
+    /// `net.ipv4.conf.DEVICE.rp_filter`; `None` for the TUN device, whose
+    /// own value the gateway sets to 0 itself when it installs the
+    /// steering (whatever `default` gave it when it was created).
+    pub own: Option<u32>,
+}
+
+impl ReversePath {
+    /// The filtering the kernel applies there (once the gateway has set
+    /// what it sets).
+    pub fn effective(&self) -> u32 {
+        effective_rp_filter(self.all, self.own.unwrap_or(0))
+    }
+}
+
+/// Refuses `devices` if reverse-path filtering is on (not 0) on any of
+/// them, naming those where it is.
+fn reverse_paths_off(devices: Vec<ReversePath>) -> Result<(), PlumbingError> {
+    let on: Vec<ReversePath> = devices
+        .into_iter()
+        .filter(|device| device.effective() != 0)
+        .collect();
+    if on.is_empty() {
+        Ok(())
+    } else {
+        Err(PlumbingError::ReversePathFilter(on))
+    }
+}
+
+/// An `rp_filter` value's name.
+fn filtering(value: u32) -> &'static str {
+    match value {
+        0 => "off",
+        1 => "strict",
+        _ => "loose",
+    }
+}
+
+/// The sysctl key of `setting` under `net.ipv4.conf.DEVICE`, as `sysctl`
+/// takes it: with slashes when the device's name holds a dot (a VLAN's
+/// `eth0.100`), which the dotted form would split.
+fn conf_key(device: &str, setting: &str) -> String {
+    if device.contains('.') {
+        format!("net/ipv4/conf/{device}/{setting}")
+    } else {
+        format!("net.ipv4.conf.{device}.{setting}")
+    }
+}
+
+/// The one `sysctl` command that turns reverse-path filtering off on
+/// `devices`: `all`, and each device's own value (those given).
+fn rp_filter_off<'a>(all: bool, devices: impl IntoIterator<Item = &'a str>) -> String {
+    let mut command = "sysctl -w".to_owned();
+    if all {
+        command.push_str(" net.ipv4.conf.all.rp_filter=0");
+    }
+    for device in devices {
+        command.push(' ');
+        command.push_str(&conf_key(device, "rp_filter"));
+        command.push_str("=0");
+    }
+    command
+}
+
+/// What [`PlumbingError::ReversePathFilter`] says: each device where the
+/// filtering is on, the two values it is the larger of, and the command
+/// that turns it off.
+fn reverse_path_text(on: &[ReversePath]) -> String {
+    let clauses: Vec<String> = on
+        .iter()
+        .map(|device| {
+            let value = device.effective();
+            match device.own {
+                None => format!(
+                    "on the TUN device {} ({}) it would be {value} ({}): net.ipv4.conf.all.rp_filter is {}, and the \
+                     gateway sets the device's own value to 0; the device has no address, so {} filtering drops \
+                     every packet the gateway writes to it",
+                    device.device,
+                    device.key,
+                    filtering(value),
+                    device.all,
+                    filtering(value)
+                ),
+                Some(own) => format!(
+                    "on {} ({}) it is {value} ({}), the larger of net.ipv4.conf.all.rp_filter = {} and {} = {own}",
+                    device.device,
+                    device.key,
+                    filtering(value),
+                    device.all,
+                    conf_key(&device.device, "rp_filter")
+                ),
+            }
+        })
+        .collect();
+    let all = on.iter().any(|device| device.all != 0);
+    let own = on
+        .iter()
+        .filter(|device| device.own.is_some_and(|own| own != 0))
+        .map(|device| device.device.as_str());
+    format!(
+        "reverse-path filtering must be off (0) on each device the transparent mode's packets arrive on, and the \
+         kernel filters with the larger of net.ipv4.conf.all.rp_filter and the device's own value: {}. Run `{}` \
+         (and keep it in /etc/sysctl.d/)",
+        clauses.join("; "),
+        rp_filter_off(all, own)
+    )
 }
 
 impl Plumbing {
@@ -198,9 +327,15 @@ impl Plumbing {
         for command in self.ip_commands() {
             text.push_str(&format!("ip {}\n", command.join(" ")));
         }
-        if let Some((_, tun)) = self.steering() {
+        if let Some((link, tun)) = self.steering() {
             text.push_str(&format!(
-                "sysctl -w net.ipv4.conf.{tun}.rp_filter=0   # the TUN device carries the clients' addresses\n"
+                "# checked at start, not changed: reverse-path filtering off where the link packets arrive\n\
+                 # {}\n",
+                rp_filter_off(true, [link])
+            ));
+            text.push_str(&format!(
+                "sysctl -w {}=0   # the TUN device carries the clients' addresses\n",
+                conf_key(tun, "rp_filter")
             ));
             text.push_str(&format!(
                 "sysctl -w {EARLY_DEMUX}=0   # link packets have the intercepted sockets' addresses and ports\n"
@@ -212,10 +347,11 @@ impl Plumbing {
     /// Checks the kernel settings the mode depends on (before anything is
     /// made, so that a refusal leaves nothing behind).
     ///
-    /// Both are about link packets the kernel forwards and filters; a
-    /// bundle's link has none (the module's documentation), and the
-    /// intercepted LAN connections end and start at the gateway's own
-    /// sockets, so nothing is checked for it.
+    /// Forwarding and reverse-path filtering (`reverse_paths`)
+    /// are about link packets the kernel forwards and filters; a bundle's
+    /// link has none (the module's documentation), nor has the secure
+    /// link, and the intercepted LAN connections end and start at the
+    /// gateway's own sockets, so nothing is checked for them.
     pub fn check_settings(&self) -> Result<(), PlumbingError> {
         // A missing interface would install rules that match nothing: a
         // gateway that runs and carries nothing.
@@ -241,11 +377,7 @@ impl Plumbing {
                 |v| v == "1",
                 "the gateway forwards its link packets: set it to 1",
             )?;
-            check_setting(
-                "net.ipv4.conf.all.rp_filter",
-                |v| v != "1",
-                "strict reverse-path filtering drops the clients' packets the TUN device carries: set it to 0 or 2",
-            )?;
+            reverse_paths_off(self.reverse_paths()?)?;
         }
         if families.contains(&Family::V6) {
             check_setting(
@@ -255,6 +387,55 @@ impl Plumbing {
             )?;
         }
         Ok(())
+    }
+
+    /// Reverse-path filtering on each device the routed link's packets
+    /// arrive on to be forwarded, read now (before the TUN device is
+    /// created).
+    ///
+    /// - The TUN device: the engine writes the link packets into it, with
+    ///   the applications' addresses, for the kernel to forward out of the
+    ///   link interface. The device has no address, and the kernel drops
+    ///   a packet that arrives on a device without one unless its source
+    ///   is routed back through that very device, or the filtering is
+    ///   off: loose (2) drops every one of them as surely as strict (1).
+    ///   The gateway creates the device and sets its own value to 0
+    ///   (`install`), so `default`, which a new device starts with, does
+    ///   not count there, and only `all` can be wrong.
+    /// - The link interface: the far side's link packets arrive there from
+    ///   the remote prefixes, to be steered into the TUN device. It exists
+    ///   before the gateway starts, so its own value counts with `all`. A
+    ///   filter passes them only if the host routes the remote prefixes
+    ///   back out of that interface (strict) or at all (loose, and not
+    ///   even then on an interface without an IPv4 address): a satellite
+    ///   link whose return path is another interface loses every one, and
+    ///   the gateway cannot tell from the routes it does not own, so it
+    ///   asks for 0 there as on the TUN device.
+    ///
+    /// The LAN interface is not checked: the packets the mode takes there
+    /// come from the local prefixes, which the gateway reaches through
+    /// that same interface (its answers to the clients go there), so a
+    /// filter passes them at any setting; so it is for a bundled link,
+    /// which checks nothing.
+    fn reverse_paths(&self) -> Result<Vec<ReversePath>, PlumbingError> {
+        let Some((link, tun)) = self.steering() else {
+            return Ok(Vec::new());
+        };
+        let all = read_rp_filter("all")?;
+        Ok(vec![
+            ReversePath {
+                key: "transparent.link",
+                device: link.to_owned(),
+                all,
+                own: Some(read_rp_filter(link)?),
+            },
+            ReversePath {
+                key: "transparent.tun",
+                device: tun.to_owned(),
+                all,
+                own: None,
+            },
+        ])
     }
 
     /// Installs the interception and the steering (after removing what a
@@ -441,6 +622,18 @@ fn check_setting(setting: &str, ok: impl Fn(&str) -> bool, why: &'static str) ->
     }
 }
 
+/// `net.ipv4.conf.{device}.rp_filter` (`all` for the one that applies to
+/// every device). The path by hand: an interface name may hold dots.
+fn read_rp_filter(device: &str) -> Result<u32, PlumbingError> {
+    let path = format!("/proc/sys/net/ipv4/conf/{device}/rp_filter");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.trim().parse().map_err(|_| PlumbingError::Setting {
+        setting: conf_key(device, "rp_filter"),
+        value: format!("{:?}", text.trim()),
+        why: "cannot be read as a number: the transparent mode needs reverse-path filtering off (0) there",
+    })
+}
+
 /// Writes `value` to `/proc/sys/{path}`.
 fn write_proc(path: &str, value: &str) -> Result<(), PlumbingError> {
     let file = format!("/proc/sys/{path}");
@@ -537,8 +730,111 @@ mod tests {
             described.contains("ip -4 route add default dev scpsgw0 table 154"),
             "{described}"
         );
-        assert!(described.contains("rp_filter=0"), "{described}");
+        assert!(
+            described.contains("sysctl -w net.ipv4.conf.scpsgw0.rp_filter=0")
+                && described
+                    .contains("# sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.sat0.rp_filter=0\n"),
+            "the TUN device's setting, and those checked: {described}"
+        );
         assert!(described.contains("net.ipv4.tcp_early_demux=0"), "{described}");
+    }
+
+    #[test]
+    fn reverse_path_filtering_is_the_larger_of_all_and_the_device() {
+        for (all, own, effective) in [
+            (0, 0, 0),
+            (0, 1, 1),
+            (0, 2, 2),
+            (2, 0, 2),
+            (1, 2, 2),
+            (2, 1, 2),
+            (1, 0, 1),
+        ] {
+            assert_eq!(
+                effective_rp_filter(all, own),
+                effective,
+                "all {all}, device {own}"
+            );
+        }
+        let device = |all, own| ReversePath {
+            key: "transparent.link",
+            device: "sat0".into(),
+            all,
+            own,
+        };
+        assert_eq!(device(2, Some(0)).effective(), 2);
+        assert_eq!(device(0, Some(1)).effective(), 1);
+        // The TUN device's own value is the gateway's 0: `all` alone counts.
+        assert_eq!(device(0, None).effective(), 0);
+        assert_eq!(device(2, None).effective(), 2);
+    }
+
+    /// The link interface and the TUN device as the check reads them, with
+    /// `all` and the link interface's own value.
+    fn read(all: u32, link: u32) -> Vec<ReversePath> {
+        vec![
+            ReversePath {
+                key: "transparent.link",
+                device: "sat0".into(),
+                all,
+                own: Some(link),
+            },
+            ReversePath {
+                key: "transparent.tun",
+                device: "scps-gw".into(),
+                all,
+                own: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn reverse_path_filtering_on_anywhere_is_refused_naming_the_device_and_the_fix() {
+        assert!(reverse_paths_off(read(0, 0)).is_ok(), "off everywhere");
+
+        // Loose in `all` (many distributions' default): both devices, and
+        // one setting to change.
+        let err = reverse_paths_off(read(2, 0)).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "reverse-path filtering must be off (0) on each device the transparent mode's packets arrive on, and \
+             the kernel filters with the larger of net.ipv4.conf.all.rp_filter and the device's own value: on sat0 \
+             (transparent.link) it is 2 (loose), the larger of net.ipv4.conf.all.rp_filter = 2 and \
+             net.ipv4.conf.sat0.rp_filter = 0; on the TUN device scps-gw (transparent.tun) it would be 2 (loose): \
+             net.ipv4.conf.all.rp_filter is 2, and the gateway sets the device's own value to 0; the device has \
+             no address, so loose filtering drops every packet the gateway writes to it. Run `sysctl -w \
+             net.ipv4.conf.all.rp_filter=0` (and keep it in /etc/sysctl.d/)"
+        );
+
+        // `all` off, the link interface strict: that device alone.
+        let err = reverse_paths_off(read(0, 1)).unwrap_err().to_string();
+        assert!(
+            err.contains("on sat0 (transparent.link) it is 1 (strict), the larger of net.ipv4.conf.all.rp_filter = 0 and net.ipv4.conf.sat0.rp_filter = 1.")
+                && !err.contains("scps-gw")
+                && err.contains("Run `sysctl -w net.ipv4.conf.sat0.rp_filter=0`"),
+            "{err}"
+        );
+
+        // Both: both settings in the one command.
+        let err = reverse_paths_off(read(1, 2)).unwrap_err().to_string();
+        assert!(
+            err.contains("Run `sysctl -w net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.sat0.rp_filter=0`"),
+            "{err}"
+        );
+
+        // A VLAN's name holds a dot: the command's key has slashes.
+        let vlan = vec![ReversePath {
+            key: "transparent.link",
+            device: "eth0.100".into(),
+            all: 0,
+            own: Some(2),
+        }];
+        let err = reverse_paths_off(vlan).unwrap_err().to_string();
+        assert!(
+            err.contains("net/ipv4/conf/eth0.100/rp_filter = 2")
+                && err.contains("Run `sysctl -w net/ipv4/conf/eth0.100/rp_filter=0`"),
+            "{err}"
+        );
     }
 
     #[test]
