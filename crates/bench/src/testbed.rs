@@ -116,8 +116,8 @@ impl TestbedWorld {
             ..Started::default()
         };
         let outcome = self.transfer_in(job, &dir, &mut started);
-        started.stop();
-        outcome
+        let link_resent = started.stop();
+        outcome.map(|figures| with_link_repairs(figures, link_resent))
     }
 
     fn transfer_in(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Figures, Failure> {
@@ -634,18 +634,29 @@ struct Started {
 const GATEWAY_STOP: Duration = Duration::from_secs(10);
 
 impl Started {
-    fn stop(&mut self) {
+    /// Stops everything; for a run through the gateways, what their link
+    /// connections resent (both gateways' counts, once their connections
+    /// have ended), if both told (`None` without gateways).
+    fn stop(&mut self) -> Option<LinkResent> {
         for capture in self.captures.drain(..) {
             let _ = capture.signal(nix::sys::signal::Signal::SIGINT);
             if !matches!(capture.wait_timeout(GATEWAY_STOP), Ok(Some(_))) {
                 let _ = capture.kill();
             }
         }
+        let mut link_resent = (!self.gateways.is_empty()).then_some(LinkResent::Bytes(0));
         for (gateway, socket) in &self.gateways {
             let deadline = Instant::now() + GATEWAY_STOP;
-            while Instant::now() < deadline && holds_connections(&self.scps, socket) {
+            let mut status = gateway_status(&self.scps, socket);
+            while Instant::now() < deadline && status.as_ref().is_some_and(holds_connections) {
                 std::thread::sleep(Duration::from_millis(50));
+                status = gateway_status(&self.scps, socket);
             }
+            let resent = status.and_then(|status| status.get("link_resent_bytes")?.as_u64());
+            link_resent = link_resent.map(|sum| match (sum, resent) {
+                (LinkResent::Bytes(sum), Some(resent)) => LinkResent::Bytes(sum + resent),
+                _ => LinkResent::Untold,
+            });
             let _ = gateway.signal(nix::sys::signal::Signal::SIGTERM);
         }
         for (gateway, _) in self.gateways.drain(..) {
@@ -659,22 +670,52 @@ impl Started {
         for socket in self.sockets.drain(..) {
             let _ = std::fs::remove_file(socket);
         }
+        link_resent
     }
 }
 
-/// Whether the gateway behind `socket` answers and holds a connection.
-fn holds_connections(scps: &Path, socket: &Path) -> bool {
-    let Ok(output) = std::process::Command::new(scps)
+/// The status of the gateway behind `socket`, if it answers.
+fn gateway_status(scps: &Path, socket: &Path) -> Option<Value> {
+    let output = std::process::Command::new(scps)
         .args(["status", "--json", "--control"])
         .arg(socket)
         .output()
-    else {
-        return false;
+        .ok()?;
+    serde_json::from_slice::<Value>(&output.stdout).ok()
+}
+
+/// Whether a gateway's status lists a connection.
+fn holds_connections(status: &Value) -> bool {
+    status
+        .get("connections")
+        .and_then(Value::as_array)
+        .is_some_and(|connections| !connections.is_empty())
+}
+
+/// What the gateways' link connections resent in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LinkResent {
+    Bytes(u64),
+    /// A gateway did not answer.
+    Untold,
+}
+
+/// A run's figures with, for a run through the gateways (`link_resent`
+/// given), the link's repairs as its retransmissions: the hosts' TCP
+/// resends only what their LANs lose, kept as `lan_retransmitted_bytes`.
+/// A gateway that did not tell leaves the figure out rather than the
+/// LAN's in its place.
+fn with_link_repairs(mut figures: Figures, link_resent: Option<LinkResent>) -> Figures {
+    let Some(link_resent) = link_resent else {
+        return figures;
     };
-    serde_json::from_slice::<Value>(&output.stdout)
-        .ok()
-        .and_then(|status| Some(!status.get("connections")?.as_array()?.is_empty()))
-        .unwrap_or(false)
+    if let Some(lan) = figures.remove("retransmitted_bytes") {
+        figures.insert("lan_retransmitted_bytes".into(), lan);
+    }
+    if let LinkResent::Bytes(resent) = link_resent {
+        figures.insert("retransmitted_bytes".into(), resent.into());
+    }
+    figures
 }
 
 /// The wall-clock time a run of `point` is given: for a transfer, four
@@ -1081,6 +1122,22 @@ mod tests {
         let figures = transfer_figures(&point, &kernel);
         assert_eq!(figures["retransmitted_bytes"], 7);
         assert!(!figures.contains_key("timeouts"), "{figures:?}");
+    }
+
+    #[test]
+    fn a_run_through_the_gateways_counts_the_link_s_repairs_not_the_lan_s() {
+        let figures =
+            || -> Figures { serde_json::from_str(r#"{"bytes": 10, "retransmitted_bytes": 448}"#).unwrap() };
+        let through = with_link_repairs(figures(), Some(LinkResent::Bytes(91_000)));
+        assert_eq!(through["retransmitted_bytes"], 91_000);
+        assert_eq!(through["lan_retransmitted_bytes"], 448);
+        let untold = with_link_repairs(figures(), Some(LinkResent::Untold));
+        assert_eq!(
+            untold.get("retransmitted_bytes"),
+            None,
+            "not the LAN's in its place"
+        );
+        assert_eq!(with_link_repairs(figures(), None), figures(), "hosts end to end");
     }
 
     #[test]

@@ -244,6 +244,7 @@ mod tests {
             }),
             limit: Some(limit),
             counters: counters.snapshot(),
+            link_resent_bytes: 0,
             connections: Vec::new(),
         }
     }

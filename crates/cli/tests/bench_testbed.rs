@@ -508,6 +508,15 @@ fn ctrl_c_leaves_nothing_running_and_a_rerun_resumes() {
     let kept = records(&out);
     assert_eq!(kept.len(), 1, "the finished run is kept: {kept:?}");
     assert_eq!(kept[0]["stack"], "gw-scps-rate");
+    // Its retransmissions are the link's, as the gateways counted them
+    // (200 kB at BER 1e-5 loses about one 1500-byte packet in nine), and
+    // the client's own, on its LAN, are kept apart.
+    assert!(
+        kept[0]["retransmitted_bytes"].as_u64().is_some_and(|b| b > 0),
+        "{:?}",
+        kept[0]
+    );
+    assert!(kept[0].contains_key("lan_retransmitted_bytes"), "{:?}", kept[0]);
     // A rerun of the finished run's point in the same directory does not
     // run it again.
     let mut rerun: Vec<&str> = args.to_vec();

@@ -61,6 +61,10 @@ pub struct GatewayStatus {
     #[serde(default)]
     pub limit: Option<ConnectionLimit>,
     pub counters: CountersSnapshot,
+    /// Data bytes the link connections have sent again since the gateway
+    /// started, those that ended and those open.
+    #[serde(default)]
+    pub link_resent_bytes: u64,
     pub connections: Vec<ConnectionStatus>,
 }
 
@@ -126,6 +130,7 @@ impl GatewayStatus {
             gateway: about.map(|about| about.identity.clone()),
             limit: about.map(|about| about.limit),
             counters: counters.snapshot(),
+            link_resent_bytes: live.routes().values().map(|route| route.link_resent_bytes).sum(),
             connections: live.connections(),
         }
     }

@@ -192,6 +192,19 @@ impl Collector for GatewayMetrics {
         )?;
         family(
             &mut encoder,
+            "link_resent",
+            "Data bytes the route's link connections have sent again since the start, those that ended and \
+             those open",
+            Some(&Unit::Bytes),
+            routes.iter().map(|(route, figures)| {
+                (
+                    [("route", route.as_str())],
+                    ConstCounter::new(figures.link_resent_bytes),
+                )
+            }),
+        )?;
+        family(
+            &mut encoder,
             "link_send_rate",
             "Data sent by the route's open link connections, bit/s over the last second or more, summed",
             Some(&Unit::Other("bits_per_second".to_owned())),

@@ -142,6 +142,9 @@ pub struct RouteFigures {
     /// Bytes relayed since the gateway started: the connections that
     /// ended and those held now.
     pub relayed: Relayed,
+    /// Data bytes the route's link connections have sent again since the
+    /// gateway started: those that ended and those open now.
+    pub link_resent_bytes: u64,
     /// The link connections open now, which the figures below are of.
     pub links: u64,
     pub retransmitted_bytes: u64,
@@ -171,6 +174,7 @@ impl RouteFigures {
         if let Some(link) = &connection.link {
             self.links += 1;
             self.retransmitted_bytes += link.retransmitted_bytes;
+            self.link_resent_bytes += link.retransmitted_bytes;
             self.send_rate_bps += link.send_rate_bps;
             self.cwnd_sum_bytes += link.cwnd_bytes;
             if let Some(srtt) = link.srtt_s {
@@ -179,6 +183,13 @@ impl RouteFigures {
             }
         }
     }
+}
+
+/// What the connections of a route that ended did.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ended {
+    relayed: Relayed,
+    link_resent_bytes: u64,
 }
 
 /// The split connections held now, and the bytes relayed by those that
@@ -193,9 +204,9 @@ struct Inner {
     next_id: u64,
     /// By the order they were listed in.
     live: BTreeMap<u64, Arc<Entry>>,
-    /// Bytes relayed by the connections that ended, by route: the metrics'
+    /// What the connections that ended did, by route: the metrics'
     /// byte counts must not fall when a connection ends.
-    ended: BTreeMap<String, Relayed>,
+    ended: BTreeMap<String, Ended>,
 }
 
 #[derive(Debug)]
@@ -249,9 +260,10 @@ impl LiveConnections {
         let (connections, ended) = self.sample();
         let mut routes: BTreeMap<String, RouteFigures> = ended
             .into_iter()
-            .map(|(route, relayed)| {
+            .map(|(route, ended)| {
                 let figures = RouteFigures {
-                    relayed,
+                    relayed: ended.relayed,
+                    link_resent_bytes: ended.link_resent_bytes,
                     ..RouteFigures::default()
                 };
                 (route, figures)
@@ -270,7 +282,7 @@ impl LiveConnections {
     /// together under the lock (a connection is in one or the other) and
     /// read after it: reading a link connection's figures locks its
     /// endpoint, which the list's lock must not wait on.
-    fn sample(&self) -> (Vec<ConnectionStatus>, BTreeMap<String, Relayed>) {
+    fn sample(&self) -> (Vec<ConnectionStatus>, BTreeMap<String, Ended>) {
         let (entries, ended) = {
             let inner = self.lock();
             let entries: Vec<Arc<Entry>> = inner.live.values().cloned().collect();
@@ -378,7 +390,17 @@ impl Drop for Listing {
         if let Some((list, id)) = self.list.take() {
             let mut inner = list.lock();
             inner.live.remove(&id);
-            *inner.ended.entry(self.entry.route.clone()).or_default() += self.entry.progress.relayed();
+            // The link connection's last figures: its endpoint holds it
+            // until its close is done, after the relay that used it.
+            let link_resent_bytes = self
+                .entry
+                .link
+                .get()
+                .and_then(|link| link.handle.stats())
+                .map_or(0, |stats| stats.bytes_retransmitted);
+            let ended = inner.ended.entry(self.entry.route.clone()).or_default();
+            ended.relayed += self.entry.progress.relayed();
+            ended.link_resent_bytes += link_resent_bytes;
         }
     }
 }
