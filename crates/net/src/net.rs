@@ -117,6 +117,11 @@ impl Net {
         self.shared.lock().endpoint.stats().clone()
     }
 
+    /// The connections the endpoint holds now, open or closing.
+    pub fn connection_count(&self) -> usize {
+        self.shared.lock().endpoint.connection_count()
+    }
+
     /// A handle that reads the endpoint's counters from any task.
     pub fn watch(&self) -> EndpointWatch {
         EndpointWatch {

@@ -23,6 +23,10 @@ pub struct Stream {
     handle: ConnectionHandle,
     local: SocketAddr,
     peer: SocketAddr,
+    /// The connection's figures as they were when this was dropped, for
+    /// its abort handles: a connection reset or closed is soon gone from
+    /// the endpoint, and a watcher still wants its last count.
+    last_stats: Arc<std::sync::Mutex<Option<ConnectionStats>>>,
 }
 
 impl Stream {
@@ -39,6 +43,7 @@ impl Stream {
             handle,
             local,
             peer,
+            last_stats: Arc::default(),
         }
     }
 
@@ -121,6 +126,7 @@ impl Stream {
         AbortHandle {
             shared: self.shared.clone(),
             handle: self.handle,
+            last_stats: self.last_stats.clone(),
         }
     }
 
@@ -163,13 +169,22 @@ impl Stream {
 pub struct AbortHandle {
     shared: Arc<Shared>,
     handle: ConnectionHandle,
+    last_stats: Arc<std::sync::Mutex<Option<ConnectionStats>>>,
 }
 
 impl AbortHandle {
-    /// The connection's counters and estimates, while the endpoint holds
-    /// it (a watcher can sample them from another task).
+    /// The connection's counters and estimates (a watcher can sample them
+    /// from another task): while the endpoint holds it, as they are now;
+    /// once it is gone, as they were when its stream was dropped; `None`
+    /// if it went before.
     pub fn stats(&self) -> Option<ConnectionStats> {
-        self.shared.lock().endpoint.stats_of(self.handle)
+        let now = self.shared.lock().endpoint.stats_of(self.handle);
+        now.or_else(|| {
+            self.last_stats
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        })
     }
 
     pub fn abort(&self) {
@@ -241,6 +256,10 @@ impl Drop for Stream {
     fn drop(&mut self) {
         let now = self.shared.clock.now();
         let mut state = self.shared.lock();
+        *self
+            .last_stats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = state.endpoint.stats_of(self.handle);
         let _ = state.endpoint.close(now, self.handle);
         state.dispatch_events();
         state.let_go(self.handle);

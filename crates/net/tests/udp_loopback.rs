@@ -374,3 +374,40 @@ async fn a_receiver_that_vanishes_is_found_unreachable() {
     drop(client);
     client_net.close(Duration::from_secs(1)).await.unwrap();
 }
+
+/// A connection reset by its peer is soon gone from the endpoint once its
+/// stream is dropped; its abort handle still gives the figures it ended
+/// with (a gateway counts what its link connections resent after they
+/// end).
+#[tokio::test]
+async fn an_abort_handle_keeps_the_figures_of_a_connection_that_is_gone() {
+    let (server_net, client_net, server_addr) = pair("127.0.0.1", None);
+    let listener = server_net.listen(server_addr).unwrap();
+    let server = tokio::spawn(async move {
+        let mut stream = listener.accept().await.unwrap();
+        let mut first = [0u8; 1000];
+        stream.read_exact(&mut first).await.unwrap();
+        stream.abort_handle().abort();
+    });
+    let mut stream = client_net.connect(server_addr).await.unwrap();
+    let handle = stream.abort_handle();
+    stream.write_all(&[7u8; 1000]).await.unwrap();
+    server.await.unwrap();
+    let mut rest = Vec::new();
+    let read = stream.read_to_end(&mut rest).await;
+    assert!(read.is_err(), "reset: {read:?}");
+    let sent = handle.stats().expect("held while the stream is").bytes_sent;
+    drop(stream);
+    // Gone from the endpoint: the stream's last figures stand.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while client_net.connection_count() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the connection is not let go"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let last = handle.stats().expect("the figures it ended with");
+    assert_eq!(last.bytes_sent, sent);
+    assert!(last.bytes_sent >= 1000, "{last:?}");
+}
