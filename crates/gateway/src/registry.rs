@@ -390,8 +390,9 @@ impl Drop for Listing {
         if let Some((list, id)) = self.list.take() {
             let mut inner = list.lock();
             inner.live.remove(&id);
-            // The link connection's last figures: its endpoint holds it
-            // until its close is done, after the relay that used it.
+            // The link connection's last figures: its abort handle keeps
+            // them once the endpoint has let it go (a reset one goes at
+            // once).
             let link_resent_bytes = self
                 .entry
                 .link
