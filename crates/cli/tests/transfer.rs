@@ -1549,3 +1549,162 @@ fn bundles_that_cannot_run_are_refused_naming_what_is_wrong() {
         assert!(stderr.contains(expected), "{options:?}: {stderr}");
     }
 }
+
+/// A UDP relay on loopback that holds every datagram for `one_way` before
+/// passing it on: a long path between `scps send` (which sends to
+/// [`DelayRelay::addr`]) and a `scps recv` (which answers the relay). It
+/// has no rate of its own: the sender's pacing gives the path's rate.
+struct DelayRelay {
+    addr: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl DelayRelay {
+    fn start(receiver: &str, one_way: Duration) -> DelayRelay {
+        use std::net::UdpSocket;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let facing_sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let facing_receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+        facing_receiver.connect(receiver).unwrap();
+        let addr = facing_sender.local_addr().unwrap().to_string();
+        let sender_addr = Arc::new(Mutex::new(None));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        // Each direction: one thread takes datagrams in and stamps them,
+        // another lets each go when its time comes (the delay is the
+        // same for all, so they leave in the order they came).
+        for to_receiver in [true, false] {
+            let (from, to) = if to_receiver {
+                (&facing_sender, &facing_receiver)
+            } else {
+                (&facing_receiver, &facing_sender)
+            };
+            let (from, to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
+            from.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            let (queue, held) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
+            let (stopped, learnt) = (stop.clone(), sender_addr.clone());
+            threads.push(std::thread::spawn(move || {
+                let mut buf = vec![0u8; 65536];
+                while !stopped.load(Ordering::Relaxed) {
+                    if let Ok((n, source)) = from.recv_from(&mut buf) {
+                        if to_receiver {
+                            *learnt.lock().unwrap() = Some(source);
+                        }
+                        let _ = queue.send((Instant::now() + one_way, buf[..n].to_vec()));
+                    }
+                }
+            }));
+            let learnt = sender_addr.clone();
+            threads.push(std::thread::spawn(move || {
+                // Ends when the taking thread has stopped and dropped the
+                // queue's other end.
+                while let Ok((due, packet)) = held.recv() {
+                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                    if to_receiver {
+                        let _ = to.send(&packet);
+                    } else if let Some(sender) = *learnt.lock().unwrap() {
+                        let _ = to.send_to(&packet, sender);
+                    }
+                }
+            }));
+        }
+        DelayRelay { addr, stop, threads }
+    }
+}
+
+impl Drop for DelayRelay {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A bulk transfer over a 600 ms round trip (the relay) paced at 8 Mbit/s
+/// by the sender; the receiver runs with `recv_args` and its defaults
+/// otherwise. Returns the receiver's goodput, bit/s.
+fn goodput_over_600ms(recv_args: &[&str]) -> f64 {
+    let mut args = vec!["--udp", "127.0.0.1:0", "--once", "--json"];
+    args.extend(recv_args);
+    let receiver = Receiver::start(&args);
+    let relay = DelayRelay::start(&receiver.udp(), Duration::from_millis(300));
+    let to = receiver.address();
+    let (status, stdout, stderr) = finish_send(
+        spawn_send(&[
+            &to,
+            "--udp",
+            &relay.addr,
+            "--json",
+            "--bytes",
+            "5MB",
+            "--stack",
+            "scps-rate",
+            "--set",
+            "tcp.rate=8Mbit",
+            "--set",
+            "tcp.send_buffer=4MiB",
+        ]),
+        Duration::from_secs(60),
+    );
+    assert!(status.success(), "send: {stdout}{stderr}");
+    let (status, stdout, stderr) = receiver.finish(Duration::from_secs(10));
+    assert!(status.success(), "recv: {stdout}{stderr}");
+    let received = json(&stdout);
+    assert_eq!(received["verified"], true, "{received}");
+    assert_eq!(received["bytes"], 5_000_000);
+    received["goodput_bps"].as_f64().unwrap()
+}
+
+#[test]
+fn a_receiver_with_its_defaults_keeps_up_with_a_long_fat_path() {
+    // A fixed 256 KiB window carries at most 256 KiB per 600 ms round
+    // trip, 3.5 Mbit/s; the receiver's default autotuning grows it.
+    let fixed = goodput_over_600ms(&["--set", "tcp.recv_buffer_auto=false"]);
+    let autotuned = goodput_over_600ms(&[]);
+    println!("fixed window: {fixed:.0} bit/s, autotuned: {autotuned:.0} bit/s");
+    assert!(fixed < 3.6e6, "a fixed 256 KiB window carried {fixed:.0} bit/s");
+    assert!(
+        autotuned > 1.4 * fixed && autotuned > 5e6,
+        "autotuned {autotuned:.0} bit/s, fixed {fixed:.0} bit/s"
+    );
+}
+
+#[test]
+fn an_autotuning_maximum_below_the_buffer_is_refused_before_connecting() {
+    // The tools autotune unless a key sizes the buffer, so a maximum
+    // alone is checked against the 256 KiB it starts at.
+    let (status, stdout, stderr) = run_send(&[
+        "127.0.0.1:1",
+        "--bytes",
+        "1KB",
+        "--udp",
+        "127.0.0.1:1",
+        "--set",
+        "tcp.recv_buffer_max=64KiB",
+    ]);
+    assert_eq!(status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr
+            .contains("tcp.recv_buffer_max = 65536: at least recv_buffer (autotuning only grows the buffer)"),
+        "{stderr}"
+    );
+    // With a fixed buffer the maximum is not used.
+    let (status, stdout, stderr) = run_send(&[
+        "127.0.0.1:1",
+        "--bytes",
+        "1KB",
+        "--udp",
+        "127.0.0.1:1",
+        "--connect-timeout",
+        "1s",
+        "--set",
+        "tcp.recv_buffer_max=64KiB",
+        "--set",
+        "tcp.recv_buffer_auto=false",
+    ]);
+    assert!(!stderr.contains("recv_buffer_max"), "{stdout}{stderr}");
+    assert_ne!(status.code(), Some(0), "nobody listens: {stdout}{stderr}");
+}

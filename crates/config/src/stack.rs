@@ -65,6 +65,10 @@ pub struct RealStack {
     pub config: scps_proto::Config,
     /// The bundle of channels the stack runs on, if one is given.
     pub bundle: Option<Bundle>,
+    /// A key (`recv_buffer` or `recv_buffer_auto`, in `[tcp]` or the
+    /// label's `[stacks.LABEL]`) says how the receive buffer is sized:
+    /// a tool that autotunes its buffer by default leaves it as keyed.
+    pub recv_buffer_keyed: bool,
 }
 
 /// The keepalive of a tool: its default, or what its own option says (which
@@ -185,6 +189,13 @@ impl StackSettings<'_> {
             Some(link) if link.mtu.is_some() => link.checked_mtu()?,
             _ => path_mtu,
         };
+        let sizes_receive_buffer =
+            |tcp: &TcpSpec| tcp.recv_buffer.is_some() || tcp.recv_buffer_auto.is_some();
+        let recv_buffer_keyed = sizes_receive_buffer(&spec.tcp)
+            || spec
+                .stacks
+                .get(protocol.label())
+                .is_some_and(sizes_receive_buffer);
         let keys_keepalive = spec.tcp.keepalive.is_some()
             || spec
                 .stacks
@@ -227,6 +238,7 @@ impl StackSettings<'_> {
             protocol,
             config,
             bundle,
+            recv_buffer_keyed,
         })
     }
 }
@@ -345,6 +357,24 @@ mod tests {
         assert_eq!(stack.config.mtu, 1200);
         let plain = resolve(None, Some("tcp-vj"), &[]).unwrap();
         assert!(!plain.config.scps);
+    }
+
+    #[test]
+    fn keys_that_size_the_receive_buffer_are_told_apart() {
+        let keyed = |file, assignments: &[&str]| {
+            resolve(file, Some("scps-vj"), assignments)
+                .unwrap()
+                .recv_buffer_keyed
+        };
+        assert!(!keyed(None, &[]));
+        assert!(!keyed(None, &["tcp.recv_buffer_max=\"8MiB\""]), "a maximum alone");
+        assert!(keyed(None, &["tcp.recv_buffer=\"1MiB\""]));
+        assert!(keyed(None, &["tcp.recv_buffer_auto=false"]));
+        assert!(keyed(Some("[stacks.scps-vj]\nrecv_buffer = \"1MiB\"\n"), &[]));
+        assert!(
+            !keyed(Some("[stacks.tcp-vj]\nrecv_buffer = \"1MiB\"\n"), &[]),
+            "another label's"
+        );
     }
 
     #[test]

@@ -18,6 +18,11 @@ use crate::units::{Bytes, Rate, Time};
 pub struct TcpSpec {
     pub send_buffer: Option<Bytes>,
     pub recv_buffer: Option<Bytes>,
+    /// Receive-buffer autotuning: the buffer starts at `recv_buffer` and
+    /// grows with what the application reads per round trip.
+    pub recv_buffer_auto: Option<bool>,
+    /// The most an autotuned receive buffer grows to.
+    pub recv_buffer_max: Option<Bytes>,
     pub window_scaling: Option<bool>,
     pub timestamps: Option<bool>,
     pub sack: Option<bool>,
@@ -181,6 +186,10 @@ impl TcpSpec {
         if let Some(b) = self.recv_buffer {
             config.recv_buffer = size("recv_buffer", b)?;
         }
+        config.recv_buffer_auto = self.recv_buffer_auto.unwrap_or(config.recv_buffer_auto);
+        if let Some(b) = self.recv_buffer_max {
+            config.recv_buffer_max = size("recv_buffer_max", b)?;
+        }
         config.window_scaling = self.window_scaling.unwrap_or(config.window_scaling);
         config.timestamps = self.timestamps.unwrap_or(config.timestamps);
         config.sack = self.sack.unwrap_or(config.sack);
@@ -310,6 +319,25 @@ mod tests {
         assert_eq!(config.delayed_ack, None);
         assert_eq!(config.keepalive.unwrap().probes, 9);
         assert_eq!(config.send_buffer, Config::default().send_buffer, "untouched");
+    }
+
+    #[test]
+    fn receive_buffer_autotuning_is_off_unless_asked_and_bounded() {
+        let mut config = Config::default();
+        TcpSpec::default().apply(&mut config, "tcp").unwrap();
+        assert!(!config.recv_buffer_auto, "off by default");
+        let spec: TcpSpec = toml::from_str("recv_buffer_auto = true\nrecv_buffer_max = \"32MiB\"").unwrap();
+        spec.apply(&mut config, "tcp").unwrap();
+        assert!(config.recv_buffer_auto);
+        assert_eq!(config.recv_buffer_max, 32 << 20);
+        validate(&config, "tcp").unwrap();
+        let below: TcpSpec = toml::from_str("recv_buffer = \"1MiB\"\nrecv_buffer_max = \"512KiB\"").unwrap();
+        below.apply(&mut config, "stacks.scps-vj").unwrap();
+        let err = validate(&config, "stacks.scps-vj").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "stacks.scps-vj.recv_buffer_max = 524288: at least recv_buffer (autotuning only grows the buffer)"
+        );
     }
 
     #[test]

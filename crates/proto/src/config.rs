@@ -114,8 +114,20 @@ pub struct Config {
     pub mtu: u16,
     /// Bytes the application may queue for sending.
     pub send_buffer: usize,
-    /// Bytes buffered for the application; also the largest window offered.
+    /// Bytes buffered for the application; also the largest window offered
+    /// (with `recv_buffer_auto`, the size the buffer starts at).
     pub recv_buffer: usize,
+    /// Receive-buffer autotuning (connection/recv_autotune.rs): once per
+    /// round trip the connection measures how many bytes the application
+    /// read in it, and grows the buffer, and so the window it offers, to
+    /// about twice that (more while the reads keep growing, while holes
+    /// hold data back, or while the peer fills the window), up to
+    /// `recv_buffer_max`. The buffer never shrinks; storage is taken only
+    /// as data fills it.
+    pub recv_buffer_auto: bool,
+    /// The most autotuning grows the receive buffer to (at least
+    /// `recv_buffer`); the window scale offered in the SYN covers it.
+    pub recv_buffer_max: usize,
     /// Offer window scaling (RFC 7323 section 2).
     pub window_scaling: bool,
     /// Offer timestamps (RFC 7323 section 3): RTT measurement and PAWS.
@@ -241,6 +253,8 @@ impl Default for Config {
             mtu: 1500,
             send_buffer: 256 * 1024,
             recv_buffer: 256 * 1024,
+            recv_buffer_auto: false,
+            recv_buffer_max: DEFAULT_RECV_BUFFER_MAX,
             window_scaling: true,
             timestamps: true,
             sack: true,
@@ -322,6 +336,11 @@ pub const MAX_RATE_FRAMING_BYTES: u32 = 1000;
 /// Largest window RFC 7323 allows: 2^30 bytes (shift 14).
 pub const MAX_WINDOW: usize = 1 << 30;
 
+/// The most an autotuned receive buffer grows to unless configured: about
+/// twice the bytes a round trip carries at 8 Mbit/s over 8 s, or at
+/// 100 Mbit/s over 600 ms.
+pub const DEFAULT_RECV_BUFFER_MAX: usize = 16 << 20;
+
 impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         check(
@@ -346,6 +365,24 @@ impl Config {
             self.window_scaling || self.recv_buffer <= 65535,
             "recv_buffer",
             self.recv_buffer,
+            "at most 65535 bytes without window scaling",
+        )?;
+        check(
+            (1..=MAX_WINDOW).contains(&self.recv_buffer_max),
+            "recv_buffer_max",
+            self.recv_buffer_max,
+            "1 byte to 1 GiB",
+        )?;
+        check(
+            !self.recv_buffer_auto || self.recv_buffer_max >= self.recv_buffer,
+            "recv_buffer_max",
+            self.recv_buffer_max,
+            "at least recv_buffer (autotuning only grows the buffer)",
+        )?;
+        check(
+            !self.recv_buffer_auto || self.window_scaling || self.recv_buffer_max <= 65535,
+            "recv_buffer_max",
+            self.recv_buffer_max,
             "at most 65535 bytes without window scaling",
         )?;
         check(
@@ -509,14 +546,27 @@ impl Config {
         Ok(())
     }
 
+    /// The largest receive buffer the connection may have: `recv_buffer`,
+    /// or with autotuning the most it may grow to.
+    pub fn recv_buffer_limit(&self) -> usize {
+        if self.recv_buffer_auto {
+            self.recv_buffer.max(self.recv_buffer_max)
+        } else {
+            self.recv_buffer
+        }
+    }
+
     /// The window scale shift we offer: the smallest that lets the receive
-    /// buffer be advertised whole (RFC 7323 section 2.2), at most 14.
+    /// buffer be advertised whole (RFC 7323 section 2.2), at most 14; with
+    /// autotuning, the largest buffer it may grow to, since the shift is
+    /// fixed in the SYN for the connection's life.
     pub fn window_shift(&self) -> u8 {
         if !self.window_scaling {
             return 0;
         }
+        let buffer = self.recv_buffer_limit();
         let mut shift = 0u8;
-        while shift < 14 && (self.recv_buffer >> shift) > 65535 {
+        while shift < 14 && (buffer >> shift) > 65535 {
             shift += 1;
         }
         shift
@@ -557,5 +607,33 @@ mod tests {
         assert_eq!(shift(65536), 1);
         assert_eq!(shift(4 << 20), 7);
         assert_eq!(shift(MAX_WINDOW), 14);
+    }
+
+    #[test]
+    fn an_autotuned_buffer_offers_the_shift_of_its_maximum() {
+        let autotuned = |recv_buffer_auto, recv_buffer_max| Config {
+            recv_buffer_auto,
+            recv_buffer_max,
+            ..Config::default()
+        };
+        assert_eq!(Config::default().window_shift(), 3, "256 KiB");
+        assert_eq!(
+            autotuned(false, 16 << 20).window_shift(),
+            3,
+            "the maximum is not used"
+        );
+        assert_eq!(autotuned(true, 16 << 20).window_shift(), 9);
+        assert_eq!(autotuned(true, 32 << 20).window_shift(), 10);
+        let small = autotuned(true, 64 << 10);
+        assert_eq!(small.validate().unwrap_err().field, "recv_buffer_max");
+        let unscaled = Config {
+            window_scaling: false,
+            recv_buffer: 16 << 10,
+            ..autotuned(true, 1 << 20)
+        };
+        assert_eq!(
+            unscaled.validate().unwrap_err().to_string(),
+            "recv_buffer_max = 1048576: at most 65535 bytes without window scaling"
+        );
     }
 }

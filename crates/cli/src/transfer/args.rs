@@ -76,7 +76,11 @@ pub struct CommonArgs {
     /// takes it: tcp.KEY (e.g. tcp.rate=8Mbit, tcp.recv_buffer=4MiB,
     /// tcp.header_compression=true, tcp.loss_source=corruption),
     /// stacks.LABEL.KEY, link.KEY (link.mtu; a link with a rate is a route
-    /// SCPS stacks pace at) or protocol. Repeatable.
+    /// SCPS stacks pace at) or protocol. Repeatable. Unless a key gives
+    /// tcp.recv_buffer or tcp.recv_buffer_auto, our stack's receive buffer
+    /// starts at 256KiB and grows with what is read per round trip, up to
+    /// tcp.recv_buffer_max (16MiB); tcp.recv_buffer_auto=false keeps it
+    /// fixed.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// Probe an idle connection after this long without a segment from the

@@ -113,7 +113,12 @@ impl EngineArgs {
     }
 
     /// Our stack's configuration, sending its data `direction`, on a path
-    /// of `path_mtu` unless `link.mtu` says otherwise.
+    /// of `path_mtu` unless `link.mtu` says otherwise. Unless a key sizes
+    /// the receive buffer, it is autotuned: it starts at `recv_buffer`
+    /// and grows with what the application reads per round trip, up to
+    /// `recv_buffer_max`, so that a receiver keeps up with a long fat
+    /// path without being told its size (`tcp.recv_buffer_auto=false`
+    /// keeps the fixed buffer).
     fn resolve(&self, direction: Direction, path_mtu: u16) -> anyhow::Result<RealStack> {
         let text = match &self.config {
             Some(path) => Some(
@@ -135,7 +140,12 @@ impl EngineArgs {
             keepalive: self.keepalive,
             channels: &self.channels,
         };
-        Ok(settings.resolve(direction, path_mtu)?)
+        let mut stack = settings.resolve(direction, path_mtu)?;
+        if !stack.recv_buffer_keyed && stack.config.window_scaling {
+            stack.config.recv_buffer_auto = true;
+            scps_config::tcp::validate(&stack.config, "tcp")?;
+        }
+        Ok(stack)
     }
 
     fn keepalive(&self) -> Keepalive {

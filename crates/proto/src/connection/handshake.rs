@@ -119,6 +119,7 @@ impl Connection {
                 fin_received: false,
                 recent_out_of_order: VecDeque::new(),
                 holes: Default::default(),
+                tune: super::recv_autotune::Autotune::new(config.recv_buffer),
             },
             board: Scoreboard::default(),
             recovery: Recovery::new(),

@@ -22,6 +22,7 @@ mod output;
 mod pacer;
 mod receive;
 mod records;
+mod recv_autotune;
 mod recv_buffer;
 mod reuse;
 mod ring;
@@ -268,6 +269,8 @@ struct Receiver {
     recent_out_of_order: VecDeque<std::ops::Range<u64>>,
     /// Holes to name in SNACKs.
     holes: snack::HoleTracker,
+    /// Receive-buffer autotuning's measurements.
+    tune: recv_autotune::Autotune,
 }
 
 impl Receiver {
@@ -525,6 +528,7 @@ impl Connection {
         if self.rcv.buf.readable() == 0 {
             self.readable_signalled = false;
         }
+        self.tune_after_read();
         self.consider_window_update(before_window);
         Ok((n, record_end))
     }
@@ -642,6 +646,7 @@ impl Connection {
             path_rate_bps: rates.and_then(|(_, path)| path),
             send_window: self.snd.wnd,
             receive_window: self.rcv.adv_edge.saturating_sub(self.rcv.nxt()),
+            receive_buffer: self.rcv.buf.capacity() as u64,
             smss: self.negotiated.smss,
             segment_size: self.current_segment_size(),
             ack_every: self.ack.every.max(self.config.ack_every),

@@ -36,6 +36,7 @@ impl Connection {
             self.ack.immediate = true;
         }
         if !payload.is_empty() {
+            self.sample_receive_rtt(now, seg);
             // A boundary marks the end of the segment as sent: not if the
             // window cut that off.
             let record_end = seg.options.record_boundary && !trimmed;
@@ -92,6 +93,7 @@ impl Connection {
         if stored.advanced > 0 {
             self.signal_readable();
         }
+        self.tune_on_arrival(now, stored.advanced > 0);
         // RFC 5681 4.2: out-of-order data, data filling a hole, and
         // duplicates are acknowledged at once; in-order data may wait (and
         // in the adaptive policy, data that only extends what is held past

@@ -48,6 +48,11 @@ impl RecvBuffer {
         }
     }
 
+    /// Stream offset of the next byte the application reads.
+    pub(crate) fn read_offset(&self) -> u64 {
+        self.read
+    }
+
     /// Stream offset one past the last contiguous byte.
     pub(crate) fn contiguous_end(&self) -> u64 {
         self.read + self.ring.len() as u64
@@ -60,6 +65,12 @@ impl RecvBuffer {
 
     pub(crate) fn capacity(&self) -> usize {
         self.ring.capacity()
+    }
+
+    /// Lets the buffer hold up to `capacity` bytes (never fewer than it
+    /// may already): the limit moves right, nothing held moves.
+    pub(crate) fn grow(&mut self, capacity: usize) {
+        self.ring.grow(capacity);
     }
 
     /// Gives its storage back if it holds nothing, in order or not.
@@ -79,6 +90,14 @@ impl RecvBuffer {
 
     pub(crate) fn has_holes(&self) -> bool {
         !self.out_of_order.is_empty()
+    }
+
+    /// Bytes from the contiguous end to the end of the last range held
+    /// past a hole (holes included); 0 without holes.
+    pub(crate) fn held_past_holes(&self) -> u64 {
+        self.out_of_order
+            .last()
+            .map_or(0, |range| range.end - self.contiguous_end())
     }
 
     /// Stores `data` found at stream offset `start`. Bytes already held or
@@ -195,6 +214,7 @@ mod tests {
         assert!(buf.insert(6, b"ghi").out_of_order);
         assert!(buf.insert(12, b"mn").out_of_order);
         assert_eq!(buf.out_of_order(), &[6..9, 12..14]);
+        assert_eq!(buf.held_past_holes(), 14);
         assert!(buf.insert(9, b"jkl").out_of_order);
         assert_eq!(buf.out_of_order(), std::slice::from_ref(&(6..14)));
         let stored = buf.insert(0, b"abcdef");
@@ -206,6 +226,7 @@ mod tests {
             }
         );
         assert!(!buf.has_holes());
+        assert_eq!(buf.held_past_holes(), 0);
         assert_eq!(read_all(&mut buf), b"abcdefghijklmn");
     }
 
@@ -246,6 +267,18 @@ mod tests {
         assert_eq!(buf.read(&mut out), 3, "a plain read passes boundaries");
         buf.insert(13, b"no");
         assert_eq!(buf.read_record(&mut out), (2, false), "no boundary left behind");
+    }
+
+    #[test]
+    fn a_grown_buffer_takes_data_beyond_its_old_limit() {
+        let mut buf = RecvBuffer::new(4);
+        buf.insert(2, b"cd");
+        assert_eq!(buf.insert(4, b"ef").advanced, 0, "beyond the limit");
+        buf.grow(8);
+        assert_eq!(buf.limit(), 8);
+        buf.insert(4, b"efgh");
+        assert_eq!(buf.insert(0, b"ab").advanced, 8);
+        assert_eq!(read_all(&mut buf), b"abcdefgh");
     }
 
     #[test]

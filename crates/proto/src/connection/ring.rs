@@ -36,6 +36,12 @@ impl Ring {
         self.len
     }
 
+    /// Raises the capacity to `capacity` (never lowers it). Storage still
+    /// grows only as bytes are written.
+    pub(crate) fn grow(&mut self, capacity: usize) {
+        self.capacity = self.capacity.max(capacity);
+    }
+
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
@@ -178,6 +184,23 @@ mod tests {
         ring.copy_out(0, &mut all);
         assert_eq!(all, data[7_000..]);
         assert_eq!(ring.push(&data), 7_000, "only the free space is taken");
+    }
+
+    #[test]
+    fn a_grown_ring_keeps_wrapped_data_and_takes_more() {
+        let data: Vec<u8> = (0..60_000u32).map(|i| (i % 253) as u8).collect();
+        let mut ring = Ring::new(20_000);
+        assert_eq!(ring.push(&data[..16_000]), 16_000);
+        assert_eq!(ring.read(&mut [0u8; 10_000]), 10_000);
+        // Wraps around the end of its storage, then fills up.
+        assert_eq!(ring.push(&data[16_000..40_000]), 14_000);
+        ring.grow(50_000);
+        ring.grow(30_000);
+        assert_eq!(ring.capacity(), 50_000, "never lowered");
+        assert_eq!(ring.push(&data[30_000..]), 30_000);
+        let mut all = vec![0u8; 50_000];
+        assert_eq!(ring.read(&mut all), 50_000);
+        assert_eq!(all, data[10_000..]);
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub struct ConnectionStats {
     pub send_window: u64,
     /// The window we last advertised, bytes.
     pub receive_window: u64,
+    /// Bytes the receive buffer may hold: `recv_buffer`, or what
+    /// autotuning (`recv_buffer_auto`) has grown it to.
+    pub receive_buffer: u64,
     /// Maximum payload per segment we send: the MSS less the timestamps
     /// option, or with header compression what a packet of the path's size
     /// holds under a compressed data header (1464 bytes with timestamps on
