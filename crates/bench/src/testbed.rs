@@ -572,6 +572,16 @@ impl Hosts {
                 both.extend(["--stack".into(), protocol.label().into()]);
                 let config = |name: &str, bundle: Option<toml::Table>| -> Result<Vec<String>, Failure> {
                     let mut document = job.point.tables.document.clone();
+                    // The tools autotune a receive buffer no key sets; the
+                    // simulator's hosts do as the point says.
+                    if let Some(tcp) = document
+                        .entry("tcp")
+                        .or_insert_with(|| toml::Table::new().into())
+                        .as_table_mut()
+                    {
+                        tcp.entry("recv_buffer_auto")
+                            .or_insert(job.point.tcp.recv_buffer_auto.into());
+                    }
                     let transport = match bundle {
                         Some(bundle) => {
                             document.insert("bundle".into(), bundle.into());

@@ -253,8 +253,9 @@ fn finish(
         }
     }
     eprintln!("scps bench: report in {}", out.join("index.html").display());
-    // The run's outcome in a sentence, last, where a reader's eye lands.
-    for headline in headlines {
+    // The run's outcome in a sentence, last, where a reader's eye lands
+    // (a terminal's: Markdown goes into documents table by table).
+    for headline in headlines.into_iter().filter(|_| !args.markdown) {
         writeln!(stdout, "\n{headline}")?;
     }
     let failed = records.iter().filter(|r| figures::error(r).is_some()).count();
