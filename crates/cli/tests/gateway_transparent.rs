@@ -818,21 +818,7 @@ fn a_gateway_that_cannot_run_the_mode_says_why_and_leaves_nothing() {
     let testbed = Testbed::build(Topology::with_gateways()).unwrap();
     let dir = TempDir::new("gateway-transparent-refused");
     let gw_a = testbed.node("gwA").unwrap();
-    // What `scps gateway --config FILE` says in gwA, which must refuse to
-    // start (exit status 2) and leave nothing installed.
-    let refused = |file: std::path::PathBuf| {
-        let output = gw_a.run(move || {
-            std::process::Command::new(SCPS)
-                .args(["gateway", "--config"])
-                .arg(&file)
-                .output()
-                .unwrap()
-        });
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
-        assert_nothing_installed(gw_a);
-        stderr
-    };
+    let refused = |file: std::path::PathBuf| refused_in(gw_a, &file);
     gw_a.sysctl("net/ipv4/ip_forward", "0").unwrap();
     let file = config(&dir, "a.toml", "10.99.1.0/24", "10.99.4.0/24");
     let text = std::fs::read_to_string(&file).unwrap();
