@@ -128,6 +128,16 @@ impl ScenarioInfo {
                 }
             }
         }
+        for (_, values) in &mut axes {
+            // In their numeric order when they are numbers (records come
+            // in any order).
+            let numbers: Option<Vec<f64>> = values.iter().map(|v| crate::figures::magnitude(v)).collect();
+            if let Some(numbers) = numbers {
+                let mut paired: Vec<(f64, String)> = numbers.into_iter().zip(values.drain(..)).collect();
+                paired.sort_by(|a, b| a.0.total_cmp(&b.0));
+                values.extend(paired.into_iter().map(|(_, v)| v));
+            }
+        }
         let mut parts: Vec<String> = workload.map(workload_text).into_iter().collect();
         parts.extend(
             axes.iter()

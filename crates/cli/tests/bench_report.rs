@@ -65,7 +65,8 @@ for (const svg of document.querySelectorAll('svg.plot')) {
 const tables = [...document.querySelectorAll('table')].map((t) => [...t.rows].map((r) => [...r.cells].map((c) => c.textContent)));
 const notes = [...document.querySelectorAll('.stopped-note')].map((p) => p.textContent);
 const papers = [...document.querySelectorAll('p.paper')].map((p) => p.textContent);
-document.body.setAttribute('data-check', JSON.stringify({plots, tables, notes, papers}));
+const as_run = [...document.querySelectorAll('p.as-run')].map((p) => p.textContent);
+document.body.setAttribute('data-check', JSON.stringify({plots, tables, notes, papers, as_run}));
 </script>"#;
 
 /// `scps ARGS...`, which must succeed.
@@ -511,6 +512,13 @@ fn the_quick_default_s_report_draws_bars_the_limit_each_ber_and_every_capture() 
             .unwrap()
             .contains("Stopped at its time limit, after 60 s")),
         "the mark explained: {checked}"
+    );
+
+    // What was run, not the scenario's whole sweep.
+    let as_run = checked["as_run"].to_string();
+    assert!(
+        as_run.contains("link.ber 0/") && as_run.contains("link.rtt 600ms") && !as_run.contains("100 MB"),
+        "the heading says what was run: {as_run}"
     );
 
     // The paper by its authors and title.

@@ -198,8 +198,10 @@ fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance:
         let rows = figures::rows(mine.iter().copied());
         let _ = write!(
             out,
-            "<section class=\"scenario\" id=\"{0}\"><h2>{0}</h2><p>{1}</p><div class=\"plots\">",
+            "<section class=\"scenario\" id=\"{0}\"><h2>{0}</h2><p class=\"as-run\">As run: {1}</p>\
+             <p>The scenario in full: {2}</p><div class=\"plots\">",
             escape(&scenario.name),
+            escape(&scenario.as_run),
             escape(&scenario.description)
         );
         for plot in plots::plots(&scenario.name, &rows) {
