@@ -23,6 +23,8 @@ mod common;
 mod doc_blocks;
 #[path = "common/doc_shell.rs"]
 mod doc_shell;
+#[path = "common/report_check.rs"]
+mod report_check;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -117,6 +119,16 @@ fn readme_quick_start_runs_the_bench_and_prints_its_table_and_headline() {
         .collect();
     assert_eq!(reports.len(), 1, "one report directory: {reports:?}");
     assert!(reports[0].is_file(), "{} is written", reports[0].display());
+    // Its plots, in the browser: one round-trip time makes bars, with
+    // the limit over each bit-error rate's group, and every stack's
+    // transfer at the lossy point has a time-sequence graph.
+    let checked = report_check::assert_every_plot_renders(&reports[0], tmp.path());
+    let goodput = report_check::plots_titled(&checked, "geo-8mbit: goodput");
+    assert_eq!(goodput.len(), 1, "{checked}");
+    assert_eq!(goodput[0]["kind"], "bars", "{}", goodput[0]);
+    assert_eq!(goodput[0]["x_label"], "bit-error rate", "{}", goodput[0]);
+    let sequences = report_check::plots_titled(&checked, "geo-8mbit: time-sequence of ");
+    assert_eq!(sequences.len(), 4, "one per stack: {checked}");
 }
 
 #[test]
