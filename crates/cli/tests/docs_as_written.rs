@@ -33,8 +33,9 @@ use std::time::Duration;
 
 use common::TempDir;
 use common::gateways::{self, count};
+use common::servers::{digest, write_pattern};
 use doc_blocks::{DocCommand, block_after, shell_words};
-use doc_shell::{Ran, SCPS, Shell, path_with_scps, sha256, wait_for, write_file};
+use doc_shell::{Ran, SCPS, Shell, path_with_scps, wait_for};
 use scps_testbed::{LinkEnd, Node, Output, Process, Route, Testbed, Topology};
 
 /// One test at a time: the quick start's figures are wall-clock ones.
@@ -369,7 +370,7 @@ fn make_saratoga_files(world: &SaratogaWorld, commands: &[(DocCommand, Saratoga)
             Saratoga::Put { file, peer } => {
                 let local = world.shell_for(peer).cwd.join(file);
                 if !local.exists() {
-                    write_file(&local, 4_000_000, seed as u64);
+                    write_pattern(&local, 4_000_000, seed as u64);
                 }
                 on_server.insert(remote);
             }
@@ -394,8 +395,8 @@ fn check_saratoga(world: &SaratogaWorld, command: &Saratoga, ran: &Ran) {
         Saratoga::Put { file, peer } => {
             let local = world.shell_for(peer).cwd.join(file);
             assert_eq!(
-                sha256(&remote),
-                sha256(&local),
+                digest(&remote),
+                digest(&local),
                 "{}: the put arrived whole",
                 ran.what
             );
@@ -404,8 +405,8 @@ fn check_saratoga(world: &SaratogaWorld, command: &Saratoga, ran: &Ran) {
             let name = file.clone().unwrap_or_else(|| base_name(peer.path()));
             let local = world.shell_for(peer).cwd.join(name);
             assert_eq!(
-                sha256(&local),
-                sha256(&remote),
+                digest(&local),
+                digest(&remote),
                 "{}: the get arrived whole",
                 ran.what
             );
@@ -853,7 +854,7 @@ fn satellite_gateways_blocks_run_as_written_and_curl_crosses_the_pair() {
 
     let web = tmp.path().join("web");
     let file = web.join("www").join(&web_path);
-    write_file(&file, 1_000_000, 7);
+    write_pattern(&file, 1_000_000, 7);
     let server = testbed.node("server").unwrap();
     let _nginx = common::servers::nginx(server, &web, &web.join("www"), &web_host, 80);
 
@@ -874,8 +875,8 @@ fn satellite_gateways_blocks_run_as_written_and_curl_crosses_the_pair() {
     let ran = ground.run_in(Some(client), &curl.at, &stored, Duration::from_secs(120));
     ran.assert_success();
     assert_eq!(
-        sha256(&ground.cwd.join("fetched")),
-        sha256(&file),
+        digest(&ground.cwd.join("fetched")),
+        digest(&file),
         "{}: the whole file crossed",
         ran.what
     );

@@ -173,7 +173,6 @@ mod tests {
     use super::*;
 
     #[test]
-    #[ignore = "slower tier: scripts/test-slow.sh"]
     fn words_are_split_as_sh_splits_them() {
         assert_eq!(
             shell_words("scps saratoga get '[2001:db8::7]:7542:a b' --x \"q\\\"\" # note"),
@@ -183,7 +182,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "slower tier: scripts/test-slow.sh"]
     fn commands_join_continuation_lines_and_skip_comments() {
         let markdown = "# T\n\n  ```sh\n  # c\n  a \\\n    b\n\n  c\n  ```\n";
         let block = &blocks("d.md", markdown)[0];

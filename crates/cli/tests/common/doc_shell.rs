@@ -191,23 +191,3 @@ pub fn wait_for<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Resul
         }
     }
 }
-
-/// The SHA-256 of a file, in hex.
-pub fn sha256(path: &Path) -> String {
-    use sha2::Digest;
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    sha2::Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// `len` bytes of a pattern that never repeats within a file, in `path`
-/// (its directory created).
-pub fn write_file(path: &Path, len: usize, seed: u64) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let bytes: Vec<u8> = (0..len as u64)
-        .map(|i| ((i ^ seed).wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect();
-    std::fs::write(path, bytes).unwrap();
-}

@@ -78,6 +78,7 @@ pub fn wait_connections_ended(node: &Node) {
 /// Writes `bytes` of a pattern that never repeats within a file into
 /// `path`; its SHA-256.
 pub fn write_pattern(path: &Path, bytes: u64, seed: u64) -> Vec<u8> {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let data: Vec<u8> = (0..bytes)
         .map(|i| ((i ^ seed).wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
