@@ -126,12 +126,13 @@ pub struct About {
 
 impl GatewayStatus {
     pub fn now(about: Option<&About>, counters: &Counters, live: &LiveConnections) -> GatewayStatus {
+        let (connections, routes) = live.connections_and_routes();
         GatewayStatus {
             gateway: about.map(|about| about.identity.clone()),
             limit: about.map(|about| about.limit),
             counters: counters.snapshot(),
-            link_resent_bytes: live.routes().values().map(|route| route.link_resent_bytes).sum(),
-            connections: live.connections(),
+            link_resent_bytes: routes.values().map(|route| route.link_resent_bytes).sum(),
+            connections,
         }
     }
 }

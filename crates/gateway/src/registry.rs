@@ -257,6 +257,13 @@ impl LiveConnections {
 
     /// Every route that has had a connection, with its figures.
     pub fn routes(&self) -> BTreeMap<String, RouteFigures> {
+        self.connections_and_routes().1
+    }
+
+    /// The connections held now and every route's figures, from one
+    /// reading of them (each reading of a link connection's figures takes
+    /// its endpoint's lock).
+    pub fn connections_and_routes(&self) -> (Vec<ConnectionStatus>, BTreeMap<String, RouteFigures>) {
         let (connections, ended) = self.sample();
         let mut routes: BTreeMap<String, RouteFigures> = ended
             .into_iter()
@@ -275,7 +282,7 @@ impl LiveConnections {
                 .or_default()
                 .add(connection);
         }
-        routes
+        (connections, routes)
     }
 
     /// The connections held now and what the ended ones relayed, taken
