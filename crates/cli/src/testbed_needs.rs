@@ -69,15 +69,21 @@ pub fn needed(jobs: &[Job], root: bool) -> Vec<Program> {
 /// The programs of `needs` that `PATH` (and the system directories,
 /// which a user's `PATH` may lack) does not hold.
 pub fn missing(needs: &[Program], path: Option<&std::ffi::OsStr>) -> Vec<Program> {
+    needs
+        .iter()
+        .copied()
+        .filter(|program| !on_path(program.name, path))
+        .collect()
+}
+
+/// Whether the program `name` is in a directory of `path` or a system
+/// directory.
+fn on_path(name: &str, path: Option<&std::ffi::OsStr>) -> bool {
     let mut dirs: Vec<PathBuf> = path
         .map(|p| std::env::split_paths(p).collect())
         .unwrap_or_default();
     dirs.extend(["/usr/sbin", "/sbin"].map(PathBuf::from));
-    needs
-        .iter()
-        .copied()
-        .filter(|program| !dirs.iter().any(|dir| is_executable(&dir.join(program.name))))
-        .collect()
+    dirs.iter().any(|dir| is_executable(&dir.join(name)))
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -121,16 +127,7 @@ pub fn ensure(jobs: &[Job]) -> anyhow::Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
-    let apt = self::missing(
-        &[Program {
-            name: "apt-get",
-            package: "apt",
-            purpose: "installing",
-        }],
-        path.as_deref(),
-    )
-    .is_empty();
-    if !root || !apt {
+    if !root || !on_path("apt-get", path.as_deref()) {
         anyhow::bail!(refusal(&missing, root));
     }
     let packages = packages(&missing);
