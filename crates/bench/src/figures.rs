@@ -139,27 +139,16 @@ pub fn stopped_s(record: &Record) -> Option<f64> {
 }
 
 /// A swept value's magnitude in its unit's base (seconds, bit/s, bytes),
-/// if it is a number with a unit known here or none.
+/// read as a scenario's keys are (`600ms`, `8Mbit`, `10MB`, `1e-5`); `None`
+/// for a value that is no number (`round-robin`).
 pub fn magnitude(value: &str) -> Option<f64> {
-    let end = value
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
-        .unwrap_or(value.len());
-    let (number, unit) = value.split_at(end);
-    let scale = match unit.trim() {
-        "" | "s" | "bps" | "bit" | "B" => 1.0,
-        "ns" => 1e-9,
-        "us" => 1e-6,
-        "ms" => 1e-3,
-        "min" => 60.0,
-        "h" => 3600.0,
-        "kbps" | "kbit" | "kB" | "KB" => 1e3,
-        "Mbps" | "Mbit" | "MB" => 1e6,
-        "Gbps" | "Gbit" | "GB" => 1e9,
-        "KiB" => 1024.0,
-        "MiB" => 1024.0 * 1024.0,
-        _ => return None,
-    };
-    number.parse::<f64>().ok().map(|n| n * scale)
+    use scps_config::units::{Bytes, Rate, parse_duration};
+    value
+        .parse::<f64>()
+        .ok()
+        .or_else(|| parse_duration(value).ok().map(|d| d.as_secs_f64()))
+        .or_else(|| value.parse::<Rate>().ok().map(|rate| rate.bps() as f64))
+        .or_else(|| value.parse::<Bytes>().ok().map(|bytes| bytes.0 as f64))
 }
 
 /// Swept keys and their values, as text.
