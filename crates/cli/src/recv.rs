@@ -263,16 +263,20 @@ async fn connection(
     let failure = tokio::select! {
         result = &mut served => {
             drop(served);
-            result.err().map(|err| crate::error_text::error_text(&err))
+            let failure = result.err().map(|err| crate::error_text::error_text(&err));
+            if failure.is_some() {
+                // Stop the sender too: it learns by a reset.
+                abort.abort();
+            }
+            failure
         }
         _ = stop.wait_for(|stop| *stop) => {
+            abort.abort();
             drop(served);
             Some("interrupted: the connection was reset".to_owned())
         }
     };
     if let Some(failure) = failure {
-        // Stop the sender too: it learns by a reset.
-        abort.abort();
         report.error = Some(failure);
         // What got through, and over what time: an interrupted transfer's
         // report says how far it came.
