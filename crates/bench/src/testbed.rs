@@ -186,7 +186,6 @@ impl TestbedWorld {
     /// Starts the emulator in the middle, the capture and, for a `gw-`
     /// stack, the gateways; what the hosts run.
     fn start_link(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Hosts, Failure> {
-        started.sockets.push(socket_path("emu"));
         let emulator = self.start_emulator(job, dir)?;
         started.processes.push(emulator);
         if job.capture {
@@ -200,7 +199,6 @@ impl TestbedWorld {
                     ("gwA", "gwB", "client", "server", Direction::Forward),
                     ("gwB", "gwA", "server", "client", Direction::Reverse),
                 ] {
-                    started.sockets.push(socket_path(node));
                     let gateway = self.start_gateway(job, dir, [node, far], [local, remote], direction)?;
                     started.gateways.push((gateway, socket_path(node)));
                 }
@@ -631,10 +629,6 @@ struct Started {
     /// With their control sockets.
     gateways: Vec<(Process, PathBuf)>,
     processes: Vec<Process>,
-    /// The control sockets of what was started (the emulator's, the
-    /// gateways'), removed once it is stopped: a program killed leaves
-    /// its socket behind.
-    sockets: Vec<PathBuf>,
     /// The `scps` binary, to ask the gateways how they are.
     scps: PathBuf,
 }
@@ -677,9 +671,9 @@ impl Started {
         for process in self.processes.drain(..).rev() {
             let _ = process.kill();
         }
-        for socket in self.sockets.drain(..) {
-            let _ = std::fs::remove_file(socket);
-        }
+        // A program killed leaves its control socket behind; a bench runs
+        // one run at a time, so every socket of this bench is the run's.
+        remove_sockets();
         link_resent
     }
 }
@@ -1037,8 +1031,9 @@ fn socket_prefix() -> String {
     format!("scps-bench-{}-", std::process::id())
 }
 
-/// Removes whatever control sockets this bench's runs left (for a bench
-/// interrupted in the middle of a run, whose programs die with it).
+/// Removes whatever control sockets this bench's runs left (after each
+/// run, and for a bench interrupted in the middle of one, whose programs
+/// die with it).
 pub fn remove_sockets() {
     let prefix = socket_prefix();
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
