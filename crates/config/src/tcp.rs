@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use scps_proto::Config;
-use scps_proto::config::{Keepalive, LossSource, RateOrder};
+use scps_proto::config::{Keepalive, LossSource, RateOrder, SnackAnswer};
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 
@@ -64,6 +64,12 @@ pub struct TcpSpec {
     // label's choice).
     pub snack: Option<bool>,
     pub snack_delay: Option<Time>,
+    /// How long a named hole persists before it is named again: a fixed
+    /// interval instead of the measured SNACK round trip.
+    pub snack_repeat: Option<Time>,
+    /// "resend" (SCPS-TP), or "ignore" / "next-unit" to behave like a
+    /// faulty peer in interoperation tests.
+    pub snack_answer: Option<SnackAnswerSpec>,
     /// Offer header compression (IP protocol 105) in the SCPS capabilities.
     pub header_compression: Option<bool>,
     /// The route rate all sending is paced within, or "auto" to pace at
@@ -110,6 +116,14 @@ impl<'de> Deserialize<'de> for RouteRateSpec {
 pub enum RateOrderSpec {
     Turns,
     Shortest,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnackAnswerSpec {
+    Resend,
+    Ignore,
+    NextUnit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -233,6 +247,16 @@ impl TcpSpec {
         config.ip_protocol = self.ip_protocol.unwrap_or(config.ip_protocol);
         config.snack = self.snack.unwrap_or(config.snack);
         config.snack_delay = time(self.snack_delay, config.snack_delay);
+        if let Some(repeat) = self.snack_repeat {
+            config.snack_repeat = Some(repeat.0);
+        }
+        if let Some(answer) = self.snack_answer {
+            config.snack_answer = match answer {
+                SnackAnswerSpec::Resend => SnackAnswer::Resend,
+                SnackAnswerSpec::Ignore => SnackAnswer::Ignore,
+                SnackAnswerSpec::NextUnit => SnackAnswer::NextUnit,
+            };
+        }
         config.header_compression = self.header_compression.unwrap_or(config.header_compression);
         match self.rate {
             Some(RouteRateSpec::Fixed(rate)) => {

@@ -28,6 +28,22 @@ impl LossSource {
     }
 }
 
+/// How a sender answers the holes its peer names in SNACKs. Only `Resend`
+/// is SCPS-TP; the others make our sender behave like faulty peers met in
+/// the field, so that a receiver's defences against them can be tested
+/// against a real sender, in the simulator and on real paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SnackAnswer {
+    /// Resend what the SNACK names (CCSDS 714.0-B, the SNACK option).
+    #[default]
+    Resend,
+    /// Act on no SNACK: repair only on duplicate ACKs, SACK and timeouts.
+    Ignore,
+    /// Resend the unit after the one named: a peer that counts the hole's
+    /// offset one unit off.
+    NextUnit,
+}
+
 /// The order in which the connections that share a route's rate take
 /// their turns (connection/pacer.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -218,6 +234,15 @@ pub struct Config {
     /// How long a receiver waits after seeing a hole before naming it in a
     /// SNACK, so that reordering is not taken for loss.
     pub snack_delay: Duration,
+    /// How long a named hole may persist before the receiver names it
+    /// again: `None` for the measured SNACK round trip
+    /// (connection/snack.rs), or a fixed interval, as receivers that
+    /// repeat SNACKs on their own cadence do (the SCPS RI repeats at the
+    /// ACK point with its ACKs).
+    pub snack_repeat: Option<Duration>,
+    /// How this end answers the peer's SNACKs (anything but the default
+    /// imitates a faulty peer).
+    pub snack_answer: SnackAnswer,
     /// Offer header compression (IP protocol 105).
     pub header_compression: bool,
     /// The route's rate ceiling, bit/s: all sending is paced within it by
@@ -287,6 +312,8 @@ impl Default for Config {
             scps: false,
             snack: true,
             snack_delay: Duration::ZERO,
+            snack_repeat: None,
+            snack_answer: SnackAnswer::Resend,
             header_compression: false,
             rate_bps: None,
             rate_auto: false,

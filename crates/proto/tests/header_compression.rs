@@ -552,8 +552,8 @@ const OURS6: SocketAddr = SocketAddr::new(A6, 40000);
 const THEIRS6: SocketAddr = SocketAddr::new(B6, 80);
 
 #[test]
-fn with_compression_our_receiver_names_holes_in_units_of_the_compressed_payload() {
-    // spec/scps-tp.md "SNACK": units of the sender's maximum payload, which
+fn with_compression_our_receiver_names_holes_in_units_of_the_payload_the_sender_sends() {
+    // docs/spec/scps-tp.md "SNACK": units of the sender's maximum payload, which
     // with compressed headers (16 bytes with timestamps, 8 without) is the
     // MSS plus the 20-byte TCP header less those: 1464 bytes over IPv4 (MSS
     // 1460), 1444 over IPv6 (our MSS offer, 1440, is the smaller), 1472
@@ -568,16 +568,13 @@ fn with_compression_our_receiver_names_holes_in_units_of_the_compressed_payload(
         (compressing(), OURS6, THEIRS6, 1444, 1428),
         (no_timestamps, OURS, THEIRS, 1472, 1460),
     ] {
-        // The RI's full segments are one unit; ours are the SMSS.
-        for (segment_bytes, expected) in [
-            // Segments 1 and 3 are missing, each exactly one unit: one
-            // unit at the ACK point, one unit two units past it.
-            (unit, [snack(0, 1), snack(2, 1)]),
-            // Missing 1 and 3 of SMSS-sized segments: the first at the ACK
-            // point; the second, SMSS bytes 2..3 past it, lies within units
-            // 1..3 (rounded outwards).
-            (smss, [snack(0, 1), snack(1, 2)]),
-        ] {
+        // The RI's full segments fill the compressed unit; a sender that
+        // leaves the room compression frees unused sends SMSS-sized ones.
+        // Either way the unit is the largest payload the sender has sent:
+        // segments 1 and 3 are missing, one unit at the ACK point and one
+        // two units past it.
+        for segment_bytes in [unit, smss] {
+            let expected = [snack(0, 1), snack(2, 1)];
             let (mut p, conn) = CompressingPeer::connect(config.clone(), ours, theirs);
             p.output();
             let stream = data(5 * segment_bytes as usize, 11);

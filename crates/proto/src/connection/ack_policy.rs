@@ -115,9 +115,13 @@ impl Connection {
     /// than by counting duplicate ACKs: SACK (RFC 6675 counts the SACKed
     /// bytes, which one ACK covering k segments reports as well as k ACKs)
     /// or SNACK. On a narrow return link those ACKs are most of the
-    /// traffic while a hole is being repaired.
+    /// traffic while a hole is being repaired. Not while a hole whose
+    /// SNACKs went unanswered is left to duplicate ACKs.
     pub(crate) fn may_wait_to_ack(&self, extends_held: bool) -> bool {
-        self.config.ack_adaptive && extends_held && (self.negotiated.sack || self.negotiated.snack)
+        self.config.ack_adaptive
+            && extends_held
+            && (self.negotiated.sack || self.negotiated.snack)
+            && !self.rcv.holes.any_fallen_back()
     }
 
     /// Data arrived that need not be acknowledged at once: acknowledge

@@ -631,6 +631,7 @@ impl Connection {
             snack_delay: self.snack_delay(),
             snacks_sent: c.snacks_sent,
             snacked_segments: c.snacked_segments,
+            snack_fallbacks: self.rcv.holes.fallbacks(),
             corruption_reports_sent: c.corruption_reports_sent,
             corruption_reports_received: c.corruption_reports_received,
             outages: c.outages,

@@ -78,6 +78,7 @@ impl Connection {
             self.abort(now);
             return;
         }
+        self.rcv.holes.on_payload(payload.len());
         let had_holes = self.rcv.buf.has_holes();
         let ranges_before = self.rcv.buf.out_of_order().len();
         let stored = self.rcv.buf.insert(start, payload);

@@ -1,29 +1,44 @@
-//! SNACK, selective negative acknowledgment (spec/scps-tp.md "SNACK"): the
-//! receiver names the holes in what it holds as soon as it sees them (after
-//! a configurable delay that lets reordering settle, and again while a hole
-//! persists); the sender resends the named ranges at once instead of
-//! waiting for duplicate ACKs.
+//! SNACK, selective negative acknowledgment (docs/spec/scps-tp.md "SNACK";
+//! CCSDS 714.0-B, the SNACK option): the receiver names the holes in what
+//! it holds as soon as it sees them (after a configurable delay that lets
+//! reordering settle, and once more while a hole persists); the sender
+//! resends the named ranges at once instead of waiting for duplicate ACKs.
 //!
-//! Holes are named in units of the data sender's maximum segment payload,
-//! counted from the segment's acknowledgment number. Both ends compute
-//! that unit alike from what the SYNs settled
-//! ([`Connection::snack_unit`]), so each side uses its own.
+//! Holes are named in units of the data sender's maximum segment payload
+//! (the MSS less the options in use), counted from the segment's
+//! acknowledgment number, the size rounded up. The receiver takes that
+//! unit to be the largest payload the sender has sent in one segment
+//! ([`Connection::snack_unit_for_peer_data`]), which is what the sender
+//! reads them in ([`Connection::snack_unit`]).
+//!
+//! Peers read the unit differently: some count in their own segment size
+//! rather than the data sender's. The sender therefore also reads a SNACK
+//! in the peer's unit when the two differ ([`Connection::take_snacks`]);
+//! and the receiver does not rely on SNACKs being answered at all: a hole
+//! named four times and still open a repeat interval later is named no
+//! more and left to duplicate ACKs, as plain TCP repairs it
+//! ([`HoleTracker::fall_back`]).
 
 use std::ops::Range;
 use std::time::Duration;
 
 use super::Connection;
 use super::timers::Timer;
+use crate::config::SnackAnswer;
 use crate::recovery::reordering::ReceiverReordering;
 use crate::recovery::rtt::RttEstimator;
+use crate::recovery::scoreboard::RangeFit;
 use crate::seq::ts_before;
 use crate::time::Instant;
 use crate::wire::{OptionList, Snack};
 
-/// Timer-driven repetitions of a SNACK for one hole; after that the hole is
-/// named again only when data arrives (the sender's retransmission timer
-/// still covers it). The reference implementation repeats up to 3 times.
-const MAX_REPEATS: u32 = 3;
+/// Times a hole is named: once, and again each time its repair is overdue
+/// (a repair can be lost too; the SCPS RI also repeats up to 3 times). A
+/// hole still open a repeat interval after its last naming falls back to
+/// duplicate ACKs: the sender either lost every repair or does not answer
+/// SNACKs as we name them, and SNACKs that go unanswered must not be all a
+/// receiver does until the user timeout.
+const NAMINGS: u32 = 4;
 
 /// A hole the receiver knows of, in stream offsets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +51,9 @@ struct Hole {
     first_named_at: Option<Instant>,
     named_at: Option<Instant>,
     times_named: u32,
+    /// Named [`NAMINGS`] times and still open: no longer named; left to
+    /// duplicate ACKs.
+    fallen_back: bool,
 }
 
 /// The holes of the receive buffer, with when each was seen and named.
@@ -54,6 +72,10 @@ pub(crate) struct HoleTracker {
     newest_tsval: Option<u32>,
     /// How long reordering keeps holes open.
     reordering: ReceiverReordering,
+    /// The largest payload the peer has sent in one segment.
+    largest_payload: u64,
+    /// Holes that fell back to duplicate ACKs, in all.
+    fallbacks: u64,
 }
 
 impl Default for HoleTracker {
@@ -66,6 +88,8 @@ impl Default for HoleTracker {
             response: RttEstimator::new(Duration::MAX, Duration::ZERO, Duration::MAX, Duration::ZERO),
             newest_tsval: None,
             reordering: ReceiverReordering::default(),
+            largest_payload: 0,
+            fallbacks: 0,
         }
     }
 }
@@ -115,6 +139,7 @@ impl HoleTracker {
                         first_named_at: None,
                         named_at: None,
                         times_named: 0,
+                        fallen_back: false,
                     },
                 };
                 self.holes.push(hole);
@@ -146,12 +171,13 @@ impl HoleTracker {
         }
     }
 
-    /// When `hole` should next be named: after the delay once seen, then
-    /// every `repeat` while it persists, a bounded number of times.
+    /// When `hole` is next due: to be named after the delay once seen,
+    /// then a repeat interval after each naming (the last of which is due
+    /// to fall back); never once it has fallen back.
     fn due_at(hole: &Hole, delay: Duration, repeat: Duration) -> Option<Instant> {
         match hole.named_at {
+            _ if hole.fallen_back => None,
             None => Some(hole.seen_at + delay),
-            Some(_) if hole.times_named > MAX_REPEATS => None,
             Some(at) => Some(at + repeat),
         }
     }
@@ -161,6 +187,28 @@ impl HoleTracker {
             .iter()
             .filter_map(|h| Self::due_at(h, delay, repeat))
             .min()
+    }
+
+    /// `hole`'s SNACKs went unanswered: name it no more, and acknowledge
+    /// every segment out of order at once while it lasts, so that a sender
+    /// that repairs on duplicate ACKs (RFC 5681 3.2) gets them.
+    fn fall_back(hole: &mut Hole, fallbacks: &mut u64) {
+        hole.fallen_back = true;
+        *fallbacks += 1;
+    }
+
+    /// Some hole is left to duplicate ACKs.
+    pub(crate) fn any_fallen_back(&self) -> bool {
+        self.holes.iter().any(|h| h.fallen_back)
+    }
+
+    pub(crate) fn fallbacks(&self) -> u64 {
+        self.fallbacks
+    }
+
+    /// A segment with `len` bytes of payload arrived.
+    pub(crate) fn on_payload(&mut self, len: usize) {
+        self.largest_payload = self.largest_payload.max(len as u64);
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -202,72 +250,91 @@ impl Connection {
             .snack_delay(self.config.snack_delay, self.config.clock_granularity)
     }
 
-    /// How long a named hole may persist before it is named again: the
-    /// measured SNACK round trip with four times its variation, once
-    /// measured; before that the RTT with a quarter's margin. Every repair
-    /// that is lost costs this long, and while it is the oldest hole it
-    /// holds the window. A repeat that comes too early costs little: the
-    /// sender resends only copies older than its smallest RTT (see
-    /// [`Connection::take_snacks`]).
+    /// How long a named hole may persist before it is named again (or,
+    /// named its last time, falls back to duplicate ACKs): the configured
+    /// `snack_repeat`, or else the measured SNACK round trip with four
+    /// times its variation, once measured; before that the RTT with a
+    /// quarter's margin. Every repair that is lost costs this long, and
+    /// while it is the oldest hole it holds the window. A repeat that
+    /// comes too early costs little: the sender resends only copies older
+    /// than a round trip (see [`Connection::copy_answer_age`]).
     fn snack_repeat(&self) -> Duration {
         let granularity = self.config.clock_granularity;
         let response = &self.rcv.holes.response;
-        let repeat = match response.srtt() {
-            Some(srtt) => srtt + (response.rttvar() * 4).max(granularity),
-            None => self.rtt.srtt().unwrap_or(self.rtt.rto()) * 5 / 4,
+        let repeat = match (self.config.snack_repeat, response.srtt()) {
+            (Some(fixed), _) => fixed,
+            // A quarter of the round trip at least beside the variation:
+            // a repeat that leaves just before the repair arrives crosses
+            // it and is news of nothing.
+            (None, Some(srtt)) => srtt + (response.rttvar() * 4).max(srtt / 4).max(granularity),
+            (None, None) => self.rtt.srtt().unwrap_or(self.rtt.rto()) * 5 / 4,
         };
         // Never a burst of repeats, however short the path.
         repeat.max(granularity)
     }
 
-    /// The unit SNACK offsets and sizes count in, bytes (spec/scps-tp.md
-    /// "SNACK — kind 21": the data sender's maximum segment payload, the
-    /// MSS less the options in use): the SMSS. With header compression in
-    /// force that is the payload of a packet of the path's size under the
+    /// The unit our SNACK offsets and sizes count in when we name holes in
+    /// what the peer sent (docs/spec/scps-tp.md "SNACK": the data sender's
+    /// maximum segment payload): the largest payload the peer has sent in
+    /// one segment, as Wireshark's dissector reads SNACKs too; before any
+    /// data, what the SYNs settled (the smaller MSS offer less the options
+    /// in use). A peer's segments may be smaller than ours (a narrower
+    /// path on its side) or larger (it fills our MSS offer when its own
+    /// was smaller).
+    pub(crate) fn snack_unit_for_peer_data(&self) -> u64 {
+        match self.rcv.holes.largest_payload {
+            0 => self.negotiated.smss,
+            largest => largest,
+        }
+    }
+
+    /// The unit in which the spec has the peer name holes in our data:
+    /// our maximum segment payload, the largest we have sent (what the
+    /// peer sees of it), else the SMSS. With header compression in force
+    /// the SMSS is the payload of a packet of the path's size under the
     /// RI's compressed data header: 1464 bytes on a 1500-byte path with
     /// timestamps, 1472 without (the IP header, 20 or 40 bytes, is in both
     /// packets alike, so this holds for IPv4 and IPv6).
     ///
-    /// Both ends compute it from what both SYNs settled (the smaller MSS
-    /// offer, timestamps, compression), so they name and read holes at the
-    /// same offsets. A segment that needs more header (A, a FIN, options)
-    /// carries less, so a hole is not always on the unit grid: see
+    /// A segment that needs more header (A, a FIN, options) carries less,
+    /// so a hole is not always on the unit grid: see
     /// `Scoreboard::mark_range_lost`.
     pub(crate) fn snack_unit(&self) -> u64 {
-        self.negotiated.smss
+        match self.board.largest_payload() {
+            0 => self.negotiated.smss,
+            largest => largest,
+        }
     }
 
     /// Up to `max` SNACK options for the holes due at `now`, nearest the
-    /// ACK point first; the holes are recorded as named.
+    /// ACK point first; the holes are recorded as named. A hole due after
+    /// its last naming falls back instead.
     pub(crate) fn take_due_snacks(&mut self, now: Instant, max: usize) -> OptionList<Snack, 6> {
         let mut snacks = OptionList::default();
         if !self.negotiated.snack || self.rcv.holes.is_empty() || max == 0 {
             return snacks;
         }
         let (delay, repeat) = (self.snack_delay(), self.snack_repeat());
-        let unit = self.snack_unit();
+        let unit = self.snack_unit_for_peer_data();
         let ack_point = self.rcv.buf.contiguous_end();
-        for hole in &mut self.rcv.holes.holes {
-            if snacks.len() == max.min(OptionList::<Snack, 6>::CAPACITY) {
-                break;
-            }
+        let tracker = &mut self.rcv.holes;
+        for hole in &mut tracker.holes {
             if HoleTracker::due_at(hole, delay, repeat).is_none_or(|at| at > now) {
                 continue;
             }
-            // Offset rounded down and size up, so the units cover the hole.
-            let offset_units = (hole.range.start - ack_point) / unit;
-            let first = ack_point + offset_units * unit;
-            let size_units = (hole.range.end - first).div_ceil(unit);
-            let (Ok(hole_offset), Ok(hole_size)) = (u16::try_from(offset_units), u16::try_from(size_units))
-            else {
+            if hole.times_named >= NAMINGS {
+                HoleTracker::fall_back(hole, &mut tracker.fallbacks);
+                continue;
+            }
+            if snacks.len() == max.min(OptionList::<Snack, 6>::CAPACITY) {
+                continue;
+            }
+            let Some(snack) = name_hole(&hole.range, ack_point, unit) else {
                 // Beyond what the option can say; the SACK blocks and the
                 // retransmission timer still cover it.
                 continue;
             };
-            snacks.push(Snack {
-                hole_offset,
-                hole_size,
-            });
+            snacks.push(snack);
             hole.first_named_at.get_or_insert(now);
             hole.named_at = Some(now);
             hole.times_named += 1;
@@ -278,38 +345,49 @@ impl Connection {
 
     /// How old a retransmitted copy must be before news of its segment's
     /// absence may be news of the copy's loss, rather than older news that
-    /// crossed it. With SACK, the segments that arrived tell which copies
-    /// were overtaken, and age is only the fallback: a smoothed RTT, which
-    /// a lasting hole swells (timestamps then echo the segment before it,
-    /// RFC 7323 4.3). Without SACK the smallest RTT seen must do.
+    /// crossed it: a round trip, the smoothed RTT. A receiver may name a
+    /// hole again at any cadence (the SCPS RI repeats it with its next
+    /// ACKs); a repeat that left it before the copy arrived reaches us
+    /// within a round trip of the copy's leaving, queues and pacing
+    /// included, which the smallest RTT seen leaves out.
     pub(crate) fn copy_answer_age(&self) -> Duration {
-        if self.negotiated.sack {
-            self.rtt.srtt()
-        } else {
-            self.rtt.min_rtt()
-        }
-        .unwrap_or(self.rtt.rto())
+        self.rtt.srtt().unwrap_or(self.rtt.rto())
     }
 
     /// The SNACKs of an arriving segment whose acknowledgment offset is
     /// `ack`: marks the named data lost. Returns how many segments now
     /// await retransmission because of them.
+    ///
+    /// A SNACK is read in our unit, as the spec has it; and, when the
+    /// peer's own segments show a different maximum payload, in that unit
+    /// as well, since some peers count in their own: of that second
+    /// reading only the segments wholly inside are taken, so that a peer
+    /// which counts in ours costs at most a segment that was not lost.
     pub(crate) fn take_snacks(&mut self, now: Instant, ack: u64, snacks: &[Snack]) -> usize {
-        if !self.negotiated.snack {
+        if !self.negotiated.snack || self.config.snack_answer == SnackAnswer::Ignore {
             return 0;
         }
-        let unit = self.snack_unit();
+        let ours = self.snack_unit();
+        let theirs = self.snack_unit_for_peer_data();
+        // Off by one unit: the faulty peer `snack_answer` imitates.
+        let skew = u64::from(self.config.snack_answer == SnackAnswer::NextUnit);
         // The receiver named the hole some time ago; a copy sent since may
         // have reached it.
         let min_age = self.copy_answer_age();
         let reorder_margin = self.config.snack_delay;
         let mut marked = 0;
         for snack in snacks {
-            let start = ack + u64::from(snack.hole_offset) * unit;
-            let end = (start + u64::from(snack.hole_size) * unit).min(self.snd.nxt);
-            if start.max(self.snd.una) < end {
-                let range = start.max(self.snd.una)..end;
-                marked += self.board.mark_range_lost(range, now, min_age, reorder_margin);
+            let offset = u64::from(snack.hole_offset) + skew;
+            let size = u64::from(snack.hole_size);
+            let second = (theirs != ours).then_some((theirs, RangeFit::Inside));
+            for (unit, fit) in std::iter::once((ours, RangeFit::Overlapping)).chain(second) {
+                let start = (ack + offset * unit).max(self.snd.una);
+                let end = (ack + (offset + size) * unit).min(self.snd.nxt);
+                if start < end {
+                    marked += self
+                        .board
+                        .mark_range_lost(start..end, fit, now, min_age, reorder_margin);
+                }
             }
         }
         self.stats.snacked_segments += marked as u64;
@@ -318,6 +396,19 @@ impl Connection {
         self.snack_owed += marked;
         marked
     }
+}
+
+/// The SNACK naming `hole`, in `unit`s counted from `ack_point`: offset
+/// rounded down and size up, so that the units cover the hole. `None` when
+/// the option's 16-bit fields cannot say it.
+fn name_hole(hole: &Range<u64>, ack_point: u64, unit: u64) -> Option<Snack> {
+    let offset_units = (hole.start - ack_point) / unit;
+    let first = ack_point + offset_units * unit;
+    let size_units = (hole.end - first).div_ceil(unit);
+    Some(Snack {
+        hole_offset: u16::try_from(offset_units).ok()?,
+        hole_size: u16::try_from(size_units).ok()?,
+    })
 }
 
 #[cfg(test)]
@@ -402,7 +493,7 @@ mod tests {
     }
 
     #[test]
-    fn a_hole_is_due_after_the_delay_then_every_repeat_a_bounded_number_of_times() {
+    fn a_hole_is_due_after_the_delay_then_a_repeat_later_then_falls_back() {
         let delay = Duration::from_millis(50);
         let repeat = Duration::from_millis(400);
         let mut t = HoleTracker::default();
@@ -411,7 +502,16 @@ mod tests {
         t.holes[0].named_at = Some(at(50));
         t.holes[0].times_named = 1;
         assert_eq!(t.next_due(delay, repeat), Some(at(450)));
-        t.holes[0].times_named = MAX_REPEATS + 1;
+        // Named its last time: due once more, to fall back, then never.
+        t.holes[0].times_named = NAMINGS;
+        assert_eq!(t.next_due(delay, repeat), Some(at(450)));
+        let mut fallbacks = 0;
+        HoleTracker::fall_back(&mut t.holes[0], &mut fallbacks);
         assert_eq!(t.next_due(delay, repeat), None);
+        assert!(t.any_fallen_back());
+        // A hole that splits keeps its state: both halves are left alone.
+        t.refresh(at(500), 0, &[20..30, 100..300], None);
+        assert_eq!(t.holes.len(), 2);
+        assert!(t.holes.iter().all(|h| h.fallen_back));
     }
 }

@@ -47,6 +47,8 @@ pub struct ConnectionStats {
     pub snacks_sent: u64,
     /// Segments marked for retransmission by the peer's SNACKs.
     pub snacked_segments: u64,
+    /// Holes we named twice in vain and left to duplicate ACKs.
+    pub snack_fallbacks: u64,
     /// Corruption-experienced options sent and received.
     pub corruption_reports_sent: u64,
     pub corruption_reports_received: u64,

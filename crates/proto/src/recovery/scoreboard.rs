@@ -97,6 +97,15 @@ pub(crate) struct Acked {
     pub(crate) front_first_resent_at: Option<Instant>,
 }
 
+/// Which segments a range named lost takes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RangeFit {
+    /// Those wholly inside, or, when none is, those it overlaps.
+    Overlapping,
+    /// Only those wholly inside.
+    Inside,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Scoreboard {
     segments: VecDeque<Segment>,
@@ -128,9 +137,16 @@ pub(crate) struct Scoreboard {
     /// (connection/auto_rate.rs).
     delivered: u64,
     lost: u64,
+    /// The most data one segment has carried: the unit a receiver that
+    /// measures our segments names holes in (connection/snack.rs).
+    largest_payload: u64,
 }
 
 impl Scoreboard {
+    pub(crate) fn largest_payload(&self) -> u64 {
+        self.largest_payload
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.segments.is_empty()
     }
@@ -214,6 +230,7 @@ impl Scoreboard {
     pub(crate) fn push(&mut self, segment: Segment) {
         debug_assert!(self.segments.back().is_none_or(|last| last.end == segment.start));
         self.pipe += segment.pipe_share();
+        self.largest_payload = self.largest_payload.max(segment.len() - u64::from(segment.fin));
         self.segments.push_back(segment);
     }
 
@@ -412,9 +429,12 @@ impl Scoreboard {
     /// SNACK that crossed the copy on its way does not send it twice.
     /// Returns how many segments now await retransmission that did not
     /// before.
+    /// With [`RangeFit::Inside`] only segments wholly inside count, ever
+    /// (a reading of the SNACK that may not be the peer's).
     pub(crate) fn mark_range_lost(
         &mut self,
         range: Range<u64>,
+        fit: RangeFit,
         now: Instant,
         min_age: Duration,
         reorder_margin: Duration,
@@ -423,9 +443,10 @@ impl Scoreboard {
         // holding its last.
         let overlapping = self.index_after(range.start)..=self.index_after(range.end - 1);
         let inside = |seg: &Segment| range.start <= seg.start && seg.end <= range.end;
-        let any_inside = overlapping
-            .clone()
-            .any(|i| self.segments.get(i).is_some_and(inside));
+        let any_inside = fit == RangeFit::Inside
+            || overlapping
+                .clone()
+                .any(|i| self.segments.get(i).is_some_and(inside));
         let mut marked = 0;
         let delivered_sent_at = self.delivered_sent_at;
         for index in overlapping {
@@ -587,7 +608,9 @@ mod tests {
         let named = seg_range(1).start..seg_range(4).end;
         let rtt = Duration::from_millis(100);
         let margin = Duration::ZERO;
-        let mark = |b: &mut Scoreboard, at: Instant| b.mark_range_lost(named.clone(), at, rtt, margin);
+        let mark = |b: &mut Scoreboard, at: Instant| {
+            b.mark_range_lost(named.clone(), RangeFit::Overlapping, at, rtt, margin)
+        };
         assert_eq!(mark(&mut b, Instant::ZERO), 3);
         assert_eq!(b.pipe(), 200, "segments 0 and 5 remain in flight");
         assert_eq!(mark(&mut b, Instant::ZERO), 0, "already pending");
@@ -624,13 +647,42 @@ mod tests {
         // The segment at 141..241 is missing; from an ACK point of 41 the
         // receiver names it as units 1 and 2 (141 rounded down to 101 and
         // up to 301), which reach into both neighbours.
-        assert_eq!(b.mark_range_lost(101..301, Instant::ZERO, rtt, Duration::ZERO), 1);
+        assert_eq!(
+            b.mark_range_lost(
+                101..301,
+                RangeFit::Overlapping,
+                Instant::ZERO,
+                rtt,
+                Duration::ZERO
+            ),
+            1
+        );
         assert_eq!(b.next_lost(), Some(2));
         assert_eq!(b.get(2).map(|s| s.start), Some(141));
         // A hole the receiver trimmed part-way (it holds 241..260 of the
         // next segment) lies inside no segment: the one it belongs to goes.
-        assert_eq!(b.mark_range_lost(260..301, Instant::ZERO, rtt, Duration::ZERO), 1);
+        assert_eq!(
+            b.mark_range_lost(
+                260..301,
+                RangeFit::Overlapping,
+                Instant::ZERO,
+                rtt,
+                Duration::ZERO
+            ),
+            1
+        );
         assert_eq!(b.get(3).map(|s| (s.start, s.lost)), Some((241, true)));
+        // Read as a second guess at the peer's unit, the same trimmed range
+        // takes nothing: no segment lies wholly inside it.
+        assert_eq!(
+            b.mark_range_lost(360..401, RangeFit::Inside, Instant::ZERO, rtt, Duration::ZERO),
+            0
+        );
+        assert_eq!(
+            b.mark_range_lost(330..460, RangeFit::Inside, Instant::ZERO, rtt, Duration::ZERO),
+            1
+        );
+        assert_eq!(b.get(4).map(|s| (s.start, s.lost)), Some((341, true)));
     }
 
     #[test]
