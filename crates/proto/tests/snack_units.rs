@@ -253,3 +253,30 @@ fn a_repeat_that_crossed_the_copy_is_not_answered_even_on_a_path_slower_than_its
     c.h.advance(srtt - Duration::from_millis(150));
     assert_eq!(named(&mut c), vec![2]);
 }
+
+#[test]
+fn a_front_that_a_misread_snack_passed_over_goes_once_duplicate_acks_show_it_overdue() {
+    // Our segment 0 is lost; the peer's SNACK, read our way, names segment
+    // 1 (a peer counting in another unit, say). Segment 1 goes and
+    // recovery begins; duplicate ACKs for segment 0 keep coming.
+    let (mut c, sent) = ten_segments_out(1448);
+    let mut ack = c.peer_segment(sent[0].seq);
+    ack.options.snacks.push(Snack {
+        hole_offset: 1,
+        hole_size: 1,
+    });
+    c.h.send(&ack);
+    assert_eq!(resent_indices(&mut c, &sent), vec![1]);
+    // Segment 0 left 100 ms ago, a round trip: within the reordering
+    // window (a quarter of it) it may still arrive.
+    c.h.advance(Duration::from_millis(10));
+    let dup = c.peer_segment(sent[0].seq);
+    c.h.send(&dup);
+    assert_eq!(resent_indices(&mut c, &sent), Vec::<usize>::new());
+    // Past it, a duplicate ACK shows it lost: it goes, without waiting for
+    // the retransmission timer.
+    c.h.advance(Duration::from_millis(20));
+    let dup = c.peer_segment(sent[0].seq);
+    c.h.send(&dup);
+    assert_eq!(resent_indices(&mut c, &sent), vec![0]);
+}

@@ -371,13 +371,15 @@ impl Connection {
 
     /// A duplicate ACK that comes more than a round trip, and a reordering
     /// window of a quarter of the smallest RTT (RACK's, RFC 8985 6.2),
-    /// after the front segment's latest copy left was sent after that copy
-    /// should have arrived: the copy was lost. With SNACK and
+    /// after the front segment's latest transmission left was sent after
+    /// it should have arrived: that transmission was lost. With SNACK and
     /// without SACK nothing else tells the sender so once the receiver has
     /// named the hole its last time (it repeats a SNACK a bounded number of
-    /// times), and the retransmission timer, backed off, would hold the
-    /// window behind the hole for seconds. (With SACK the time-order rule of
-    /// RACK finds lost copies.)
+    /// times), or when its SNACKs named other data (a receiver counting
+    /// in another unit) and recovery, already entered, leaves duplicate
+    /// ACKs unanswered; the retransmission timer, backed off, would hold
+    /// the window behind the hole for seconds. (With SACK the time-order
+    /// rule of RACK finds lost copies.)
     fn resend_front_if_overdue(&mut self, now: Instant) {
         if !self.negotiated.snack || self.negotiated.sack {
             return;
@@ -386,7 +388,7 @@ impl Connection {
             return;
         };
         let answer_due = srtt + (min_rtt / 4).max(self.config.clock_granularity);
-        if self.board.front_copy_overdue(now, answer_due) {
+        if self.board.front_overdue(now, answer_due) {
             self.board.mark_front_lost(false);
             self.force_retransmit = true;
         }

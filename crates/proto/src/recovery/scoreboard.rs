@@ -514,11 +514,14 @@ impl Scoreboard {
         })
     }
 
-    /// Whether the first unacknowledged segment has been resent and its
-    /// latest copy left at least `answer_due` ago.
-    pub(crate) fn front_copy_overdue(&self, now: Instant, answer_due: Duration) -> bool {
-        self.front_copy_sent_at()
-            .is_some_and(|sent| now.saturating_since(sent) >= answer_due)
+    /// Whether the first unacknowledged segment's latest transmission, the
+    /// original or a copy, left at least `answer_due` ago (and it does not
+    /// already await retransmission).
+    pub(crate) fn front_overdue(&self, now: Instant, answer_due: Duration) -> bool {
+        self.segments
+            .front()
+            .filter(|seg| !seg.awaits_retransmission())
+            .is_some_and(|seg| now.saturating_since(seg.sent_at) >= answer_due)
     }
 
     /// A retransmission timeout: every segment not SACKed is deemed lost,
