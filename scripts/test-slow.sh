@@ -3,8 +3,11 @@
 # crates/cli/tests/docs_as_written.rs, which run README.md's quick start,
 # docs/saratoga.md's examples and docs/satellite-gateways.md's blocks as
 # written, in network namespaces: about ten minutes, the quick start's
-# bench five of them). Needs root, like the namespace tests of
-# `cargo test --workspace`, and the programs scripts/test-deps.sh installs.
+# bench five of them; and those of crates/cli/tests/gateway_compression.rs,
+# the transparent gateway's header compression facing a peer configured as
+# a standard SCPS gateway, clean and at BER 1e-5: half a minute). Needs
+# root, like the namespace tests of `cargo test --workspace`, and the
+# programs scripts/test-deps.sh installs.
 #
 #   scripts/test-slow.sh [TESTNAME...]    # extra words go to the test harness
 set -euo pipefail

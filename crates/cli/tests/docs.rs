@@ -187,3 +187,34 @@ fn the_emulators_example_configuration_timeline_and_ctl_examples_are_accepted() 
             .unwrap_or_else(|e| panic!("ctl {}: {e}", words.join(" ")));
     }
 }
+
+/// docs/gateway.md's configuration for facing a standard SCPS gateway, as
+/// written, is one `scps gateway --check` accepts (the slower tier's
+/// crates/cli/tests/gateway_compression.rs runs it, with the testbed's
+/// interfaces and prefixes, against a peer configured as such a gateway).
+#[test]
+fn the_gateway_guide_s_configuration_facing_a_standard_scps_gateway_is_accepted() {
+    let guide = read("docs/gateway.md");
+    let section = guide
+        .split("### Facing a standard SCPS gateway")
+        .nth(1)
+        .expect("docs/gateway.md has its section \"Facing a standard SCPS gateway\"");
+    let (_, lines) = code_blocks(section)
+        .into_iter()
+        .find(|(info, _)| info == "toml")
+        .expect("the section shows a configuration");
+    let file = std::env::temp_dir().join(format!("scps-docs-facing-ri-{}.toml", std::process::id()));
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_scps"))
+        .args(["gateway", "--check", "--config"])
+        .arg(&file)
+        .output()
+        .expect("scps runs");
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

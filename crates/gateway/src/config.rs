@@ -563,7 +563,26 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         buffer: buffer as usize,
         idle_timeout,
     };
-    let routes = route_table(&spec, origin, direction, &engine, relay, carriage)?;
+    // Without routes, one carries everything with [engine], sized for the
+    // transparent mode's link (which, beside the explicit modes, is not
+    // theirs). Only the transparent mode has routes.
+    let route_carriage = match spec.transparent {
+        Some(_) => Carriage::of_routes(&spec, link_spec, &security),
+        None => carriage,
+    };
+    let carrying = if route_carriage == carriage {
+        engine.config.clone()
+    } else {
+        self::engine(
+            spec.engine.clone(),
+            &format!("{origin} [engine]"),
+            direction,
+            route_carriage,
+        )?
+        .0
+        .config
+    };
+    let routes = route_table(&spec, origin, direction, carrying, relay, route_carriage)?;
     let transparent = transparent.map(|plumbing| Plumbing {
         routes: routes
             .routes()
@@ -654,10 +673,11 @@ fn handshake_limits(relay: &RelaySpec) -> Result<HandshakeLimits, Error> {
 /// What carrying the engine's packets to the far gateway adds to each,
 /// which its packet size and its route rate's accounting must leave room
 /// for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Carriage {
     /// The largest packet of the engine: an Ethernet MTU less what the
-    /// link adds.
+    /// link adds (nothing on the transparent mode's routed link, whose
+    /// packets go out of `transparent.link` as the engine wrote them).
     path_mtu: u16,
     /// Bytes each packet costs on the link beyond itself, charged to the
     /// route's rate: the outer IP and UDP headers and the link's framing
@@ -671,13 +691,32 @@ struct Carriage {
 }
 
 impl Carriage {
+    /// `[engine]`'s: the explicit modes' link, if the gateway has those
+    /// modes, else the transparent mode's.
     fn of(spec: &GatewaySpec, link_spec: &LinkSpec, security: &Security) -> Carriage {
+        let explicit = !spec.forward.is_empty() || !spec.socks.is_empty() || !spec.allow.is_empty();
+        Carriage::riding(spec, link_spec, security, explicit)
+    }
+
+    /// The transparent mode's routes': its link, also in a gateway that
+    /// has the explicit modes (whose link is another: UDP to the far
+    /// gateway, where the transparent one is routed).
+    fn of_routes(spec: &GatewaySpec, link_spec: &LinkSpec, security: &Security) -> Carriage {
+        Carriage::riding(spec, link_spec, security, false)
+    }
+
+    /// The explicit modes' link if `explicit`, else the transparent
+    /// mode's.
+    fn riding(spec: &GatewaySpec, link_spec: &LinkSpec, security: &Security, explicit: bool) -> Carriage {
         let bundled = spec
             .engine
             .as_ref()
             .is_some_and(|engine| engine.contains_key("bundle"));
-        let explicit = !spec.forward.is_empty() || !spec.socks.is_empty() || !spec.allow.is_empty();
-        let tunnel = spec.transparent.is_some() && *security != Security::None;
+        let tunnel = !explicit && spec.transparent.is_some() && *security != Security::None;
+        // The transparent mode's plain link: the engine's packets leave
+        // its TUN device and `transparent.link` as they are, nothing
+        // around them, as a standard SCPS gateway's do.
+        let routed = !explicit && !bundled && !tunnel;
         let outer = match link_spec
             .udp
             .as_deref()
@@ -686,7 +725,11 @@ impl Carriage {
             Some(SocketAddr::V6(_)) => 48,
             _ => 28,
         };
-        let added = outer + security.framing_bytes();
+        let added = if routed {
+            0
+        } else {
+            outer + security.framing_bytes()
+        };
         Carriage {
             path_mtu: (1500 - added) as u16,
             framing_bytes: if !bundled && (explicit || tunnel) {
@@ -868,13 +911,13 @@ fn route_table(
     spec: &GatewaySpec,
     origin: &str,
     direction: Direction,
-    engine: &RealStack,
+    engine: scps_proto::Config,
     relay: RelayConfig,
     carriage: Carriage,
 ) -> Result<RouteTable, Error> {
     if spec.route.is_empty() {
         return Ok(RouteTable::carrying_everything(Carried {
-            engine: Arc::new(engine.config.clone()),
+            engine: Arc::new(engine),
             relay,
         }));
     }
@@ -1747,6 +1790,74 @@ mod tests {
         assert_eq!((plumbing.port, plumbing.mark, plumbing.table), (7301, 0x5c, 153));
         assert_eq!(plumbing.remote.len(), 2);
         assert!(config.link.is_none(), "no explicit link needed");
+    }
+
+    #[test]
+    fn the_routed_link_s_packets_fill_the_ethernet_mtu_and_the_explicit_link_s_leave_room() {
+        // The routed link adds nothing to the engine's packets: 1500
+        // bytes, MSS 1460, as a standard SCPS gateway's on Ethernet, for
+        // [engine] and the routes alike.
+        let engines = |config: &GatewayConfig| -> Vec<u16> {
+            config
+                .routes
+                .routes()
+                .iter()
+                .filter_map(|route| route.carried.as_ref().map(|c| c.engine.mtu))
+                .collect()
+        };
+        let routed = parse(TRANSPARENT).unwrap();
+        assert_eq!(routed.engine.config.mtu, 1500);
+        assert_eq!(engines(&routed), [1500]);
+        let with_routes = parse(&format!(
+            "{TRANSPARENT}\n[[route]]\nports = \"22\"\n[route.engine.tcp]\nsack = false\n[[route]]\n"
+        ))
+        .unwrap();
+        assert_eq!(engines(&with_routes), [1500, 1500]);
+        // `link.mtu` still says otherwise.
+        let smaller = parse(&format!("{TRANSPARENT}\n[engine.link]\nmtu = 1400\n")).unwrap();
+        assert_eq!(engines(&smaller), [1400]);
+        // Beside a port forward, whose packets ride UDP with the plain
+        // link's frame check (28 + 4 bytes): [engine] is the forward's,
+        // the routes the routed link's, which charge no framing either.
+        let both = parse(
+            r#"
+            [link]
+            security = "none"
+            udp = "0.0.0.0:7100"
+            peer = "192.0.2.2:7100"
+            [transparent]
+            lan = "lan0"
+            link = "sat0"
+            local = ["10.99.1.0/24"]
+            remote = ["10.99.4.0/24"]
+            [[forward]]
+            listen = "127.0.0.1:2222"
+            to = "10.99.4.2:22"
+        "#,
+        )
+        .unwrap();
+        assert_eq!(both.engine.config.mtu, 1468);
+        assert_eq!(engines(&both), [1500]);
+        let carried = both.routes.routes()[0].carried.as_ref().unwrap();
+        assert_eq!(carried.engine.rate_framing_bytes, 0);
+        // The secure link seals each packet in a UDP datagram.
+        let sealed = parse(
+            r#"
+            [link]
+            udp = "0.0.0.0:7100"
+            peer = "192.0.2.2:7100"
+            private_key_file = "@KEY"
+            peer_public_key = "@PEER"
+            [transparent]
+            lan = "lan0"
+            local = ["10.99.1.0/24"]
+            remote = ["10.99.4.0/24"]
+        "#,
+        )
+        .unwrap();
+        let sealed_mtu = 1500 - 28 - scps_secure::OVERHEAD as u16;
+        assert_eq!(sealed.engine.config.mtu, sealed_mtu);
+        assert_eq!(engines(&sealed), [sealed_mtu]);
     }
 
     #[test]

@@ -121,28 +121,45 @@ static ONE_CAPTURE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub struct Capture {
     dumpcap: Process,
     file: std::path::PathBuf,
-    interface: String,
+    interfaces: Vec<String>,
     /// `ip -s link show INTERFACE` in the node at the start, to compare
     /// with later if the capture misses packets.
     counters_at_start: String,
     _turn: std::sync::MutexGuard<'static, ()>,
 }
 
-/// `ip -s link show INTERFACE` in `node`.
-fn interface_counters(node: &Node, interface: &str) -> String {
-    node.output("ip", &["-s", "link", "show", interface])
-        .unwrap_or_else(|e| e.to_string())
+/// `ip -s link show INTERFACE` in `node`, for each of `interfaces`.
+fn interface_counters(node: &Node, interfaces: &[String]) -> String {
+    interfaces
+        .iter()
+        .map(|interface| {
+            node.output("ip", &["-s", "link", "show", interface])
+                .unwrap_or_else(|e| e.to_string())
+        })
+        .collect()
 }
 
 /// dumpcap capturing `interface` of `node` into `file` (the first 2048
 /// bytes of each packet), once it says it does; stopped by [`end_capture`].
 pub fn capture(node: &Node, interface: &str, file: &Path) -> Capture {
+    capture_on(node, &[interface], 2048, file)
+}
+
+/// dumpcap capturing each of `interfaces` of `node` into `file` (the
+/// first `snaplen` bytes of each packet; pcapng with more than one
+/// interface, where tshark names each packet's in
+/// `frame.interface_name`), once it records on every one; stopped by
+/// [`end_capture`].
+pub fn capture_on(node: &Node, interfaces: &[&str], snaplen: u32, file: &Path) -> Capture {
     let turn = ONE_CAPTURE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let said = file.with_extension("log");
+    // pcap holds one interface's packets; several need pcapng.
+    let format = if interfaces.len() == 1 { "-P " } else { "" };
+    let sources: String = interfaces.iter().map(|i| format!("-i {i} ")).collect();
     let script = format!(
-        "exec dumpcap -q -P -i {interface} -s 2048 -w {} 2>{}",
+        "exec dumpcap -q {format}{sources}-s {snaplen} -w {} 2>{}",
         file.display(),
         said.display()
     );
@@ -155,44 +172,42 @@ pub fn capture(node: &Node, interface: &str, file: &Path) -> Capture {
         assert!(std::time::Instant::now() < deadline, "dumpcap did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let interfaces: Vec<String> = interfaces.iter().map(|i| i.to_string()).collect();
     let capture = Capture {
         dumpcap,
         file: file.to_owned(),
-        interface: interface.to_owned(),
-        counters_at_start: interface_counters(node, interface),
+        counters_at_start: interface_counters(node, &interfaces),
+        interfaces,
         _turn: turn,
     };
-    wait_capturing(node, &capture);
+    for interface in &capture.interfaces {
+        wait_capturing(node, &capture, interface);
+    }
     capture
 }
 
-/// Waits until `capture` records what crosses its interface: dumpcap says
+/// Waits until `capture` records what crosses `interface`: dumpcap says
 /// "Capturing on" before it does, and a transfer started at once was now
 /// and then missed whole. A ping to every IPv6 node on the interface's
 /// link (its link-local address needs no plan) goes out until the
 /// capture holds one.
-fn wait_capturing(node: &Node, capture: &Capture) {
+fn wait_capturing(node: &Node, capture: &Capture, interface: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let ping = [
-        "-6",
-        "-c",
-        "1",
-        "-W",
-        "1",
-        "-I",
-        capture.interface.as_str(),
-        "ff02::1",
-    ];
+    let ping = ["-6", "-c", "1", "-W", "1", "-I", interface, "ff02::1"];
+    let filter = if capture.interfaces.len() == 1 {
+        "icmpv6.type == 128".to_owned()
+    } else {
+        format!("icmpv6.type == 128 && frame.interface_name == \"{interface}\"")
+    };
     loop {
         // The answers do not matter, only that the request crossed.
         let _ = node.output("ping", &ping);
-        if captured(capture, "icmpv6.type == 128") > 0 {
+        if captured(capture, &filter) > 0 {
             return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "dumpcap on {} recorded none of 10 s of pings; the capture holds:\n{}",
-            capture.interface,
+            "dumpcap on {interface} recorded none of 10 s of pings; the capture holds:\n{}",
             tshark_while_written(&capture.file, &["-c", "20"])
         );
     }
@@ -239,7 +254,7 @@ pub fn wait_captured(node: &Node, capture: &Capture, filter: &str, at_least: usi
             "{found} packets of {filter} in {} after 30 s; the interface at the start:\n{}\nand now:\n{}\ndumpcap said: {}\nthe capture holds:\n{}",
             capture.file.display(),
             capture.counters_at_start,
-            interface_counters(node, &capture.interface),
+            interface_counters(node, &capture.interfaces),
             std::fs::read_to_string(capture.file.with_extension("log")).unwrap_or_default(),
             tshark_while_written(&capture.file, &["-c", "20"])
         );
