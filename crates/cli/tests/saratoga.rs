@@ -18,9 +18,30 @@ fn scps() -> Command {
     Command::new(env!("CARGO_BIN_EXE_scps"))
 }
 
-/// `scps saratoga ARGS...` run to its end (at most a minute): status,
-/// stdout, stderr.
+/// Client commands, which take a local port.
+const CLIENTS: [&str; 4] = ["put", "get", "ls", "rm"];
+
+/// `ARGS`, with `--local-port 0` if they are a client's without one: a
+/// client takes UDP port 7542 when it is free, and one test needs it
+/// free while the others run beside it.
+fn ephemeral(args: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let client = args.first().is_some_and(|a| CLIENTS.contains(&a.as_str()));
+    if client && !args.iter().any(|a| a == "--local-port") {
+        args.extend(["--local-port".into(), "0".into()]);
+    }
+    args
+}
+
+/// `scps saratoga ARGS...` run to its end (at most a minute), a client
+/// on a port the system picks unless ARGS say: status, stdout, stderr.
 fn saratoga(args: &[&str]) -> (ExitStatus, String, String) {
+    saratoga_as_given(&ephemeral(args).iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// `scps saratoga ARGS...` exactly as given, run to its end (at most a
+/// minute): status, stdout, stderr.
+fn saratoga_as_given(args: &[&str]) -> (ExitStatus, String, String) {
     let mut child = scps()
         .arg("saratoga")
         .args(args)
@@ -44,6 +65,10 @@ struct Server {
     /// the second address if it listens on two.
     addr: String,
     second_addr: Option<String>,
+    /// Its event lines (stdout), as it prints them.
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Those read so far.
+    seen: Vec<String>,
 }
 
 impl Server {
@@ -75,10 +100,38 @@ impl Server {
         let second_addr = addrs.next();
         // Its later lines are not read: keep the pipe from filling.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         Server {
             child: Some(child),
             addr,
             second_addr,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (up to `limit`) for an event line containing `needle`.
+    fn wait_for_line(&mut self, needle: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no line with {needle:?} within {limit:?}: {:?}", self.seen),
+            }
         }
     }
 
@@ -91,8 +144,9 @@ impl Server {
         )
         .unwrap();
         let status = wait(&mut child, Duration::from_secs(10));
-        let mut stdout = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+        // The reader ends with its output.
+        self.seen.extend(self.lines.iter());
+        let stdout = self.seen.iter().map(|line| format!("{line}\n")).collect();
         (status, stdout)
     }
 }
@@ -119,9 +173,11 @@ fn sha256(path: &Path) -> String {
 /// `scps saratoga put FILE TO --rate 8Mbit EXTRA...`, its output piped:
 /// 1 MB takes about 1 s, time to act while it is under way.
 fn paced_put(file: &Path, to: &str, extra: &[&str]) -> Child {
+    let mut args = vec!["put", file.to_str().unwrap(), to, "--rate", "8Mbit"];
+    args.extend_from_slice(extra);
     scps()
-        .args(["saratoga", "put", file.to_str().unwrap(), to, "--rate", "8Mbit"])
-        .args(extra)
+        .arg("saratoga")
+        .args(ephemeral(&args))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -554,7 +610,8 @@ fn an_interrupted_get_leaves_no_file_and_the_next_one_completes() {
     let from = format!("{}:slow.bin", server.addr);
     let into = here.join("slow.bin");
     let mut child = scps()
-        .args(["saratoga", "get", &from, into.to_str().unwrap()])
+        .arg("saratoga")
+        .args(ephemeral(&["get", &from, into.to_str().unwrap()]))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -738,4 +795,854 @@ fn a_full_disk_is_answered_file_too_big_and_the_space_is_given_back() {
         "{listing}"
     );
     server.stop();
+}
+
+// ------------------------------------------------------------------
+// A peer of the drafts' era (draft-wood-tsvwg-saratoga), scripted here
+// as an independent implementation of that time behaves: it sends from
+// an ephemeral port but sends every reply to one fixed port (7542, the
+// Saratoga port; another in the tests that let the put take it with
+// --local-port, so that they run beside each other), never to the port a
+// request came from; it sends no final STATUS of its own (at most it
+// answers a DATA frame asking for one); it never re-sends anything. The
+// script adds the rest: whether it answers requests for a STATUS at all,
+// whether it remembers finished sessions by id (answering any frame for
+// one with that session's last STATUS, storing nothing), whether its
+// reports lag.
+
+mod drafts_era {
+    use std::collections::BTreeMap;
+    use std::net::{SocketAddr, UdpSocket};
+    use std::ops::Range;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::thread::JoinHandle;
+    use std::time::Duration;
+
+    use scps_saratoga::engine::descriptor_for;
+    use scps_saratoga::wire::{ErrorCode, Frame, Hole, Status, progress_to_wire};
+
+    /// How the peer answers, beyond what every such peer does.
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct Script {
+        /// Answers a DATA frame that asks for a STATUS.
+        pub answers_requests: bool,
+        /// Answers any frame for a session it finished with that
+        /// session's last STATUS, and stores nothing of it.
+        pub remembers_finished: bool,
+        /// Takes every session id for one it finished with a file of this
+        /// many bytes (a peer that ran before this test).
+        pub finished_before: Option<u64>,
+        /// Answers the METADATA with a STATUS at once, and once half the
+        /// file has come reports a quarter of it held and no hole (its
+        /// report lags behind what waits in its socket).
+        pub lagging_report: bool,
+    }
+
+    /// One session as the peer saw it.
+    #[derive(Debug, Default, Clone)]
+    pub struct Session {
+        /// The kind of its first frame: REQUEST, METADATA or DATA.
+        pub first: &'static str,
+        pub name: Option<String>,
+        pub size: Option<u64>,
+        /// The file's bytes, which of them came, and how many.
+        pub bytes: Vec<u8>,
+        have: Vec<bool>,
+        held: u64,
+        /// DATA that came before the METADATA.
+        early: Vec<(u64, Vec<u8>)>,
+        lagged: bool,
+        /// Every byte came: the session is over, and remembered.
+        finished: bool,
+    }
+
+    impl Session {
+        /// The file, if every byte came.
+        pub fn file(&self) -> Option<&[u8]> {
+            (self.size == Some(self.held)).then_some(&self.bytes[..])
+        }
+
+        fn write(&mut self, offset: u64, payload: &[u8]) -> u64 {
+            let mut again = 0;
+            for (i, byte) in payload.iter().enumerate() {
+                let at = offset as usize + i;
+                if at < self.bytes.len() {
+                    match self.have[at] {
+                        true => again += 1,
+                        false => self.held += 1,
+                    }
+                    self.have[at] = true;
+                    self.bytes[at] = *byte;
+                }
+            }
+            again
+        }
+
+        /// Bytes held from the start, and the holes below the last byte
+        /// held (the tail is never listed, as that peer does).
+        fn report(&self) -> (u64, Vec<Range<u64>>) {
+            let in_order = self.have.iter().take_while(|b| **b).count() as u64;
+            let last = self.have.iter().rposition(|b| *b).map_or(0, |i| i as u64 + 1);
+            let mut holes = Vec::new();
+            let mut at = in_order;
+            while at < last {
+                let start = at;
+                while at < last && !self.have[at as usize] {
+                    at += 1;
+                }
+                if at > start {
+                    holes.push(start..at);
+                }
+                while at < last && self.have[at as usize] {
+                    at += 1;
+                }
+            }
+            (in_order, holes)
+        }
+    }
+
+    #[derive(Debug, Default)]
+    pub struct Seen {
+        pub sessions: BTreeMap<u32, Session>,
+        /// DATA payload bytes that came for bytes already held.
+        pub duplicate_bytes: u64,
+    }
+
+    /// The peer, answering until dropped.
+    pub struct Peer {
+        /// Where it listens: what a put names.
+        pub addr: SocketAddr,
+        seen: Arc<Mutex<Seen>>,
+        stop: Arc<AtomicBool>,
+        thread: Option<JoinHandle<()>>,
+    }
+
+    impl Peer {
+        /// A peer on loopback that sends its replies to `reply_to`.
+        pub fn start(reply_to: SocketAddr, script: Script) -> Peer {
+            let listen = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+            // Room for a burst while this thread waits for a core (the
+            // kernel may give less).
+            let _ = listen.set_recv_buffer_size(4 << 20);
+            listen
+                .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+                .unwrap();
+            let listen: UdpSocket = listen.into();
+            let send = UdpSocket::bind("127.0.0.1:0").unwrap();
+            assert_ne!(listen.local_addr().unwrap(), send.local_addr().unwrap());
+            // Only so that the loop sees `stop`: datagrams wake it at once.
+            listen.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            let addr = listen.local_addr().unwrap();
+            let seen = Arc::new(Mutex::new(Seen::default()));
+            let stop = Arc::new(AtomicBool::new(false));
+            let thread = {
+                let (seen, stop) = (seen.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut buf = vec![0; 65536];
+                    while !stop.load(Ordering::Relaxed) {
+                        let Ok(len) = listen.recv(&mut buf) else { continue };
+                        let replies = seen.lock().unwrap().handle(&buf[..len], script);
+                        for reply in replies {
+                            send.send_to(&reply, reply_to).unwrap();
+                        }
+                    }
+                })
+            };
+            Peer {
+                addr,
+                seen,
+                stop,
+                thread: Some(thread),
+            }
+        }
+
+        pub fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+            self.seen.lock().unwrap()
+        }
+    }
+
+    impl Drop for Peer {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+
+    fn status(
+        session: u32,
+        in_order: u64,
+        holes: &[Range<u64>],
+        voluntary: bool,
+        in_response_to: u64,
+    ) -> Vec<u8> {
+        Frame::Status(Status {
+            descriptor: descriptor_for(in_order.max(in_response_to)),
+            session,
+            timestamp: None,
+            metadata_received: true,
+            all_holes: true,
+            voluntary,
+            error: ErrorCode::SUCCESS,
+            progress: progress_to_wire(in_order),
+            in_response_to,
+            holes: holes.iter().cloned().filter_map(Hole::from_range).collect(),
+        })
+        .to_bytes()
+        .unwrap()
+    }
+
+    impl Seen {
+        /// What the peer answers to `datagram`.
+        fn handle(&mut self, datagram: &[u8], script: Script) -> Vec<Vec<u8>> {
+            let Ok(frame) = Frame::parse(datagram) else {
+                return Vec::new();
+            };
+            let (session, kind) = match &frame {
+                Frame::Request(r) => (r.session, "REQUEST"),
+                Frame::Metadata(m) => (m.session, "METADATA"),
+                Frame::Data(d) => (d.session, "DATA"),
+                _ => return Vec::new(),
+            };
+            let entry = self.sessions.entry(session).or_insert_with(|| Session {
+                first: kind,
+                ..Session::default()
+            });
+            let finished = match script.finished_before {
+                Some(size) => Some(size),
+                None => {
+                    (script.remembers_finished && entry.finished).then_some(entry.size.unwrap_or_default())
+                }
+            };
+            if let Some(size) = finished {
+                // The last STATUS of the session it takes this one for;
+                // what comes is not stored.
+                let asked = match &frame {
+                    Frame::Data(d) => d.request_status.then_some(d.offset),
+                    _ => Some(0),
+                };
+                return asked
+                    .map(|offset| status(session, size, &[], false, offset))
+                    .into_iter()
+                    .collect();
+            }
+            let mut replies = Vec::new();
+            match frame {
+                Frame::Request(request) => {
+                    entry.name = Some(request.name);
+                    replies.push(
+                        Frame::Status(Status::error(session, ErrorCode::SUCCESS))
+                            .to_bytes()
+                            .unwrap(),
+                    );
+                }
+                Frame::Metadata(metadata) => {
+                    if entry.size.is_none() {
+                        let size = metadata.entry.size as usize;
+                        entry.size = Some(metadata.entry.size);
+                        entry.bytes = vec![0; size];
+                        entry.have = vec![false; size];
+                        for (offset, payload) in std::mem::take(&mut entry.early) {
+                            self.duplicate_bytes += entry.write(offset, &payload);
+                        }
+                        entry.finished = entry.file().is_some();
+                    }
+                    if script.lagging_report {
+                        replies.push(status(session, 0, &[], true, 0));
+                    }
+                }
+                Frame::Data(data) => {
+                    if entry.size.is_none() {
+                        entry.early.push((data.offset, data.payload.to_vec()));
+                        return Vec::new();
+                    }
+                    self.duplicate_bytes += entry.write(data.offset, data.payload);
+                    entry.finished = entry.file().is_some();
+                    let size = entry.size.unwrap_or_default();
+                    if script.lagging_report && !entry.lagged && entry.held >= size / 2 {
+                        entry.lagged = true;
+                        replies.push(status(session, size / 4, &[], true, 0));
+                    }
+                    if script.answers_requests && data.request_status {
+                        let (in_order, holes) = entry.report();
+                        replies.push(status(session, in_order, &holes, false, data.offset));
+                    }
+                }
+                _ => {}
+            }
+            replies
+        }
+    }
+}
+
+/// A free UDP port for a put to take (`--local-port`), which the peer
+/// answers to, and that address on loopback.
+fn reply_port() -> (String, std::net::SocketAddr) {
+    let port = common::free_udp_port();
+    (
+        port.to_string(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+    )
+}
+
+fn sha256_of_bytes(bytes: &[u8]) -> String {
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The tests that need UDP port 7542 of this host take turns.
+static PORT_7542: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn two_puts_from_two_processes_use_their_own_session_ids_and_both_are_stored() {
+    let (_tmp, _served, here) = dirs("saratoga-two-processes");
+    let (port, reply_to) = reply_port();
+    let peer = drafts_era::Peer::start(
+        reply_to,
+        drafts_era::Script {
+            answers_requests: true,
+            remembers_finished: true,
+            ..Default::default()
+        },
+    );
+    // Two files of one length: a peer that took the second put for the
+    // first, finished session would say it has it all.
+    let files = [here.join("first.bin"), here.join("second.bin")];
+    for file in &files {
+        random_file(file, 200_000);
+        let to = format!("{}:same.bin", peer.addr);
+        let (status, stdout, stderr) = saratoga(&[
+            "put",
+            file.to_str().unwrap(),
+            &to,
+            "--local-port",
+            &port,
+            "--json",
+        ]);
+        assert!(status.success(), "put {}: {stdout}{stderr}", file.display());
+        assert_eq!(json(&stdout)["local_port"], reply_to.port(), "{stdout}");
+    }
+    let seen = peer.seen();
+    let sessions: Vec<(&u32, &drafts_era::Session)> = seen.sessions.iter().collect();
+    assert_eq!(sessions.len(), 2, "two sessions: {:?}", seen.sessions.keys());
+    for file in &files {
+        let sent = sha256(file);
+        assert!(
+            sessions
+                .iter()
+                .any(|(_, session)| session.file().map(sha256_of_bytes) == Some(sent.clone())),
+            "{} was stored by the peer",
+            file.display()
+        );
+    }
+    assert_eq!(seen.duplicate_bytes, 0);
+}
+
+#[test]
+fn a_put_asks_with_a_request_first_and_a_blind_put_does_not() {
+    let (_tmp, _served, here) = dirs("saratoga-request-first");
+    let (port, reply_to) = reply_port();
+    let peer = drafts_era::Peer::start(
+        reply_to,
+        drafts_era::Script {
+            answers_requests: true,
+            ..Default::default()
+        },
+    );
+    let file = here.join("plain.bin");
+    random_file(&file, 50_000);
+    let plain = peer.addr.to_string();
+    let (status, stdout, stderr) = saratoga(&["put", file.to_str().unwrap(), &plain, "--local-port", &port]);
+    assert!(status.success(), "put: {stdout}{stderr}");
+    let (status, stdout, stderr) = saratoga(&[
+        "put",
+        file.to_str().unwrap(),
+        &plain,
+        "--local-port",
+        &port,
+        "--blind",
+    ]);
+    assert!(status.success(), "put --blind: {stdout}{stderr}");
+    let seen = peer.seen();
+    let firsts: Vec<(&str, Option<&str>)> = seen
+        .sessions
+        .values()
+        .map(|s| (s.first, s.name.as_deref()))
+        .collect();
+    let mut firsts_sorted = firsts.clone();
+    firsts_sorted.sort();
+    assert_eq!(
+        firsts_sorted,
+        [("METADATA", None), ("REQUEST", Some("plain.bin"))],
+        "a plain name is asked for first; --blind asks nothing"
+    );
+    for session in seen.sessions.values() {
+        assert_eq!(session.file().map(sha256_of_bytes), Some(sha256(&file)));
+    }
+    // Both options are in the help.
+    let help = scps().args(["saratoga", "put", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("--blind") && help.contains("--local-port"),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_put_answered_for_another_transfer_or_never_for_the_file_fails_saying_which() {
+    let (_tmp, _served, here) = dirs("saratoga-unacknowledged");
+    let file = here.join("lost.bin");
+    random_file(&file, 100_000);
+    // A peer that takes the put for a longer file it finished before.
+    let (port, reply_to) = reply_port();
+    let stale = drafts_era::Peer::start(
+        reply_to,
+        drafts_era::Script {
+            finished_before: Some(150_000),
+            ..Default::default()
+        },
+    );
+    let (status, stdout, stderr) = saratoga(&[
+        "put",
+        file.to_str().unwrap(),
+        &stale.addr.to_string(),
+        "--local-port",
+        &port,
+        "--timeout",
+        "2s",
+        // The peer never asks again for what its socket's buffer could
+        // not hold: a rate it keeps up with on a busy machine.
+        "--rate",
+        "20Mbit",
+        "--json",
+    ]);
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("a status about another transfer"), "{stderr}");
+    let report = json(&stdout);
+    assert_eq!(
+        (report["bytes"].as_u64(), report["verified"].as_bool()),
+        (Some(0), Some(false))
+    );
+    drop(stale);
+
+    // A peer that answers the REQUEST, takes the data and says nothing more.
+    let (port, reply_to) = reply_port();
+    let mute = drafts_era::Peer::start(reply_to, drafts_era::Script::default());
+    let (status, stdout, stderr) = saratoga(&[
+        "put",
+        file.to_str().unwrap(),
+        &mute.addr.to_string(),
+        "--local-port",
+        &port,
+        "--timeout",
+        "2s",
+        // The peer never asks again for what its socket's buffer could
+        // not hold: a rate it keeps up with on a busy machine.
+        "--rate",
+        "20Mbit",
+        "--json",
+    ]);
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("answered the request but sent no status covering the file: 0 of 100000 bytes"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no answer"), "{stderr}");
+    let report = json(&stdout);
+    assert_eq!(report["retransmitted_bytes"], 0, "{report}");
+    // It had it all, once: only a STATUS could have told.
+    let seen = mute.seen();
+    let session = seen.sessions.values().next().expect("a session");
+    assert_eq!(session.file().map(sha256_of_bytes), Some(sha256(&file)));
+    assert_eq!(seen.duplicate_bytes, 0);
+}
+
+#[test]
+fn a_put_to_a_peer_whose_report_lags_and_that_sends_no_final_status_resends_nothing() {
+    let (_tmp, _served, here) = dirs("saratoga-lagging");
+    let file = here.join("big.bin");
+    random_file(&file, 1 << 20);
+    let (port, reply_to) = reply_port();
+    let peer = drafts_era::Peer::start(
+        reply_to,
+        drafts_era::Script {
+            lagging_report: true,
+            ..Default::default()
+        },
+    );
+    let (status, stdout, stderr) = saratoga(&[
+        "put",
+        file.to_str().unwrap(),
+        &peer.addr.to_string(),
+        "--local-port",
+        &port,
+        "--timeout",
+        "2s",
+        // The peer never asks again for what its socket's buffer could
+        // not hold: a rate it keeps up with on a busy machine.
+        "--rate",
+        "20Mbit",
+        "--json",
+    ]);
+    assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("sent no status covering the file: 262144 of 1048576 bytes acknowledged"),
+        "{stderr}"
+    );
+    let report = json(&stdout);
+    assert_eq!(report["retransmitted_bytes"], 0, "{report}");
+    let seen = peer.seen();
+    assert_eq!(seen.duplicate_bytes, 0);
+    let session = seen.sessions.values().next().expect("a session");
+    assert_eq!(session.file().map(sha256_of_bytes), Some(sha256(&file)));
+}
+
+#[test]
+fn a_sender_that_sends_data_before_its_metadata_and_never_again_has_its_file_stored() {
+    use scps_saratoga::wire::{Data, Frame, Request, RequestType, TransferType};
+    let (_tmp, served, here) = dirs("saratoga-early-data");
+    let mut server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    let file = here.join("early.bin");
+    random_file(&file, 300_000);
+    let contents = std::fs::read(&file).unwrap();
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sender.connect(&server.addr).unwrap();
+    let session = 0x5eed;
+    let request = Request::new(RequestType::Put, session, "in/early.bin");
+    sender.send(&Frame::Request(request).to_bytes().unwrap()).unwrap();
+    // Every DATA frame once, in 1420-byte payloads as that peer sends,
+    // then the METADATA; nothing again.
+    for (i, chunk) in contents.chunks(1420).enumerate() {
+        let data = Data {
+            descriptor: scps_saratoga::engine::descriptor_for(contents.len() as u64),
+            transfer_type: TransferType::File,
+            request_status: false,
+            end_of_data: false,
+            session,
+            timestamp: None,
+            offset: (i * 1420) as u64,
+            payload: chunk,
+        };
+        sender.send(&Frame::Data(data).to_bytes().unwrap()).unwrap();
+    }
+    let metadata = metadata_frame("/home/sat/outbox/early.bin", contents.len() as u64);
+    let mut metadata = scps_saratoga::wire::Metadata::parse(&metadata).unwrap();
+    metadata.session = session;
+    sender
+        .send(&Frame::Metadata(metadata).to_bytes().unwrap())
+        .unwrap();
+    let line = server.wait_for_line("completed", Duration::from_secs(20));
+    assert!(line.contains("in/early.bin"), "{line}");
+    assert_eq!(sha256(&served.join("in/early.bin")), sha256(&file));
+    let (_, events) = server.stop();
+    assert!(!events.contains("failed"), "{events}");
+}
+
+#[test]
+fn a_put_from_port_7542_hears_a_peer_that_answers_only_to_port_7542() {
+    let _turn = PORT_7542.lock().unwrap_or_else(|e| e.into_inner());
+    if std::net::UdpSocket::bind("0.0.0.0:7542").is_err() {
+        println!("skipped: UDP port 7542 is in use on this host");
+        return;
+    }
+    let (_tmp, _served, here) = dirs("saratoga-port-7542");
+    let peer = drafts_era::Peer::start(
+        "127.0.0.1:7542".parse().unwrap(),
+        drafts_era::Script {
+            answers_requests: true,
+            ..Default::default()
+        },
+    );
+    let file = here.join("to-7542.bin");
+    random_file(&file, 300_000);
+    // No --local-port: the default.
+    let (status, stdout, stderr) =
+        saratoga_as_given(&["put", file.to_str().unwrap(), &peer.addr.to_string(), "--json"]);
+    assert!(status.success(), "{stdout}{stderr}");
+    let report = json(&stdout);
+    assert_eq!(report["local_port"], 7542, "{report}");
+    assert_eq!(report["sha256"], sha256(&file));
+    let seen = peer.seen();
+    let session = seen.sessions.values().next().expect("a session");
+    assert_eq!(session.file().map(sha256_of_bytes), Some(sha256(&file)));
+}
+
+#[test]
+fn a_client_falls_back_from_port_7542_when_it_is_taken_and_says_so() {
+    let _turn = PORT_7542.lock().unwrap_or_else(|e| e.into_inner());
+    // Held here if it was free; anyone else holding it will do as well.
+    let _holder = std::net::UdpSocket::bind("0.0.0.0:7542");
+    let (_tmp, served, here) = dirs("saratoga-port-taken");
+    let server = Server::start(&served, &["--listen", "127.0.0.1:0"]);
+    let file = here.join("fallback.bin");
+    random_file(&file, 100_000);
+    let (status, stdout, stderr) =
+        saratoga_as_given(&["put", file.to_str().unwrap(), &server.addr, "--json"]);
+    assert!(status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("UDP port 7542 is in use here"), "{stderr}");
+    let port = json(&stdout)["local_port"].as_u64().unwrap();
+    assert!(
+        port != 7542 && stderr.contains(&format!("using port {port}")),
+        "{stderr}"
+    );
+    assert_eq!(sha256(&served.join("fallback.bin")), sha256(&file));
+    // Asked for, it is not replaced: the put could not start.
+    let (status, _, stderr) = saratoga_as_given(&[
+        "put",
+        file.to_str().unwrap(),
+        &server.addr,
+        "--local-port",
+        "7542",
+    ]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot listen on UDP 0.0.0.0:7542"), "{stderr}");
+}
+
+/// The next datagram `socket` receives within `limit`, and its sender.
+fn next_datagram(socket: &std::net::UdpSocket, limit: Duration) -> Option<(Vec<u8>, std::net::SocketAddr)> {
+    let deadline = Instant::now() + limit;
+    let mut buf = vec![0; 65536];
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        socket
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .unwrap();
+        match socket.recv_from(&mut buf) {
+            Ok((len, from)) => return Some((buf[..len].to_vec(), from)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("recv: {e}"),
+        }
+    }
+}
+
+/// A frame's kind and session, as a stranger notes what it received.
+fn kind_and_session(datagram: &[u8]) -> (&'static str, u32) {
+    use scps_saratoga::wire::Frame;
+    match Frame::parse(datagram) {
+        Ok(Frame::Request(r)) => ("REQUEST", r.session),
+        Ok(Frame::Metadata(m)) => ("METADATA", m.session),
+        Ok(Frame::Data(d)) => ("DATA", d.session),
+        Ok(Frame::Status(s)) => ("STATUS", s.session),
+        Ok(Frame::Beacon(_)) => ("BEACON", 0),
+        Err(_) => ("malformed", 0),
+    }
+}
+
+/// The first frame for `session` that `socket` receives within 5 s (every
+/// datagram received noted in `received`): the answer to what was sent.
+fn answer_for(
+    socket: &std::net::UdpSocket,
+    session: u32,
+    received: &mut Vec<(&'static str, u32)>,
+) -> Vec<u8> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (datagram, _) = next_datagram(socket, left)
+            .unwrap_or_else(|| panic!("no answer for session {session:#x} within 5 s"));
+        let noted = kind_and_session(&datagram);
+        received.push(noted);
+        if noted.1 == session {
+            return datagram;
+        }
+    }
+}
+
+/// The error code of a STATUS for `session`; anything else fails the test.
+fn refusal(datagram: &[u8], session: u32, what: &str) -> u8 {
+    use scps_saratoga::wire::Frame;
+    match Frame::parse(datagram) {
+        Ok(Frame::Status(status)) if status.session == session && !status.error.is_success() => {
+            status.error.0
+        }
+        other => panic!("{what}: answered with {other:?}, not a refusal"),
+    }
+}
+
+/// A child process killed if the test ends before it does.
+struct Killed(Option<Child>);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn a_running_client_refuses_a_strangers_get_of_its_file_and_a_strangers_put() {
+    use scps_saratoga::engine::descriptor_for;
+    use scps_saratoga::wire::{
+        Data, ErrorCode, Frame, Metadata, Request, RequestType, Status, TransferType, progress_to_wire,
+    };
+    let (_tmp, _served, here) = dirs("saratoga-client-serves-nothing");
+    let file = here.join("outgoing.bin");
+    random_file(&file, 50_000);
+    let contents = std::fs::read(&file).unwrap();
+    // The peer the put goes to, played here: it holds its answer to the
+    // PUT REQUEST while a stranger tries the client's port.
+    let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (port, client) = reply_port();
+    let child = scps()
+        .arg("saratoga")
+        .args([
+            "put",
+            file.to_str().unwrap(),
+            &peer.local_addr().unwrap().to_string(),
+            "--local-port",
+            &port,
+            "--timeout",
+            "20s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(Some(child));
+    let (datagram, from) = next_datagram(&peer, Duration::from_secs(10)).expect("the put's REQUEST");
+    assert_eq!(from, client, "the client sends from --local-port");
+    let put_session = match Frame::parse(&datagram) {
+        Ok(Frame::Request(request)) if request.request_type == RequestType::Put => request.session,
+        other => panic!("not a PUT REQUEST: {other:?}"),
+    };
+
+    // The stranger, on another port of this host.
+    let stranger = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    stranger.connect(client).unwrap();
+    let mut received = Vec::new();
+    // (a) A GET of the file the client is sending: "access denied" (5),
+    // no METADATA, no DATA.
+    let get = 0x6e7;
+    let request = Request::new(RequestType::Get, get, "outgoing.bin");
+    stranger
+        .send(&Frame::Request(request).to_bytes().unwrap())
+        .unwrap();
+    let answer = answer_for(&stranger, get, &mut received);
+    assert_eq!(
+        refusal(&answer, get, "a stranger's GET of the client's file"),
+        ErrorCode::ACCESS_DENIED.0
+    );
+    // (b) Puts: METADATA and DATA of a small file, under the one name the
+    // client's store would look at (its own file's) and under another,
+    // blind and after a PUT REQUEST. The first name is "receiver not
+    // interested" (14), taken in by no receiver; the second is refused by
+    // the store (access denied, 5). A PUT REQUEST is refused outright
+    // (access denied): a client grants no request.
+    let junk = vec![0x5a; 1000];
+    for (session, name, code, ask_first) in [
+        (0xbad1, "outgoing.bin", ErrorCode::RX_NOT_INTERESTED, false),
+        (0xbad2, "planted.bin", ErrorCode::ACCESS_DENIED, false),
+        (0xbad3, "outgoing.bin", ErrorCode::RX_NOT_INTERESTED, true),
+    ] {
+        if ask_first {
+            let request = Request::new(RequestType::Put, session, name);
+            stranger
+                .send(&Frame::Request(request).to_bytes().unwrap())
+                .unwrap();
+            let answer = answer_for(&stranger, session, &mut received);
+            assert_eq!(
+                refusal(&answer, session, &format!("a stranger's PUT REQUEST for {name}")),
+                ErrorCode::ACCESS_DENIED.0
+            );
+        }
+        let metadata = Metadata::parse(&metadata_frame(name, junk.len() as u64)).unwrap();
+        let metadata = Metadata { session, ..metadata };
+        stranger
+            .send(&Frame::Metadata(metadata).to_bytes().unwrap())
+            .unwrap();
+        let answer = answer_for(&stranger, session, &mut received);
+        assert_eq!(
+            refusal(&answer, session, &format!("a stranger's put of {name}")),
+            code.0,
+            "{name}"
+        );
+        let data = Data {
+            descriptor: descriptor_for(junk.len() as u64),
+            transfer_type: TransferType::File,
+            request_status: true,
+            end_of_data: true,
+            session,
+            timestamp: None,
+            offset: 0,
+            payload: &junk,
+        };
+        stranger.send(&Frame::Data(data).to_bytes().unwrap()).unwrap();
+        // Answered (its METADATA asked for again, or its refusal repeated),
+        // and nothing stored.
+        answer_for(&stranger, session, &mut received);
+    }
+
+    // The put goes on: its REQUEST accepted, its file taken whole, and
+    // a STATUS covering it sent.
+    let accept = Frame::Status(Status::error(put_session, ErrorCode::SUCCESS));
+    peer.send_to(&accept.to_bytes().unwrap(), client).unwrap();
+    let mut got = vec![0u8; contents.len()];
+    let mut have = vec![false; contents.len()];
+    let covered = Frame::Status(Status {
+        descriptor: descriptor_for(contents.len() as u64),
+        metadata_received: true,
+        voluntary: true,
+        progress: progress_to_wire(contents.len() as u64),
+        ..Status::error(put_session, ErrorCode::SUCCESS)
+    })
+    .to_bytes()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.0.as_mut().unwrap().try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the put did not end within 20 s");
+        let Some((datagram, _)) = next_datagram(&peer, Duration::from_millis(100)) else {
+            continue;
+        };
+        if let Ok(Frame::Data(data)) = Frame::parse(&datagram)
+            && data.session == put_session
+        {
+            let at = data.offset as usize;
+            got[at..at + data.payload.len()].copy_from_slice(data.payload);
+            have[at..at + data.payload.len()].fill(true);
+        }
+        // Everything came: said on every frame that follows, in case a
+        // STATUS is lost.
+        if have.iter().all(|b| *b) {
+            peer.send_to(&covered, client).unwrap();
+        }
+    };
+    let output = child.0.take().unwrap().wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(status.success(), "{stdout}{stderr}");
+    assert_eq!(sha256_of_bytes(&got), sha256(&file), "the peer has the file");
+    assert_eq!(json(&stdout)["sha256"], sha256(&file), "{stdout}");
+
+    // The client has exited: all it sent the stranger has arrived.
+    stranger.set_nonblocking(true).unwrap();
+    let mut buf = vec![0; 65536];
+    while let Ok(len) = stranger.recv(&mut buf) {
+        received.push(kind_and_session(&buf[..len]));
+    }
+    println!("the stranger received {received:x?}");
+    assert!(
+        received.iter().all(|(kind, _)| *kind == "STATUS"),
+        "the stranger received {received:?}"
+    );
+    assert_eq!(
+        walk(&here),
+        [file],
+        "nothing of the stranger's is in the client's directory"
+    );
 }

@@ -24,11 +24,11 @@
 //!   fragments nor reassembles.
 //! - A session is named by the peer's address and id: a GET we asked for
 //!   and a PUT the same peer starts with the same id would collide (our
-//!   ids count up from [`engine::Config::first_session`]).
-//! - A put to a name with directories waits for the peer to answer its
-//!   PUT REQUEST (a receiver takes only the last component of a METADATA
-//!   name); whether Vallona answers one is not known here, so a put to it
-//!   should name a plain file.
+//!   ids count up from [`engine::Config::first_session`], skipping those
+//!   in use or remembered with that peer).
+//! - A put asks with a PUT REQUEST first ([`engine::Engine::put_requested`])
+//!   or goes blind ([`engine::Engine::put`]); whether Vallona answers a PUT
+//!   REQUEST is not known here, so a put to it may have to go blind.
 
 pub mod engine;
 pub mod node;

@@ -131,7 +131,7 @@ fn put_get_and_list_between_two_directories() {
     let mut world = World::new(&dir);
     world
         .a
-        .put(world.now, b_addr(), "report.bin", "inbox/report.bin")
+        .put_requested(world.now, b_addr(), "report.bin", "inbox/report.bin")
         .unwrap();
     assert!(
         world.run(Duration::from_secs(60), |e| completed(e) == 2),

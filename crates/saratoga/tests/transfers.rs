@@ -33,7 +33,9 @@ fn put(pair: &mut Pair, len: usize, seed: u64, limit: Duration) -> Vec<u8> {
         .insert("out/file.bin", file.clone(), 1_700_000_000);
     let b = pair.b_addr;
     let now = pair.now;
-    pair.a.put(now, b, "out/file.bin", "in/file.bin").unwrap();
+    pair.a
+        .put_requested(now, b, "out/file.bin", "in/file.bin")
+        .unwrap();
     let done = pair.run_until(limit, |p| {
         Pair::completed(&p.events_a) == 1 && Pair::completed(&p.events_b) == 1
     });
@@ -52,8 +54,10 @@ fn put(pair: &mut Pair, len: usize, seed: u64, limit: Duration) -> Vec<u8> {
         "a byte that arrived was sent again"
     );
     // Every byte is sent once, plus once more each time it failed to
-    // arrive: lost on the link, or dropped for want of its METADATA.
-    let lost = pair.ab.dropped_data_bytes + pair.b.stats().orphan_data_bytes;
+    // arrive: lost on the link, or dropped for want of its METADATA
+    // (beyond what is kept for a session its REQUEST opened).
+    let b_stats = pair.b.stats();
+    let lost = pair.ab.dropped_data_bytes + b_stats.orphan_data_bytes + b_stats.early_data_dropped_bytes;
     assert_eq!(pair.a.stats().data_bytes_sent, len as u64 + lost);
     file
 }

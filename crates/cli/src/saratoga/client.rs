@@ -2,18 +2,20 @@
 //! server, then a report and the exit status.
 
 use std::io::IsTerminal;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use scps_saratoga::engine::{DiskStore, Engine, Event, FailReason, MemoryStore, Store, TransferId};
+use scps_saratoga::engine::{Config, DiskStore, Engine, Event, FailReason, MemoryStore, Store, TransferId};
 use scps_saratoga::wire::{EPOCH_2000_UNIX, EntryKind, ErrorCode};
 
 use super::capture::PacketCapture;
 use super::host::Host;
+use super::local_port::client_socket;
+use super::peer::DEFAULT_PORT;
 use super::report::{Entry, Report, sha256_of};
 use super::store::{ReceiveOnly, SendFile};
-use super::{EngineArgs, GetArgs, LsArgs, PeerSpec, PutArgs, RmArgs, settings_refused};
+use super::{ClientArgs, EngineArgs, GetArgs, LsArgs, PeerSpec, PutArgs, RmArgs, settings_refused};
 use crate::transfer::{Outcome, interrupts};
 
 /// How a transfer ended.
@@ -23,15 +25,31 @@ enum End {
     Interrupted,
 }
 
-/// A client's engine over one socket of the peer's family.
-fn host<S: Store>(peer: SocketAddr, args: &EngineArgs, store: S) -> anyhow::Result<Host<S>> {
-    let capture = args.pcap.as_deref().map(PacketCapture::create).transpose()?;
-    let any = match peer {
-        SocketAddr::V4(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
-        SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
+/// A client's engine over one socket of the peer's family, on the port
+/// `client` says (see [`client_socket`]); `operation` names the command
+/// in what it says of the port.
+fn host<S: Store>(
+    operation: &str,
+    peer: SocketAddr,
+    client: &ClientArgs,
+    args: &EngineArgs,
+    store: S,
+) -> anyhow::Result<Host<S>> {
+    // A client serves no one: its socket may be the well-known port, and
+    // a stranger's put to it or get from its store is refused.
+    let config = Config {
+        max_receivers: 0,
+        max_receivers_per_peer: 0,
+        max_served: 0,
+        ..args.config(peer.is_ipv6())
     };
-    let engine = Engine::new(args.config(peer.is_ipv6()), store).map_err(settings_refused)?;
-    Host::new(engine, &[any], capture)
+    let engine = Engine::new(config, store).map_err(settings_refused)?;
+    let (socket, note) = client_socket(peer, client.local_port)?;
+    if let Some(note) = note {
+        eprintln!("scps saratoga {operation}: {note}");
+    }
+    let capture = args.pcap.as_deref().map(PacketCapture::create).transpose()?;
+    Host::over(engine, vec![socket], capture)
 }
 
 /// Shows how far a transfer got, on standard error when it is a terminal.
@@ -93,7 +111,8 @@ async fn wait<S: Store>(host: &mut Host<S>, id: TransferId) -> anyhow::Result<En
     Ok(end)
 }
 
-/// What a failure says: the peer's error code by name, or who was silent.
+/// What a failure says: the peer's error code by name, who was silent,
+/// or what the peer answered short of finishing.
 fn failure<S: Store>(reason: &FailReason, report: &Report, peer: SocketAddr, host: &Host<S>) -> String {
     match reason {
         // No code says "not a directory": a server answers a listing of a
@@ -110,11 +129,30 @@ fn failure<S: Store>(reason: &FailReason, report: &Report, peer: SocketAddr, hos
                 "no answer from {peer} for {:.1} s (--timeout): the peer is unreachable or serves no Saratoga",
                 silent.as_secs_f64()
             );
+            if report.operation == "put" && !report.blind {
+                text.push_str(", or does not answer a PUT REQUEST (--blind sends none)");
+            }
+            if report.local_port != DEFAULT_PORT {
+                text.push_str(&format!(
+                    "; or it answers only to port {DEFAULT_PORT}, and this client had port {} (--local-port)",
+                    report.local_port
+                ));
+            }
             if let Some(error) = &host.last_send_error {
                 text.push_str(&format!(" (the last send failed: {error})"));
             }
             text
         }
+        FailReason::Unacknowledged { acked, size, stuck } => format!(
+            "{peer} answered{} but sent no status covering the file: {acked} of {size} bytes acknowledged, \
+             none more for {:.1} s (--timeout); the file may not be stored there",
+            if report.blind { "" } else { " the request" },
+            stuck.as_secs_f64()
+        ),
+        FailReason::ForeignStatus { progress, size } => format!(
+            "{peer} answered with a status about another transfer (it reaches byte {progress} of this \
+             {size}-byte file: an earlier session with the same id?); the file is not known to be stored there"
+        ),
         other => other.to_string(),
     }
 }
@@ -129,6 +167,7 @@ fn conclude<S: Store>(
     json: bool,
 ) -> anyhow::Result<Outcome> {
     report.record_engine(host.engine().stats());
+    report.local_port = host.locals().first().map_or(0, |local| local.port());
     let outcome = match &end {
         End::Done(_) => Outcome::Complete,
         End::Failed(reason) => {
@@ -176,15 +215,18 @@ pub async fn put(args: PutArgs) -> anyhow::Result<Outcome> {
     let store = SendFile::open(path, &name).with_context(|| format!("cannot read {}", path.display()))?;
     let remote = args.peer.path.clone().unwrap_or_else(|| name.clone());
     let peer = args.peer.resolve()?;
-    let mut host = host(peer, &args.engine, store)?;
+    let mut host = host("put", peer, &args.client, &args.engine, store)?;
     let mut report = report("put", peer, &remote, &args.engine);
     report.local = Some(args.file.display().to_string());
+    report.blind = args.blind;
     let start = std::time::Instant::now();
     let now = host.now();
-    let id = host
-        .engine_mut()
-        .put(now, peer, &name, &remote)
-        .map_err(|e| anyhow::anyhow!("cannot send {}: {e}", args.file.display()))?;
+    let engine = host.engine_mut();
+    let id = match args.blind {
+        true => engine.put(now, peer, &name, &remote),
+        false => engine.put_requested(now, peer, &name, &remote),
+    }
+    .map_err(|e| anyhow::anyhow!("cannot send {}: {e}", args.file.display()))?;
     let end = wait(&mut host, id).await?;
     if let End::Done(Event::Completed { size, .. }) = &end {
         report.set_moved(*size, start);
@@ -226,7 +268,13 @@ pub async fn get(args: GetArgs) -> anyhow::Result<Outcome> {
     let store =
         DiskStore::new(&dir).map_err(|e| anyhow::anyhow!("cannot write into {}: {e}", dir.display()))?;
     let partials = store.root().join(scps_saratoga::engine::PARTIAL_DIR);
-    let mut host = host(peer, &args.engine, ReceiveOnly::file(store, &name))?;
+    let mut host = host(
+        "get",
+        peer,
+        &args.client,
+        &args.engine,
+        ReceiveOnly::file(store, &name),
+    )?;
     let mut report = report("get", peer, &remote, &args.engine);
     report.local = Some(target.display().to_string());
     let start = std::time::Instant::now();
@@ -263,7 +311,13 @@ fn required_path(peer: &PeerSpec, command: &str, example: &str) -> anyhow::Resul
 pub async fn ls(args: LsArgs) -> anyhow::Result<Outcome> {
     let dir = args.peer.path.clone().unwrap_or_default();
     let peer = args.peer.resolve()?;
-    let mut host = host(peer, &args.engine, ReceiveOnly::nothing(MemoryStore::new()))?;
+    let mut host = host(
+        "ls",
+        peer,
+        &args.client,
+        &args.engine,
+        ReceiveOnly::nothing(MemoryStore::new()),
+    )?;
     let mut report = report("ls", peer, &dir, &args.engine);
     let start = std::time::Instant::now();
     let now = host.now();
@@ -294,7 +348,13 @@ fn unix_time(saratoga: u32) -> u64 {
 pub async fn rm(args: RmArgs) -> anyhow::Result<Outcome> {
     let remote = required_path(&args.peer, "rm", "old.log")?;
     let peer = args.peer.resolve()?;
-    let mut host = host(peer, &args.engine, ReceiveOnly::nothing(MemoryStore::new()))?;
+    let mut host = host(
+        "rm",
+        peer,
+        &args.client,
+        &args.engine,
+        ReceiveOnly::nothing(MemoryStore::new()),
+    )?;
     let mut report = report("rm", peer, &remote, &args.engine);
     let start = std::time::Instant::now();
     let now = host.now();

@@ -52,7 +52,8 @@ impl<S: Store> std::fmt::Debug for Host<S> {
 
 /// A UDP socket bound to `addr`, with large buffers; an IPv6 one only
 /// for IPv6, so that `0.0.0.0:7542` and `[::]:7542` can both be served.
-fn bind(addr: SocketAddr) -> anyhow::Result<UdpSocket> {
+/// Must be called inside the runtime.
+pub fn bind(addr: SocketAddr) -> anyhow::Result<UdpSocket> {
     let context = || format!("cannot listen on UDP {addr}");
     let socket =
         Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).with_context(context)?;
@@ -77,6 +78,15 @@ impl<S: Store> Host<S> {
             .iter()
             .map(|addr| bind(*addr))
             .collect::<anyhow::Result<Vec<_>>>()?;
+        Host::over(engine, sockets, capture)
+    }
+
+    /// The engine over sockets already bound (with [`bind`]).
+    pub fn over(
+        engine: Engine<S>,
+        sockets: Vec<UdpSocket>,
+        capture: Option<PacketCapture>,
+    ) -> anyhow::Result<Host<S>> {
         let locals = sockets
             .iter()
             .map(|s| s.local_addr().context("the socket's address"))

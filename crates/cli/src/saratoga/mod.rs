@@ -5,6 +5,7 @@
 mod capture;
 mod client;
 mod host;
+mod local_port;
 mod peer;
 mod report;
 mod serve;
@@ -29,6 +30,8 @@ use peer::{PeerSpec, parse_peer};
     scps saratoga get '[2001:db8::7]:7542:logs/today.log'\n  \
     scps saratoga ls 192.0.2.7:logs\n\
     Beacons are not sent (the engine does not send them): give peers by address.\n\
+    A client sends from UDP port 7542 when it is free (some peers answer only\n\
+    to that port), else from one the system picks, saying so (--local-port).\n\
     docs/saratoga.md has the details.")]
 pub struct SaratogaArgs {
     #[command(subcommand)]
@@ -41,7 +44,9 @@ enum SaratogaCommand {
     /// Ctrl-C, one line per transfer started, completed or failed. No
     /// beacons are sent (not implemented in the engine).
     Serve(ServeArgs),
-    /// Send FILE to a Saratoga server, as PATH there (default: FILE's name).
+    /// Send FILE to a Saratoga server, as PATH there (default: FILE's
+    /// name): a PUT REQUEST first, unless --blind. It succeeds only on a
+    /// STATUS from the server acknowledging the whole file.
     Put(PutArgs),
     /// Fetch PATH from a Saratoga server into FILE (default: PATH's last
     /// component, here); FILE appears only once complete and verified.
@@ -106,6 +111,17 @@ struct ServeArgs {
     engine: EngineArgs,
 }
 
+/// The socket of a client (put, get, ls, rm).
+#[derive(Debug, Args)]
+struct ClientArgs {
+    /// Send from, and be answered on, this UDP port. By default 7542 when
+    /// it is free, since some peers answer only to port 7542 whatever
+    /// port a request came from; else (a server on this host holds it)
+    /// one the system picks, saying so. 0: always one the system picks.
+    #[arg(long, value_name = "PORT")]
+    local_port: Option<u16>,
+}
+
 #[derive(Debug, Args)]
 struct PutArgs {
     /// The file to send.
@@ -114,6 +130,15 @@ struct PutArgs {
     /// given; PATH is the name there (default: FILE's name).
     #[arg(value_parser = parse_peer, value_name = "PEER[:PATH]")]
     peer: PeerSpec,
+    /// A blind put: no PUT REQUEST first (by default one asks the peer
+    /// to take PATH before anything else is sent), the METADATA and DATA
+    /// at once. The receiver names the file from the METADATA alone (ours
+    /// keeps only its last component). For a peer that does not answer a
+    /// PUT REQUEST.
+    #[arg(long)]
+    blind: bool,
+    #[command(flatten)]
+    client: ClientArgs,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -130,6 +155,8 @@ struct GetArgs {
     #[arg(long)]
     force: bool,
     #[command(flatten)]
+    client: ClientArgs,
+    #[command(flatten)]
     engine: EngineArgs,
 }
 
@@ -139,6 +166,8 @@ struct LsArgs {
     #[arg(value_parser = parse_peer, value_name = "PEER[:DIR]")]
     peer: PeerSpec,
     #[command(flatten)]
+    client: ClientArgs,
+    #[command(flatten)]
     engine: EngineArgs,
 }
 
@@ -147,6 +176,8 @@ struct RmArgs {
     /// HOST[:PORT]:PATH, the file to delete; an IPv6 address in brackets.
     #[arg(value_parser = parse_peer, value_name = "PEER:PATH")]
     peer: PeerSpec,
+    #[command(flatten)]
+    client: ClientArgs,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -201,6 +232,9 @@ impl EngineArgs {
             max_datagram,
             inactivity_timeout: self.timeout,
             checksum: self.checksum.into(),
+            // A peer remembers finished sessions by id: a process of ours
+            // starting at the same id as the last would be taken for it.
+            first_session: rand::random(),
             ..defaults
         }
     }

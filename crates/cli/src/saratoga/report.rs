@@ -20,6 +20,11 @@ pub struct Report {
     /// The file here (put and get).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<String>,
+    /// The UDP port this client sent from and was answered on.
+    pub local_port: u16,
+    /// A put sent without a PUT REQUEST (`--blind`), for its messages.
+    #[serde(skip)]
+    pub blind: bool,
     /// File bytes delivered (0 unless complete).
     pub bytes: u64,
     pub duration_s: f64,
@@ -37,8 +42,10 @@ pub struct Report {
     pub datagrams_received: u64,
     /// Datagrams the engine dropped, by cause: malformed frames by their
     /// `WireError::cause`, `unknown_session`, DATA bytes dropped for
-    /// want of their METADATA (`orphan_data_bytes`) or because their
-    /// session was refused (`refused_data_bytes`).
+    /// want of their METADATA (`orphan_data_bytes`; in a session a
+    /// REQUEST opened, those past the bound on what is kept for it,
+    /// `early_data_dropped_bytes`) or because their session was refused
+    /// (`refused_data_bytes`).
     pub drops: BTreeMap<String, u64>,
     pub cpu_user_s: f64,
     pub cpu_system_s: f64,
@@ -132,6 +139,7 @@ pub fn drops(stats: &Stats) -> BTreeMap<String, u64> {
         .collect();
     drops.insert("unknown_session".into(), stats.unknown_session);
     drops.insert("orphan_data_bytes".into(), stats.orphan_data_bytes);
+    drops.insert("early_data_dropped_bytes".into(), stats.early_data_dropped_bytes);
     drops.insert("refused_data_bytes".into(), stats.refused_data_bytes);
     drops.insert("duplicate_bytes".into(), stats.duplicate_bytes_received);
     drops

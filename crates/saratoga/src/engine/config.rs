@@ -29,13 +29,18 @@ pub struct Config {
     pub status_interval: Duration,
     pub status_interval_max: Duration,
     /// A transfer that makes no progress this long fails (as
-    /// [`super::FailReason::Timeout`] if the peer was silent all along,
-    /// else [`super::FailReason::Stalled`]). It must exceed the longest
-    /// outage to ride out and the round trip.
+    /// [`super::FailReason::Timeout`] if the peer was never heard from,
+    /// else [`super::FailReason::Unacknowledged`] for a sender and
+    /// [`super::FailReason::Stalled`] for a receiver). It must exceed the
+    /// longest outage to ride out and the round trip.
     pub inactivity_timeout: Duration,
     /// The largest directory listing accepted, in bytes.
     pub max_listing_bytes: u64,
-    /// The first session id this engine picks for its own transfers.
+    /// The first session id this engine picks for its own transfers; the
+    /// next ones count up from it. A host that restarts should draw it at
+    /// random (`scps saratoga` does): a peer remembers finished sessions
+    /// by id for a while, and would take a new transfer under an old id
+    /// for the old one.
     pub first_session: u32,
     /// Files peers put to us at once; more are refused ("receiver not
     /// interested"). Any datagram can start one, so this is a bound.
@@ -56,6 +61,12 @@ pub struct Config {
     /// each for the inactivity timeout; when full, the one to expire
     /// first is forgotten.
     pub max_remembered: usize,
+    /// DATA payload bytes kept, for all sessions together, that came
+    /// before their METADATA in a session already known (a PUT REQUEST
+    /// accepted, or a REQUEST of ours not yet answered); applied when the
+    /// METADATA comes. Beyond it such DATA is dropped and counted
+    /// ([`super::Stats::early_data_dropped_bytes`]); 0 keeps none.
+    pub max_early_data_bytes: u64,
 }
 
 /// How long a peer that completed a transfer stays known (see
@@ -151,6 +162,7 @@ impl Default for Config {
             max_served: 64,
             max_file_bytes: 1 << 40,
             max_remembered: 4096,
+            max_early_data_bytes: 4 << 20,
         }
     }
 }

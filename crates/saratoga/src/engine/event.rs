@@ -85,12 +85,31 @@ pub enum Event {
 pub enum FailReason {
     #[error("the peer answered with error {0}")]
     Peer(ErrorCode),
+    /// Nothing came from the peer for this transfer, for this long since
+    /// it started: the peer is unreachable, or does not speak Saratoga.
     #[error("the peer was silent for {0:?}")]
     Timeout(Duration),
-    /// The peer kept sending, but the transfer made no progress (no more
-    /// bytes acknowledged, no other holes, no new data) for this long.
-    #[error("no progress for {0:?}: the peer answers but the transfer does not advance")]
+    /// The peer answered, but the transfer made no progress (no more
+    /// bytes acknowledged, no other holes, no new data) for this long,
+    /// whether the peer fell silent or kept sending.
+    #[error("no progress for {0:?}: the peer answered, but the transfer did not advance")]
     Stalled(Duration),
+    /// A sender's peer answered (a REQUEST, or with a STATUS) but sent no
+    /// STATUS acknowledging the whole file: `acked` bytes of `size` were
+    /// acknowledged from the start, and no more for `stuck`. The file may
+    /// or may not be stored there; only such a STATUS would say.
+    #[error(
+        "the peer answered, but sent no status covering the file: {acked} of {size} bytes acknowledged, none more for {stuck:?}"
+    )]
+    Unacknowledged { acked: u64, size: u64, stuck: Duration },
+    /// A STATUS for the session acknowledged bytes past the end of the
+    /// file sent (`progress`, as on the wire, in either reading of it):
+    /// it is about another transfer, such as one the peer finished
+    /// earlier under the same session id, and says nothing of this one.
+    #[error(
+        "the peer's status reaches byte {progress} of a {size}-byte file: it is about another transfer (an earlier session with the same id?)"
+    )]
+    ForeignStatus { progress: u64, size: u64 },
     #[error("the file's checksum does not match the one sent")]
     ChecksumMismatch,
     #[error("store: {0}")]
@@ -118,6 +137,12 @@ pub struct Stats {
     /// DATA payload bytes dropped because their session was refused
     /// (answered with its error code, not sent again).
     pub refused_data_bytes: u64,
+    /// DATA payload bytes that came before their METADATA in a known
+    /// session and were kept for it ([`super::Config::max_early_data_bytes`]).
+    pub early_data_bytes: u64,
+    /// Such DATA payload bytes dropped: beyond that bound, or kept for a
+    /// session that ended without its METADATA.
+    pub early_data_dropped_bytes: u64,
     pub data_frames_sent: u64,
     /// DATA payload bytes sent, first sends and re-sends.
     pub data_bytes_sent: u64,

@@ -59,6 +59,10 @@ impl<V, K: Copy + Eq + Hash + Ord> Expiring<V, K> {
         }
     }
 
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.entries.keys()
+    }
+
     pub fn next_expiry(&self) -> Option<Instant> {
         self.deadlines.first().map(|(until, _)| *until)
     }

@@ -8,9 +8,15 @@
 //! Sessions are keyed by the peer's address and the session id alone (a
 //! frame does not say which end picked the id, so a session we started
 //! and one the peer started with the same id would collide; ours count up
-//! from [`Config::first_session`] and skip ids in use with that peer).
+//! from [`Config::first_session`], so that an id comes back only after
+//! 2³² sessions, and skip ids in use or remembered with that host).
 //! METADATA and DATA go to the receiving end, STATUS to the sending end
 //! (or, as an error or a delete's answer, to the end that asked).
+//!
+//! A session we started (a put, or a request of ours) is also found by a
+//! frame from another port of the peer's host than the one we sent to:
+//! some peers of the drafts' era send from an ephemeral port and listen
+//! on 7542 alone. We go on sending to the address we started with.
 //!
 //! ```
 //! use scps_node::Instant;
@@ -21,7 +27,7 @@
 //! let mut b = Engine::new(Config::default(), MemoryStore::new()).unwrap();
 //! a.store_mut().insert("report.txt", b"hello".to_vec(), 0);
 //! let mut now = Instant::ZERO;
-//! a.put(now, b_addr, "report.txt", "inbox/report.txt").unwrap();
+//! a.put_requested(now, b_addr, "report.txt", "inbox/report.txt").unwrap();
 //! // A lossless link with no delay: hand each datagram straight over,
 //! // until neither has more to say at `now`.
 //! while b.store().contents("inbox/report.txt").is_none() {
@@ -52,6 +58,12 @@
 //! "unknown session id", unless it is itself an error. Malformed frames
 //! are counted by cause in [`Stats::malformed`] and dropped.
 //!
+//! DATA that comes before the METADATA of a session already known (a
+//! PUT REQUEST we accepted, or a REQUEST of ours not yet answered) is
+//! answered the same way but kept, within
+//! [`Config::max_early_data_bytes`], and written once the METADATA comes:
+//! a sender that never re-sends still finishes.
+//!
 //! A session refused (its PUT REQUEST or METADATA answered with an error,
 //! or its receive aborted) stays refused while it is remembered: its
 //! METADATA is answered with the same code and starts nothing, its DATA
@@ -61,6 +73,7 @@
 
 mod config;
 mod disk;
+mod early;
 mod event;
 mod expiring;
 mod outbox;
@@ -85,6 +98,7 @@ use crate::wire::{
     Checksum, Data, Descriptor, DirEntry, EntryKind, ErrorCode, Frame, Metadata, Request, RequestType,
     Status, TransferType,
 };
+use early::EarlyData;
 use expiring::Expiring;
 use outbox::Outbox;
 use pacer::Pacer;
@@ -119,6 +133,8 @@ pub struct Engine<S: Store> {
     /// Peers that completed a transfer with us, by address: they may take
     /// the place of a stranger's transfer when every place is taken.
     known_peers: Expiring<(), IpAddr>,
+    /// DATA of known sessions that came before their METADATA.
+    early: EarlyData,
     next_session: u32,
     /// The sender that sent last, for round robin.
     last_sender: Option<Key>,
@@ -137,6 +153,7 @@ impl<S: Store> Engine<S> {
             answered: Expiring::new(config.max_remembered),
             put_names: Expiring::new(config.max_remembered),
             known_peers: Expiring::new(config.max_remembered),
+            early: EarlyData::new(config.max_early_data_bytes),
             config,
             store,
             senders: BTreeMap::new(),
@@ -167,26 +184,62 @@ impl<S: Store> Engine<S> {
         self.senders.len() + self.receivers.len()
     }
 
+    /// The next id of ours, skipping those of sessions in progress or
+    /// remembered with `peer`'s host, from any of its ports (answered
+    /// requests and finished sends, PUT REQUESTs waiting for their
+    /// METADATA): a peer may know a session by its id alone. Rare enough
+    /// (once per transfer of ours) to look through them all.
     fn session_id(&mut self, peer: SocketAddr) -> u32 {
         loop {
             let id = self.next_session;
             self.next_session = self.next_session.wrapping_add(1);
-            if !self.senders.contains_key(&(peer, id)) && !self.receivers.contains_key(&(peer, id)) {
+            let with_peer = |key: &Key| key.1 == id && key.0.ip() == peer.ip();
+            let taken = self.senders.keys().any(with_peer)
+                || self.receivers.keys().any(with_peer)
+                || self.answered.keys().any(with_peer)
+                || self.put_names.keys().any(with_peer);
+            if !taken {
                 return id;
             }
         }
     }
 
-    /// Sends the store's file `local` to `peer`, to be stored as `remote`.
-    /// A `remote` with directories is asked for with a PUT REQUEST first
-    /// (a receiver takes only the last component of a METADATA name); the
-    /// transfer starts when the peer answers.
+    /// Sends the store's file `local` to `peer`, to be stored as `remote`,
+    /// asking first with a PUT REQUEST naming `remote`: the METADATA and
+    /// DATA go once the peer accepts it (a refusal fails the put before
+    /// anything is sent), and a receiver names the file from the REQUEST,
+    /// directories and all.
+    pub fn put_requested(
+        &mut self,
+        now: Instant,
+        peer: SocketAddr,
+        local: &str,
+        remote: &str,
+    ) -> Result<TransferId, StoreError> {
+        self.start_put(now, peer, local, remote, true)
+    }
+
+    /// A blind put: like [`Engine::put_requested`] but without the
+    /// REQUEST, the METADATA and DATA at once (the drafts allow it; the
+    /// simulator's workload). A receiver names the file from the METADATA
+    /// alone: ours, and others, keep only its last component.
     pub fn put(
         &mut self,
         now: Instant,
         peer: SocketAddr,
         local: &str,
         remote: &str,
+    ) -> Result<TransferId, StoreError> {
+        self.start_put(now, peer, local, remote, false)
+    }
+
+    fn start_put(
+        &mut self,
+        now: Instant,
+        peer: SocketAddr,
+        local: &str,
+        remote: &str,
+        ask_first: bool,
     ) -> Result<TransferId, StoreError> {
         if remote.is_empty() || remote.contains('\0') {
             return Err(StoreError::Denied(format!("remote name {remote:?}")));
@@ -205,10 +258,7 @@ impl<S: Store> Engine<S> {
             role: Role::Sender,
         };
         let entry = DirEntry::file(remote, info.size, DirEntry::time_from_unix(info.mtime));
-        // A name with a path in it (one the peer may refuse, `..` among
-        // them) is asked for first: the METADATA name alone would be cut
-        // to its last component there.
-        let ask = if remote.contains('/') {
+        let ask = if ask_first {
             let mut bytes = Vec::new();
             Request::new(RequestType::Put, session, remote)
                 .emit(&mut bytes)
@@ -328,7 +378,7 @@ impl<S: Store> Engine<S> {
     }
 
     fn on_metadata(&mut self, now: Instant, from: SocketAddr, metadata: &Metadata) {
-        let key = (from, metadata.session);
+        let key = self.key_for(from, metadata.session, false);
         if !self.receivers.contains_key(&key) {
             if let Some(code) = self.refused_code(&key) {
                 // The session was refused (its PUT REQUEST, or its first
@@ -377,7 +427,51 @@ impl<S: Store> Engine<S> {
         }
         if let Some(receiver) = self.receivers.get_mut(&key) {
             receiver.handle_metadata(now, metadata, &self.config, &mut self.store, &mut self.out);
+            let pieces = self.early.take(&key);
+            let receiving = !receiver.removed && !receiver.awaiting_metadata();
+            for (offset, payload) in pieces {
+                if !receiving {
+                    self.out.stats.early_data_dropped_bytes += payload.len() as u64;
+                    continue;
+                }
+                // As it came, but asking nothing: it was answered then.
+                let data = Data {
+                    descriptor: descriptor_for(metadata.entry.size),
+                    transfer_type: metadata.transfer_type,
+                    request_status: false,
+                    end_of_data: false,
+                    session: metadata.session,
+                    timestamp: None,
+                    offset,
+                    payload: &payload,
+                };
+                receiver.handle_data(now, &data, &self.config, &mut self.store, &mut self.out);
+            }
         }
+    }
+
+    /// The session a frame from `from` naming `session` is for: the one
+    /// keyed by that address, else a receiving end we started (a request
+    /// of ours) with the same host, or if `senders` a put of ours. Some
+    /// peers answer from another port than the one they listen on, which
+    /// we sent to; see the module's notes.
+    fn key_for(&self, from: SocketAddr, session: u32, senders: bool) -> Key {
+        let exact = (from, session);
+        if self.receivers.contains_key(&exact) || (senders && self.senders.contains_key(&exact)) {
+            return exact;
+        }
+        let same_host = |key: &&Key| key.1 == session && key.0.ip() == from.ip();
+        let asking = self
+            .receivers
+            .iter()
+            .filter(|(_, r)| r.operation != Operation::Receive)
+            .map(|(key, _)| key);
+        let putting = self
+            .senders
+            .iter()
+            .filter(|(_, s)| senders && s.operation == Operation::Put)
+            .map(|(key, _)| key);
+        asking.chain(putting).find(same_host).copied().unwrap_or(exact)
     }
 
     /// Whether a transfer from `peer` may start: within its address's
@@ -461,14 +555,23 @@ impl<S: Store> Engine<S> {
     }
 
     fn on_data(&mut self, now: Instant, from: SocketAddr, data: &Data<'_>) {
-        let key = (from, data.session);
+        let key = self.key_for(from, data.session, false);
         if let Some(receiver) = self.receivers.get_mut(&key) {
+            if receiver.awaiting_metadata() {
+                self.early
+                    .keep(key, data.offset, data.payload, &mut self.out.stats);
+            }
             receiver.handle_data(now, data, &self.config, &mut self.store, &mut self.out);
             return;
         }
         let refused = self.refused_code(&key);
         if refused.is_some() {
             self.out.stats.refused_data_bytes += data.payload.len() as u64;
+        } else if self.put_names.contains_key(&key) {
+            // A PUT REQUEST we accepted opened the session: its METADATA
+            // is on its way, or lost and asked for again below.
+            self.early
+                .keep(key, data.offset, data.payload, &mut self.out.stats);
         } else {
             self.out.stats.unknown_session += 1;
             self.out.stats.orphan_data_bytes += data.payload.len() as u64;
@@ -497,7 +600,7 @@ impl<S: Store> Engine<S> {
 
     fn on_status(&mut self, now: Instant, from: SocketAddr, status: &Status) {
         self.out.stats.status_received += 1;
-        let key = (from, status.session);
+        let key = self.key_for(from, status.session, true);
         if let Some(sender) = self.senders.get_mut(&key) {
             sender.handle_status(now, status, &self.config, &mut self.store, &mut self.out);
         } else if let Some(receiver) = self.receivers.get_mut(&key) {
@@ -530,6 +633,11 @@ impl<S: Store> Engine<S> {
                 self.send_code(from, request.session, code);
             }
             return;
+        }
+        // An engine that takes no transfer from peers (a client's, whose
+        // socket may be the well-known port) grants no request at all.
+        if self.config.max_receivers == 0 && self.config.max_served == 0 {
+            return self.refuse(from, request.session, "serves_no_one", ErrorCode::ACCESS_DENIED);
         }
         let Some(name) = safe_name(&request.name) else {
             self.answer(now, from, request.session, ErrorCode::ACCESS_DENIED);
@@ -719,6 +827,7 @@ impl<S: Store> Engine<S> {
             .into_iter()
             .chain(timers)
             .chain(self.answered.next_expiry())
+            .chain(self.put_names.next_expiry())
             .min()
     }
 
@@ -776,6 +885,16 @@ impl<S: Store> Engine<S> {
             }
             !receiver.removed
         });
+        if !self.early.is_empty() {
+            // What early DATA waits for: a receiver's METADATA, or that of
+            // a PUT REQUEST accepted, still remembered and not refused since.
+            let (receivers, put_names, answered) = (&self.receivers, &self.put_names, &self.answered);
+            let waiting = |key: &Key| match receivers.get(key) {
+                Some(receiver) => receiver.awaiting_metadata(),
+                None => put_names.contains_key(key) && answered.get(key).is_none_or(|code| code.is_success()),
+            };
+            self.early.retain(waiting, &mut self.out.stats);
+        }
     }
 }
 

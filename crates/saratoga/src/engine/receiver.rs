@@ -21,7 +21,7 @@ use super::config::Config;
 use super::event::{Event, FailReason, Operation, TransferId};
 use super::outbox::Outbox;
 use super::ranges::RangeSet;
-use super::sender::stalled;
+use super::sender::stuck_for;
 use super::store::{PartialId, Store, StoreError, checksum_of};
 use crate::wire::{
     Checksum, Data, DirEntry, ErrorCode, Frame, Hole, Metadata, Status, TransferType, progress_to_wire,
@@ -54,8 +54,10 @@ pub(crate) struct Receiver {
     listing: Option<Vec<u8>>,
     have: RangeSet,
     last_offset: u64,
-    /// When the peer was last heard from, and when the transfer last
-    /// advanced.
+    /// Whether the peer has sent anything for the session.
+    heard: bool,
+    /// When the peer was last heard from (or the start), and when the
+    /// transfer last advanced.
     last_heard: Instant,
     last_progress: Instant,
     next_timer: Option<Instant>,
@@ -114,6 +116,7 @@ impl Receiver {
             listing: None,
             have: RangeSet::new(),
             last_offset: 0,
+            heard: false,
             last_heard: now,
             last_progress: now,
             next_timer: None,
@@ -147,6 +150,13 @@ impl Receiver {
     /// sender hears "receiver not interested".
     pub fn displace(&mut self, out: &mut Outbox) {
         self.abort(ErrorCode::RX_NOT_INTERESTED, FailReason::Displaced, out);
+    }
+
+    /// Whether it waits for the METADATA that answers its REQUEST for data
+    /// (not a delete's): DATA that comes before it is kept by the engine,
+    /// to be written once it comes.
+    pub fn awaiting_metadata(&self) -> bool {
+        self.state == State::Requesting && self.operation != Operation::Delete
     }
 
     /// The store name this receiver writes, while it may still write it.
@@ -267,10 +277,8 @@ impl Receiver {
         self.heard(now, config);
         if self.state != State::Receiving {
             // Before the METADATA, the STATUS says it is missing (so the
-            // sender sends it); once done, it is the final one again.
-            if self.state == State::Requesting {
-                out.stats.orphan_data_bytes += data.payload.len() as u64;
-            }
+            // sender sends it; the engine keeps the DATA meanwhile); once
+            // done, it is the final one again.
             if data.request_status {
                 self.send_status(false, data.offset, config, out);
             }
@@ -324,6 +332,7 @@ impl Receiver {
         // Not progress, nor a reason to repeat the REQUEST sooner: only an
         // error or a delete's answer ends the wait.
         self.last_heard = now;
+        self.heard = true;
         if matches!(self.state, State::Done { .. }) {
             return;
         }
@@ -346,6 +355,7 @@ impl Receiver {
     }
 
     fn heard(&mut self, now: Instant, config: &Config) {
+        self.heard = true;
         self.last_heard = now;
         self.interval = config.status_interval;
         if self.state == State::Receiving {
@@ -481,7 +491,11 @@ impl Receiver {
             self.removed = now >= until;
             return;
         }
-        if let Some(reason) = stalled(now, self.last_heard, self.last_progress, config) {
+        if let Some(stuck) = stuck_for(now, self.last_progress, config) {
+            let reason = match self.heard {
+                true => FailReason::Stalled(stuck),
+                false => FailReason::Timeout(now.saturating_since(self.last_heard)),
+            };
             self.removed = true;
             out.event(Event::Failed { id: self.id, reason });
             return;

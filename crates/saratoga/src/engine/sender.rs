@@ -24,12 +24,28 @@
 //!   rule would take for lost what waits in a queue.
 //!
 //! A STATUS that lists no hole but whose progress falls short of the end
-//! (Vallona never lists the tail) reports the tail missing.
+//! (Vallona never lists the tail) may report the tail missing, or only
+//! not there yet: a peer's STATUS can leave it while our DATA waits in
+//! its socket's queue, longer than the round trip measured at the start.
+//! A STATUS that answered a request exactly settles that (everything sent
+//! before the request arrived or is lost). From a peer that never does,
+//! the tail is taken for missing only once the whole file has gone and a
+//! while after the last DATA (at least the status interval and two round
+//! trips), that while doubling each time it is taken for missing without
+//! the peer acknowledging more: a peer whose reports lag, or that never
+//! reports the end, costs a few re-sends of the tail, not one per STATUS.
 //!
-//! A put to a name with directories first asks with a PUT REQUEST naming
-//! it (a receiver takes no directories from a METADATA name), repeated
-//! with backoff until the peer answers; the METADATA waits for that
-//! answer. Any other transfer starts with its METADATA.
+//! The transfer is complete only on a STATUS covering the whole file (no
+//! hole, progress at its end, not past it) once every byte has been sent:
+//! one covering bytes not sent yet is about something else. A STATUS
+//! whose progress or holes reach past the end of the file is about
+//! another transfer (a session the peer finished earlier under the same
+//! id): the transfer fails at once, as nothing it says is about this one.
+//!
+//! A put may ask first with a PUT REQUEST naming the file (the engine's
+//! `put_requested`; its blind `put` does not), repeated with backoff
+//! until the peer answers; the METADATA waits for that answer. Any other
+//! transfer starts with its METADATA.
 //!
 //! DATA starts at once after the METADATA, without waiting to hear that
 //! it arrived. Until a STATUS confirms it did, the METADATA is sent again
@@ -132,9 +148,18 @@ pub(crate) struct Sender {
     /// The peer has answered a request of ours (its in-response-to named
     /// one): its answers settle what was sent, not time.
     answers_requests: bool,
-    /// When a STATUS last came, and when one last showed progress.
+    /// Whether any STATUS came for the session (the REQUEST's answer too).
+    heard: bool,
+    /// When a STATUS last came (or the start), and when one last showed
+    /// progress.
     last_heard: Instant,
     last_progress: Instant,
+    /// When the last DATA with bytes in it went.
+    last_data_at: Option<Instant>,
+    /// How long after the last DATA a peer that never answers a request
+    /// exactly must report a tail short before it is re-sent (see the
+    /// module's notes).
+    tail_wait: Duration,
     /// The holes the last STATUS listed.
     holes: Vec<Hole>,
     acked: u64,
@@ -215,8 +240,11 @@ impl Sender {
             started: now,
             rtt: None,
             answers_requests: false,
+            heard: false,
             last_heard: now,
             last_progress: now,
+            last_data_at: None,
+            tail_wait: config.status_interval,
             holes: Vec::new(),
             acked: 0,
             done: false,
@@ -311,6 +339,7 @@ impl Sender {
         }
         out.stats.data_frames_sent += 1;
         out.stats.data_bytes_sent += payload.len() as u64;
+        self.last_data_at = Some(now);
         Ok(Some(frame))
     }
 
@@ -369,9 +398,18 @@ impl Sender {
         out: &mut Outbox,
     ) {
         self.last_heard = now;
+        self.heard = true;
         self.probe_interval = config.status_interval;
         if !status.error.is_success() {
             self.fail(FailReason::Peer(status.error), out);
+            return;
+        }
+        if let Some(progress) = self.past_the_end(status) {
+            let reason = FailReason::ForeignStatus {
+                progress,
+                size: self.size,
+            };
+            self.fail(reason, out);
             return;
         }
         if self.asking.take().is_some() {
@@ -387,7 +425,7 @@ impl Sender {
             return;
         }
         self.metadata_confirmed = true;
-        self.settle(now, status);
+        let exact = self.settle(now, status);
         let holes: Vec<Range<u64>> = status.holes.iter().map(Hole::range).collect();
         // Inclusive progress 0 without a hole is one byte or none. One only
         // if this STATUS settled the first frame (byte 0 had arrived or was
@@ -399,9 +437,11 @@ impl Sender {
             .first()
             .map(|h| h.start)
             .or((self.first_pass_settled == 0).then_some(0));
+        // At most the size: a peer writing progress exclusive (the
+        // drafts' other reading) says `size` for a whole file.
         let in_order = progress_from_wire(status.progress, first_hole).min(self.size);
         let mut missing: RangeSet = holes.iter().cloned().collect();
-        if holes.is_empty() && in_order < self.size {
+        if holes.is_empty() && in_order < self.size && self.tail_missing(now, exact, config) {
             missing.insert(in_order..self.size);
         }
         let mut in_flight: RangeSet = self.resent.iter().map(|sent| sent.range.clone()).collect();
@@ -417,22 +457,53 @@ impl Sender {
         }
         if in_order > self.acked {
             self.acked = in_order;
+            self.tail_wait = config.status_interval;
             out.event(Event::Progress {
                 id: self.id,
                 bytes: in_order,
                 size: self.size,
             });
         }
-        if holes.is_empty() && status.all_holes && in_order >= self.size {
+        let covered = holes.is_empty() && status.all_holes && in_order >= self.size;
+        if covered && self.next_new >= self.size {
             self.complete(store, out);
         } else if !self.has_data() {
             self.probe_at = Some(now + self.probe_interval);
         }
     }
 
+    /// The progress or hole end of `status` that lies past the end of the
+    /// file in either reading of them (inclusive, or exclusive, where a
+    /// whole file's progress is its size), if one does.
+    fn past_the_end(&self, status: &Status) -> Option<u64> {
+        let hole_ends = status.holes.iter().map(|hole| hole.end);
+        std::iter::once(status.progress)
+            .chain(hole_ends)
+            .find(|offset| *offset > self.size)
+    }
+
+    /// Whether a STATUS at `now` that lists no hole but falls short of the
+    /// end reports the tail missing (see the module's notes): `exact`, it
+    /// answered a request of ours.
+    fn tail_missing(&mut self, now: Instant, exact: bool, config: &Config) -> bool {
+        if exact {
+            return true;
+        }
+        let Some(last) = self.last_data_at else {
+            return false;
+        };
+        let rtt = self.rtt.unwrap_or_default();
+        if self.next_new < self.size || now < last + self.tail_wait.max(2 * rtt) {
+            return false;
+        }
+        // Saturating: any interval the configuration allows is safe.
+        self.tail_wait = self.tail_wait.saturating_mul(2).min(config.status_interval_max);
+        true
+    }
+
     /// Settles what `status`, arriving at `now`, shows arrived or lost
-    /// (see the module's notes).
-    fn settle(&mut self, now: Instant, status: &Status) {
+    /// (see the module's notes); whether it answered a request exactly.
+    fn settle(&mut self, now: Instant, status: &Status) -> bool {
         let answered = (!status.voluntary)
             .then(|| self.requests.get(&status.in_response_to).copied())
             .flatten();
@@ -458,6 +529,7 @@ impl Sender {
             self.resent.pop_front();
         }
         self.requests.retain(|_, (s, at)| !settled(*s, *at));
+        answered.is_some()
     }
 
     fn complete<S: Store>(&mut self, store: &mut S, out: &mut Outbox) {
@@ -511,7 +583,15 @@ impl Sender {
         if self.done {
             return;
         }
-        if let Some(reason) = stalled(now, self.last_heard, self.last_progress, config) {
+        if let Some(stuck) = stuck_for(now, self.last_progress, config) {
+            let reason = match self.heard {
+                true => FailReason::Unacknowledged {
+                    acked: self.acked,
+                    size: self.size,
+                    stuck,
+                },
+                false => FailReason::Timeout(now.saturating_since(self.last_heard)),
+            };
             self.fail(reason, out);
             return;
         }
@@ -552,23 +632,10 @@ impl Sender {
     }
 }
 
-/// Why a transfer fails at `now`, if it has made no progress for the
-/// inactivity timeout: its peer silent all that time, or heard from but
-/// acknowledging nothing more.
-pub(crate) fn stalled(
-    now: Instant,
-    last_heard: Instant,
-    last_progress: Instant,
-    config: &Config,
-) -> Option<FailReason> {
+/// How long a transfer has made no progress, once that is the inactivity
+/// timeout or more: it fails then. Each end says why (whether the peer
+/// was heard from at all, and what it acknowledged).
+pub(crate) fn stuck_for(now: Instant, last_progress: Instant, config: &Config) -> Option<Duration> {
     let stuck = now.saturating_since(last_progress);
-    if stuck < config.inactivity_timeout {
-        return None;
-    }
-    let silent = now.saturating_since(last_heard);
-    Some(if silent >= config.inactivity_timeout {
-        FailReason::Timeout(silent)
-    } else {
-        FailReason::Stalled(stuck)
-    })
+    (stuck >= config.inactivity_timeout).then_some(stuck)
 }
