@@ -98,7 +98,7 @@ pub(crate) fn run_put(
             pattern(client.seed, index).fill(0, &mut contents);
             node.engine_mut().store_mut().insert(&name(index), contents, 0);
             node.engine_mut()
-                .put(Instant::ZERO, client.server, &name(index), &name(index))
+                .put_requested(Instant::ZERO, client.server, &name(index), &name(index))
                 .expect("a file just stored can be sent");
         }
         // The files arrive in any order; they are looked for in order,

@@ -220,8 +220,8 @@ impl<S: Store> Engine<S> {
     }
 
     /// A blind put: like [`Engine::put_requested`] but without the
-    /// REQUEST, the METADATA and DATA at once (the drafts allow it; the
-    /// simulator's workload). A receiver names the file from the METADATA
+    /// REQUEST, the METADATA and DATA at once (the drafts allow it; `scps
+    /// saratoga put --blind`). A receiver names the file from the METADATA
     /// alone: ours, and others, keep only its last component.
     pub fn put(
         &mut self,
