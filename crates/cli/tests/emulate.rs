@@ -4,78 +4,16 @@
 mod common;
 
 use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::TempDir;
+use common::emulation::{Emulation, ctl, write_config};
+use common::{TempDir, text};
 use nix::sys::signal::Signal;
-use scps_testbed::{EMU, Output as Io, Process, Testbed, Topology};
+use scps_testbed::{EMU, Output as Io, Testbed};
 
 const SCPS: &str = env!("CARGO_BIN_EXE_scps");
-
-fn ctl(socket: &Path, args: &[&str]) -> Output {
-    Command::new(SCPS)
-        .args(["emulate", "ctl", "--socket"])
-        .arg(socket)
-        .args(args)
-        .output()
-        .expect("scps runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Writes `emulate.toml` into `dir`: the sides a0 and b0 (those of
-/// `Topology::direct()`), the other `[emulate]` keys `emulate_keys` and the
-/// `[link]` table `link`, one key a line.
-fn write_config(dir: &TempDir, emulate_keys: &str, link: &str) -> PathBuf {
-    let config = dir.path().join("emulate.toml");
-    std::fs::write(
-        &config,
-        format!("[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\n{emulate_keys}[link]\n{link}"),
-    )
-    .unwrap();
-    config
-}
-
-/// `scps emulate` with a control socket, started in the emulator's
-/// namespace of a direct testbed. Dropping the testbed ends the emulator;
-/// then (fields drop in order) its directory goes.
-struct Emulation {
-    emulator: Process,
-    testbed: Testbed,
-    socket: PathBuf,
-    _dir: TempDir,
-}
-
-impl Emulation {
-    /// Starts it with `link` as its `[link]` table and its stdout to
-    /// `stdout`; returns once it answers on its control socket.
-    fn start(name: &str, link: &str, stdout: Io) -> Emulation {
-        let dir = TempDir::new(&format!("emulate-{name}"));
-        let socket = dir.path().join("control.sock");
-        let config = write_config(&dir, &format!("control = \"{}\"\n", socket.display()), link);
-        let testbed = Testbed::build(Topology::direct()).unwrap();
-        let emulator = testbed
-            .node(EMU)
-            .unwrap()
-            .spawn(
-                SCPS,
-                &["emulate".as_ref(), "--config".as_ref(), config.as_os_str()],
-                stdout,
-            )
-            .unwrap();
-        wait_until_answering(&socket, &emulator);
-        Emulation {
-            emulator,
-            testbed,
-            socket,
-            _dir: dir,
-        }
-    }
-}
 
 /// Runs `scps emulate --config <config>`, which must refuse it (exit
 /// status 2); returns what it said on stderr.
@@ -87,17 +25,6 @@ fn refused(config: &Path) -> String {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     text(&output.stderr)
-}
-
-/// Waits (up to 10 s) until the emulator answers on its control socket:
-/// then it is in the path.
-fn wait_until_answering(socket: &Path, emulator: &Process) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !ctl(socket, &["stats"]).status.success() {
-        assert!(Instant::now() < deadline, "the emulator never answered");
-        assert!(emulator.try_wait().unwrap().is_none(), "the emulator exited");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn datagram_crosses(testbed: &Testbed) -> bool {
@@ -120,7 +47,8 @@ fn datagram_crosses(testbed: &Testbed) -> bool {
 #[test]
 fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
     let emulation = Emulation::start(
-        "ctl",
+        "emulate-ctl",
+        "",
         "rate = \"10Mbit\"\ndelay = \"5ms\"\nchannels = 2\n",
         Io::Piped,
     );
@@ -140,8 +68,7 @@ fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
         ],
     );
     assert!(set.status.success(), "{}", text(&set.stderr));
-    let stats = ctl(socket, &["stats", "--json"]);
-    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let stats = emulation.stats();
     let channels = stats["channels"].as_array().unwrap();
     assert_eq!(channels.len(), 4);
     let ret1 = channels
@@ -219,9 +146,9 @@ fn emulate_runs_in_a_namespace_obeys_ctl_and_stops_on_ctrl_c() {
 
 #[test]
 fn a_second_emulator_in_a_namespace_is_refused_saying_one_runs_there() {
-    let emulation = Emulation::start("second", "rate = \"10Mbit\"\n", Io::Null);
+    let emulation = Emulation::start("emulate-second", "", "rate = \"10Mbit\"\n", Io::Null);
     let dir = TempDir::new("emulate-second-config");
-    let config = write_config(&dir, "", "rate = \"10Mbit\"\n");
+    let config = write_config(&dir, "", "", "rate = \"10Mbit\"\n");
     let second = emulation
         .testbed
         .node(EMU)
@@ -239,16 +166,13 @@ fn a_second_emulator_in_a_namespace_is_refused_saying_one_runs_there() {
         stderr.contains("another emulator runs in this network namespace"),
         "{stderr}"
     );
-    assert!(
-        emulation.emulator.try_wait().unwrap().is_none(),
-        "the first goes on"
-    );
+    emulation.assert_running("the first goes on");
 }
 
 #[test]
 fn emulate_refuses_a_bad_configuration_naming_the_key() {
     let dir = TempDir::new("emulate-bad");
-    let config = write_config(&dir, "", "rate = \"10Mbit\"\nbuffer = 100\n");
+    let config = write_config(&dir, "", "", "rate = \"10Mbit\"\nbuffer = 100\n");
     assert_eq!(
         refused(&config).trim(),
         format!(
@@ -272,6 +196,7 @@ fn emulate_refuses_a_timeline_with_bad_lines_listing_them() {
     .unwrap();
     let config = write_config(
         &dir,
+        "",
         &format!("replay = \"{}\"\n", timeline.display()),
         "rate = \"10Mbit\"\n",
     );
@@ -342,11 +267,12 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
         .collect();
 
     let emulation = Emulation::start(
-        "crosscheck",
+        "emulate-crosscheck",
+        "",
         &format!("{LINK}\nbuffer = \"{BUFFER_BYTES}B\"\n"),
         Io::Null,
     );
-    let (emulator, testbed, socket) = (&emulation.emulator, &emulation.testbed, &emulation.socket);
+    let testbed = &emulation.testbed;
     let mut emulated = Vec::new();
     for run in 0..EMULATED_RUNS {
         let port = format!("{}", 7168 + run);
@@ -418,12 +344,8 @@ fn emulated_transfer_of_our_stack_beside_the_simulator() {
             .expect("scps recv ends");
         assert!(status.success(), "scps recv: {status}");
     }
-    assert!(
-        emulator.try_wait().unwrap().is_none(),
-        "the emulator kept running"
-    );
-    let stats = ctl(socket, &["stats", "--json"]);
-    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    emulation.assert_running("the emulator kept running");
+    let stats = emulation.stats();
     let forward = &stats["channels"][0];
     println!(
         "emulator, all runs: {} buffer drops, longest queueing delay {} s",
@@ -499,7 +421,8 @@ fn an_auto_rate_follows_the_emulated_links_rate_steps() {
     const STEP_UP_S: f64 = 40.0;
     const RTT_S: f64 = 0.6;
     let emulation = Emulation::start(
-        "rate-step",
+        "emulate-rate-step",
+        "",
         "rate = \"8Mbit\"\nrtt = \"600ms\"\nbuffer = \"1500KB\"\n",
         Io::Null,
     );
@@ -686,7 +609,7 @@ fn the_emulator_stripes_circuits_of_different_delays_with_the_scheduler() {
     // resent.
     let link = "rate = \"64kbit\"\nchannels = 3\nbond = \"scheduler\"\nbond_probe_interval = \"200ms\"\n\
                 [[link.channel]]\nrtt = \"800ms\"\n[[link.channel]]\nrtt = \"1.2s\"\n[[link.channel]]\nrtt = \"2s\"\n";
-    let emulation = Emulation::start("scheduler", link, Io::Null);
+    let emulation = Emulation::start("emulate-scheduler", "", link, Io::Null);
     let result = send_through(&emulation, 7168, "tcp-cubic", "600KB");
     println!("through the scheduler: {result}");
     assert_eq!(result["verified"], true, "{result}");
@@ -697,8 +620,7 @@ fn the_emulator_stripes_circuits_of_different_delays_with_the_scheduler() {
     assert!(goodput > 100_000.0, "{goodput} bit/s");
     // The bonds as the control socket gives them: every circuit up at
     // both sides, each carrying a share of the 600 KB forward.
-    let stats = ctl(&emulation.socket, &["stats", "--json"]);
-    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let stats = emulation.stats();
     let bonds = stats["bonds"].as_array().expect("the stats give the bonds");
     assert_eq!(bonds.len(), 2, "{stats}");
     let (a, b) = (&bonds[0], &bonds[1]);
@@ -724,10 +646,7 @@ fn the_emulator_stripes_circuits_of_different_delays_with_the_scheduler() {
     let metrics = text(&ctl(&emulation.socket, &["metrics"]).stdout);
     let up = "scps_emulator_bond_channel_state{side=\"a\",channel=\"2\",state=\"up\"} 1.0";
     assert!(metrics.lines().any(|l| l == up), "{metrics}");
-    assert!(
-        emulation.emulator.try_wait().unwrap().is_none(),
-        "the emulator kept running"
-    );
+    emulation.assert_running("the emulator kept running");
 }
 
 #[test]
@@ -749,7 +668,7 @@ fn a_saratoga_put_through_the_emulator_beside_the_simulator() {
     let simulated = scps_sim::run(&scenario.points[0], 1, &scps_sim::RunOptions::default()).unwrap();
     assert_eq!(simulated.error, None);
 
-    let emulation = Emulation::start("saratoga", &format!("{LINK}\n"), Io::Null);
+    let emulation = Emulation::start("emulate-saratoga", "", &format!("{LINK}\n"), Io::Null);
     let dir = TempDir::new("emulate-saratoga-files");
     let served = dir.path().join("served");
     std::fs::create_dir_all(&served).unwrap();

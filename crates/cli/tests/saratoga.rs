@@ -819,8 +819,7 @@ mod drafts_era {
     use std::thread::JoinHandle;
     use std::time::Duration;
 
-    use scps_saratoga::engine::descriptor_for;
-    use scps_saratoga::wire::{ErrorCode, Frame, Hole, Status, progress_to_wire};
+    use scps_saratoga::wire::{ErrorCode, Frame, Status};
 
     /// How the peer answers, beyond what every such peer does.
     #[derive(Debug, Clone, Copy, Default)]
@@ -913,6 +912,8 @@ mod drafts_era {
     pub struct Peer {
         /// Where it listens: what a put names.
         pub addr: SocketAddr,
+        /// Where it sends every reply.
+        pub reply_to: SocketAddr,
         seen: Arc<Mutex<Seen>>,
         stop: Arc<AtomicBool>,
         thread: Option<JoinHandle<()>>,
@@ -951,6 +952,7 @@ mod drafts_era {
             };
             Peer {
                 addr,
+                reply_to,
                 seen,
                 stop,
                 thread: Some(thread),
@@ -971,27 +973,10 @@ mod drafts_era {
         }
     }
 
-    fn status(
-        session: u32,
-        in_order: u64,
-        holes: &[Range<u64>],
-        voluntary: bool,
-        in_response_to: u64,
-    ) -> Vec<u8> {
-        Frame::Status(Status {
-            descriptor: descriptor_for(in_order.max(in_response_to)),
-            session,
-            timestamp: None,
-            metadata_received: true,
-            all_holes: true,
-            voluntary,
-            error: ErrorCode::SUCCESS,
-            progress: progress_to_wire(in_order),
-            in_response_to,
-            holes: holes.iter().cloned().filter_map(Hole::from_range).collect(),
-        })
-        .to_bytes()
-        .unwrap()
+    fn status(session: u32, in_order: u64, holes: &[Range<u64>], voluntary: bool, answering: u64) -> Vec<u8> {
+        Frame::Status(Status::report(session, in_order, holes, voluntary, answering))
+            .to_bytes()
+            .unwrap()
     }
 
     impl Seen {
@@ -1087,6 +1072,43 @@ fn reply_port() -> (String, std::net::SocketAddr) {
     )
 }
 
+/// A scripted peer of the drafts' era that replies to a free UDP port of
+/// this host, for the puts of [`put_to`] to take.
+fn peer_on_a_free_port(script: drafts_era::Script) -> drafts_era::Peer {
+    drafts_era::Peer::start(reply_port().1, script)
+}
+
+/// `scps saratoga put FILE PEER[:NAME] --local-port PORT EXTRA...` to a
+/// scripted `peer`, from the port it replies to: status, stdout, stderr.
+fn put_to(
+    peer: &drafts_era::Peer,
+    file: &Path,
+    name: Option<&str>,
+    extra: &[&str],
+) -> (ExitStatus, String, String) {
+    let to = match name {
+        Some(name) => format!("{}:{name}", peer.addr),
+        None => peer.addr.to_string(),
+    };
+    let port = peer.reply_to.port().to_string();
+    let mut args = vec!["put", file.to_str().unwrap(), &to, "--local-port", &port];
+    args.extend_from_slice(extra);
+    saratoga(&args)
+}
+
+/// The options of a put to a peer that may never say it has the file:
+/// it gives up after 2 s without a word, and the peer never asks again
+/// for what its socket's buffer could not hold, so a rate it keeps up
+/// with on a busy machine.
+const TO_A_QUIET_PEER: [&str; 5] = ["--timeout", "2s", "--rate", "20Mbit", "--json"];
+
+/// The digest of the file the peer stored in its first session, if it
+/// came whole.
+fn stored_digest(seen: &drafts_era::Seen) -> Option<String> {
+    let session = seen.sessions.values().next().expect("a session");
+    session.file().map(sha256_of_bytes)
+}
+
 fn sha256_of_bytes(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes)
         .iter()
@@ -1100,31 +1122,19 @@ static PORT_7542: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn two_puts_from_two_processes_use_their_own_session_ids_and_both_are_stored() {
     let (_tmp, _served, here) = dirs("saratoga-two-processes");
-    let (port, reply_to) = reply_port();
-    let peer = drafts_era::Peer::start(
-        reply_to,
-        drafts_era::Script {
-            answers_requests: true,
-            remembers_finished: true,
-            ..Default::default()
-        },
-    );
+    let peer = peer_on_a_free_port(drafts_era::Script {
+        answers_requests: true,
+        remembers_finished: true,
+        ..Default::default()
+    });
     // Two files of one length: a peer that took the second put for the
     // first, finished session would say it has it all.
     let files = [here.join("first.bin"), here.join("second.bin")];
     for file in &files {
         random_file(file, 200_000);
-        let to = format!("{}:same.bin", peer.addr);
-        let (status, stdout, stderr) = saratoga(&[
-            "put",
-            file.to_str().unwrap(),
-            &to,
-            "--local-port",
-            &port,
-            "--json",
-        ]);
+        let (status, stdout, stderr) = put_to(&peer, file, Some("same.bin"), &["--json"]);
         assert!(status.success(), "put {}: {stdout}{stderr}", file.display());
-        assert_eq!(json(&stdout)["local_port"], reply_to.port(), "{stdout}");
+        assert_eq!(json(&stdout)["local_port"], peer.reply_to.port(), "{stdout}");
     }
     let seen = peer.seen();
     let sessions: Vec<(&u32, &drafts_era::Session)> = seen.sessions.iter().collect();
@@ -1145,27 +1155,15 @@ fn two_puts_from_two_processes_use_their_own_session_ids_and_both_are_stored() {
 #[test]
 fn a_put_asks_with_a_request_first_and_a_blind_put_does_not() {
     let (_tmp, _served, here) = dirs("saratoga-request-first");
-    let (port, reply_to) = reply_port();
-    let peer = drafts_era::Peer::start(
-        reply_to,
-        drafts_era::Script {
-            answers_requests: true,
-            ..Default::default()
-        },
-    );
+    let peer = peer_on_a_free_port(drafts_era::Script {
+        answers_requests: true,
+        ..Default::default()
+    });
     let file = here.join("plain.bin");
     random_file(&file, 50_000);
-    let plain = peer.addr.to_string();
-    let (status, stdout, stderr) = saratoga(&["put", file.to_str().unwrap(), &plain, "--local-port", &port]);
+    let (status, stdout, stderr) = put_to(&peer, &file, None, &[]);
     assert!(status.success(), "put: {stdout}{stderr}");
-    let (status, stdout, stderr) = saratoga(&[
-        "put",
-        file.to_str().unwrap(),
-        &plain,
-        "--local-port",
-        &port,
-        "--blind",
-    ]);
+    let (status, stdout, stderr) = put_to(&peer, &file, None, &["--blind"]);
     assert!(status.success(), "put --blind: {stdout}{stderr}");
     let seen = peer.seen();
     let firsts: Vec<(&str, Option<&str>)> = seen
@@ -1198,28 +1196,11 @@ fn a_put_answered_for_another_transfer_or_never_for_the_file_fails_saying_which(
     let file = here.join("lost.bin");
     random_file(&file, 100_000);
     // A peer that takes the put for a longer file it finished before.
-    let (port, reply_to) = reply_port();
-    let stale = drafts_era::Peer::start(
-        reply_to,
-        drafts_era::Script {
-            finished_before: Some(150_000),
-            ..Default::default()
-        },
-    );
-    let (status, stdout, stderr) = saratoga(&[
-        "put",
-        file.to_str().unwrap(),
-        &stale.addr.to_string(),
-        "--local-port",
-        &port,
-        "--timeout",
-        "2s",
-        // The peer never asks again for what its socket's buffer could
-        // not hold: a rate it keeps up with on a busy machine.
-        "--rate",
-        "20Mbit",
-        "--json",
-    ]);
+    let stale = peer_on_a_free_port(drafts_era::Script {
+        finished_before: Some(150_000),
+        ..Default::default()
+    });
+    let (status, stdout, stderr) = put_to(&stale, &file, None, &TO_A_QUIET_PEER);
     assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
     assert!(stderr.contains("a status about another transfer"), "{stderr}");
     let report = json(&stdout);
@@ -1230,22 +1211,8 @@ fn a_put_answered_for_another_transfer_or_never_for_the_file_fails_saying_which(
     drop(stale);
 
     // A peer that answers the REQUEST, takes the data and says nothing more.
-    let (port, reply_to) = reply_port();
-    let mute = drafts_era::Peer::start(reply_to, drafts_era::Script::default());
-    let (status, stdout, stderr) = saratoga(&[
-        "put",
-        file.to_str().unwrap(),
-        &mute.addr.to_string(),
-        "--local-port",
-        &port,
-        "--timeout",
-        "2s",
-        // The peer never asks again for what its socket's buffer could
-        // not hold: a rate it keeps up with on a busy machine.
-        "--rate",
-        "20Mbit",
-        "--json",
-    ]);
+    let mute = peer_on_a_free_port(drafts_era::Script::default());
+    let (status, stdout, stderr) = put_to(&mute, &file, None, &TO_A_QUIET_PEER);
     assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
     assert!(
         stderr.contains("answered the request but sent no status covering the file: 0 of 100000 bytes"),
@@ -1256,8 +1223,7 @@ fn a_put_answered_for_another_transfer_or_never_for_the_file_fails_saying_which(
     assert_eq!(report["retransmitted_bytes"], 0, "{report}");
     // It had it all, once: only a STATUS could have told.
     let seen = mute.seen();
-    let session = seen.sessions.values().next().expect("a session");
-    assert_eq!(session.file().map(sha256_of_bytes), Some(sha256(&file)));
+    assert_eq!(stored_digest(&seen), Some(sha256(&file)));
     assert_eq!(seen.duplicate_bytes, 0);
 }
 
@@ -1266,28 +1232,11 @@ fn a_put_to_a_peer_whose_report_lags_and_that_sends_no_final_status_resends_noth
     let (_tmp, _served, here) = dirs("saratoga-lagging");
     let file = here.join("big.bin");
     random_file(&file, 1 << 20);
-    let (port, reply_to) = reply_port();
-    let peer = drafts_era::Peer::start(
-        reply_to,
-        drafts_era::Script {
-            lagging_report: true,
-            ..Default::default()
-        },
-    );
-    let (status, stdout, stderr) = saratoga(&[
-        "put",
-        file.to_str().unwrap(),
-        &peer.addr.to_string(),
-        "--local-port",
-        &port,
-        "--timeout",
-        "2s",
-        // The peer never asks again for what its socket's buffer could
-        // not hold: a rate it keeps up with on a busy machine.
-        "--rate",
-        "20Mbit",
-        "--json",
-    ]);
+    let peer = peer_on_a_free_port(drafts_era::Script {
+        lagging_report: true,
+        ..Default::default()
+    });
+    let (status, stdout, stderr) = put_to(&peer, &file, None, &TO_A_QUIET_PEER);
     assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
     assert!(
         stderr.contains("sent no status covering the file: 262144 of 1048576 bytes acknowledged"),
@@ -1297,8 +1246,7 @@ fn a_put_to_a_peer_whose_report_lags_and_that_sends_no_final_status_resends_noth
     assert_eq!(report["retransmitted_bytes"], 0, "{report}");
     let seen = peer.seen();
     assert_eq!(seen.duplicate_bytes, 0);
-    let session = seen.sessions.values().next().expect("a session");
-    assert_eq!(session.file().map(sha256_of_bytes), Some(sha256(&file)));
+    assert_eq!(stored_digest(&seen), Some(sha256(&file)));
 }
 
 #[test]
@@ -1366,9 +1314,7 @@ fn a_put_from_port_7542_hears_a_peer_that_answers_only_to_port_7542() {
     let report = json(&stdout);
     assert_eq!(report["local_port"], 7542, "{report}");
     assert_eq!(report["sha256"], sha256(&file));
-    let seen = peer.seen();
-    let session = seen.sessions.values().next().expect("a session");
-    assert_eq!(session.file().map(sha256_of_bytes), Some(sha256(&file)));
+    assert_eq!(stored_digest(&peer.seen()), Some(sha256(&file)));
 }
 
 #[test]
@@ -1436,13 +1382,16 @@ fn kind_and_session(datagram: &[u8]) -> (&'static str, u32) {
     }
 }
 
-/// The first frame for `session` that `socket` receives within 5 s (every
-/// datagram received noted in `received`): the answer to what was sent.
-fn answer_for(
+/// Sends `frame` on the connected `socket`; the first frame for `session`
+/// that it then receives within 5 s (every datagram received noted in
+/// `received`), the answer.
+fn answer_to(
     socket: &std::net::UdpSocket,
+    frame: scps_saratoga::wire::Frame,
     session: u32,
     received: &mut Vec<(&'static str, u32)>,
 ) -> Vec<u8> {
+    socket.send(&frame.to_bytes().unwrap()).unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -1482,9 +1431,7 @@ impl Drop for Killed {
 #[test]
 fn a_running_client_refuses_a_strangers_get_of_its_file_and_a_strangers_put() {
     use scps_saratoga::engine::descriptor_for;
-    use scps_saratoga::wire::{
-        Data, ErrorCode, Frame, Metadata, Request, RequestType, Status, TransferType, progress_to_wire,
-    };
+    use scps_saratoga::wire::{Data, ErrorCode, Frame, Metadata, Request, RequestType, Status, TransferType};
     let (_tmp, _served, here) = dirs("saratoga-client-serves-nothing");
     let file = here.join("outgoing.bin");
     random_file(&file, 50_000);
@@ -1525,10 +1472,7 @@ fn a_running_client_refuses_a_strangers_get_of_its_file_and_a_strangers_put() {
     // no METADATA, no DATA.
     let get = 0x6e7;
     let request = Request::new(RequestType::Get, get, "outgoing.bin");
-    stranger
-        .send(&Frame::Request(request).to_bytes().unwrap())
-        .unwrap();
-    let answer = answer_for(&stranger, get, &mut received);
+    let answer = answer_to(&stranger, Frame::Request(request), get, &mut received);
     assert_eq!(
         refusal(&answer, get, "a stranger's GET of the client's file"),
         ErrorCode::ACCESS_DENIED.0
@@ -1547,10 +1491,7 @@ fn a_running_client_refuses_a_strangers_get_of_its_file_and_a_strangers_put() {
     ] {
         if ask_first {
             let request = Request::new(RequestType::Put, session, name);
-            stranger
-                .send(&Frame::Request(request).to_bytes().unwrap())
-                .unwrap();
-            let answer = answer_for(&stranger, session, &mut received);
+            let answer = answer_to(&stranger, Frame::Request(request), session, &mut received);
             assert_eq!(
                 refusal(&answer, session, &format!("a stranger's PUT REQUEST for {name}")),
                 ErrorCode::ACCESS_DENIED.0
@@ -1558,10 +1499,7 @@ fn a_running_client_refuses_a_strangers_get_of_its_file_and_a_strangers_put() {
         }
         let metadata = Metadata::parse(&metadata_frame(name, junk.len() as u64)).unwrap();
         let metadata = Metadata { session, ..metadata };
-        stranger
-            .send(&Frame::Metadata(metadata).to_bytes().unwrap())
-            .unwrap();
-        let answer = answer_for(&stranger, session, &mut received);
+        let answer = answer_to(&stranger, Frame::Metadata(metadata), session, &mut received);
         assert_eq!(
             refusal(&answer, session, &format!("a stranger's put of {name}")),
             code.0,
@@ -1577,10 +1515,9 @@ fn a_running_client_refuses_a_strangers_get_of_its_file_and_a_strangers_put() {
             offset: 0,
             payload: &junk,
         };
-        stranger.send(&Frame::Data(data).to_bytes().unwrap()).unwrap();
         // Answered (its METADATA asked for again, or its refusal repeated),
         // and nothing stored.
-        answer_for(&stranger, session, &mut received);
+        answer_to(&stranger, Frame::Data(data), session, &mut received);
     }
 
     // The put goes on: its REQUEST accepted, its file taken whole, and
@@ -1589,15 +1526,9 @@ fn a_running_client_refuses_a_strangers_get_of_its_file_and_a_strangers_put() {
     peer.send_to(&accept.to_bytes().unwrap(), client).unwrap();
     let mut got = vec![0u8; contents.len()];
     let mut have = vec![false; contents.len()];
-    let covered = Frame::Status(Status {
-        descriptor: descriptor_for(contents.len() as u64),
-        metadata_received: true,
-        voluntary: true,
-        progress: progress_to_wire(contents.len() as u64),
-        ..Status::error(put_session, ErrorCode::SUCCESS)
-    })
-    .to_bytes()
-    .unwrap();
+    let covered = Frame::Status(Status::report(put_session, contents.len() as u64, &[], true, 0))
+        .to_bytes()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(status) = child.0.as_mut().unwrap().try_wait().unwrap() {

@@ -8,11 +8,14 @@
 //! SACK is off at the sender, so SNACKs and duplicate ACKs are all the
 //! receiver has to ask with.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Output};
+mod common;
+
+use std::path::PathBuf;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use scps_testbed::{EMU, Output as Io, Process, Testbed, Topology};
+use common::emulation::{Emulation, channel};
+use scps_testbed::{Output as Io, Process};
 
 const SCPS: &str = env!("CARGO_BIN_EXE_scps");
 
@@ -42,106 +45,35 @@ const RECEIVER_LISTENS_WITHIN: Duration = Duration::from_secs(10);
 const SENDER_LIMIT: Duration = Duration::from_secs(60);
 const RECEIVER_LIMIT_AFTER_SENDER: Duration = Duration::from_secs(10);
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// A run's emulation: `LINK` as its `[link]` table and `seed` as its
+/// seed (the bit errors).
+fn emulation(name: &str, seed: u64) -> Emulation {
+    Emulation::start(
+        &format!("snack-interop-{name}"),
+        &format!("seed = {seed}\n"),
+        LINK,
+        Io::Null,
+    )
 }
 
-/// A temporary directory of this test, removed when dropped (also when
-/// the test panics).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    /// `scps-{name}-{pid}` under the system's temporary directory, empty.
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("scps-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
+/// A running `scps send` or `scps recv`.
+struct Scps {
+    process: Process,
+    name: String,
+    stderr: PathBuf,
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn ctl(socket: &Path, args: &[&str]) -> Output {
-    Command::new(SCPS)
-        .args(["emulate", "ctl", "--socket"])
-        .arg(socket)
-        .args(args)
-        .output()
-        .expect("scps runs")
-}
-
-/// `scps emulate` with a control socket, started in the emulator's
-/// namespace of a direct testbed (client 10.99.1.2, server 10.99.2.2).
-/// Dropping the testbed ends every process started in it; then (fields
-/// drop in order) the directory goes.
-struct Emulation {
-    emulator: Process,
-    testbed: Testbed,
-    socket: PathBuf,
-    dir: TempDir,
-}
-
-impl Emulation {
-    /// Starts it with `LINK` as its `[link]` table and `seed` as its
-    /// seed (the bit errors); returns once it answers on its control
-    /// socket, which it does once it is in the path.
-    fn start(name: &str, seed: u64) -> Emulation {
-        let dir = TempDir::new(&format!("snack-interop-{name}"));
-        let socket = dir.path().join("control.sock");
-        let config = dir.path().join("emulate.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "seed = {seed}\n[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\ncontrol = \"{}\"\n[link]\n{LINK}",
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let testbed = Testbed::build(Topology::direct()).unwrap();
-        let emulator = testbed
-            .node(EMU)
-            .unwrap()
-            .spawn(
-                SCPS,
-                &["emulate".as_ref(), "--config".as_ref(), config.as_os_str()],
-                Io::Null,
-            )
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !ctl(&socket, &["stats"]).status.success() {
-            assert!(
-                Instant::now() < deadline,
-                "the emulator never answered on its control socket"
-            );
-            assert!(emulator.try_wait().unwrap().is_none(), "the emulator exited");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Emulation {
-            emulator,
-            testbed,
-            socket,
-            dir,
-        }
-    }
-
-    /// Starts `scps ARGS...` in `node`, its standard output piped and its
-    /// standard error written to `NAME.stderr` in the directory (to quote
-    /// when it fails). It is killed at teardown if it still runs.
-    fn spawn(&self, node: &str, name: &str, args: &[&str]) -> Scps {
-        let stderr = self.dir.path().join(format!("{name}.stderr"));
+impl Scps {
+    /// Starts `scps ARGS...` in `node` of `emulation`'s testbed, its
+    /// standard output piped and its standard error written to
+    /// `NAME.stderr` in the emulation's directory (to quote when it
+    /// fails). It is killed at teardown if it still runs.
+    fn spawn(emulation: &Emulation, node: &str, name: &str, args: &[&str]) -> Scps {
+        let stderr = emulation.dir.path().join(format!("{name}.stderr"));
         // The shell only redirects standard error and becomes scps.
         let mut argv = vec!["-c", "exec \"$@\" 2>\"$0\"", stderr.to_str().unwrap(), SCPS];
         argv.extend(args);
-        let process = self
+        let process = emulation
             .testbed
             .node(node)
             .unwrap()
@@ -154,22 +86,6 @@ impl Emulation {
         }
     }
 
-    /// The emulator's figures, `scps emulate ctl stats --json`.
-    fn stats(&self) -> serde_json::Value {
-        let stats = ctl(&self.socket, &["stats", "--json"]);
-        assert!(stats.status.success(), "{}", text(&stats.stderr));
-        serde_json::from_slice(&stats.stdout).unwrap()
-    }
-}
-
-/// A running `scps send` or `scps recv`.
-struct Scps {
-    process: Process,
-    name: String,
-    stderr: PathBuf,
-}
-
-impl Scps {
     fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
@@ -230,10 +146,7 @@ impl Scps {
 /// How far a transfer got, as the link saw it: for a sender that did not
 /// finish in time.
 fn link_progress(stats: &serde_json::Value) -> String {
-    let forward = stats["channels"]
-        .as_array()
-        .and_then(|channels| channels.iter().find(|c| c["direction"] == "forward"));
-    match forward {
+    match channel(stats, "forward") {
         Some(forward) => format!(
             "by then the link had carried {} packets forward ({} bytes) and lost {} to bit errors (1 MB is \
              about 700 packets)",
@@ -266,9 +179,10 @@ fn faulty_sender_delivers_every_byte(answer: &str) {
     let started = Instant::now();
     let seed = seed();
     println!("snack_answer = {answer:?}: seed {seed} (SCPS_SNACK_SEED={seed} repeats it)");
-    let emulation = Emulation::start(answer, seed);
+    let emulation = emulation(answer, seed);
 
-    let receiver = emulation.spawn(
+    let receiver = Scps::spawn(
+        &emulation,
         "server",
         "scps recv",
         &["recv", "--udp", RECV_UDP, "--once", "--json"],
@@ -276,7 +190,8 @@ fn faulty_sender_delivers_every_byte(answer: &str) {
     receiver.wait_listening(RECEIVER_LISTENS_WITHIN);
     let seed_arg = seed.to_string();
     let answer_arg = format!("tcp.snack_answer={answer}");
-    let sender = emulation.spawn(
+    let sender = Scps::spawn(
+        &emulation,
         "client",
         "scps send",
         &[
@@ -310,11 +225,7 @@ fn faulty_sender_delivers_every_byte(answer: &str) {
 
     let stats = emulation.stats();
     let direction = |name: &str| {
-        stats["channels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["direction"] == name)
+        channel(&stats, name)
             .unwrap_or_else(|| panic!("no {name} channel in {stats}"))
             .clone()
     };
@@ -363,10 +274,7 @@ fn faulty_sender_delivers_every_byte(answer: &str) {
         sent["retransmitted_bytes"].as_u64().is_some_and(|b| b > 0),
         "the sender resent nothing: {sent}"
     );
-    assert!(
-        emulation.emulator.try_wait().unwrap().is_none(),
-        "the emulator kept running"
-    );
+    emulation.assert_running("the emulator kept running");
 }
 
 #[test]

@@ -124,6 +124,17 @@ fn ten_segments_out(peer_segment: usize) -> (Established, Vec<Seg>) {
     (c, sent)
 }
 
+/// The peer's ACK of everything before `ack`, with one SNACK naming
+/// `size` units from `offset` units past it.
+fn snack_ack(c: &mut Established, ack: u32, offset: u16, size: u16) -> Seg {
+    let mut seg = c.peer_segment(ack);
+    seg.options.snacks.push(Snack {
+        hole_offset: offset,
+        hole_size: size,
+    });
+    seg
+}
+
 fn resent_indices(c: &mut Established, sent: &[Seg]) -> Vec<usize> {
     c.output()
         .iter()
@@ -142,11 +153,7 @@ fn a_peer_that_names_holes_in_its_own_segment_size_gets_them_resent() {
     // From its ACK point (segment 1) it names segment 4, 3 × 1448 = 4344
     // bytes on, in its own unit: offset 4 (3952), size 2 (to 5928).
     let (mut c, sent) = ten_segments_out(988);
-    let mut ack = c.peer_segment(sent[1].seq);
-    ack.options.snacks.push(Snack {
-        hole_offset: 4,
-        hole_size: 2,
-    });
+    let ack = snack_ack(&mut c, sent[1].seq, 4, 2);
     c.h.send(&ack);
     let resent = resent_indices(&mut c, &sent);
     assert!(resent.contains(&4), "the hole goes at once: {resent:?}");
@@ -156,11 +163,7 @@ fn a_peer_that_names_holes_in_its_own_segment_size_gets_them_resent() {
 
     // A peer whose segments are the size of ours is read in one unit only.
     let (mut c, sent) = ten_segments_out(1448);
-    let mut ack = c.peer_segment(sent[1].seq);
-    ack.options.snacks.push(Snack {
-        hole_offset: 3,
-        hole_size: 1,
-    });
+    let ack = snack_ack(&mut c, sent[1].seq, 3, 1);
     c.h.send(&ack);
     assert_eq!(resent_indices(&mut c, &sent), vec![4]);
 }
@@ -234,11 +237,7 @@ fn a_repeat_that_crossed_the_copy_is_not_answered_even_on_a_path_slower_than_its
     let sent: Vec<Seg> = c.output();
     assert_eq!(sent.len(), 10);
     let named = |c: &mut Established| {
-        let mut ack = c.peer_segment(sent[0].seq);
-        ack.options.snacks.push(Snack {
-            hole_offset: 2,
-            hole_size: 1,
-        });
+        let ack = snack_ack(c, sent[0].seq, 2, 1);
         c.h.send(&ack);
         resent_indices(c, &sent)
     };
@@ -260,11 +259,7 @@ fn a_front_that_a_misread_snack_passed_over_goes_once_duplicate_acks_show_it_ove
     // 1 (a peer counting in another unit, say). Segment 1 goes and
     // recovery begins; duplicate ACKs for segment 0 keep coming.
     let (mut c, sent) = ten_segments_out(1448);
-    let mut ack = c.peer_segment(sent[0].seq);
-    ack.options.snacks.push(Snack {
-        hole_offset: 1,
-        hole_size: 1,
-    });
+    let ack = snack_ack(&mut c, sent[0].seq, 1, 1);
     c.h.send(&ack);
     assert_eq!(resent_indices(&mut c, &sent), vec![1]);
     // Segment 0 left 100 ms ago, a round trip: within the reordering

@@ -4,6 +4,8 @@
 //! final STATUS of its own and never re-sends anything; it remembers
 //! finished sessions by id; its reports may lag behind what it holds.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::Duration;
@@ -13,8 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use scps_node::Instant;
 use scps_saratoga::engine::{Config, Engine, Event, FailReason, MemoryStore, TransferId, descriptor_for};
 use scps_saratoga::wire::{
-    Checksum, Data, DirEntry, ErrorCode, Frame, Hole, Metadata, Request, RequestType, Status, TransferType,
-    progress_to_wire,
+    Checksum, Data, DirEntry, ErrorCode, Frame, Metadata, Request, RequestType, Status, TransferType,
 };
 
 /// Where the peer listens (and is sent to), and where it sends from.
@@ -101,28 +102,12 @@ fn failure(events: &[Event]) -> Option<FailReason> {
 }
 
 /// The peer's STATUS: `in_order` bytes held from the start, `holes`
-/// (half-open), sent on its own (as that peer does) or in answer.
-fn status(
-    session: u32,
-    in_order: u64,
-    holes: &[Range<u64>],
-    voluntary: bool,
-    in_response_to: u64,
-) -> Vec<u8> {
-    Frame::Status(Status {
-        descriptor: descriptor_for(in_order),
-        session,
-        timestamp: None,
-        metadata_received: true,
-        all_holes: true,
-        voluntary,
-        error: ErrorCode::SUCCESS,
-        progress: progress_to_wire(in_order),
-        in_response_to,
-        holes: holes.iter().cloned().filter_map(Hole::from_range).collect(),
-    })
-    .to_bytes()
-    .unwrap()
+/// (half-open), sent on its own (as that peer does) or in answer to the
+/// DATA at `answering`.
+fn status(session: u32, in_order: u64, holes: &[Range<u64>], voluntary: bool, answering: u64) -> Vec<u8> {
+    Frame::Status(Status::report(session, in_order, holes, voluntary, answering))
+        .to_bytes()
+        .unwrap()
 }
 
 /// The peer's answer to a REQUEST: "go ahead".
@@ -133,18 +118,12 @@ fn accepted(session: u32) -> Vec<u8> {
 }
 
 fn data_frame(session: u32, offset: u64, payload: &[u8]) -> Vec<u8> {
-    Frame::Data(Data {
-        descriptor: descriptor_for(offset + payload.len() as u64),
-        transfer_type: TransferType::File,
-        request_status: false,
-        end_of_data: false,
+    common::data_frame_in(
+        descriptor_for(offset + payload.len() as u64),
         session,
-        timestamp: None,
         offset,
         payload,
-    })
-    .to_bytes()
-    .unwrap()
+    )
 }
 
 fn metadata_frame(session: u32, name: &str, contents: &[u8]) -> Vec<u8> {
@@ -526,17 +505,8 @@ fn early_data_past_the_end_of_the_file_is_dropped_as_such() {
     let now = Instant::ZERO;
     let put = Request::new(RequestType::Put, 5, "f");
     engine.handle_datagram(now, sends_from(), &Frame::Request(put).to_bytes().unwrap());
-    let far = Frame::Data(Data {
-        descriptor: scps_saratoga::wire::Descriptor::D64,
-        transfer_type: TransferType::File,
-        request_status: false,
-        end_of_data: false,
-        session: 5,
-        timestamp: None,
-        offset: u64::MAX - 10,
-        payload: &[1; 100],
-    });
-    engine.handle_datagram(now, sends_from(), &far.to_bytes().unwrap());
+    let far = common::data_frame_in(scps_saratoga::wire::Descriptor::D64, 5, u64::MAX - 10, &[1; 100]);
+    engine.handle_datagram(now, sends_from(), &far);
     engine.handle_datagram(now, sends_from(), &data_frame(5, 0, b"abc"));
     engine.handle_datagram(now, sends_from(), &metadata_frame(5, "f", b"abc"));
     replies(&mut engine, now);

@@ -1,6 +1,8 @@
 //! One engine fed frames written by hand: what a Vallona peer sends,
 //! malformed frames, frames for no session, a corrupt file.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -68,17 +70,7 @@ fn vallona_metadata(session: u32, size: u64, checksum: Checksum) -> Vec<u8> {
 
 fn vallona_data(session: u32, offset: u64, payload: &[u8]) -> Vec<u8> {
     // Vallona never sets request-status or end-of-data.
-    let data = Data {
-        descriptor: Descriptor::D32,
-        transfer_type: TransferType::File,
-        request_status: false,
-        end_of_data: false,
-        session,
-        timestamp: None,
-        offset,
-        payload,
-    };
-    Frame::Data(data).to_bytes().unwrap()
+    common::data_frame_in(Descriptor::D32, session, offset, payload)
 }
 
 #[test]

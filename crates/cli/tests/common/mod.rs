@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod emulation;
 pub mod gateways;
 pub mod loopback;
 pub mod metrics;

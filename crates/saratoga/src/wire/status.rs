@@ -180,6 +180,35 @@ impl Status {
         }
     }
 
+    /// A receiver's report that all goes well, every hole listed: the
+    /// METADATA received, `in_order` bytes held from the start and the
+    /// `holes` (half-open) beyond them; sent on its own timer if
+    /// `voluntary`, else in answer to the DATA frame at `in_response_to`.
+    /// As wide as its values need, and at least 32-bit (as
+    /// [`Status::error`]).
+    pub fn report(
+        session: u32,
+        in_order: u64,
+        holes: &[std::ops::Range<u64>],
+        voluntary: bool,
+        in_response_to: u64,
+    ) -> Status {
+        let widest = holes
+            .iter()
+            .map(|h| h.end)
+            .chain([in_order, in_response_to])
+            .max();
+        Status {
+            descriptor: Descriptor::fitting(widest.unwrap_or(0)).max(Descriptor::D32),
+            metadata_received: true,
+            voluntary,
+            progress: progress_to_wire(in_order),
+            in_response_to,
+            holes: holes.iter().cloned().filter_map(Hole::from_range).collect(),
+            ..Status::error(session, ErrorCode::SUCCESS)
+        }
+    }
+
     pub fn parse(bytes: &[u8]) -> Result<Status, WireError> {
         let header = Header::expect(bytes, FrameType::Status)?;
         let (w, descriptor) = (header.word, header.descriptor);
