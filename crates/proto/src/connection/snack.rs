@@ -368,7 +368,8 @@ impl Connection {
             return 0;
         }
         let ours = self.snack_unit();
-        let theirs = self.snack_unit_for_peer_data();
+        // The peer's own unit is known only from the data it has sent.
+        let theirs = Some(self.rcv.holes.largest_payload).filter(|&unit| unit > 0 && unit != ours);
         // Off by one unit: the faulty peer `snack_answer` imitates.
         let skew = u64::from(self.config.snack_answer == SnackAnswer::NextUnit);
         // The receiver named the hole some time ago; a copy sent since may
@@ -379,7 +380,7 @@ impl Connection {
         for snack in snacks {
             let offset = u64::from(snack.hole_offset) + skew;
             let size = u64::from(snack.hole_size);
-            let second = (theirs != ours).then_some((theirs, RangeFit::Inside));
+            let second = theirs.map(|unit| (unit, RangeFit::Inside));
             for (unit, fit) in std::iter::once((ours, RangeFit::Overlapping)).chain(second) {
                 let start = (ack + offset * unit).max(self.snd.una);
                 let end = (ack + (offset + size) * unit).min(self.snd.nxt);
