@@ -62,9 +62,10 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::TempDir;
+use common::emulation;
 use common::gateways::{SCPS, capture_on, end_capture, start, stop, wait_captured, wait_ready};
 use scps_testbed::{Node, Output, Testbed, Topology};
 use sha2::{Digest, Sha256};
@@ -240,40 +241,22 @@ fn write(dir: &TempDir, name: &str, text: &str) -> PathBuf {
 /// gwA, b0 towards gwB); returns its control socket once it answers.
 fn emulate(emu: &Node, dir: &TempDir, link: &str) -> PathBuf {
     let socket = dir.path().join("emulate.sock");
-    let config = write(
-        dir,
-        "emulate.toml",
-        &format!(
-            "seed = 7\n[emulate]\nside_a = \"a0\"\nside_b = \"b0\"\ncontrol = \"{}\"\n[link]\n{link}",
-            socket.display()
-        ),
-    );
-    emu.spawn(
-        SCPS,
-        &["emulate".as_ref(), "--config".as_ref(), config.as_os_str()],
-        Output::Null,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !emulator_stats(&socket).status.success() {
-        assert!(Instant::now() < deadline, "the emulator answers on its socket");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let control = format!("control = \"{}\"\n", socket.display());
+    let config = emulation::write_config(dir, "seed = 7\n", &control, link);
+    let emulator = emu
+        .spawn(
+            SCPS,
+            &["emulate".as_ref(), "--config".as_ref(), config.as_os_str()],
+            Output::Null,
+        )
+        .unwrap();
+    emulation::wait_until_answering(&socket, &emulator);
     socket
-}
-
-fn emulator_stats(socket: &Path) -> std::process::Output {
-    std::process::Command::new(SCPS)
-        .args(["emulate", "ctl", "--socket"])
-        .arg(socket)
-        .args(["stats", "--json"])
-        .output()
-        .unwrap()
 }
 
 /// The packets the emulator dropped for bit errors, both ways.
 fn emulator_bit_errors(socket: &Path) -> u64 {
-    let output = emulator_stats(socket);
+    let output = emulation::ctl(socket, &["stats", "--json"]);
     assert!(output.status.success(), "{}", common::text(&output.stderr));
     let stats: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     stats["channels"]
