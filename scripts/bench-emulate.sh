@@ -11,7 +11,7 @@
 # kernel-CONTROLLER (kernel-cubic, kernel-bbr). Defaults: 600ms 1e-5
 # scps-rate:100MB kernel-bbr:100MB kernel-cubic:100MB. Each run prints the
 # sender's goodput, whether the data was verified, and the ratio to the
-# physical limit of SCENARIOS.md as `scps sim` computes it for the point.
+# physical limit (docs/scenarios.md) as `scps sim` computes it for the point.
 #
 # Topology (removed on exit, also on failure or Ctrl-C):
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Figures of docs/BENCHMARKS.md "A receiver under a flood" (issue 12
-# defects 1 and 2): `scps recv --udp` on loopback flooded with spoofed SYNs
-# to its port and with garbage datagrams; its resident memory before,
+# Figures of docs/BENCHMARKS.md "A receiver under a flood": `scps recv
+# --udp` on loopback flooded with spoofed SYNs to its port and with
+# garbage datagrams; its resident memory before,
 # at the peak and after, and the time `scps send --bytes SIZE` takes
 # during each flood against without one. No privileges needed.
 #

@@ -21,7 +21,7 @@
 # Goodput is over the transfer itself: curl's time from `pretransfer` to
 # the end; for scp and sftp, the whole command less the time `ssh HOST
 # true` took just before (the login's round trips). The ratio is to the physical
-# limit of SCENARIOS.md for the point, as `scps sim` computes it.
+# limit (docs/scenarios.md) for the point, as `scps sim` computes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rtt=${1:-600ms}

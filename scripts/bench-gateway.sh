@@ -15,8 +15,8 @@
 # = "none"`). Defaults: 600ms 1e-5
 # direct-cubic:1MB direct-bbr:20MB gw-scps-rate:20MB gw-scps-vegas:20MB.
 # Each run prints the goodput the application saw, whether its data was
-# verified, and the ratio to the physical limit of SCENARIOS.md as `scps
-# sim` computes it for the point.
+# verified, and the ratio to the physical limit (docs/scenarios.md) as
+# `scps sim` computes it for the point.
 #
 # Topology: scripts/lib/gateway-topology.sh, the emulator in the middle.
 set -euo pipefail

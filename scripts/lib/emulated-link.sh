@@ -1,6 +1,6 @@
 # Sourced by the gateway benchmarks after gateway-topology.sh: runs `scps
 # emulate` in the middle node with geo-8mbit's link at RTT $rtt and BER
-# $ber, and computes the physical limit of SCENARIOS.md for the point as
+# $ber, and computes the physical limit (docs/scenarios.md) for the point as
 # `scps sim` does (the emulator's seed $emulator_seed, 1 unless set). Defines $link_keys (the link, which the gateways'
 # engine takes too: their route rate, buffers and timers), $limit (bit/s)
 # and `emulator_stats`.

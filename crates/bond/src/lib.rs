@@ -1,4 +1,4 @@
-//! Channel bonding as sans-IO code (issue 15): one path striped over
+//! Channel bonding as sans-IO code (docs/bonding.md): one path striped over
 //! several channels (modems, circuits, UDP paths) in proportion to what
 //! each delivers, with light probes on every channel so that a channel
 //! that dropped its call is taken out of the stripe within two probe

@@ -1,5 +1,5 @@
 //! The physical limit against which every result is judged
-//! (SCENARIOS.md, "How to judge a result").
+//! (docs/scenarios.md, "The limit").
 
 use std::time::Duration;
 

@@ -124,7 +124,7 @@ pub fn print(scenario: &Scenario, results: &[RunResult], runs: u32) -> std::io::
     }
     writeln!(
         out,
-        "limit: the physical limit of SCENARIOS.md (rate x (1 - PER(L)) x (L - H)/L x time up); ratio = goodput / limit"
+        "limit: the physical limit, docs/scenarios.md (rate x (1 - PER(L)) x (L - H)/L x time up); ratio = goodput / limit"
     )?;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! A real bundle (issue 15 point 4): one path over several UDP channels,
+//! A real bundle (docs/bonding.md, "Real bundles"): one path over several UDP channels,
 //! each its own local address and peer (a modem's circuit, a radio, an
 //! interface of its own), striped by the bonding scheduler with the
 //! `[link]` section's `bond_*` settings, as the simulator stripes its

@@ -1,4 +1,4 @@
-//! The one configuration schema of the project (DESIGN.md "Conventions"):
+//! The one configuration schema of the project (docs/configuration.md):
 //! quantities in human units, links, TCP and SCPS-TP settings, and
 //! scenarios with their sweeps. Everything is checked before anything runs;
 //! an error names the key, the value and what is allowed.

@@ -35,7 +35,7 @@ pub enum Protocol {
     /// Through the gateways, `scps-rate` across the link (one rate shared
     /// by all the connections the gateways carry).
     GwScpsRate,
-    /// Saratoga file delivery (spec/saratoga.md) at the route rate, not
+    /// Saratoga file delivery (docs/saratoga.md) at the route rate, not
     /// TCP: bulk workloads between two hosts only, in the simulator.
     Saratoga,
 }
@@ -110,7 +110,7 @@ impl Protocol {
 
     /// Defaults the label brings, which a scenario's `[tcp]` and
     /// `[stacks.LABEL]` may override: SCPS stacks compute the RTO as the
-    /// SCPS RI does, SRTT + max(4·RTTVAR, 500 ms) (spec/scps-tp.md
+    /// SCPS RI does, SRTT + max(4·RTTVAR, 500 ms) (docs/spec/scps-tp-options.md,
     /// "Timers").
     pub fn defaults(self, config: &mut Config) {
         if self.is_scps() {

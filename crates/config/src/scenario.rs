@@ -74,7 +74,7 @@ struct PointSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LimitSpec {
-    /// H in the limit of SCENARIOS.md.
+    /// H in the physical limit (docs/scenarios.md, "The limit").
     header_bytes: Option<u32>,
 }
 
@@ -237,10 +237,10 @@ impl Scenario {
     }
 }
 
-/// H of SCENARIOS.md's limit: the headers the stack really sends on a data
-/// segment, IPv4 and TCP (52 with timestamps, as SCENARIOS.md's table; 40
-/// without), or IPv4 and the compressed header when an SCPS stack offers
-/// header compression (spec/scps-tp.md "Compressed header": connection id,
+/// H of the physical limit (docs/scenarios.md, "The limit"): the headers
+/// the stack really sends on a data segment, IPv4 and TCP (52 with
+/// timestamps; 40 without), or IPv4 and the compressed header when an
+/// SCPS stack offers header compression (docs/spec/compression.md: connection id,
 /// control byte, sequence number, both timestamps, checksum: 36 with
 /// timestamps, 28 without).
 fn default_header_bytes(tcp: &scps_proto::Config) -> u32 {
@@ -464,14 +464,14 @@ pub(crate) fn with_route(
 impl Point {
     /// The engine configuration of the node whose data goes `direction`:
     /// an SCPS stack without a `rate` of its own paces to the route rate
-    /// of that direction (spec/scps-tp.md "Rate control"), and the
+    /// of that direction (docs/spec/scps-tp-options.md, "Rate control"), and the
     /// adaptive ACK policy, without an `ack_return_rate`, counts on the
     /// route rate of that direction, which the node's ACKs take.
     pub fn engine_config(&self, direction: Direction) -> scps_proto::Config {
         with_route(self.tcp.clone(), self.protocol, &self.link, direction)
     }
 
-    /// The physical limit of SCENARIOS.md for the data this point moves,
+    /// The physical limit (docs/scenarios.md, "The limit") for the data this point moves,
     /// bit/s: each channel's rate (the shaper's sustained rate if lower),
     /// less packet errors at the MTU and header overhead, times the time
     /// it is up during a run of `run_length`; summed over the channels and
@@ -684,7 +684,7 @@ recv_buffer = "6MiB"
     }
 
     #[test]
-    fn the_limit_matches_the_table_of_scenarios_md() {
+    fn the_limit_matches_the_figures_of_docs_scenarios() {
         let scenario = Scenario::from_text(DOC, "demo", &[]).unwrap();
         let run = Duration::from_secs(100);
         let clean = scenario.points[0].limit_bps(run);

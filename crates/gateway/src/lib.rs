@@ -1,4 +1,5 @@
-//! The gateway (DESIGN.md "The gateway"): two of them split each TCP
+//! The gateway (docs/gateway.md; docs/architecture.md, "On a real network,
+//! through two gateways"): two of them split each TCP
 //! connection, kernel TCP on each LAN side and SCPS-TP across the link,
 //! so that applications never know they are there.
 //!

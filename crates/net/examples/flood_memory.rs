@@ -1,5 +1,5 @@
-//! A UDP receiver under floods (issue 12 defects 1 and 2; docs/BENCHMARKS.md
-//! "A receiver under a flood"): the resident memory of this process, which
+//! A UDP receiver under floods (docs/BENCHMARKS.md, "A receiver under a
+//! flood"): the resident memory of this process, which
 //! runs one receiving endpoint, before, during and after a flood of
 //! spoofed SYNs and one of garbage datagrams; the time a real transfer
 //! takes during each, against the same transfer without; and the peer

@@ -1,6 +1,6 @@
-//! What a node between two paths costs (issue 11, "the real-network driver
-//! hosts a node over several packet paths"; docs/BENCHMARKS.md "A node on
-//! several paths"): one connection of ours moves BYTES over UDP on
+//! What a node between two paths costs, now that the real-network driver
+//! hosts a node over several packet paths (docs/BENCHMARKS.md, "One
+//! driver for any node"): one connection of ours moves BYTES over UDP on
 //! loopback, first straight from client to server, then through the
 //! router of `scps_node` hosted by `NodeHost` on two UDP links, in one
 //! process (both endpoints and the router share the runtime's two worker

@@ -2,7 +2,8 @@
 //! runtime over a real packet path, and hands out [`Stream`]s (AsyncRead and
 //! AsyncWrite) and [`Listener`]s on top of it.
 //!
-//! Three paths carry the engine's IP packets (DESIGN.md "On the wire"):
+//! Three paths carry the engine's IP packets (docs/spec/README.md,
+//! "Carrying IP packets"):
 //!
 //! - [`TunPath`], *routed*: the endpoint owns a TUN device and the kernel
 //!   routes packets to and from it, so its peers can be any host, kernel TCP

@@ -83,8 +83,8 @@ impl Stream {
     }
 
     /// Writes all of `data` as one record: the peer's
-    /// [`Stream::read_record`] sees its end (spec/scps-tp.md "Record
-    /// boundary"). A record needs SCPS-TP at neither end: the option is not
+    /// [`Stream::read_record`] sees its end (option kind 22,
+    /// docs/spec/scps-tp-options.md). A record needs SCPS-TP at neither end: the option is not
     /// negotiated, and a peer that does not know it reads a plain stream.
     /// A record holds at least one byte: an empty `data` writes nothing.
     pub async fn write_record(&mut self, data: &[u8]) -> io::Result<()> {

@@ -1,4 +1,4 @@
-//! Transparent addressing on a real path (DESIGN.md "The gateway"): a
+//! Transparent addressing on a real path (docs/gateway.md): a
 //! listener that answers as whichever address a client dialled, within
 //! the prefixes it is given. With [`Net::connect_from`] it is what a
 //! transparent gateway's link side needs; the kernel's routes (or policy

@@ -1,4 +1,5 @@
-//! The shape of everything that handles packets (DESIGN.md "Nodes").
+//! The shape of everything that handles packets (docs/architecture.md,
+//! "The node contract").
 //!
 //! A [`Node`] is sans-IO code with interfaces: it takes `(now, interface,
 //! packet)` and `(now)`, and gives back `(interface, packet)` to send and

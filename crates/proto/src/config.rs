@@ -10,7 +10,8 @@ use std::time::Duration;
 use crate::cc::CongestionAlgorithm;
 
 /// Where data losses are assumed to come from, per route (the SCPS
-/// "default source of data loss", spec/scps-tp.md "Sender-side behaviours").
+/// "default source of data loss", docs/spec/scps-tp-options.md, "The
+/// default source of loss").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LossSource {
     /// Losses mean congestion: the congestion controller backs off.
@@ -83,7 +84,8 @@ impl Default for VegasParams {
     }
 }
 
-/// How a connection treats a link outage (spec/scps-tp.md "Link outages").
+/// How a connection treats a link outage (docs/spec/scps-tp-options.md,
+/// "Link outages").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutagePolicy {
     /// Retransmission timeouts in a row after which the link is deemed
@@ -164,7 +166,7 @@ pub struct Config {
     pub clock_granularity: Duration,
     /// Lower bound of the RTO's variance term, K·RTTVAR (at least G):
     /// Linux holds it at its 200 ms minimum RTO and the SCPS RI at 500 ms
-    /// (spec/scps-tp.md "Timers"), so that the RTO of a paced flow, whose
+    /// (docs/spec/scps-tp-options.md, "Timers"), so that the RTO of a paced flow, whose
     /// RTT hardly varies, stays clear of the time a lost retransmission
     /// takes to be detected and repaired.
     pub rto_margin_min: Duration,
@@ -221,11 +223,11 @@ pub struct Config {
     pub hop_limit: u8,
     /// IP protocol number of uncompressed segments: 6 (TCP: the standard,
     /// and the RI's gateway) or 106 (the SCPS RI's standalone builds;
-    /// spec/scps-tp.md "IP protocol numbers"). Connections accepted take
+    /// docs/spec/scps-tp-options.md, "IP protocol numbers"). Connections accepted take
     /// the protocol of the SYN.
     pub ip_protocol: u8,
 
-    // SCPS-TP (CCSDS 714.0; shared/spec/scps-tp.md).
+    // SCPS-TP (CCSDS 714.0-B-2; docs/spec/scps-tp-options.md).
     /// Offer the SCPS capabilities option (kind 20) in our SYN. Without it
     /// on both SYNs the connection is plain TCP.
     pub scps: bool,

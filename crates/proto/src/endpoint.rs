@@ -12,7 +12,8 @@
 //!
 //! Off by default, an endpoint answers only to its own addresses: anything
 //! else is a counted `not_local` drop with no answer. A transparent
-//! gateway (DESIGN.md "The gateway") needs its link endpoint to act as
+//! gateway (docs/architecture.md, "On a real network, through two
+//! gateways") needs its link endpoint to act as
 //! other hosts: [`EndpointConfig::transparent`] lists the prefixes it may
 //! act as. Then:
 //!
@@ -91,8 +92,8 @@ pub struct EndpointConfig {
     /// rather than drop them.
     pub syn_cookies: bool,
     /// Take segments on IP protocol 106 as SCPS-TP, as the SCPS RI's
-    /// standalone builds send them (spec/scps-tp.md "IP protocol
-    /// numbers"), and answer each connection on the protocol it was
+    /// standalone builds send them (docs/spec/scps-tp-options.md, "IP
+    /// protocol numbers"), and answer each connection on the protocol it was
     /// opened on. Off by default: 106 is then dropped as `not_tcp`.
     /// Connections whose configuration says `ip_protocol = 106` turn it on.
     pub accept_protocol_106: bool,
@@ -827,7 +828,7 @@ impl Endpoint {
         }
         let parsed = TcpRepr::parse_as(payload, ip.src(), ip.dst(), protocol, true).or_else(|err| {
             // Accept either number in a 106 segment's pseudo-header
-            // (spec/scps-tp.md "IP protocol numbers": accept both forms).
+            // (docs/spec/scps-tp-options.md, "IP protocol numbers").
             match err {
                 WireError::BadChecksum { .. } if protocol == IPPROTO_SCPS_TP => {
                     TcpRepr::parse(payload, ip.src(), ip.dst(), true).map_err(|_| err)
@@ -949,7 +950,7 @@ impl Endpoint {
             .map(ListenerKey::Transparent)
     }
 
-    /// A protocol-105 packet (spec/scps-tp.md "Compressed header"): to the
+    /// A protocol-105 packet (docs/spec/compression.md): to the
     /// connection whose peer sends from `src` with the id in its first
     /// byte, which decompresses it and processes it as TCP input.
     fn handle_compressed(&mut self, now: Instant, src: IpAddr, dst: IpAddr, segment: &[u8]) {
@@ -1371,7 +1372,7 @@ impl Endpoint {
     }
 
     /// The link layer learnt that packets from `peer` arrive corrupted
-    /// (spec/scps-tp.md "Corruption experienced"): every SCPS-TP connection
+    /// (option kind 23, docs/spec/scps-tp-options.md): every SCPS-TP connection
     /// with it tells the peer with the option, so that the peer repairs its
     /// losses without slowing down. The endpoint calls this itself when a
     /// segment from a known peer fails its checksum.
@@ -1380,7 +1381,7 @@ impl Endpoint {
     }
 
     /// The link layer says the link towards `peer` (every peer, for
-    /// `None`) is down (spec/scps-tp.md "Link outages"): its connections
+    /// `None`) is down (docs/spec/scps-tp-options.md, "Link outages"): its connections
     /// stop sending data, probe at the configured interval, and are kept.
     pub fn link_down(&mut self, now: Instant, peer: Option<IpAddr>) {
         self.for_connections_to(peer, |c| c.link_down(now));

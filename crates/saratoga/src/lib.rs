@@ -1,5 +1,6 @@
 //! Saratoga: rate-based, NACK-repaired file delivery over UDP
-//! (spec/saratoga.md; IETF drafts draft-wood-tsvwg-saratoga).
+//! (docs/spec/saratoga.md; the IETF Internet-Draft
+//! draft-wood-tsvwg-saratoga-22).
 //!
 //! [`wire`] reads and writes the five frames to the byte. The transfer
 //! [`engine`] is sans-IO like `scps-proto`: it takes `(now, datagram)` and

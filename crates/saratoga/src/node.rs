@@ -1,4 +1,5 @@
-//! The engine as a [`Node`] (DESIGN.md "Nodes"): one interface that
+//! The engine as a [`Node`] (docs/architecture.md, "The node contract"):
+//! one interface that
 //! carries whole IPv4 packets, each holding one UDP datagram of Saratoga.
 //! Datagrams the engine sends leave from this node's address and port
 //! [`PORT`]; packets for another address or port, or that are not
@@ -15,7 +16,7 @@ use scps_node::{Instant, InterfaceId, Node};
 
 use crate::engine::{Config, ConfigError, Engine, Store};
 
-/// Saratoga's UDP port (spec/saratoga.md "Transport").
+/// Saratoga's UDP port (docs/spec/saratoga.md, "Transport").
 pub const PORT: u16 = 7542;
 
 /// What the node dropped, by cause: the IPv4/UDP checks of

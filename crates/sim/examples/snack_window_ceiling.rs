@@ -2,9 +2,10 @@
 //!
 //! An idealised sender on t1-geo (1.544 Mbit/s, 525 ms RTT) sends a 3 MB
 //! file in 1500-byte packets at BER 1e-5, with no congestion control and
-//! compressed headers (1472 bytes of payload, as the physical limit of
-//! SCENARIOS.md counts them for case 2B). It knows of every lost copy exactly when a SNACK sent on the
-//! next arrival would tell it (one round trip and one packet time after
+//! compressed headers (1472 bytes of payload, as the physical limit counts
+//! them for the paper's case 2B: docs/scenarios.md, "The limit", H = 28).
+//! It knows of every lost copy exactly when a SNACK sent on the next
+//! arrival would tell it (one round trip and one packet time after
 //! the copy left), resends it ahead of new data, and never resends
 //! anything that arrived. Only the window holds it: new data may not run
 //! more than the window ahead of the oldest unacknowledged segment. No

@@ -1,5 +1,5 @@
 //! The record of one run, as `scps sim --json` prints it: one object per
-//! run with the figures SCENARIOS.md asks for.
+//! run with the figures docs/scenarios.md lists ("What a report shows").
 
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ pub struct RunResult {
     pub bytes: u64,
     pub duration_s: f64,
     pub goodput_bps: f64,
-    /// The physical limit of SCENARIOS.md for this point.
+    /// The physical limit for this point (docs/scenarios.md, "The limit").
     pub limit_bps: f64,
     /// Goodput over the limit.
     pub ratio: f64,

@@ -1,4 +1,5 @@
-//! Network-namespace testbeds (DESIGN.md "The testbed"): nodes joined by
+//! Network-namespace testbeds (docs/architecture.md, "In the testbed,
+//! through the emulator"): nodes joined by
 //! veth links, with addresses and routes, commands run inside any node,
 //! and everything gone afterwards.
 //!

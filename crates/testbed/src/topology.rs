@@ -1,6 +1,7 @@
 //! What a testbed is made of: nodes, veth links with their addresses,
-//! routes and which nodes forward. Two shapes come ready (DESIGN.md "The
-//! testbed"): client, emu, server; and client, gwA, emu, gwB, server.
+//! routes and which nodes forward. Two shapes come ready
+//! (docs/architecture.md, "In the testbed, through the emulator"):
+//! client, emu, server; and client, gwA, emu, gwB, server.
 //!
 //! Addresses: segment `n` (the `n`-th link from the client side) is
 //! `10.99.n.0/24` and `fd00:99:n::/64`; on each segment the node nearer

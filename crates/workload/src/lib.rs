@@ -1,6 +1,6 @@
 //! The test applications of `scps send` and `scps recv` on real byte
 //! streams, as a library so that the tools, the bench and the gateway's
-//! tests share one definition of each (issue 11 point 5): the Iridium
+//! tests share one definition of each: the Iridium
 //! paper's message streams and a ttcp-like bulk transfer, whatever stack
 //! carries them (ours or the kernel's TCP).
 //!

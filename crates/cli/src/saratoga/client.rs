@@ -340,7 +340,8 @@ pub async fn ls(args: LsArgs) -> anyhow::Result<Outcome> {
     conclude(host, report, end, peer, args.engine.json)
 }
 
-/// Saratoga's times count from 2000-01-01 (spec/saratoga.md).
+/// Saratoga's times count from 2000-01-01 (docs/spec/saratoga.md, "The
+/// directory entry").
 fn unix_time(saratoga: u32) -> u64 {
     u64::from(saratoga) + EPOCH_2000_UNIX
 }

@@ -1,4 +1,4 @@
-//! `scps saratoga`: Saratoga file delivery over real UDP (spec/saratoga.md),
+//! `scps saratoga`: Saratoga file delivery over real UDP (docs/saratoga.md),
 //! the sans-IO engine of `scps-saratoga` hosted by [`host::Host`]: a
 //! server of one directory, and put, get, ls and rm against one.
 
@@ -182,7 +182,7 @@ struct RmArgs {
     engine: EngineArgs,
 }
 
-/// The checksums of spec/saratoga.md's METADATA.
+/// The checksums a METADATA frame may carry (docs/spec/saratoga.md).
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum Checksum {
     None,

@@ -6,7 +6,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
-/// The port Saratoga listens on (spec/saratoga.md "Transport").
+/// The port Saratoga listens on (docs/spec/saratoga.md, "Transport").
 pub const DEFAULT_PORT: u16 = 7542;
 
 const FORM: &str = "HOST[:PORT][:PATH], with an IPv6 address in brackets ([::1]:7542:PATH)";

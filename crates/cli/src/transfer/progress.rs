@@ -1,6 +1,6 @@
-//! How far a transfer got, for the report of one that fails (issue 12
-//! defect 5: a sender whose receiver vanished reported `"bytes": 0` after
-//! 800 MB were acknowledged). A receiver counts the bytes its application
+//! How far a transfer got, for the report of one that fails (a sender
+//! whose receiver vanished once reported `"bytes": 0` after 800 MB were
+//! acknowledged). A receiver counts the bytes its application
 //! read ([`Counted`]); a sender samples what its peer acknowledged
 //! ([`AckWatch`]), the only sign of delivery it has.
 

@@ -48,7 +48,8 @@ pub enum Encapsulation {
     #[default]
     Scps,
     /// The SCPS RI's: an IPv4 packet carrying SCPS-TP as IP protocol 106,
-    /// alone in the datagram, UDP port 7168 both ways (spec/scps-tp.md).
+    /// alone in the datagram, UDP port 7168 both ways
+    /// (docs/spec/scps-tp-options.md, "The RI's UDP encapsulation").
     Ri,
 }
 

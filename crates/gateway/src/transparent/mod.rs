@@ -1,4 +1,4 @@
-//! The transparent mode (DESIGN.md "The gateway"): LAN connections are
+//! The transparent mode (docs/gateway.md): LAN connections are
 //! intercepted with TPROXY and carried across the link as SCPS-TP over
 //! the gateway's TUN device, or a bundle of UDP channels to the far
 //! gateway (`[engine.bundle]`), **with the applications' own addresses

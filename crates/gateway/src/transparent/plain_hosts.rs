@@ -1,5 +1,6 @@
 //! Destinations that answer only without the SCPS capabilities option.
-//! Some hosts (older Windows stacks, spec/scps-tp.md) reject a SYN that
+//! Some hosts (older Windows stacks; docs/spec/scps-tp-options.md, "SCPS
+//! capabilities, kind 20") reject a SYN that
 //! carries kind 20, or never answer it: a link connection whose SYN with
 //! the option gets no answer or a reset is opened again without it, and
 //! the destination remembered for a while so that its next connections

@@ -1,5 +1,6 @@
 //! What the kernel must do for the transparent mode, installed on start
-//! and removed on every exit (DESIGN.md "The gateway"):
+//! and removed on every exit (docs/architecture.md, "On a real network,
+//! through two gateways"):
 //!
 //! - **interception**: TCP from the LAN interface between a local and a
 //!   remote prefix goes to the gateway's `IP_TRANSPARENT` listener

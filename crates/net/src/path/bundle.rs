@@ -1,4 +1,4 @@
-//! A bundle (DESIGN.md "On the wire", *bonded*): one path over several UDP
+//! A bundle (docs/bonding.md, "Real bundles"): one path over several UDP
 //! channels, each its own local address and peer (a modem's circuit, a
 //! radio, an interface of its own), striped by the bonding scheduler
 //! (`scps_bond::Bond`): in proportion to what each channel delivers, never

@@ -1,5 +1,6 @@
 //! UDP encapsulation: each IP packet of the engine is the whole payload of
-//! one UDP datagram (DESIGN.md "On the wire"). The inner packet keeps real
+//! one UDP datagram, followed by a CRC-32C of it (`frame_check.rs`;
+//! docs/spec/README.md, "Carrying IP packets"). The inner packet keeps real
 //! addresses: by default the outer ones, so that a capture of either reads
 //! naturally.
 //!

@@ -7,8 +7,8 @@
 //! `scps send` on one host, or hosts behind one NAT) are two connections
 //! with two outer addresses, and a flood of datagrams that open nothing
 //! teaches nothing. Entries are forgotten with their connections, so the
-//! table never holds more than the endpoint's connections (issue 12,
-//! defects 2 and 3).
+//! table never holds more than the endpoint's connections, however many
+//! datagrams arrive.
 //!
 //! A packet that opened nothing may still be answered (a reset to a SYN
 //! for a closed port, so the sender hears "refused" at once; a SYN cookie):

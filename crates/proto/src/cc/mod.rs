@@ -3,7 +3,8 @@
 //! The connection owns loss detection and recovery (RFC 5681, 6582, 6675);
 //! a controller only decides the congestion window: how it grows on ACKs
 //! and how it shrinks on a congestion event or a retransmission timeout.
-//! Controllers are named, never numbered (see DESIGN.md).
+//! Controllers are named, never numbered: the SCPS RI's own documents
+//! disagree on what the numbers mean.
 
 mod cubic;
 mod hystart;
@@ -79,7 +80,7 @@ pub trait CongestionControl: fmt::Debug + Send {
     fn on_idle_restart(&mut self, restart_window: u64);
     /// Puts back a window and threshold saved before timeouts that turned
     /// out not to be congestion: an outage, or losses attributed to
-    /// corruption (spec/scps-tp.md "Link outages": resume at the prior
+    /// corruption (docs/spec/scps-tp-options.md, "Link outages": resume at the prior
     /// rate, not from slow start).
     fn restore(&mut self, window: u64, ssthresh: u64);
 }

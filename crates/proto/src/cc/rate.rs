@@ -1,11 +1,12 @@
-//! No congestion control (SCPS-TP's `rate`, spec/scps-tp.md "Sender-side
-//! behaviours"): the window never limits sending; the route's token bucket
+//! No congestion control (SCPS-TP's `rate`, docs/spec/scps-tp-options.md,
+//! "Congestion control, by name"): the window never limits sending; the route's token bucket
 //! does. Loss never shrinks the rate.
 //!
 //! A retransmission timeout is not read as loss but as a sign that the peer
 //! may be gone: until something is acknowledged again the sender probes
 //! with one segment instead of resending its whole flight at the route rate
-//! (DESIGN.md: a rate-based sender whose peer has gone must stop).
+//! (a rate-based sender whose peer has gone must stop: UDP tunnels that
+//! went on resending have flooded links at many times their rate).
 
 use super::{AckEvent, CongestionAlgorithm, CongestionControl};
 use crate::time::Instant;

@@ -1,6 +1,7 @@
 //! TCP Vegas (Brakmo and Peterson, "TCP Vegas: end to end congestion
 //! avoidance on a global Internet", IEEE JSAC 1995), the delay-based
-//! controller of SCPS-TP (spec/scps-tp.md "Sender-side behaviours").
+//! controller of SCPS-TP (docs/spec/scps-tp-options.md, "Congestion
+//! control, by name").
 //!
 //! Once per round trip the sender compares the rate it expects with the
 //! window it has (window / base RTT) and the rate it gets (window / RTT):

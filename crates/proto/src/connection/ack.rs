@@ -331,7 +331,7 @@ impl Connection {
         }
         let flight = self.snd.nxt - self.snd.una;
         // Losses put down to corruption are repaired without slowing down
-        // (spec/scps-tp.md "Corruption experienced").
+        // (docs/spec/scps-tp-options.md, "Corruption experienced, kind 23").
         let reduce = !self.losses_are_corruption(now);
         if reduce {
             self.cc.on_congestion_event(now, flight, smss);

@@ -3,11 +3,12 @@
 //! the adaptive mode, every k segments with k chosen from what the path can
 //! carry.
 //!
-//! The adaptive mode follows Wang and Wang (seeds/002, conclusion: "a
-//! mechanism making the data receiver adjust adaptively its ACK frequency
-//! based on the estimation of RTT") and RFC 3449 (4.1 and 5.2.1: on a
-//! narrow return link, fewer ACKs, each covering more data). k is the
-//! largest of
+//! The adaptive mode follows Wang and Wang ("Experimental study of channel
+//! delay impact on throughput performance of TCP and its extensions in
+//! space", 2005; its conclusion: "a mechanism making the data receiver
+//! adjust adaptively its ACK frequency based on the estimation of RTT")
+//! and RFC 3449 (4.1 and 5.2.1: on a narrow return link, fewer ACKs, each
+//! covering more data). k is the largest of
 //!
 //! - the configured `ack_every` (the floor);
 //! - the RTT term: segments arriving per RTT over [`ACKS_PER_RTT`], so that a

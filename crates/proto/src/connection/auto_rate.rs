@@ -7,19 +7,20 @@
 //! is faster. Here the route's connections measure instead what the path
 //! carries, as BBR's delivery-rate sampling does, and pace at that.
 //!
-//! The measure is taken over rounds of the smallest RTT: the bytes the
-//! path delivered in the round (acknowledged or SACKed) over the round's
-//! length, scaled by what the route's packets cost on the wire (headers
-//! and framing) per byte of payload, and by the share of what it carries
-//! that the link corrupts. That share is learnt from the losses of rounds
+//! The measure is taken over rounds of the smallest RTT: the bytes the path
+//! delivered in the round (acknowledged or SACKed) over the round's length,
+//! scaled by what the route's packets cost on the wire (headers and
+//! framing) per byte of payload, and by the share of what it carries that
+//! the link corrupts. That share is learnt from the losses of rounds
 //! without a queue: on a link that corrupts packets the sender must keep
-//! the link full, not slow down by the error rate (spec/scps-tp.md
-//! "Corruption experienced"). What tells congestion apart is the queue:
-//! the smallest delivery RTT of the last quarter of a round, above the
-//! smallest ever by more than the path's jitter explains, is a queue
-//! standing at the bottleneck, and so is a round that carries well short
-//! of what the round before sent; the rate the path delivered meanwhile,
-//! if short of what was sent, is the bottleneck's rate.
+//! the link full, not slow down by the error rate
+//! (docs/spec/scps-tp-options.md, "Corruption experienced, kind 23"). What
+//! tells congestion apart is the queue: the smallest delivery RTT of the
+//! last quarter of a round, above the smallest ever by more than the path's
+//! jitter explains, is a queue standing at the bottleneck, and so is a
+//! round that carries well short of what the round before sent; the rate
+//! the path delivered meanwhile, if short of what was sent, is the
+//! bottleneck's rate.
 //!
 //! The phases are BBR's, simplified: *startup* doubles the rate each round
 //! until the measure stops growing or a queue forms; *drain* sends at half

@@ -1,6 +1,6 @@
-//! Header compression on a connection (spec/scps-tp.md "Compressed header
-//! (IP protocol 105)" and "SCPS capabilities", bit 0x10 and the conn id
-//! byte).
+//! Header compression on a connection (docs/spec/compression.md; the
+//! negotiation, bit 0x10 and the conn id byte of the SCPS capabilities
+//! option: docs/spec/scps-tp-options.md).
 //!
 //! Each side offers the compression bit with an id of its own (1..255,
 //! chosen by the endpoint); compression is in force only if both SYNs set
@@ -26,7 +26,7 @@ const NOT_IN_FORCE: WireError =
     WireError::NotCompressible("a connection that did not negotiate header compression");
 
 /// Bytes of the compressed header of a full data segment as the RI sends
-/// it (spec/scps-tp.md "Compressed header": id, control byte 1, sequence
+/// it (docs/spec/compression.md, "The sizes that result": id, control byte 1, sequence
 /// number, both timestamps when in use, checksum; control 0x62 with
 /// timestamps, the window and acknowledgment number left out): 16 bytes
 /// with timestamps, 8 without.
@@ -278,7 +278,7 @@ impl Connection {
         let Some(contexts) = self.compression.contexts.as_mut() else {
             return Err(NOT_IN_FORCE);
         };
-        // Spec "Compressed header": S and A whenever in doubt, as on every
+        // docs/spec/compression.md: S and A whenever in doubt, as on every
         // retransmission (A only if there is room: see
         // `Compressor::compress_within`).
         let retransmission = contexts.compressor.resends(seg);

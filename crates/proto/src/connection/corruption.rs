@@ -1,5 +1,5 @@
-//! Loss attribution (spec/scps-tp.md "Sender-side behaviours" and
-//! "Corruption experienced"): whether the losses a sender sees come from
+//! Loss attribution (docs/spec/scps-tp-options.md, "The default source of
+//! loss" and "Corruption experienced, kind 23"): whether the losses a sender sees come from
 //! congestion, so that it must slow down, or from corruption, so that it
 //! must only repair them. Each route has a default; the peer can say that
 //! it is experiencing corruption with option kind 23, which holds for two

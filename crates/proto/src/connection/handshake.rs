@@ -1,7 +1,7 @@
 //! Opening a connection: the SYN exchange (RFC 9293 3.5) and the options
 //! agreed in it: MSS (RFC 9293 3.7.1), window scale and timestamps
 //! (RFC 7323), SACK-permitted (RFC 2018), and the SCPS capabilities
-//! (spec/scps-tp.md).
+//! (CCSDS 714.0-B-2 3.2.3; docs/spec/scps-tp-options.md).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -46,8 +46,8 @@ pub struct ConnectionParams {
     pub iss: u32,
     /// Offset added to our timestamp clock (RFC 7323 7.1).
     pub ts_offset: u32,
-    /// The id to offer for header compression (spec/scps-tp.md "SCPS
-    /// capabilities"): the endpoint picks one, unique among its
+    /// The id to offer for header compression (docs/spec/compression.md,
+    /// "Demultiplexing and connection ids"): the endpoint picks one, unique among its
     /// connections to the same peer address, when the configuration offers
     /// compression; `None` offers none.
     pub compression_id: Option<std::num::NonZeroU8>,
@@ -224,7 +224,7 @@ impl Connection {
         let peer_mss = options.mss.unwrap_or_else(|| default_mss(self.tuple.remote));
         let mss = u64::from(peer_mss.min(our_mss(config, self.tuple.local)));
         let overhead = if timestamps { TIMESTAMPS_OVERHEAD } else { 0 };
-        // spec/scps-tp.md "SCPS capabilities": SCPS-TP only if both SYNs
+        // CCSDS 714.0-B-2 3.2.3: SCPS-TP only if both SYNs
         // carry the option, each capability only if both set it.
         let scps = options.scps_capabilities.filter(|_| config.scps);
         // An id of 0 with the bit set is not a valid offer.

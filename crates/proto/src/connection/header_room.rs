@@ -4,7 +4,7 @@
 //!
 //! The SMSS assumes the header most data segments have: a TCP header with
 //! the timestamps option, or, with header compression in force, the RI's
-//! data header (spec/scps-tp.md "Compressed header": control 0x62, 16 bytes
+//! data header (docs/spec/compression.md: control 0x62, 16 bytes
 //! with timestamps, 1464 payload bytes in a 1500-byte packet). A segment
 //! that needs more carries less:
 //!

@@ -172,7 +172,7 @@ pub enum Event {
         consecutive: u32,
     },
     /// A link outage began (signalled by the link layer, or deemed after
-    /// timeouts) or ended (spec/scps-tp.md "Link outages"; for logs).
+    /// timeouts) or ended (docs/spec/scps-tp-options.md, "Link outages"; for logs).
     OutageStarted {
         signalled: bool,
     },

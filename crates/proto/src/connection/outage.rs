@@ -1,4 +1,4 @@
-//! Link outages (spec/scps-tp.md "Link outages"): when the link layer says
+//! Link outages (docs/spec/scps-tp-options.md, "Link outages"): when the link layer says
 //! the link is down, or when retransmission timeouts in a row show it, the
 //! connection stops backing off and stops sending data, probes at a fixed
 //! interval, and is kept however long the outage lasts. The first
@@ -6,7 +6,8 @@
 //! not from slow start; what was in flight when the link went is resent.
 //!
 //! A rate-based sender thus never retransmits blindly at its full rate
-//! into a dead link (DESIGN.md, "Lessons from deployed PEPs").
+//! into a dead link, as UDP tunnels that do have flooded links at many
+//! times their nominal rate.
 
 use super::Connection;
 use super::timers::Timer;

@@ -1,4 +1,4 @@
-//! Records (spec/scps-tp.md "Record boundary", kind 22, not negotiated):
+//! Records (docs/spec/scps-tp-options.md, "Record boundary, kind 22"; not negotiated):
 //! the application may end a record after any byte it wrote; the segment
 //! carrying the record's last byte carries the option, and the reader can
 //! read record by record.

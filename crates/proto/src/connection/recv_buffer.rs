@@ -6,7 +6,7 @@
 //! which places are filled. Because we never advertise a window beyond the
 //! free space, everything acceptable fits in the ring.
 //!
-//! Record boundaries (spec/scps-tp.md "Record boundary") are kept by stream
+//! Record boundaries (option kind 22, docs/spec/scps-tp-options.md) are kept by stream
 //! offset as they arrive, in order or not, so a reader that asks for
 //! records stops at each.
 

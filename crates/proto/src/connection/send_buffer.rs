@@ -1,6 +1,6 @@
 //! Bytes the application has written and the peer has not yet acknowledged,
-//! with the ends of the records among them (spec/scps-tp.md "Record
-//! boundary").
+//! with the ends of the records among them (option kind 22,
+//! docs/spec/scps-tp-options.md).
 
 use std::collections::VecDeque;
 

@@ -1,4 +1,4 @@
-//! SNACK, selective negative acknowledgment (docs/spec/scps-tp.md "SNACK";
+//! SNACK, selective negative acknowledgment (docs/spec/snack.md;
 //! CCSDS 714.0-B, the SNACK option): the receiver names the holes in what
 //! it holds as soon as it sees them (after a configurable delay that lets
 //! reordering settle, and once more while a hole persists); the sender
@@ -274,7 +274,7 @@ impl Connection {
     }
 
     /// The unit our SNACK offsets and sizes count in when we name holes in
-    /// what the peer sent (docs/spec/scps-tp.md "SNACK": the data sender's
+    /// what the peer sent (docs/spec/snack.md, "Units": the data sender's
     /// maximum segment payload): the largest payload the peer has sent in
     /// one segment, as Wireshark's dissector reads SNACKs too; before any
     /// data, what the SYNs settled (the smaller MSS offer less the options
@@ -288,7 +288,8 @@ impl Connection {
         }
     }
 
-    /// The unit in which the spec has the peer name holes in our data:
+    /// The unit in which the standard has the peer name holes in our data
+    /// (docs/spec/snack.md, "Units"):
     /// our maximum segment payload, the largest we have sent (what the
     /// peer sees of it), else the SMSS. With header compression in force
     /// the SMSS is the payload of a packet of the path's size under the
@@ -358,7 +359,7 @@ impl Connection {
     /// `ack`: marks the named data lost. Returns how many segments now
     /// await retransmission because of them.
     ///
-    /// A SNACK is read in our unit, as the spec has it; and, when the
+    /// A SNACK is read in our unit, as the standard has it; and, when the
     /// peer's own segments show a different maximum payload, in that unit
     /// as well, since some peers count in their own: of that second
     /// reading only the segments wholly inside are taken, so that a peer

@@ -5,8 +5,8 @@
 //! since the peer last acknowledged anything each followed such a report,
 //! the connection ends with
 //! [`ConnectionError::Unreachable`](super::ConnectionError::Unreachable)
-//! (issue 12 defect 5: a sender whose receiver was killed retransmitted
-//! for 11 minutes into ICMP port-unreachables).
+//! (a sender whose receiver was killed once retransmitted for 11 minutes
+//! into ICMP port-unreachables).
 
 use super::Connection;
 

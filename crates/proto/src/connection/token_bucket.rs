@@ -1,7 +1,8 @@
 //! The route's token bucket: every packet a connection sends, whatever its
-//! congestion control, fits within the route rate (spec/scps-tp.md "Rate
-//! control"). The reference implementation refills every 10 ms into a
-//! bucket of 5 × max(bytes per interval, MTU). We refill continuously into
+//! congestion control, fits within the route rate
+//! (docs/spec/scps-tp-options.md, "Rate control"). The reference
+//! implementation refills every 10 ms into a bucket of 5 × max(bytes per
+//! interval, MTU). We refill continuously into
 //! a bucket one interval deep, and let a packet go whenever the bucket is
 //! not in debt, so that it may go into debt by one packet: a packet larger
 //! than the bucket can always be sent, and no burst exceeds one interval

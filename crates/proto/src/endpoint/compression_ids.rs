@@ -1,5 +1,5 @@
-//! The endpoint's side of header compression (spec/scps-tp.md "SCPS
-//! capabilities" and "Compressed header (IP protocol 105)"): the
+//! The endpoint's side of header compression (docs/spec/compression.md,
+//! "Demultiplexing and connection ids"): the
 //! connection ids we hand out, and the table that finds the connection of a
 //! compressed segment.
 
@@ -20,7 +20,7 @@ pub(super) struct CompressionIds {
     /// straggler of a finished connection is not taken for a new one's.
     next: u8,
     /// Connections by (our address, the peer's address, the peer's id).
-    /// The spec demultiplexes by source address and id; the destination
+    /// The standard demultiplexes by source address and id; the destination
     /// is in the key too because a peer makes its ids unique per address
     /// of ours, not across them.
     by_peer_id: HashMap<(IpAddr, IpAddr, u8), ConnectionHandle>,
@@ -28,7 +28,7 @@ pub(super) struct CompressionIds {
 
 /// Among which of our connections an id must be unique. The receiving
 /// host demultiplexes our compressed segments by their source address and
-/// id (spec/scps-tp.md "Compressed header"), so two connections that reach
+/// id (docs/spec/compression.md), so two connections that reach
 /// one host from one address of ours need different ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum IdScope {

@@ -1,4 +1,5 @@
-//! An endpoint is a node with one interface (DESIGN.md "Nodes"): every
+//! An endpoint is a node with one interface (docs/architecture.md, "The
+//! node contract"): every
 //! packet comes in and goes out on `InterfaceId(0)`.
 
 use scps_node::{InterfaceId, Node};

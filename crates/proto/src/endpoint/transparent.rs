@@ -1,4 +1,4 @@
-//! Transparent addressing (DESIGN.md "The gateway"): the addresses an
+//! Transparent addressing (docs/gateway.md): the addresses an
 //! endpoint may act as beyond its own, and the transparent listeners that
 //! answer for whole prefixes of them.
 //!

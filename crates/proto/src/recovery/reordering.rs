@@ -1,5 +1,5 @@
 //! What a connection learns of its path's reordering, so that reordering
-//! is not taken for loss (issue 15 point 3): a bundle striped round-robin
+//! is not taken for loss: a bundle striped round-robin
 //! over circuits of 0.8 and 2 s round trips delivers packets 0.6 s out of
 //! order, which a fixed duplicate-ACK threshold of 3 and a fixed SNACK
 //! delay both take for loss.

@@ -415,8 +415,8 @@ impl Scoreboard {
         marked
     }
 
-    /// A SNACK named `range` as missing at the receiver (spec/scps-tp.md
-    /// "SNACK"): the segments inside it that are not SACKed are lost.
+    /// A SNACK named `range` as missing at the receiver (docs/spec/snack.md):
+    /// the segments inside it that are not SACKed are lost.
     /// The receiver names holes in whole units counted from its ACK point,
     /// rounded outwards, so every lost segment lies wholly inside the range
     /// it names; once a segment shorter than the unit has shifted the

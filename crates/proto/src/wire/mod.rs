@@ -34,7 +34,7 @@ pub const IPPROTO_TCP: u8 = 6;
 /// IP protocol number of SCPS-TP segments with compressed headers (IANA "SCPS").
 pub const IPPROTO_SCPS_COMPRESSED: u8 = 105;
 /// SCPS-TP segments, uncompressed, as the RI's standalone builds send them
-/// (spec/scps-tp.md "IP protocol numbers"): accepted by configuration,
+/// (docs/spec/scps-tp-options.md, "IP protocol numbers"): accepted by configuration,
 /// never sent by default.
 pub const IPPROTO_SCPS_TP: u8 = 106;
 /// IP protocol numbers of ICMP and ICMPv6.

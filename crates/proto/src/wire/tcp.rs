@@ -151,7 +151,7 @@ impl<'a> TcpRepr<'a> {
 
     /// [`TcpRepr::parse`] for a segment carried as IP protocol `protocol`,
     /// whose number the checksum's pseudo-header holds (106 for the SCPS
-    /// RI's standalone builds, spec/scps-tp.md "IP protocol numbers").
+    /// RI's standalone builds, docs/spec/scps-tp-options.md, "IP protocol numbers").
     pub fn parse_as(
         segment: &'a [u8],
         src: IpAddr,

@@ -1,5 +1,5 @@
 //! TCP options: the standard ones (RFC 9293, RFC 7323, RFC 2018) and the
-//! SCPS-TP ones (CCSDS 714.0; `shared/spec/scps-tp.md` section "Options").
+//! SCPS-TP ones (CCSDS 714.0-B-2 section 3.2; docs/spec/scps-tp-options.md).
 
 use super::WireError;
 
@@ -383,7 +383,7 @@ impl TcpOptions {
                         opts.scps_capabilities = Some(ScpsCapabilities::from_bitmap(bitmap, connection_id));
                     }
                     // The reference implementation's extended capability
-                    // binding space (spec "Options"): accepted and ignored.
+                    // binding space (CCSDS 714.0-B-2 3.2.5): accepted and ignored.
                     [_, _, _, ..] => {}
                     _ => return Err(bad_len),
                 },

@@ -9,7 +9,8 @@
 //!
 //! The timestamp is carried as the drafts' 16 opaque bytes (timestamp or
 //! nonce, echoed in STATUS); Vallona's typed, variable-length form is not
-//! read (spec/saratoga.md: interoperation runs without timestamps).
+//! read: interoperation runs without timestamps (docs/spec/saratoga.md,
+//! "DATA").
 //! Payloads are of any length, empty included.
 
 use super::error::WireError;

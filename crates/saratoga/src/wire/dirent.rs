@@ -9,11 +9,12 @@
 //! (0 file, 1 directory, 2 special file, 3 special directory); 8–9 the
 //! entry's own descriptor size; the rest zero. The property and
 //! descriptor positions are those of the drafts' author's implementation
-//! (spec/saratoga.md names the fields, not their bits).
+//! (the drafts name the fields, not their bits).
 //!
 //! Times are seconds since 2000-01-01 00:00 UTC. Vallona writes Unix
 //! seconds plus 946684800 instead; a receiver should not trust a peer's
-//! times (spec/saratoga.md), so they are carried as read.
+//! times (docs/spec/saratoga.md, "The directory entry"), so they are
+//! carried as read.
 
 use super::error::WireError;
 use super::flags::{Descriptor, Reader, put_name, put_value};

@@ -1,7 +1,7 @@
 //! The 32-bit flags word every frame begins with, the descriptor size it
 //! names, and the cursor the frame modules read and write fields with.
 //!
-//! Bits are numbered as in spec/saratoga.md: bit 0 is the most significant
+//! Bits are numbered as in the drafts: bit 0 is the most significant
 //! bit of the big-endian word. Bits 0–2 hold the version (`001`), 3–7 the
 //! frame type, 8–9 the descriptor size; bits 10–31 belong to the frame
 //! type. Bits a frame type does not define are ignored on reading and
@@ -9,7 +9,7 @@
 
 use super::error::WireError;
 
-/// The only version the spec defines (`001`).
+/// The only version the drafts define (`001`).
 pub const VERSION: u32 = 1;
 
 /// The five frame types (flags bits 3–7).

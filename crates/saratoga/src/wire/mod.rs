@@ -1,8 +1,8 @@
-//! Saratoga frames as spec/saratoga.md lays them out, to the byte.
+//! Saratoga frames as docs/spec/saratoga.md lays them out, to the byte.
 //!
 //! One module per frame type. Each frame is a plain struct with `parse`
 //! and `emit`; DATA borrows its payload from the datagram. All fields are
-//! big-endian. Reading is liberal where the spec allows it (flag bits a
+//! big-endian. Reading is liberal where the drafts allow it (flag bits a
 //! frame type does not define are ignored, STATUS trailing bytes are
 //! ignored); anything else that does not fit the layout is a
 //! [`WireError`], with a short [`WireError::cause`] for counting.

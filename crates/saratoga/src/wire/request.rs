@@ -10,7 +10,7 @@
 use super::error::WireError;
 use super::flags::{Descriptor, FrameType, Header, Reader, bit, field, put_name, with_bit, with_field};
 
-/// Flags bits 24–31. 1 to 6 are the spec's; 0 ("no action") is defined
+/// Flags bits 24–31. 1 to 6 are the drafts'; 0 ("no action") is defined
 /// by the drafts' author's implementation and accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RequestType {

@@ -10,8 +10,8 @@
 //! holes listed (0 = yes), 15 holes requested (0) or sent voluntarily
 //! (1), 24–31 error code.
 //!
-//! **Offsets are inclusive**, as Vallona sends them (spec/saratoga.md,
-//! "Points to get right"): a hole's end is the offset of its *last
+//! **Offsets are inclusive**, as Vallona sends them (docs/spec/saratoga.md,
+//! "STATUS"): a hole's end is the offset of its *last
 //! missing byte*, and progress is the offset of the last byte received in
 //! order (5679 after 4 × 1420 bytes). The fields here are the values as
 //! on the wire; [`Hole::from_range`], [`Hole::range`] and

@@ -1,4 +1,4 @@
-//! Frames against layouts written by hand from spec/saratoga.md, every
+//! Frames against layouts written by hand from docs/spec/saratoga.md, every
 //! error reached, and build-then-parse at every descriptor size.
 
 use super::*;

@@ -1,7 +1,8 @@
 //! Per-connection compression state: what a header may leave out depends on
-//! what the receiver can infer (spec "Compressed header": a segment whose
-//! fields cannot be reconstructed is dropped and counted; "the sender
-//! includes S and A whenever in doubt").
+//! what the receiver can infer (docs/spec/compression.md, "What a header
+//! may leave out": a segment whose fields cannot be reconstructed is
+//! dropped and counted, so a sender that is not sure the receiver holds a
+//! field sends it).
 //!
 //! The [`Decompressor`] infers an absent field from what it has received:
 //!
@@ -168,7 +169,7 @@ impl Compressor {
     /// As [`Compressor::compress`], with a header of at most
     /// `max_header_len` bytes if leaving out A (6 bytes) gets it there: a
     /// data segment sized to fill the path's packet with the RI's minimal
-    /// header (spec "Compressed header": 16 bytes and 1464 payload bytes in
+    /// header (docs/spec/compression.md: 16 bytes and 1464 payload bytes in
     /// a 1500-byte packet) has no room for it. Everything else is the
     /// caller's to fit.
     ///
@@ -278,7 +279,7 @@ pub struct Compressed<'a> {
 
 /// The receiving side of header compression for the segments one peer
 /// sends on one connection: keep one per (peer address, peer's connection
-/// id), as the spec demultiplexes.
+/// id), as the standard demultiplexes (docs/spec/compression.md).
 #[derive(Debug, Clone)]
 pub struct Decompressor {
     peer_conn_id: NonZeroU8,

@@ -1,6 +1,6 @@
 //! The compressed header itself: parsing into a plain [`CompressedRepr`]
-//! and emission back, without any per-connection context (spec section
-//! "Compressed header (IP protocol 105)").
+//! and emission back, without any per-connection context
+//! (docs/spec/compression.md, "The layout").
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -214,7 +214,7 @@ impl<'a> CompressedRepr<'a> {
 
     /// Writes the header and payload into `buf`; returns the segment length.
     ///
-    /// The fields go in the order of the spec; OPTS holds the options in
+    /// The fields go in the standard's order (docs/spec/compression.md); OPTS holds the options in
     /// TCP format without NOP padding (as the RI sends them). A header of
     /// odd length gets one more byte, as the RI does: the PAD byte if the
     /// second control byte is present anyway, else the second control byte
@@ -222,7 +222,7 @@ impl<'a> CompressedRepr<'a> {
     /// offset.
     ///
     /// The checksum is the Internet checksum over a pseudo-header (source,
-    /// destination, protocol 6 as the spec requires, and the length of the
+    /// destination, protocol 6 as the standard requires, and the length of the
     /// compressed segment: header plus payload), then the compressed header
     /// with its checksum field zeroed, then the payload. That is what the RI
     /// computes (its header sum stops before the checksum field, which is
@@ -366,8 +366,9 @@ impl<'a> CompressedRepr<'a> {
 }
 
 /// The connection id of a compressed segment (its first byte), to find the
-/// decompressor for it: demultiplex by source address and this id (spec
-/// "Compressed header"). Nothing else is checked.
+/// decompressor for it: demultiplex by source address and this id
+/// (docs/spec/compression.md, "Demultiplexing and connection ids").
+/// Nothing else is checked.
 pub fn peek_conn_id(segment: &[u8]) -> Result<u8, WireError> {
     segment.first().copied().ok_or(WireError::Truncated {
         layer: Layer::Compressed,
@@ -392,8 +393,8 @@ pub fn build_compressed_packet(
 
 /// [`build_compressed_packet`] for a connection whose uncompressed
 /// segments travel as `tp_protocol` (106 from the RI's standalone builds):
-/// the number the checksum's pseudo-header holds ("the uncompressed TP
-/// protocol number", spec/scps-tp.md).
+/// the number the checksum's pseudo-header holds (the uncompressed
+/// protocol's number: docs/spec/compression.md, "The checksum").
 pub fn build_compressed_packet_as(
     src: IpAddr,
     dst: IpAddr,
@@ -425,7 +426,8 @@ pub(super) fn check_compressible(flags: TcpFlags) -> Result<(), WireError> {
 
 /// Checks `checksum`, found at offset `field_at` of `segment`, over the
 /// pseudo-header with the uncompressed protocol's number, 6 (or 106 from
-/// the RI's standalone builds), or 105 (spec: "accept 105 too").
+/// the RI's standalone builds), or 105, which some senders use
+/// (docs/spec/compression.md, "The checksum").
 fn verify_checksum_of(
     segment: &[u8],
     field_at: usize,

@@ -1,5 +1,5 @@
-//! SCPS-TP compressed headers, IP protocol 105 (CCSDS 714.0-B; spec section
-//! "Compressed header (IP protocol 105)").
+//! SCPS-TP compressed headers, IP protocol 105 (CCSDS 714.0-B-2;
+//! docs/spec/compression.md).
 //!
 //! ```text
 //! [conn id: 1][control 1: 1][control 2: 1, only if MORE]
