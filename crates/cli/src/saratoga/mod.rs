@@ -1,27 +1,23 @@
 //! `scps saratoga`: Saratoga file delivery over real UDP (docs/saratoga.md),
-//! the sans-IO engine of `scps-saratoga` hosted by [`host::Host`]: a
-//! server of one directory, and put, get, ls and rm against one.
+//! a server of one directory, and put, get, ls and rm against one. The
+//! options, and what is printed; `scps-saratoga-net` does the rest.
 
-mod capture;
-mod client;
-mod host;
-mod local_port;
-mod peer;
-mod report;
-mod serve;
-mod store;
-
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use scps_config::units::{Bytes, Rate};
-use scps_saratoga::engine::{Config, ConfigError};
+use scps_saratoga::engine::Config;
 use scps_saratoga::wire::ChecksumKind;
+use scps_saratoga_net::client::{Client, Request, Watch};
+use scps_saratoga_net::peer::{PeerSpec, parse_peer};
+use scps_saratoga_net::report::{Report, dropped, drops};
+use scps_saratoga_net::serve::{News, Server};
+use scps_saratoga_net::{Ended, Settings};
 
-use crate::transfer::Outcome;
 use crate::transfer::args::parse_time;
-use peer::{PeerSpec, parse_peer};
+use crate::transfer::{Outcome, interrupts};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -209,41 +205,15 @@ fn parse_positive_time(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// IPv6 and UDP headers (IPv4's are 28 bytes).
-const IPV6_UDP_OVERHEAD: u64 = 48;
-
 impl EngineArgs {
-    /// The engine's configuration, for peers of `ipv6` or not.
-    fn config(&self, ipv6: bool) -> Config {
-        let defaults = Config::default();
-        let rate_bps = self.rate.bps();
-        // The host sleeps on the runtime's timer, whose grain is a
-        // millisecond: the bucket holds 2 ms of the rate, or a paced
-        // sender could not keep up with its rate.
-        let burst_bytes = (rate_bps / 8 / 500).max(defaults.burst_bytes);
-        let (datagram_overhead, max_datagram) = match ipv6 {
-            false => (defaults.datagram_overhead, defaults.max_datagram),
-            true => (IPV6_UDP_OVERHEAD, 1500 - IPV6_UDP_OVERHEAD as usize),
-        };
-        Config {
-            rate_bps,
-            burst_bytes,
-            datagram_overhead,
-            max_datagram,
-            inactivity_timeout: self.timeout,
+    fn settings(&self) -> Settings {
+        Settings {
+            rate_bps: self.rate.bps(),
             checksum: self.checksum.into(),
-            // A peer remembers finished sessions by id: a process of ours
-            // starting at the same id as the last would be taken for it.
-            first_session: rand::random(),
-            ..defaults
+            timeout: self.timeout,
+            pcap: self.pcap.clone(),
         }
     }
-}
-
-/// The engine's refusal of the settings the options made (a `--rate` or
-/// `--timeout` out of its range), naming the options.
-fn settings_refused(error: ConfigError) -> anyhow::Error {
-    anyhow::anyhow!("the transfer's settings (from --rate, --timeout): {error}")
 }
 
 pub fn main(args: SaratogaArgs) -> anyhow::Result<Outcome> {
@@ -251,11 +221,148 @@ pub fn main(args: SaratogaArgs) -> anyhow::Result<Outcome> {
         .enable_all()
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start the runtime: {e}"))?;
-    match args.command {
-        SaratogaCommand::Serve(args) => runtime.block_on(serve::run(args)),
-        SaratogaCommand::Put(args) => runtime.block_on(client::put(args)),
-        SaratogaCommand::Get(args) => runtime.block_on(client::get(args)),
-        SaratogaCommand::Ls(args) => runtime.block_on(client::ls(args)),
-        SaratogaCommand::Rm(args) => runtime.block_on(client::rm(args)),
+    runtime.block_on(run(args.command))
+}
+
+async fn run(command: SaratogaCommand) -> anyhow::Result<Outcome> {
+    let mut stop = interrupts()?;
+    let (request, peer, client, engine) = match command {
+        SaratogaCommand::Serve(args) => return serve(&args, &mut stop).await,
+        SaratogaCommand::Put(a) => (
+            Request::Put {
+                file: a.file,
+                blind: a.blind,
+            },
+            a.peer,
+            a.client,
+            a.engine,
+        ),
+        SaratogaCommand::Get(a) => (
+            Request::Get {
+                file: a.file,
+                force: a.force,
+            },
+            a.peer,
+            a.client,
+            a.engine,
+        ),
+        SaratogaCommand::Ls(a) => (Request::List, a.peer, a.client, a.engine),
+        SaratogaCommand::Rm(a) => (Request::Delete, a.peer, a.client, a.engine),
+    };
+    let client = Client {
+        peer,
+        local_port: client.local_port,
+        settings: engine.settings(),
+    };
+    let watch = &mut Progress::new(request.command());
+    let (report, ended) = client.run(&request, &mut stop, watch).await?;
+    Ok(conclude(&report, ended, engine.json))
+}
+
+/// The report (always with --json; as text on success), the error on
+/// standard error, the exit status.
+fn conclude(report: &Report, ended: Ended, json: bool) -> Outcome {
+    if let Some(error) = &report.error {
+        eprintln!(
+            "scps saratoga {}: {} {}: {error}",
+            report.operation, report.peer, report.remote
+        );
     }
+    if json || ended == Ended::Complete {
+        println!("{}", report.render(json));
+    }
+    match ended {
+        Ended::Complete => Outcome::Complete,
+        Ended::Failed => Outcome::Failed,
+        Ended::Interrupted => Outcome::Interrupted,
+    }
+}
+
+/// Shows how far a transfer got, on standard error when it is a terminal.
+struct Progress {
+    operation: &'static str,
+    shown: Option<std::time::Instant>,
+    start: std::time::Instant,
+    enabled: bool,
+}
+
+impl Progress {
+    fn new(operation: &'static str) -> Progress {
+        Progress {
+            operation,
+            shown: None,
+            start: std::time::Instant::now(),
+            enabled: std::io::stderr().is_terminal(),
+        }
+    }
+}
+
+impl Watch for Progress {
+    fn note(&mut self, text: &str) {
+        eprintln!("scps saratoga {}: {text}", self.operation);
+    }
+
+    fn progress(&mut self, bytes: u64, size: u64) {
+        let due = self.shown.is_none_or(|at| at.elapsed().as_millis() >= 200);
+        if !self.enabled || !due {
+            return;
+        }
+        self.shown = Some(std::time::Instant::now());
+        let secs = self.start.elapsed().as_secs_f64().max(1e-9);
+        eprint!(
+            "\r{bytes} of {size} bytes ({:.0}%), {:.2} Mbit/s   ",
+            100.0 * bytes as f64 / size.max(1) as f64,
+            bytes as f64 * 8.0 / secs / 1e6
+        );
+    }
+
+    /// Ends the progress line, if one was shown.
+    fn ended(&mut self) {
+        if self.shown.is_some() {
+            eprintln!();
+        }
+    }
+}
+
+async fn serve(args: &ServeArgs, stop: &mut tokio::signal::unix::Signal) -> anyhow::Result<Outcome> {
+    let server = Server {
+        dir: args.dir.clone(),
+        listen: args.listen.clone(),
+        max_receives: args.max_receives,
+        max_receives_per_peer: args.max_receives_per_peer,
+        keep_partials: args.keep_partials,
+        partials_budget: args.partials_budget.0,
+        settings: args.engine.settings(),
+    };
+    let stats = server
+        .run(stop, |news| match news {
+            // Scripts (and the tests) read this line to learn the ports.
+            News::Listening { root, locals } => eprintln!(
+                "scps saratoga serve: {} listening on {} (beacons are not sent)",
+                root.display(),
+                locals
+                    .iter()
+                    .map(|a| format!("UDP {a}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            News::PartialRemoved(name) => eprintln!(
+                "scps saratoga serve: removed the partial file of {name} (--keep-partials, --partials-budget)"
+            ),
+            News::Transfer(line) => println!("{}", line.render(args.engine.json)),
+        })
+        .await?;
+    let dropped = dropped(&drops(&stats));
+    eprintln!(
+        "scps saratoga serve: stopped (Ctrl-C); {} datagrams in, {} out{}",
+        stats.datagrams_in,
+        stats.datagrams_out,
+        if dropped.is_empty() {
+            String::new()
+        } else {
+            format!("; dropped: {}", dropped.join(", "))
+        }
+    );
+    // Ctrl-C is how a server is meant to stop.
+    Ok(Outcome::Complete)
 }

@@ -71,12 +71,18 @@ impl Report {
         self.datagrams_sent = stats.datagrams_out;
         self.datagrams_received = stats.datagrams_in;
         self.drops = drops(stats);
-        (self.cpu_user_s, self.cpu_system_s) = scps_workload::report::process_cpu_time();
+        (self.cpu_user_s, self.cpu_system_s) = process_cpu_time();
     }
 
+    /// `bytes` moved since `start`: the duration and the goodput, as the
+    /// workloads of `scps send` reckon them.
     pub fn set_moved(&mut self, bytes: u64, start: std::time::Instant) {
         self.bytes = bytes;
-        (self.duration_s, self.goodput_bps) = scps_workload::bulk::timing(bytes, start);
+        self.duration_s = start.elapsed().as_secs_f64();
+        self.goodput_bps = match self.duration_s > 0.0 {
+            true => bytes as f64 * 8.0 / self.duration_s,
+            false => 0.0,
+        };
     }
 
     pub fn render(&self, json: bool) -> String {
@@ -117,12 +123,7 @@ impl Report {
                 self.cpu_system_s
             ));
         }
-        let dropped: Vec<String> = self
-            .drops
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(cause, n)| format!("{cause} {n}"))
-            .collect();
+        let dropped = dropped(&self.drops);
         if !dropped.is_empty() && self.entries.is_none() {
             lines.push(format!("  dropped: {}", dropped.join(", ")));
         }
@@ -145,6 +146,25 @@ pub fn drops(stats: &Stats) -> BTreeMap<String, u64> {
     drops
 }
 
+/// The causes of `drops` that dropped anything, each with its count
+/// (`malformed_bad_type 2`).
+pub fn dropped(drops: &BTreeMap<String, u64>) -> Vec<String> {
+    drops
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(cause, n)| format!("{cause} {n}"))
+        .collect()
+}
+
+/// The CPU time this process has used so far, user and system, in seconds.
+fn process_cpu_time() -> (f64, f64) {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    getrusage(UsageWho::RUSAGE_SELF).map_or((0.0, 0.0), |usage| {
+        (secs(usage.user_time()), secs(usage.system_time()))
+    })
+}
+
 /// SHA-256 of the first `len` bytes of `file`, in hex: the bytes a
 /// transfer moved, whatever was appended to the file since (and never
 /// reading past them, so a file that does not end cannot hang it).
@@ -165,5 +185,5 @@ pub fn sha256_of(file: &File, len: u64) -> std::io::Result<String> {
         hasher.update(&buf[..read]);
         offset += read as u64;
     }
-    Ok(scps_workload::bulk::hex(&hasher.finalize()))
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -14,7 +14,7 @@ use scps_saratoga::engine::{Engine, Event, Store};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
-use super::capture::{PacketCapture, source_towards};
+use crate::capture::{PacketCapture, source_towards};
 
 /// Socket buffers that hold a burst of a fast transfer (the kernel may
 /// cap them at net.core.rmem_max and wmem_max).

@@ -13,8 +13,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use tokio::net::UdpSocket;
 
-use super::host::bind;
-use super::peer::DEFAULT_PORT;
+use crate::host::bind;
+use crate::peer::DEFAULT_PORT;
 
 /// A client's socket, for a peer of `peer`'s family, on `port` (`None`:
 /// 7542 if free); when it fell back from 7542, what to tell the user.

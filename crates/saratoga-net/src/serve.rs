@@ -1,0 +1,231 @@
+//! The server of `scps saratoga serve DIR`: answers GET, PUT, DELETE and
+//! listing requests for the files below DIR until Ctrl-C, with one line
+//! (or JSON object) of news per transfer started, completed or failed.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context;
+use scps_saratoga::engine::{Config, DiskStore, Engine, Event, Operation, Stats, TransferId};
+use serde_json::json;
+use tokio::signal::unix::Signal;
+
+use crate::capture::PacketCapture;
+use crate::host::Host;
+use crate::{Settings, settings_refused};
+
+/// A server of one directory.
+#[derive(Debug, Clone)]
+pub struct Server {
+    /// The directory served: nothing above it is read, written or listed.
+    pub dir: PathBuf,
+    /// The UDP addresses listened on.
+    pub listen: Vec<SocketAddr>,
+    /// Files received at once, from all peers.
+    pub max_receives: usize,
+    /// Files received at once from one address.
+    pub max_receives_per_peer: usize,
+    /// The partial file of a failed or abandoned transfer is kept this
+    /// long for the same file to resume from, then removed.
+    pub keep_partials: Duration,
+    /// Partial files kept take at most this many bytes; the oldest go
+    /// first.
+    pub partials_budget: u64,
+    pub settings: Settings,
+}
+
+/// What a server tells its user as it runs.
+#[derive(Debug)]
+pub enum News<'a> {
+    /// It listens on `locals` (with the ports the system chose), serving
+    /// `root`.
+    Listening {
+        root: &'a std::path::Path,
+        locals: &'a [SocketAddr],
+    },
+    /// It removed the partial file of `name`, past `keep_partials` or
+    /// `partials_budget`.
+    PartialRemoved(String),
+    /// A transfer started, completed or failed.
+    Transfer(Line),
+}
+
+impl Server {
+    /// Serves until `stop` (Ctrl-C), telling `news` what happens; the
+    /// engine's counters at the end.
+    pub async fn run(&self, stop: &mut Signal, mut news: impl FnMut(News)) -> anyhow::Result<Stats> {
+        let store = DiskStore::new(&self.dir)
+            .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", self.dir.display()))?;
+        if self.listen.is_empty() {
+            anyhow::bail!("nothing to listen on: give --listen ADDR:PORT");
+        }
+        let root = store.root().to_owned();
+        let ipv6 = self.listen.iter().any(|a| a.is_ipv6());
+        let config = Config {
+            max_receivers: self.max_receives,
+            max_receivers_per_peer: self.max_receives_per_peer,
+            ..self.settings.config(ipv6)
+        };
+        let engine = Engine::new(config, store).map_err(settings_refused)?;
+        let capture = self
+            .settings
+            .pcap
+            .as_deref()
+            .map(PacketCapture::create)
+            .transpose()?;
+        let mut host = Host::new(engine, &self.listen, capture)?;
+        news(News::Listening {
+            root: &root,
+            locals: host.locals(),
+        });
+        let mut started: HashMap<TransferId, (Operation, String, Instant)> = HashMap::new();
+        self.prune_partials(&mut host, &mut news);
+        while let Some(event) = host.next_event(stop).await? {
+            if matches!(event, Event::Started { .. } | Event::Failed { .. }) {
+                self.prune_partials(&mut host, &mut news);
+            }
+            let line = match event {
+                Event::Started {
+                    id,
+                    operation,
+                    name,
+                    size,
+                } => {
+                    started.insert(id, (operation, name.clone(), Instant::now()));
+                    Line::new("started", id, operation, &name).size(size)
+                }
+                Event::Completed {
+                    id,
+                    operation,
+                    name,
+                    size,
+                } => {
+                    let began = started.remove(&id).map(|(_, _, at)| at);
+                    Line::new("completed", id, operation, &name)
+                        .size(size)
+                        .timed(size, began)
+                }
+                Event::Failed { id, reason } => {
+                    let Some((operation, name, _)) = started.remove(&id) else {
+                        continue;
+                    };
+                    Line::new("failed", id, operation, &name).error(reason.to_string())
+                }
+                _ => continue,
+            };
+            news(News::Transfer(line));
+        }
+        let stats = host.engine().stats().clone();
+        host.finish().context("at the end")?;
+        Ok(stats)
+    }
+
+    /// Removes the partial files failed or abandoned transfers left that
+    /// are past `keep_partials` or `partials_budget`, saying which. Done at
+    /// start and as transfers start or fail, when disk is taken or left.
+    fn prune_partials(&self, host: &mut Host<DiskStore>, news: &mut impl FnMut(News)) {
+        let store = host.engine_mut().store_mut();
+        for name in store.prune_partials(SystemTime::now(), self.keep_partials, self.partials_budget) {
+            news(News::PartialRemoved(name));
+        }
+    }
+}
+
+/// One event of the server's log.
+#[derive(Debug)]
+pub struct Line {
+    object: serde_json::Map<String, serde_json::Value>,
+}
+
+fn operation_name(operation: Operation) -> &'static str {
+    match operation {
+        Operation::Put => "put",
+        Operation::Get => "get",
+        Operation::GetDelete => "get-delete",
+        Operation::Delete => "delete",
+        Operation::List => "list",
+        Operation::Serve => "send",
+        Operation::ServeList => "send-listing",
+        Operation::Receive => "receive",
+    }
+}
+
+impl Line {
+    fn new(event: &str, id: TransferId, operation: Operation, name: &str) -> Line {
+        let mut object = serde_json::Map::new();
+        object.insert("event".into(), json!(event));
+        object.insert("operation".into(), json!(operation_name(operation)));
+        object.insert("name".into(), json!(name));
+        object.insert("peer".into(), json!(id.peer.to_string()));
+        object.insert("session".into(), json!(id.session));
+        Line { object }
+    }
+
+    fn size(mut self, size: u64) -> Line {
+        self.object.insert("size".into(), json!(size));
+        self
+    }
+
+    fn timed(mut self, bytes: u64, began: Option<Instant>) -> Line {
+        if let Some(began) = began {
+            let secs = began.elapsed().as_secs_f64();
+            self.object.insert("bytes".into(), json!(bytes));
+            self.object.insert("duration_s".into(), json!(secs));
+            let goodput = if secs > 0.0 {
+                bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            };
+            self.object.insert("goodput_bps".into(), json!(goodput));
+        }
+        self
+    }
+
+    fn error(mut self, error: String) -> Line {
+        self.object.insert("error".into(), json!(error));
+        self
+    }
+
+    /// The line: text for people, or with `json` one JSON object.
+    pub fn render(&self, json: bool) -> String {
+        if json {
+            return serde_json::Value::Object(self.object.clone()).to_string();
+        }
+        let field = |key: &str| self.object.get(key).map(|v| v.to_string()).unwrap_or_default();
+        let text = |key: &str| {
+            self.object
+                .get(key)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let mut line = format!(
+            "{} {} {} with {} (session {})",
+            text("event"),
+            text("operation"),
+            field("name"),
+            text("peer"),
+            field("session")
+        );
+        if let Some(secs) = self.object.get("duration_s").and_then(|v| v.as_f64()) {
+            let goodput = self
+                .object
+                .get("goodput_bps")
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0);
+            line.push_str(&format!(
+                ": {} bytes in {secs:.3} s, {:.2} Mbit/s",
+                field("bytes"),
+                goodput / 1e6
+            ));
+        } else if self.object.contains_key("size") && text("event") == "started" {
+            line.push_str(&format!(", {} bytes", field("size")));
+        }
+        if let Some(error) = self.object.get("error").and_then(|v| v.as_str()) {
+            line.push_str(&format!(": {error}"));
+        }
+        line
+    }
+}
