@@ -15,6 +15,10 @@
 //!   local address and peer, striped by the bonding scheduler
 //!   (`scps_bond`) with per-channel probes.
 //!
+//! A node that speaks UDP itself (Saratoga's) is hosted by [`NodeHost`]
+//! over [`UdpSocketsPath`]: kernel UDP sockets, whose datagrams it sees as
+//! the IP/UDP packets that carried them.
+//!
 //! The driver sleeps until a packet arrives, the application acts, or the
 //! engine's next wake-up (`Endpoint::poll_timeout`) comes: it never polls.
 //!
@@ -44,7 +48,8 @@ pub use net::{EndpointWatch, Net, NetOptions, NetStats};
 pub use node_host::{HostOptions, NodeHost};
 pub use path::{
     BoxedPath, BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport, DynPath,
-    LinkSecurity, PacketPath, RecvBatch, SecureMonitor, StrangerCount, TunPath, UdpPath,
+    LinkSecurity, PacketPath, RecvBatch, SecureMonitor, SendErrors, StrangerCount, TunPath, UdpPath,
+    UdpSocketsPath,
 };
 pub use stream::{AbortHandle, Listener, Stream};
 pub use transparent::TransparentListener;

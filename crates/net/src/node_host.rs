@@ -1,13 +1,18 @@
-//! Any node (`scps_node::Node`: a router, and later the gateway's relay,
-//! the bonding layer, Saratoga) on real packet paths, one per interface,
-//! of any kinds side by side: a TUN device on one interface and a UDP
-//! channel on the other is a router between a routed network and an
-//! encapsulated link. The driver is the one [`crate::Net`] runs on.
+//! Any node (`scps_node::Node`: a router, the Saratoga engine, and later
+//! the gateway's relay and the bonding layer) on real packet paths, one
+//! per interface, of any kinds side by side: a TUN device on one
+//! interface and a UDP channel on the other is a router between a routed
+//! network and an encapsulated link. The driver is the one [`crate::Net`]
+//! runs on.
 //!
 //! A path with a fixed peer is what an interface of a node usually is
 //! (one end of a link). A UDP path without one answers where each TCP
 //! flow was last heard from, for the latest flows only: a node has no
 //! connections for the path to learn peers by.
+//!
+//! A node that speaks UDP itself (the Saratoga engine's) runs on
+//! [`crate::UdpSocketsPath`], kernel sockets whose datagrams it sees as
+//! the IP/UDP packets that carried them.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -91,6 +96,12 @@ impl<N: Node + Send + 'static> NodeHost<N> {
         let result = f(&mut self.shared.lock().node);
         self.shared.wake_driver.notify_one();
         result
+    }
+
+    /// The driver's clock: the instant the node is at now (for calls into
+    /// it through [`NodeHost::with`] that take one).
+    pub fn now(&self) -> Instant {
+        self.shared.clock.now()
     }
 
     /// Waits until `check` finds what it looks for in the node, looking

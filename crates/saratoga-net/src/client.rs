@@ -9,7 +9,6 @@ use scps_saratoga::engine::{Config, DiskStore, Engine, Event, FailReason, Memory
 use scps_saratoga::wire::{EPOCH_2000_UNIX, EntryKind, ErrorCode};
 use tokio::signal::unix::Signal;
 
-use crate::capture::PacketCapture;
 use crate::host::Host;
 use crate::local_port::client_socket;
 use crate::peer::{DEFAULT_PORT, PeerSpec};
@@ -78,7 +77,7 @@ enum End {
 /// A client's engine over one socket of the peer's family, on the port
 /// `client` says (see [`client_socket`]); what it says of the port goes
 /// to `watch`.
-fn host<S: Store>(
+fn host<S: Store + Send + 'static>(
     client: &Client,
     peer: SocketAddr,
     store: S,
@@ -97,18 +96,12 @@ fn host<S: Store>(
     if let Some(note) = note {
         watch.note(&note);
     }
-    let capture = client
-        .settings
-        .pcap
-        .as_deref()
-        .map(PacketCapture::create)
-        .transpose()?;
-    Host::over(engine, vec![socket], capture)
+    Host::over(engine, vec![socket], Some(peer), client.settings.pcap.as_deref())
 }
 
 /// Runs the host until transfer `id` ends, or `stop` (Ctrl-C) comes.
-async fn wait<S: Store>(
-    host: &mut Host<S>,
+async fn wait<S: Store + Send + 'static>(
+    host: &Host<S>,
     id: TransferId,
     stop: &mut Signal,
     watch: &mut impl Watch,
@@ -132,7 +125,12 @@ async fn wait<S: Store>(
 
 /// What a failure says: the peer's error code by name, who was silent,
 /// or what the peer answered short of finishing.
-fn failure<S: Store>(reason: &FailReason, report: &Report, peer: SocketAddr, host: &Host<S>) -> String {
+fn failure(
+    reason: &FailReason,
+    report: &Report,
+    peer: SocketAddr,
+    last_send_error: Option<String>,
+) -> String {
     match reason {
         // No code says "not a directory": a server answers a listing of a
         // file with "bad request" (ours does), which alone would not say
@@ -157,7 +155,7 @@ fn failure<S: Store>(reason: &FailReason, report: &Report, peer: SocketAddr, hos
                     report.local_port
                 ));
             }
-            if let Some(error) = &host.last_send_error {
+            if let Some(error) = last_send_error {
                 text.push_str(&format!(" (the last send failed: {error})"));
             }
             text
@@ -178,18 +176,18 @@ fn failure<S: Store>(reason: &FailReason, report: &Report, peer: SocketAddr, hos
 
 /// Ends a client: the report completed, the capture written, how it
 /// ended.
-fn conclude<S: Store>(
+async fn conclude<S: Store + Send + 'static>(
     host: Host<S>,
     mut report: Report,
     end: End,
     peer: SocketAddr,
 ) -> anyhow::Result<(Report, Ended)> {
-    report.record_engine(host.engine().stats());
+    host.with(|engine, _| report.record_engine(engine.stats()));
     report.local_port = host.locals().first().map_or(0, |local| local.port());
     let ended = match &end {
         End::Done(_) => Ended::Complete,
         End::Failed(reason) => {
-            report.error = Some(failure(reason, &report, peer, &host));
+            report.error = Some(failure(reason, &report, peer, host.last_send_error()));
             Ended::Failed
         }
         End::Interrupted => {
@@ -197,7 +195,7 @@ fn conclude<S: Store>(
             Ended::Interrupted
         }
     };
-    host.finish()?;
+    host.finish().await?;
     Ok((report, ended))
 }
 
@@ -247,28 +245,32 @@ impl Client {
         let store = SendFile::open(file, &name).with_context(|| format!("cannot read {}", file.display()))?;
         let remote = self.peer.path.clone().unwrap_or_else(|| name.clone());
         let peer = self.peer.resolve()?;
-        let mut host = host(self, peer, store, watch)?;
+        // The file sent, for its digest at the end: what was read from it,
+        // not whatever its path names by then.
+        let sent = store
+            .file()
+            .try_clone()
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let host = host(self, peer, store, watch)?;
         let mut report = report("put", peer, &remote, &self.settings);
         report.local = Some(file.display().to_string());
         report.blind = blind;
         let start = std::time::Instant::now();
-        let now = host.now();
-        let engine = host.engine_mut();
-        let id = match blind {
-            true => engine.put(now, peer, &name, &remote),
-            false => engine.put_requested(now, peer, &name, &remote),
-        }
-        .map_err(|e| anyhow::anyhow!("cannot send {}: {e}", file.display()))?;
-        let end = wait(&mut host, id, stop, watch).await?;
+        let id = host
+            .with(|engine, now| match blind {
+                true => engine.put(now, peer, &name, &remote),
+                false => engine.put_requested(now, peer, &name, &remote),
+            })
+            .map_err(|e| anyhow::anyhow!("cannot send {}: {e}", file.display()))?;
+        let end = wait(&host, id, stop, watch).await?;
         if let End::Done(Event::Completed { size, .. }) = &end {
             report.set_moved(*size, start);
-            let sent = host.engine().store().file();
             report.sha256 =
-                Some(sha256_of(sent, *size).with_context(|| format!("cannot read {}", file.display()))?);
+                Some(sha256_of(&sent, *size).with_context(|| format!("cannot read {}", file.display()))?);
             report.verified = true;
         }
-        report.retransmitted_bytes = host.engine().stats().data_bytes_resent;
-        conclude(host, report, end, peer)
+        report.retransmitted_bytes = host.with(|engine, _| engine.stats().data_bytes_resent);
+        conclude(host, report, end, peer).await
     }
 
     async fn get(
@@ -292,13 +294,12 @@ impl Client {
         let store =
             DiskStore::new(&dir).map_err(|e| anyhow::anyhow!("cannot write into {}: {e}", dir.display()))?;
         let partials = store.root().join(scps_saratoga::engine::PARTIAL_DIR);
-        let mut host = host(self, peer, ReceiveOnly::file(store, &name), watch)?;
+        let host = host(self, peer, ReceiveOnly::file(store, &name), watch)?;
         let mut report = report("get", peer, &remote, &self.settings);
         report.local = Some(target.display().to_string());
         let start = std::time::Instant::now();
-        let now = host.now();
-        let id = host.engine_mut().get(now, peer, &remote, &name);
-        let end = wait(&mut host, id, stop, watch).await?;
+        let id = host.with(|engine, now| engine.get(now, peer, &remote, &name));
+        let end = wait(&host, id, stop, watch).await?;
         if let End::Done(Event::Completed { size, .. }) = &end {
             report.set_moved(*size, start);
             let written = std::fs::File::open(&target);
@@ -314,19 +315,18 @@ impl Client {
             let _ = std::fs::remove_dir(partials.join("partial"));
             let _ = std::fs::remove_dir(&partials);
         }
-        report.retransmitted_bytes = host.engine().stats().duplicate_bytes_received;
-        conclude(host, report, end, peer)
+        report.retransmitted_bytes = host.with(|engine, _| engine.stats().duplicate_bytes_received);
+        conclude(host, report, end, peer).await
     }
 
     async fn ls(&self, stop: &mut Signal, watch: &mut impl Watch) -> anyhow::Result<(Report, Ended)> {
         let dir = self.peer.path.clone().unwrap_or_default();
         let peer = self.peer.resolve()?;
-        let mut host = host(self, peer, ReceiveOnly::nothing(MemoryStore::new()), watch)?;
+        let host = host(self, peer, ReceiveOnly::nothing(MemoryStore::new()), watch)?;
         let mut report = report("ls", peer, &dir, &self.settings);
         let start = std::time::Instant::now();
-        let now = host.now();
-        let id = host.engine_mut().list(now, peer, &dir);
-        let end = wait(&mut host, id, stop, watch).await?;
+        let id = host.with(|engine, now| engine.list(now, peer, &dir));
+        let end = wait(&host, id, stop, watch).await?;
         if let End::Done(Event::Listing { entries, .. }) = &end {
             let listed: Vec<Entry> = entries
                 .iter()
@@ -341,23 +341,22 @@ impl Client {
             report.verified = true;
             report.entries = Some(listed);
         }
-        conclude(host, report, end, peer)
+        conclude(host, report, end, peer).await
     }
 
     async fn rm(&self, stop: &mut Signal, watch: &mut impl Watch) -> anyhow::Result<(Report, Ended)> {
         let remote = required_path(&self.peer, "rm", "old.log")?;
         let peer = self.peer.resolve()?;
-        let mut host = host(self, peer, ReceiveOnly::nothing(MemoryStore::new()), watch)?;
+        let host = host(self, peer, ReceiveOnly::nothing(MemoryStore::new()), watch)?;
         let mut report = report("rm", peer, &remote, &self.settings);
         let start = std::time::Instant::now();
-        let now = host.now();
-        let id = host.engine_mut().delete(now, peer, &remote);
-        let end = wait(&mut host, id, stop, watch).await?;
+        let id = host.with(|engine, now| engine.delete(now, peer, &remote));
+        let end = wait(&host, id, stop, watch).await?;
         if matches!(end, End::Done(_)) {
             report.set_moved(0, start);
             report.verified = true;
         }
-        conclude(host, report, end, peer)
+        conclude(host, report, end, peer).await
     }
 }
 

@@ -1,11 +1,10 @@
-//! Saratoga over real UDP (docs/saratoga.md): the sans-IO engine of
-//! `scps-saratoga` hosted over kernel sockets in one task ([`host`]), the
+//! Saratoga over real UDP (docs/saratoga.md): the node of `scps-saratoga`
+//! hosted over kernel sockets by `scps-net` ([`host`]), the
 //! client sessions of `scps saratoga put`, `get`, `ls` and `rm`
 //! ([`client`]), the server of one directory ([`serve`]), and what they
 //! report ([`report`]). The `scps` binary parses the options into these
 //! types and prints what they give back.
 
-mod capture;
 pub mod client;
 mod host;
 mod local_port;

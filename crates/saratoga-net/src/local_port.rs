@@ -9,9 +9,7 @@
 //! fails.
 
 use std::io::ErrorKind;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-
-use tokio::net::UdpSocket;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 
 use crate::host::bind;
 use crate::peer::DEFAULT_PORT;
@@ -51,8 +49,8 @@ pub fn client_socket(peer: SocketAddr, port: Option<u16>) -> anyhow::Result<(Udp
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn port_7542_is_taken_when_free_and_another_when_it_is_not() {
+    #[test]
+    fn port_7542_is_taken_when_free_and_another_when_it_is_not() {
         let peer: SocketAddr = "127.0.0.1:9".parse().unwrap();
         // Held here if it was free; if something else holds it, the
         // client falls back all the same.

@@ -12,7 +12,6 @@ use scps_saratoga::engine::{Config, DiskStore, Engine, Event, Operation, Stats, 
 use serde_json::json;
 use tokio::signal::unix::Signal;
 
-use crate::capture::PacketCapture;
 use crate::host::Host;
 use crate::{Settings, settings_refused};
 
@@ -69,22 +68,16 @@ impl Server {
             ..self.settings.config(ipv6)
         };
         let engine = Engine::new(config, store).map_err(settings_refused)?;
-        let capture = self
-            .settings
-            .pcap
-            .as_deref()
-            .map(PacketCapture::create)
-            .transpose()?;
-        let mut host = Host::new(engine, &self.listen, capture)?;
+        let host = Host::new(engine, &self.listen, self.settings.pcap.as_deref())?;
         news(News::Listening {
             root: &root,
             locals: host.locals(),
         });
         let mut started: HashMap<TransferId, (Operation, String, Instant)> = HashMap::new();
-        self.prune_partials(&mut host, &mut news);
+        self.prune_partials(&host, &mut news);
         while let Some(event) = host.next_event(stop).await? {
             if matches!(event, Event::Started { .. } | Event::Failed { .. }) {
-                self.prune_partials(&mut host, &mut news);
+                self.prune_partials(&host, &mut news);
             }
             let line = match event {
                 Event::Started {
@@ -117,17 +110,20 @@ impl Server {
             };
             news(News::Transfer(line));
         }
-        let stats = host.engine().stats().clone();
-        host.finish().context("at the end")?;
+        let stats = host.with(|engine, _| engine.stats().clone());
+        host.finish().await.context("at the end")?;
         Ok(stats)
     }
 
     /// Removes the partial files failed or abandoned transfers left that
     /// are past `keep_partials` or `partials_budget`, saying which. Done at
     /// start and as transfers start or fail, when disk is taken or left.
-    fn prune_partials(&self, host: &mut Host<DiskStore>, news: &mut impl FnMut(News)) {
-        let store = host.engine_mut().store_mut();
-        for name in store.prune_partials(SystemTime::now(), self.keep_partials, self.partials_budget) {
+    fn prune_partials(&self, host: &Host<DiskStore>, news: &mut impl FnMut(News)) {
+        let removed = host.with(|engine, _| {
+            let store = engine.store_mut();
+            store.prune_partials(SystemTime::now(), self.keep_partials, self.partials_budget)
+        });
+        for name in removed {
             news(News::PartialRemoved(name));
         }
     }

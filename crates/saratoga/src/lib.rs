@@ -7,8 +7,8 @@
 //! `(now)` and gives back datagrams and its next wake-up, never touching
 //! a socket, a thread or a clock; files come and go through a
 //! [`engine::Store`]. As a [`node::SaratogaNode`] it is a node of one
-//! interface carrying IPv4/UDP packets, for the simulator and any driver
-//! of nodes.
+//! interface carrying IP/UDP packets, for the simulator and any driver
+//! of nodes (on kernel sockets, `scps-saratoga-net`).
 //!
 //! What is not implemented (yet):
 //!
@@ -21,8 +21,8 @@
 //!   is fixed per engine.
 //! - The sender settles what arrived assuming an in-order path; a path
 //!   that reorders costs re-sent bytes (counted), not transfers.
-//! - The node ([`node::SaratogaNode`]) carries IPv4 only, and neither
-//!   fragments nor reassembles.
+//! - The node ([`node::SaratogaNode`]) neither fragments nor reassembles,
+//!   and reads no IPv6 extension headers.
 //! - A session is named by the peer's address and id: a GET we asked for
 //!   and a PUT the same peer starts with the same id would collide (our
 //!   ids count up from [`engine::Config::first_session`], skipping those

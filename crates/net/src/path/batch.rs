@@ -43,6 +43,11 @@ impl RecvBatch {
         self.sources.push(source);
     }
 
+    /// Adds a packet written into `buf` at `range`, of no source.
+    pub(crate) fn push(&mut self, range: Range<usize>) {
+        self.packets.push(range);
+    }
+
     /// Bytes used from the start of `buf` when packets are appended one
     /// after another.
     pub(crate) fn used(&self) -> usize {

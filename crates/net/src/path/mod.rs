@@ -11,11 +11,13 @@ mod tapped;
 mod tun;
 mod udp;
 mod udp_peers;
+mod udp_sockets;
 
 pub use bundle::{BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport};
 pub use secured::{LinkSecurity, SecureMonitor};
 pub use tun::TunPath;
 pub use udp::{StrangerCount, UdpPath};
+pub use udp_sockets::{SendErrors, UdpSocketsPath};
 
 pub use batch::RecvBatch;
 pub use boxed::{BoxedPath, DynPath};
@@ -27,10 +29,11 @@ use scps_proto::{FourTuple, PathCapacity};
 
 use crate::error::NetError;
 
-/// A packet path: whole IP packets in and out, in batches. [`TunPath`] and
-/// [`UdpPath`] are the ones this crate has; a driver ([`crate::Net`])
-/// runs the engine over any of them, and layers (a tap such as the
-/// capture of `--pcap`, `tapped.rs`) wrap one path as another.
+/// A packet path: whole IP packets in and out, in batches. [`TunPath`],
+/// [`UdpPath`], [`BundlePath`] and [`UdpSocketsPath`] are the ones this
+/// crate has; a driver ([`crate::Net`], [`crate::NodeHost`]) runs a node
+/// over any of them, and layers (a tap such as the capture of `--pcap`,
+/// `tapped.rs`) wrap one path as another.
 ///
 /// The hooks after `send` let a path keep what it needs to deliver the
 /// engine's packets (the UDP path's peer addresses) and tell the driver
