@@ -5,9 +5,9 @@
 //! TCP's 16-bit ones'-complement checksum misses damage that a real link's
 //! frame check would catch (two flipped bits of opposite sense in one
 //! column, two swapped 16-bit words): over a damaging path about one
-//! transfer in seven delivered bad data (docs/BENCHMARKS.md, "The UDP
-//! path's frame check"). A datagram whose CRC does not match is dropped and counted,
-//! and TCP repairs the loss.
+//! transfer in seven delivered bad data (docs/BENCHMARKS.md, "Damaged
+//! data past the 16-bit checksum"). A datagram whose CRC does not match is
+//! dropped and counted, and TCP repairs the loss.
 //!
 //! The trailer lies past the IP packet's own length, where IP parsers
 //! ignore it, so a peer that does not know it still reads our packets; a
