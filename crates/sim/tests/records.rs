@@ -1,6 +1,7 @@
-//! Records (spec/scps-tp.md "Record boundary") over a lossy, reordering
-//! link: the reader sees exactly the records the writer ended, with their
-//! content, whatever was lost, resent or reordered on the way.
+//! Records (docs/spec/scps-tp-options.md, "Record boundary, kind 22")
+//! over a lossy, reordering link: the reader sees exactly the records the
+//! writer ended, with their content, whatever was lost, resent or
+//! reordered on the way.
 
 mod common;
 

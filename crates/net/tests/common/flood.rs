@@ -1,6 +1,6 @@
-//! Floods of a UDP receiver (issue 12 defects 1 and 2): shared by the
-//! tests that bound what the receiver keeps and by the example that
-//! measures its memory and a real transfer meanwhile.
+//! Floods of a UDP receiver (spoofed SYNs, datagrams that open no
+//! connection): shared by the tests that bound what the receiver keeps and
+//! by the example that measures its memory and a real transfer meanwhile.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
