@@ -3,7 +3,8 @@
 //! (between the markers below) is what that command prints today, bit for
 //! bit (the simulator is deterministic). When the engine changes a
 //! figure, `SCPS_UPDATE_BENCHMARKS=1 cargo test -p scps --test
-//! benchmarks_doc` writes the new tables in, for the change to show them.
+//! benchmarks_doc -- --ignored` writes the new tables in, for the change
+//! to show them (the check runs in the slower tier).
 
 use std::process::Command;
 
