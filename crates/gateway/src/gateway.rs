@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use scps_config::bundle::Bundle;
 use scps_net::{BoxedPath, BundleChannelAddrs, BundleMonitor, BundlePath, Net, NetError, NetOptions};
+use scps_relay::RelayConfig;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -30,7 +31,6 @@ use crate::explicit::{FarConfig, FarLink, relay_to_far_listed, serve_link_listed
 use crate::handshakes::{Full, Handshakes};
 use crate::pump::Connection;
 use crate::registry::LiveConnections;
-use crate::relay::RelayConfig;
 use crate::routes::Routes;
 use crate::security::{LinkWatch, Security, bundle_link, udp_link};
 use crate::socks;

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use scps_bond::BondNode;
-use scps_gateway::node::GatewayNode;
 use scps_node::RouterStats;
+use scps_relay::node::GatewayNode;
 use serde::Serialize;
 
 use crate::result::{FetchFigures, MessageFigures, RunResult};
