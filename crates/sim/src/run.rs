@@ -12,10 +12,10 @@ use scps_config::{Point, Workload};
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, EndpointError};
 use scps_relay::node::GatewayNode;
+use scps_workload_format::payload::Pattern;
 
 use crate::apps::{bulk, fetch, messages, shared_link};
 use crate::build::{Built, Client, build, client_seed};
-use crate::payload::Pattern;
 use crate::record::{BondFigures, GatewayFigures, RouterFigures, RunRecord};
 use crate::result::{ConnectionTotals, DirectionFigures, LinkFigures, RunResult};
 use crate::saratoga;

@@ -20,8 +20,8 @@ use scps_proto::{Config, Endpoint, EndpointConfig};
 use scps_relay::RelayConfig;
 use scps_relay::node::{GatewayNode, GatewayNodeConfig};
 use scps_sim::apps::bulk;
-use scps_sim::payload::Pattern;
 use scps_sim::{NodeInterface, World};
+use scps_workload_format::payload::Pattern;
 
 const BYTES: u64 = 4_000_000;
 const LINK_RATE: u64 = 8_000_000;
