@@ -7,6 +7,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use crate::checksum::Checksum;
+
 /// A packet's transport protocol and addresses, if it is IP. For IPv6 the
 /// protocol is the fixed header's next header: extension headers are not
 /// followed.
@@ -104,17 +106,13 @@ fn forward_v6(packet: &mut [u8]) -> Result<IpAddr, &'static str> {
     Ok(IpAddr::V6(Ipv6Addr::from(dst)))
 }
 
-/// The 16-bit one's complement sum of `data` (RFC 1071), folded; a header
-/// with a correct checksum sums to 0xffff.
+/// The 16-bit one's complement sum of `data` (RFC 1071), folded: the
+/// complement of its checksum; a header with a correct checksum sums to
+/// 0xffff.
 pub(crate) fn ones_complement_sum(data: &[u8]) -> u16 {
-    let mut sum: u32 = data
-        .chunks(2)
-        .map(|pair| u32::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
+    let mut sum = Checksum::new();
+    sum.add_bytes(data);
+    !sum.finish()
 }
 
 /// RFC 1624 eqn. 3: the checksum after one 16-bit word changed from `old`
