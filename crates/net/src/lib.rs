@@ -44,7 +44,7 @@ pub use net::{EndpointWatch, Net, NetOptions, NetStats};
 pub use node_host::{HostOptions, NodeHost};
 pub use path::{
     BoxedPath, BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport, DynPath,
-    LinkSecurity, PacketPath, RecvBatch, SecureMonitor, StrangerCount, TunPath, UdpPath,
+    LinkSecurity, PacketPath, RecvBatch, SecureMonitor, StrangerCount, TunPath, UdpPath, open_bundle,
 };
 pub use stream::{AbortHandle, Listener, Stream};
 pub use transparent::TransparentListener;

@@ -633,7 +633,7 @@ fn host_unreachable_about(local: SocketAddr, peer: SocketAddr, quoted: &[u8]) ->
     message.extend_from_slice(&udp_length.to_be_bytes());
     message.extend_from_slice(&[0, 0]);
     message.extend_from_slice(quoted);
-    let mut sum = scps_proto::wire::checksum::Checksum::new();
+    let mut sum = scps_node::checksum::Checksum::new();
     sum.add_bytes(&message);
     message[2..4].copy_from_slice(&sum.finish().to_be_bytes());
     message

@@ -34,7 +34,7 @@ fn send_on(h: &mut Harness, protocol: u8, checksum_protocol: u8, seg: &Seg) {
     // The IP header's protocol, and its checksum again.
     packet[9] = protocol;
     packet[10..12].fill(0);
-    let mut sum = scps_proto::wire::checksum::Checksum::new();
+    let mut sum = scps_node::checksum::Checksum::new();
     sum.add_bytes(&packet[..20]);
     packet[10..12].copy_from_slice(&sum.finish().to_be_bytes());
     h.ep.handle_packet(h.now, &packet);

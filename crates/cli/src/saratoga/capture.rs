@@ -7,9 +7,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use scps_node::checksum::Checksum;
 use scps_pcap::{Capture, CaptureError};
 use scps_proto::wire::IpRepr;
-use scps_proto::wire::checksum::Checksum;
 
 const IPPROTO_UDP: u8 = 17;
 const UDP_HEADER_LEN: usize = 8;

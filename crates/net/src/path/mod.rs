@@ -12,7 +12,7 @@ mod tun;
 mod udp;
 mod udp_peers;
 
-pub use bundle::{BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport};
+pub use bundle::{BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport, open_bundle};
 pub use secured::{LinkSecurity, SecureMonitor};
 pub use tun::TunPath;
 pub use udp::{StrangerCount, UdpPath};

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use scps_proto::wire::checksum::Checksum;
+use scps_node::checksum::Checksum;
 use scps_proto::wire::{TcpFlags, TcpRepr, build_tcp_packet};
 
 /// What a flood sends, each datagram from a different random inner source

@@ -1,7 +1,18 @@
 //! The Internet checksum (RFC 1071) and the TCP pseudo-header (RFC 9293
-//! section 3.1 for IPv4, RFC 8200 section 8.1 for IPv6).
+//! section 3.1 for IPv4, RFC 8200 section 8.1 for IPv6): one for the
+//! engine's wire formats (scps-proto) and every node or tool that writes
+//! or checks IP, UDP or ICMP headers.
 
 use std::net::IpAddr;
+
+/// Why a pseudo-header cannot be summed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PseudoHeaderError {
+    #[error("source and destination addresses are of different IP versions")]
+    AddressFamilyMismatch,
+    #[error("payload of {0} bytes does not fit the IP length field")]
+    PayloadTooLong(usize),
+}
 
 /// A running one's-complement sum.
 ///
@@ -23,22 +34,21 @@ impl Checksum {
     ///
     /// IPv4 (RFC 9293 section 3.1): source, destination, a zero byte, the
     /// protocol and the 16-bit upper-layer length; a length above 65535
-    /// cannot be expressed there and gives [`WireError::PayloadTooLong`].
+    /// cannot be expressed there and gives
+    /// [`PseudoHeaderError::PayloadTooLong`].
     /// IPv6 (RFC 8200 section 8.1): source, destination, the 32-bit
     /// upper-layer length, three zero bytes and the next header.
-    ///
-    /// [`WireError::PayloadTooLong`]: super::WireError::PayloadTooLong
     pub fn pseudo_header(
         src: IpAddr,
         dst: IpAddr,
         protocol: u8,
         upper_len: u32,
-    ) -> Result<Self, super::WireError> {
+    ) -> Result<Self, PseudoHeaderError> {
         let mut sum = Checksum::new();
         match (src, dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
                 let len = u16::try_from(upper_len)
-                    .map_err(|_| super::WireError::PayloadTooLong(upper_len as usize))?;
+                    .map_err(|_| PseudoHeaderError::PayloadTooLong(upper_len as usize))?;
                 sum.add_bytes(&s.octets());
                 sum.add_bytes(&d.octets());
                 sum.add_u16(u16::from(protocol));
@@ -50,7 +60,7 @@ impl Checksum {
                 sum.add_bytes(&upper_len.to_be_bytes());
                 sum.add_u16(u16::from(protocol));
             }
-            _ => return Err(super::WireError::AddressFamilyMismatch),
+            _ => return Err(PseudoHeaderError::AddressFamilyMismatch),
         }
         Ok(sum)
     }
@@ -116,7 +126,6 @@ fn fold(sum: u64) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::WireError;
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     /// Straightforward RFC 1071 reference: 16-bit words into a u32, folded.
@@ -246,7 +255,7 @@ mod tests {
         assert_eq!(sum.finish(), 0x79f8);
         assert_eq!(
             Checksum::pseudo_header(src, dst, 6, 65536),
-            Err(WireError::PayloadTooLong(65536))
+            Err(PseudoHeaderError::PayloadTooLong(65536))
         );
         assert!(Checksum::pseudo_header(src, dst, 6, 65535).is_ok());
     }
@@ -270,11 +279,11 @@ mod tests {
         let v6 = IpAddr::V6(Ipv6Addr::LOCALHOST);
         assert_eq!(
             Checksum::pseudo_header(v4, v6, 6, 20),
-            Err(WireError::AddressFamilyMismatch)
+            Err(PseudoHeaderError::AddressFamilyMismatch)
         );
         assert_eq!(
             Checksum::pseudo_header(v6, v4, 6, 20),
-            Err(WireError::AddressFamilyMismatch)
+            Err(PseudoHeaderError::AddressFamilyMismatch)
         );
     }
 }
