@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use scps_sim::RunResult;
 
 /// geo-8mbit at 600 ms and `ber` (100 MB unless `sets` says), `protocol`
 /// with `sets`.
@@ -19,6 +20,20 @@ fn geo(protocol: &str, ber: &str, sets: &[&str]) -> scps_config::Point {
     points("geo-8mbit", &all).remove(0)
 }
 
+/// The same point run with the tuned route and with `key = "auto"`,
+/// both ratios printed.
+fn tuned_and_auto(protocol: &str, key: &str, ber: &str, sets: &[&str], seed: u64) -> (RunResult, RunResult) {
+    let tuned = run(&geo(protocol, ber, sets), seed);
+    let auto_key = format!("{key}=\"auto\"");
+    let auto_sets: Vec<&str> = sets.iter().copied().chain([auto_key.as_str()]).collect();
+    let auto = run(&geo(protocol, ber, &auto_sets), seed);
+    eprintln!(
+        "{protocol} at BER {ber}, seed {seed}: tuned {:.3}, auto {:.3} of the limit",
+        tuned.ratio, auto.ratio
+    );
+    (tuned, auto)
+}
+
 /// The default tier's check, on 10 MB instead of 100: `auto` carries the
 /// transfer whole and is not far behind the tuned route. Its probing costs
 /// a larger share of a short transfer (about 0.8 to 0.9 of the tuned
@@ -29,14 +44,8 @@ fn geo(protocol: &str, ber: &str, sets: &[&str]) -> scps_config::Point {
 fn auto_carries_a_short_transfer_not_far_behind_the_configured_rate() {
     for (protocol, key) in [("scps-rate", "tcp.rate"), ("gw-scps-rate", "gateway.rate")] {
         for ber in ["0", "1e-5"] {
-            let short = "workload.bytes=10MB";
-            let tuned = run(&geo(protocol, ber, &[short]), seed());
-            let auto = run(&geo(protocol, ber, &[short, &format!("{key}=\"auto\"")]), seed());
+            let (tuned, auto) = tuned_and_auto(protocol, key, ber, &["workload.bytes=10MB"], seed());
             let what = describe(&auto);
-            eprintln!(
-                "{protocol} at BER {ber}: tuned {:.3}, auto {:.3} of the limit",
-                tuned.ratio, auto.ratio
-            );
             assert_eq!(tuned.error, None, "{}", describe(&tuned));
             assert_eq!(auto.error, None, "{what}");
             assert_eq!(auto.bytes, 10_000_000, "{what}");
@@ -55,13 +64,8 @@ fn auto_carries_a_short_transfer_not_far_behind_the_configured_rate() {
 fn auto_comes_close_to_the_configured_rate_on_a_clean_and_a_noisy_geo_link() {
     for (protocol, key) in [("scps-rate", "tcp.rate"), ("gw-scps-rate", "gateway.rate")] {
         for ber in ["0", "1e-5"] {
-            let tuned = run(&geo(protocol, ber, &[]), seed());
-            let auto = run(&geo(protocol, ber, &[&format!("{key}=\"auto\"")]), seed());
+            let (tuned, auto) = tuned_and_auto(protocol, key, ber, &[], seed());
             let what = describe(&auto);
-            eprintln!(
-                "{protocol} at BER {ber}: tuned {:.3}, auto {:.3} of the limit",
-                tuned.ratio, auto.ratio
-            );
             assert_eq!(auto.error, None, "{what}");
             assert_eq!(auto.bytes, 100_000_000, "{what}");
             // The goal: within 5% of the tuned route. Between
@@ -95,13 +99,8 @@ fn auto_between_gateways_on_a_noisy_link_meets_the_goal_over_eight_seeds() {
     const SEEDS: u64 = 8;
     let (mut tuned_sum, mut auto_sum) = (0.0, 0.0);
     for seed in 1..=SEEDS {
-        let tuned = run(&geo("gw-scps-rate", "1e-5", &[]), seed);
-        let auto = run(&geo("gw-scps-rate", "1e-5", &["gateway.rate=\"auto\""]), seed);
+        let (tuned, auto) = tuned_and_auto("gw-scps-rate", "gateway.rate", "1e-5", &[], seed);
         let what = describe(&auto);
-        eprintln!(
-            "seed {seed}: tuned {:.3}, auto {:.3} of the limit",
-            tuned.ratio, auto.ratio
-        );
         assert_eq!(tuned.error, None, "{}", describe(&tuned));
         assert_eq!(auto.error, None, "{what}");
         assert!(auto.ratio > 0.85, "{:.3}: {what}", auto.ratio);
