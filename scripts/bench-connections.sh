@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Figures of docs/BENCHMARKS.md "New connections through the pair": how
+# Figures of docs/BENCHMARKS.md "Capacity: new connections and memory": how
 # many new connections a second two transparent gateways carry, and what
 # they refuse. ApacheBench (`ab`, Debian's apache2-utils) fetches a 1 kB
 # file from nginx behind gwB for SECONDS with CONCURRENCY fetches under

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Figures of docs/BENCHMARKS.md "The real tools configured like the
-# simulator": geo-8mbit's link through `scps emulate`, and across it `scps
+# simulator, through the emulator": geo-8mbit's link through `scps emulate`, and across it `scps
 # send`/`scps recv` from the command line only: our stack with a protocol
 # label and the scenario's settings (--config), and the kernel's TCP with
 # a named congestion control (--tcp=CONTROLLER). Needs root (namespaces).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Figures of docs/BENCHMARKS.md "The gateway across geo-8mbit": kernel TCP
+# Figures of docs/BENCHMARKS.md "The gateway across geo-8mbit: kernel TCP":
 # applications (`scps send`/`scps recv --tcp=CONTROLLER`, a bulk transfer
 # checked by SHA-256) across geo-8mbit's link through `scps emulate`,
 # directly and through two transparent gateways whose link connections run

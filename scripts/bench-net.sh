@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Figures of docs/BENCHMARKS.md "Real I/O": one connection of ours over UDP
-# encapsulation on loopback and over a TUN pair between two network
+# Figures of docs/BENCHMARKS.md "Real I/O: one connection on real packet
+# paths": one connection of ours over UDP encapsulation on loopback and over a TUN pair between two network
 # namespaces, kernel TCP between the same namespaces, and message-stream
 # latency at 1024 and 8192 bit/s offered (Nagle off, the tools' default
 # for messages, then on with --nagle). Needs root (namespaces, TUN).

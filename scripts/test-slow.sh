@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
-# The slower tier: every test the workspace marks #[ignore] (today those of
-# crates/cli/tests/docs_as_written.rs, which run README.md's quick start,
-# docs/saratoga.md's examples and docs/satellite-gateways.md's blocks as
-# written, in network namespaces: about ten minutes, the quick start's
-# bench five of them; and those of crates/cli/tests/gateway_compression.rs,
-# the transparent gateway's header compression facing a peer configured as
-# a standard SCPS gateway, clean and at BER 1e-5: half a minute). Needs
-# root, like the namespace tests of `cargo test --workspace`, and the
-# programs scripts/test-deps.sh installs.
+# The slower tier: every test the workspace marks
+# #[ignore = "slower tier: ..."], each saying why and about how long it
+# takes. `cargo test --workspace` leaves them out to stay within a few
+# minutes; this runs them. They are:
+# - the documents' commands as written (crates/cli/tests/docs_as_written.rs:
+#   README.md's quick start, docs/saratoga.md's examples,
+#   docs/satellite-gateways.md's blocks), in network namespaces, about
+#   five minutes;
+# - runs in namespaces that take real time: gateways killed mid-transfer
+#   (gateway_killed.rs), attacks on the link (gateway_hostile.rs), `scps
+#   bench` in the testbed (bench_testbed.rs), transfers through the live
+#   emulator (emulate.rs), ssh and HTTP through the shipped gateway pair
+#   (gateway_examples.rs), the transparent gateway's header compression
+#   facing a standard SCPS gateway (gateway_compression.rs), all in
+#   crates/cli/tests;
+# - benchmarks and performance checks: docs/BENCHMARKS.md's simulator
+#   tables rerun (benchmarks_doc.rs), the receiver's autotuning over a long
+#   fat path (transfer.rs), and `rate = "auto"` on 100 MB simulated
+#   transfers, over eight seeds too (crates/sim/tests/auto_rate.rs).
+# Together about fifteen minutes on two cores. Needs root, like the namespace
+# tests of `cargo test --workspace`, and the programs scripts/test-deps.sh
+# installs.
 #
 #   scripts/test-slow.sh [TESTNAME...]    # extra words go to the test harness
 set -euo pipefail

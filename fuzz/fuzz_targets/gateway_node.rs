@@ -1,12 +1,12 @@
-//! The simulator's gateway (`scps_gateway::node::GatewayNode`) fed
+//! The simulator's gateway (`scps_relay::node::GatewayNode`) fed
 //! arbitrary packets on either interface: each is split, forwarded or
 //! dropped and counted, never a panic; whatever it sends leaves by one of
 //! its two interfaces.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use scps_gateway::RelayConfig;
-use scps_gateway::node::{GatewayNode, GatewayNodeConfig};
+use scps_relay::RelayConfig;
+use scps_relay::node::{GatewayNode, GatewayNodeConfig};
 use scps_node::{InterfaceId, Node};
 use scps_proto::Config;
 use scps_proto::time::Instant;

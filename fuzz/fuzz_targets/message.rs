@@ -1,11 +1,11 @@
-//! `scps_sim::message::check` on arbitrary bytes: a message of the size
-//! the input claims is either accepted (and then rewrites to the same
-//! bytes) or refused with an error, never a panic.
+//! `scps_workload_format::message::check` on arbitrary bytes: a message of
+//! the size the input claims is either accepted (and then rewrites to the
+//! same bytes) or refused with an error, never a panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use scps_sim::message::{HEADER, check, write};
-use scps_sim::payload::Pattern;
+use scps_workload_format::message::{HEADER, check, write};
+use scps_workload_format::payload::Pattern;
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < HEADER + 9 {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use scps_config::Direction;
-use scps_sim::payload::Pattern;
+use scps_workload_format::payload::Pattern;
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use crate::transfer::args::{CommonArgs, parse_bind_socket, parse_time};

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use scps_config::Direction;
 use scps_config::units::{Bytes, Rate};
-use scps_sim::payload::Pattern;
+use scps_workload_format::payload::Pattern;
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use crate::transfer::args::{CommonArgs, parse_bind_socket, parse_host_socket, parse_time};

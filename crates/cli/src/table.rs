@@ -74,7 +74,7 @@ pub fn print(scenario: &Scenario, results: &[RunResult], runs: u32) -> std::io::
             row.push(format!("{:.0}", mean(&column(&|r| r.retransmitted_bytes as f64))));
         }
         if messages {
-            let m = |f: &dyn Fn(&scps_sim::result::FlowFigures) -> f64| {
+            let m = |f: &dyn Fn(&scps_workload_format::figures::FlowFigures) -> f64| {
                 mean(
                     &ok.iter()
                         .filter_map(|r| r.messages.as_ref().map(|m| f(&m.forward)))

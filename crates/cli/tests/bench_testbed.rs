@@ -69,6 +69,7 @@ fn sockets_of(pid: u32) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "slower tier: a bench in the testbed's namespaces and the simulator, real time, ~15 s"]
 fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
     let dir = TempDir::new("bench-testbed");
     let out = dir.path().join("results");
@@ -135,6 +136,7 @@ fn both_worlds_move_the_same_checked_bytes_and_agree_on_a_clean_link() {
 }
 
 #[test]
+#[ignore = "slower tier: a bench in the testbed's namespaces and the simulator, real time, ~12 s"]
 fn a_two_way_transfer_moves_checked_bytes_both_ways_in_both_worlds() {
     let dir = TempDir::new("bench-testbed-two-way");
     let out = dir.path().join("results");
@@ -204,6 +206,7 @@ fn iridium_messages(out: &Path, protocols: &str, more: &[&str]) -> Vec<serde_jso
 }
 
 #[test]
+#[ignore = "slower tier: a message stream over emulated Iridium circuits, real time, ~35 s"]
 fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
     let dir = TempDir::new("bench-testbed-messages");
     let out = dir.path().join("results");
@@ -230,6 +233,7 @@ fn a_message_stream_crosses_the_bonded_iridium_link_in_the_testbed() {
 }
 
 #[test]
+#[ignore = "slower tier: a bonded bench over emulated circuits, real time, ~70 s"]
 fn over_the_scheduler_our_ends_bond_the_emulator_s_circuits_themselves() {
     // As in the simulator, where the bonds are the nodes beside the ends
     // and the ends follow what they carry: each gateway (`gw-` stacks),
@@ -318,6 +322,7 @@ fn over_the_scheduler_our_ends_bond_the_emulator_s_circuits_themselves() {
 }
 
 #[test]
+#[ignore = "slower tier: many users' fetches through the gateways in namespaces, real time, ~65 s"]
 fn many_users_fetch_the_simulator_s_requests_through_the_gateways_in_the_testbed() {
     let dir = TempDir::new("bench-testbed-fetches");
     let out = dir.path().join("results");
@@ -380,6 +385,7 @@ fn many_users_fetch_the_simulator_s_requests_through_the_gateways_in_the_testbed
 }
 
 #[test]
+#[ignore = "slower tier: an echo bench in the testbed's namespaces, real time, ~25 s"]
 fn interactive_echo_takes_a_round_trip_in_both_worlds_with_nagle_as_the_hosts_have_it() {
     let dir = TempDir::new("bench-testbed-echo");
     let out = dir.path().join("results");
@@ -435,6 +441,7 @@ fn interactive_echo_takes_a_round_trip_in_both_worlds_with_nagle_as_the_hosts_ha
 }
 
 #[test]
+#[ignore = "slower tier: an interrupted bench in the testbed's namespaces and its rerun, real time, ~12 s"]
 fn ctrl_c_leaves_nothing_running_and_a_rerun_resumes() {
     let dir = TempDir::new("bench-testbed-interrupted");
     let out = dir.path().join("results");

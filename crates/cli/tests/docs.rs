@@ -1,7 +1,9 @@
 //! The examples in README.md and docs/ run as written: every complete
 //! `scps sim` command of their code blocks, every example scenario file,
 //! the emulator's example configuration, its timeline and the `ctl set`
-//! examples applied to that configuration's link.
+//! examples applied to that configuration's link. README.md's headline
+//! rows are those of the table docs/BENCHMARKS.md generates, and its crate
+//! list is the workspace's.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -103,10 +105,10 @@ fn run_sim(args: &[String]) {
 }
 
 #[test]
-fn the_readmes_simulator_commands_run() {
-    let commands = sim_commands("README.md");
-    assert!(!commands.is_empty(), "the README shows its main command");
-    for args in &commands {
+fn the_simulator_commands_of_the_readme_and_the_usage_page_run() {
+    let usage = sim_commands("docs/usage.md");
+    assert!(!usage.is_empty(), "docs/usage.md shows `scps sim` commands");
+    for args in sim_commands("README.md").iter().chain(&usage) {
         run_sim(args);
     }
 }
@@ -177,7 +179,7 @@ fn the_emulators_example_configuration_timeline_and_ctl_examples_are_accepted() 
     let timeline = Timeline::parse(&timeline.join("\n"), "docs/configuration.md").unwrap();
     timeline.check(&link).unwrap();
 
-    let examples: Vec<Vec<String>> = ["README.md", "docs/configuration.md"]
+    let examples: Vec<Vec<String>> = ["README.md", "docs/usage.md", "docs/configuration.md"]
         .iter()
         .flat_map(|document| ctl_set_examples(document))
         .collect();
@@ -216,5 +218,191 @@ fn the_gateway_guide_s_configuration_facing_a_standard_scps_gateway_is_accepted(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The lines of `document` after the line `heading`, up to the next
+/// heading of its level or above (outside code blocks).
+fn section(document: &str, heading: &str) -> String {
+    let text = read(document);
+    let level = |line: &str| {
+        let hashes = line.len() - line.trim_start_matches('#').len();
+        (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)
+    };
+    let top = level(heading).expect("a Markdown heading");
+    let mut lines = text.lines().skip_while(|line| *line != heading);
+    assert!(lines.next().is_some(), "{document} has no heading {heading:?}");
+    let mut in_block = false;
+    lines
+        .take_while(|line| {
+            in_block ^= line.trim_start().starts_with("```");
+            in_block || level(line).is_none_or(|n| n > top)
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// A command as a shell reads it: continuation lines joined, runs of
+/// blanks made one.
+fn one_line(command: &str) -> String {
+    command
+        .replace("\\\n", " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The header and rows of the Markdown table in `text`.
+fn table_lines(text: &str) -> Vec<&str> {
+    text.lines().filter(|line| line.starts_with('|')).collect()
+}
+
+/// docs/BENCHMARKS.md's generated table after the `sh` block holding
+/// `command` (benchmarks_doc.rs checks it is what the command prints).
+fn generated_table(command: &str) -> Vec<String> {
+    const BEGIN: &str = "<!-- the table below is what the command above prints; a test checks it -->";
+    const END: &str = "<!-- end of the generated table -->";
+    let text = read("docs/BENCHMARKS.md");
+    text.split("```sh\n")
+        .skip(1)
+        .find_map(|chunk| {
+            let (block, rest) = chunk.split_once("```\n")?;
+            let table = rest.trim_start().strip_prefix(BEGIN)?.split(END).next()?;
+            (one_line(block) == one_line(command))
+                .then(|| table_lines(table).into_iter().map(str::to_owned).collect())
+        })
+        .unwrap_or_else(|| {
+            panic!("docs/BENCHMARKS.md has no generated table after README.md's headline command: {command}")
+        })
+}
+
+#[test]
+fn the_readmes_headline_rows_are_those_of_the_generated_table() {
+    let headline = section("README.md", "## Headline figure");
+    let blocks = code_blocks(&headline);
+    let (_, command) = blocks
+        .iter()
+        .find(|(info, _)| info == "sh")
+        .expect("README.md's headline shows its command");
+    let command = command.join("\n");
+    let generated = generated_table(&command);
+    let rows = table_lines(&headline);
+    assert!(
+        rows.len() >= 3,
+        "README.md's headline shows a header, its rule and rows: {rows:?}"
+    );
+    assert_eq!(
+        rows[..2],
+        generated[..2],
+        "README.md's headline table has the generated table's header"
+    );
+    for row in &rows[2..] {
+        assert!(
+            generated.iter().any(|g| g == row),
+            "README.md's headline row is not in docs/BENCHMARKS.md's generated table for its command: {row}"
+        );
+    }
+}
+
+/// `(directory, package)` pairs: what README.md's crate list says, or
+/// what the workspace holds.
+type Crates = BTreeMap<String, String>;
+
+/// The `crates/...` lines of the code block under README.md's "## Crates".
+fn readme_crate_list() -> Crates {
+    let blocks = code_blocks(&section("README.md", "## Crates"));
+    let (_, lines) = blocks
+        .first()
+        .expect("README.md's \"## Crates\" has its list in a code block");
+    let mut listed = Crates::new();
+    for line in lines.iter().filter(|line| line.starts_with("crates/")) {
+        let mut words = line.split_whitespace();
+        let (Some(directory), Some(package)) = (words.next(), words.next()) else {
+            panic!("README.md's crate list: {line:?} has no package name");
+        };
+        let again = listed.insert(directory.trim_end_matches('/').to_owned(), package.to_owned());
+        assert!(again.is_none(), "README.md's crate list names {directory} twice");
+    }
+    listed
+}
+
+/// Every directory under crates/ with a Cargo.toml, and its package name.
+fn workspace_crates() -> Crates {
+    let mut found = Crates::new();
+    for entry in std::fs::read_dir(repository().join("crates")).unwrap() {
+        let directory = entry.unwrap().path();
+        let manifest = directory.join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let table: toml::Table = text
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+        let name = table["package"]["name"].as_str().unwrap().to_owned();
+        let directory = directory.file_name().unwrap().to_string_lossy();
+        found.insert(format!("crates/{directory}"), name);
+    }
+    found
+}
+
+/// What is wrong with `listed` as a list of `actual`: each crate missing,
+/// each named that does not exist, each under another package name.
+fn crate_list_problems(listed: &Crates, actual: &Crates) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (directory, package) in actual {
+        match listed.get(directory) {
+            None => problems.push(format!("{directory} ({package}) is missing from README.md's crate list")),
+            Some(named) if named != package => problems.push(format!(
+                "README.md's crate list calls {directory} {named}, but its Cargo.toml names the package {package}"
+            )),
+            Some(_) => {}
+        }
+    }
+    for (directory, package) in listed {
+        if !actual.contains_key(directory) {
+            problems.push(format!(
+                "README.md's crate list names {directory} ({package}), which is no crate: there is no {directory}/Cargo.toml"
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_readmes_crate_list_is_the_workspaces() {
+    let actual = workspace_crates();
+    assert!(actual.contains_key("crates/cli"), "{actual:?}");
+    let problems = crate_list_problems(&readme_crate_list(), &actual);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_crate_list_check_names_the_missing_the_extra_and_the_misnamed_crate() {
+    let crates = |pairs: &[(&str, &str)]| -> Crates {
+        pairs
+            .iter()
+            .map(|(d, p)| (d.to_string(), p.to_string()))
+            .collect()
+    };
+    let actual = crates(&[
+        ("crates/bond", "scps-bond"),
+        ("crates/cli", "scps"),
+        ("crates/net", "scps-net"),
+    ]);
+    let listed = crates(&[
+        ("crates/cli", "scps"),
+        ("crates/net", "scps-nett"),
+        ("crates/gone", "scps-gone"),
+    ]);
+    let problems = crate_list_problems(&listed, &actual);
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert!(
+        problems[0].contains("crates/bond (scps-bond) is missing"),
+        "{problems:?}"
+    );
+    assert!(problems[1].contains("calls crates/net scps-nett"), "{problems:?}");
+    assert!(
+        problems[2].contains("names crates/gone (scps-gone), which is no crate"),
+        "{problems:?}"
     );
 }

@@ -3,8 +3,8 @@
 //! as they can run in network namespaces on one machine.
 //!
 //! - README.md's quick start (`scps bench` in the testbed, about five
-//!   minutes), then its `export PATH=...` and the simulator comparison
-//!   after it;
+//!   minutes), then docs/usage.md's `export PATH=...` and its first
+//!   comparison, in the simulator;
 //! - docs/saratoga.md's examples: a server at the addresses they name and
 //!   a client on its link, every file they name made first, every
 //!   transfer checked by SHA-256;
@@ -132,12 +132,14 @@ fn readme_quick_start_runs_the_bench_and_prints_its_table_and_headline() {
     assert_eq!(sequences.len(), 4, "one per stack: {checked}");
 }
 
+// ------------------------------------------------------------- docs/usage.md
+
 #[test]
 #[ignore = "slower tier: scripts/test-slow.sh"]
-fn readme_simulator_comparison_runs_with_scps_on_path() {
+fn usage_first_comparison_runs_with_scps_on_path() {
     let _turn = one_at_a_time();
-    let path_block = block_after("README.md", "The rest of this page calls the binary", "sh", 0);
-    let sim_block = block_after("README.md", "The same comparison in the simulator", "sh", 0);
+    let path_block = block_after("docs/usage.md", "This page calls the binary", "sh", 0);
+    let sim_block = block_after("docs/usage.md", "## A first comparison", "sh", 0);
     assert!(
         path_block.text().contains("export PATH="),
         "{}: {}",

@@ -235,6 +235,7 @@ fn mean_sd(values: &[f64]) -> (f64, f64) {
 /// sub-millisecond timing, and the two worlds could not agree:
 /// docs/BENCHMARKS.md, "Cross-check with our stack at both ends".)
 #[test]
+#[ignore = "slower tier: a transfer through the emulator in namespaces, real time, ~20 s"]
 fn emulated_transfer_of_our_stack_beside_the_simulator() {
     const LINK: &str = "rate = \"8Mbit\"\nrtt = \"100ms\"";
     const BUFFER_BYTES: u64 = 256_000;
@@ -412,11 +413,12 @@ fn arrival_rates(samples: &[Sample], window_s: f64) -> Vec<(f64, f64)> {
 }
 
 #[test]
+#[ignore = "slower tier: a 60 s transfer through the emulator's rate steps, real time, ~70 s"]
 fn an_auto_rate_follows_the_emulated_links_rate_steps() {
     // 8 Mbit/s at 600 ms, halved 20 s into the transfer, doubled back at
-    // 40 s (issue 15's step): our stack's `scps-rate` with `rate = "auto"`
-    // must follow each step within a few round trips and keep the queue
-    // it builds small.
+    // 40 s: our stack's `scps-rate` with `rate = "auto"` must follow
+    // each step within a few round trips and keep the queue it builds
+    // small.
     const STEP_DOWN_S: f64 = 20.0;
     const STEP_UP_S: f64 = 40.0;
     const RTT_S: f64 = 0.6;
@@ -601,12 +603,13 @@ fn send_through(emulation: &Emulation, port: u16, stack: &str, bytes: &str) -> s
 }
 
 #[test]
+#[ignore = "slower tier: a transfer over emulated 64 kbit/s circuits, real time, ~35 s"]
 fn the_emulator_stripes_circuits_of_different_delays_with_the_scheduler() {
-    // Issue 15's case, live: three clean 64 kbit/s circuits of 0.8, 1.2
-    // and 2.0 s round trip, striped by a bond at each side of the
-    // emulated link. What the bonds' probes and answers add stays inside
-    // the link; the transfer arrives intact and in order, so nothing is
-    // resent.
+    // The simulator's bonding case, live: three clean 64 kbit/s
+    // circuits of 0.8, 1.2 and 2.0 s round trip, striped by a bond at
+    // each side of the emulated link. What the bonds' probes and answers
+    // add stays inside the link; the transfer arrives intact and in
+    // order, so nothing is resent.
     let link = "rate = \"64kbit\"\nchannels = 3\nbond = \"scheduler\"\nbond_probe_interval = \"200ms\"\n\
                 [[link.channel]]\nrtt = \"800ms\"\n[[link.channel]]\nrtt = \"1.2s\"\n[[link.channel]]\nrtt = \"2s\"\n";
     let emulation = Emulation::start("emulate-scheduler", "", link, Io::Null);
@@ -650,13 +653,15 @@ fn the_emulator_stripes_circuits_of_different_delays_with_the_scheduler() {
 }
 
 #[test]
+#[ignore = "slower tier: a 10 MB Saratoga put through the emulator at BER 1e-5, real time, ~15 s"]
 fn a_saratoga_put_through_the_emulator_beside_the_simulator() {
-    // Issue 16's real transfer: `scps saratoga put` from the client to
+    // A real Saratoga transfer: `scps saratoga put` from the client to
     // `scps saratoga serve` at the server across geo-8mbit's link at
     // 600 ms and BER 1e-5, emulated; and the simulator's figure for the
     // same link and file size. Both hold Saratoga's rate.
     const LINK: &str = "rate = \"8Mbit\"\nrtt = \"600ms\"\nber = 1e-5\nbuffer = \"2MB\"";
-    // 10 MB in CI; SCPS_SARATOGA_BYTES=100000000 for the issue's 100 MB.
+    // 10 MB by default; SCPS_SARATOGA_BYTES=100000000 for the
+    // scenario's 100 MB.
     let bytes: usize = std::env::var("SCPS_SARATOGA_BYTES")
         .ok()
         .and_then(|b| b.parse().ok())

@@ -129,14 +129,14 @@ const LIKE_THE_RI: &str = "[link]\nsecurity = \"none\"\n\
     [[route]]\nname = \"compressed\"\n";
 
 #[test]
-#[ignore = "slower tier: scripts/test-slow.sh"]
+#[ignore = "slower tier: transfers through gateways and the emulator in namespaces, real time, ~15 s"]
 fn compression_crosses_a_clean_link_to_a_peer_configured_as_the_ri() {
     let figures = facing_a_peer_configured_as_the_ri("gateway-compression-clean", "0");
     assert_eq!(figures.dropped_bit_errors, 0, "a clean link: {figures:?}");
 }
 
 #[test]
-#[ignore = "slower tier: scripts/test-slow.sh"]
+#[ignore = "slower tier: transfers through gateways and the emulator in namespaces, real time, ~15 s"]
 fn compression_crosses_a_link_at_ber_1e_5_to_a_peer_configured_as_the_ri() {
     let figures = facing_a_peer_configured_as_the_ri("gateway-compression-ber", "1e-5");
     assert!(

@@ -205,6 +205,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 #[test]
+#[ignore = "slower tier: ssh and HTTP both ways through the shipped pair in namespaces, real time, ~20 s"]
 fn the_shipped_transparent_pair_passes_ssh_and_carries_http_opened_from_either_side() {
     let testbed = Testbed::build(the_examples_world()).unwrap();
     let dir = TempDir::new("gateway-examples-pair");

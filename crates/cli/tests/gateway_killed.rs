@@ -344,16 +344,19 @@ fn every_kill(setup: Setup, tag: &str) {
 }
 
 #[test]
+#[ignore = "slower tier: four gateway kills mid-transfer in namespaces, real time, ~55 s"]
 fn a_killed_gateway_of_the_secure_transparent_pair_resets_both_applications() {
     every_kill(Setup::SecureTransparent, "gateway-killed-secure");
 }
 
 #[test]
+#[ignore = "slower tier: four gateway kills mid-transfer in namespaces, real time, ~55 s"]
 fn a_killed_gateway_of_the_plain_transparent_pair_resets_both_applications() {
     every_kill(Setup::PlainTransparent, "gateway-killed-plain");
 }
 
 #[test]
+#[ignore = "slower tier: four gateway kills mid-transfer in namespaces, real time, ~60 s"]
 fn a_killed_gateway_of_the_port_forward_resets_both_applications() {
     every_kill(Setup::PortForward, "gateway-killed-forward");
 }

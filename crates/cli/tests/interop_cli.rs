@@ -1,9 +1,10 @@
 //! `scps send` and `scps recv` on the routed path, between two network
 //! namespaces joined by a veth pair: our stack on TUN devices at both
 //! ends, and our stack against the kernel's TCP (`scps recv --tcp`), the
-//! interoperation of the issue as a user runs it, with both ends' captures
-//! (`--pcap`) read by tshark. The namespaces are named after this process
-//! and removed when the test ends, also on panic.
+//! interoperation crates/net/tests/interop_kernel.rs checks, as a user
+//! runs it, with both ends' captures (`--pcap`) read by tshark. The
+//! namespaces are named after this process and removed when the test
+//! ends, also on panic.
 //!
 //! As root (CI) they run as they are; otherwise each runs itself again in
 //! a user namespace of its own, with a private /run for `ip netns`.

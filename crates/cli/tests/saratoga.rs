@@ -362,9 +362,11 @@ fn paths_outside_the_served_directory_are_refused_with_their_error_code() {
 
 #[test]
 fn a_server_on_ipv6_and_ipv4_loopback_takes_a_put_on_each() {
-    if std::net::UdpSocket::bind("[::1]:0").is_err() {
-        println!("skipped: no IPv6 loopback here");
-        return;
+    if let Err(e) = std::net::UdpSocket::bind("[::1]:0") {
+        panic!(
+            "this test needs the IPv6 loopback [::1], which this host lacks ({e}): \
+             enable it with `sysctl -w net.ipv6.conf.lo.disable_ipv6=0`"
+        );
     }
     let (_tmp, served, here) = dirs("saratoga-ipv6");
     let file = here.join("v6.bin");
@@ -398,14 +400,6 @@ fn a_capture_is_read_by_tshark_as_udp_to_the_server_port() {
     ]);
     assert!(status.success(), "put: {stdout}{stderr}");
     let report = json(&stdout);
-    if Command::new("which")
-        .arg("tshark")
-        .output()
-        .is_ok_and(|o| !o.status.success())
-    {
-        println!("skipped the decoding: tshark is not installed (.ci/run installs it)");
-        return;
-    }
     let output = Command::new("tshark")
         .args([
             "-r",
@@ -418,7 +412,7 @@ fn a_capture_is_read_by_tshark_as_udp_to_the_server_port() {
             "udp.srcport",
         ])
         .output()
-        .expect("tshark runs");
+        .expect("tshark runs: scripts/test-deps.sh installs it");
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -1293,9 +1287,11 @@ fn a_sender_that_sends_data_before_its_metadata_and_never_again_has_its_file_sto
 #[test]
 fn a_put_from_port_7542_hears_a_peer_that_answers_only_to_port_7542() {
     let _turn = PORT_7542.lock().unwrap_or_else(|e| e.into_inner());
-    if std::net::UdpSocket::bind("0.0.0.0:7542").is_err() {
-        println!("skipped: UDP port 7542 is in use on this host");
-        return;
+    if let Err(e) = std::net::UdpSocket::bind("0.0.0.0:7542") {
+        panic!(
+            "this test needs UDP port 7542 free on this host ({e}): \
+             `ss -ulpn 'sport = :7542'` shows what holds it"
+        );
     }
     let (_tmp, _served, here) = dirs("saratoga-port-7542");
     let peer = drafts_era::Peer::start(

@@ -7,9 +7,8 @@ use serde::Deserialize;
 use crate::error::Error;
 use crate::units::{Bytes, Rate, Time};
 
-/// Bytes at the head of every message: an 8-byte send timestamp and a
-/// 4-byte length (the Iridium paper's test applications).
-pub const MESSAGE_HEADER: u64 = 12;
+/// Bytes at the head of every message (a timestamp and a length).
+const MESSAGE_HEADER: u64 = scps_workload_format::message::HEADER as u64;
 
 /// Most messages one flow may offer in a run (each one's latency is kept).
 pub const MAX_MESSAGES: f64 = 10_000_000.0;

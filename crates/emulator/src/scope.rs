@@ -7,29 +7,22 @@
 //! unspecified, or which is not IP at all, is set aside (and counted)
 //! instead of being offered to the channel models.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
+
+use scps_node::ip_header::addresses;
 
 /// Whether `packet` (an IP packet as read from a TUN device) can cross
 /// the emulated link.
 pub fn crosses_link(packet: &[u8]) -> bool {
-    match packet.first().map(|b| b >> 4) {
-        Some(4) if packet.len() >= 20 => {
-            let address =
-                |at: usize| Ipv4Addr::new(packet[at], packet[at + 1], packet[at + 2], packet[at + 3]);
-            let (source, destination) = (address(12), address(16));
+    match addresses(packet) {
+        Some((_, IpAddr::V4(source), IpAddr::V4(destination))) => {
             !(source.is_unspecified()
                 || source.is_link_local()
                 || destination.is_multicast()
                 || destination.is_broadcast()
                 || destination.is_link_local())
         }
-        Some(6) if packet.len() >= 40 => {
-            let address = |at: usize| {
-                let mut bytes = [0u8; 16];
-                bytes.copy_from_slice(&packet[at..at + 16]);
-                Ipv6Addr::from(bytes)
-            };
-            let (source, destination) = (address(8), address(24));
+        Some((_, IpAddr::V6(source), IpAddr::V6(destination))) => {
             !(source.is_unspecified()
                 || source.is_unicast_link_local()
                 || destination.is_multicast()
@@ -41,6 +34,8 @@ pub fn crosses_link(packet: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::net::Ipv6Addr;
+
     use super::*;
 
     fn v4(source: [u8; 4], destination: [u8; 4]) -> Vec<u8> {

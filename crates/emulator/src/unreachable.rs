@@ -17,7 +17,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
-use scps_proto::wire::checksum::Checksum;
+use scps_node::checksum::Checksum;
+use scps_node::ip_header::addresses;
 
 /// IP protocol numbers of ICMP and ICMPv6.
 const ICMP: u8 = 1;
@@ -43,16 +44,18 @@ pub struct RouterAddresses {
 /// is not one a report can be made about, or the router has no address of
 /// its family.
 pub fn host_unreachable(datagram: &[u8], router: RouterAddresses) -> Option<Vec<u8>> {
-    match datagram.first()? >> 4 {
-        4 => report_v4(datagram, router.v4?),
-        6 => report_v6(datagram, router.v6?),
+    match addresses(datagram)? {
+        (_, IpAddr::V4(source), IpAddr::V4(destination)) => {
+            report_v4(datagram, source, destination, router.v4?)
+        }
+        (_, IpAddr::V6(source), IpAddr::V6(destination)) => {
+            report_v6(datagram, source, destination, router.v6?)
+        }
         _ => None,
     }
 }
 
-fn report_v4(datagram: &[u8], router: Ipv4Addr) -> Option<Vec<u8>> {
-    let source = Ipv4Addr::from(<[u8; 4]>::try_from(datagram.get(12..16)?).ok()?);
-    let destination = Ipv4Addr::from(<[u8; 4]>::try_from(datagram.get(16..20)?).ok()?);
+fn report_v4(datagram: &[u8], source: Ipv4Addr, destination: Ipv4Addr, router: Ipv4Addr) -> Option<Vec<u8>> {
     // No report to an address that is not one host's, nor about a
     // datagram to many (RFC 1812 4.3.2.7).
     if source.is_unspecified()
@@ -83,9 +86,7 @@ fn report_v4(datagram: &[u8], router: Ipv4Addr) -> Option<Vec<u8>> {
     Some(report)
 }
 
-fn report_v6(datagram: &[u8], router: Ipv6Addr) -> Option<Vec<u8>> {
-    let source = Ipv6Addr::from(<[u8; 16]>::try_from(datagram.get(8..24)?).ok()?);
-    let destination = Ipv6Addr::from(<[u8; 16]>::try_from(datagram.get(24..40)?).ok()?);
+fn report_v6(datagram: &[u8], source: Ipv6Addr, destination: Ipv6Addr, router: Ipv6Addr) -> Option<Vec<u8>> {
     // RFC 4443 2.4 (e.3): none about a datagram to a multicast address.
     if source.is_unspecified() || source.is_multicast() || destination.is_multicast() {
         return None;

@@ -15,12 +15,12 @@ use scps_config::units::{Bytes, Time};
 use scps_config::{Direction, Error};
 use scps_node::IpPrefix;
 use scps_proto::config::Keepalive;
+use scps_relay::RelayConfig;
 use serde::Deserialize;
 
 use crate::clients::{Clients, ClientsSpec};
 use crate::explicit::{AllowRule, Allowed};
 use crate::handshakes::HandshakeLimits;
-use crate::relay::RelayConfig;
 use crate::request::{Destination, host_name};
 use crate::routes::{Carried, Route, RouteMatch, RouteTable};
 use crate::security::{Security, SecuritySpec};

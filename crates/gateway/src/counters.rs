@@ -13,12 +13,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use scps_relay::{OpenFailure, Outcome, Resource};
 use serde::{Deserialize, Serialize};
 
 use crate::clients::{Clients, Refusal, RefusalLog};
 use crate::descriptors::{Spare, out_of_descriptors};
 use crate::pump::Connection;
-use crate::relay::{OpenFailure, Outcome, Resource};
 
 /// The relay tasks one listener started (each holds its own place, a
 /// [`Permit`], and counts its end through it). A task that ended keeps

@@ -22,12 +22,12 @@ use std::time::Duration;
 
 use scps_net::{Net, Stream};
 use scps_node::IpPrefix;
+use scps_relay::{OpenFailure, Outcome, RelayConfig, Side};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::pump::{net_open_failure, open_failure, pump};
 use crate::registry::Listing;
-use crate::relay::{OpenFailure, Outcome, RelayConfig, Side};
 use crate::request::{Destination, MAX_REQUEST, RequestError, Status};
 
 /// How long a link connection may take to send its whole request, and

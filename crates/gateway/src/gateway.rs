@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use scps_config::bundle::Bundle;
-use scps_net::{BoxedPath, BundleChannelAddrs, BundleMonitor, BundlePath, Net, NetError, NetOptions};
+use scps_net::{BoxedPath, BundleMonitor, Net, NetError, NetOptions};
+use scps_relay::RelayConfig;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -30,7 +30,6 @@ use crate::explicit::{FarConfig, FarLink, relay_to_far_listed, serve_link_listed
 use crate::handshakes::{Full, Handshakes};
 use crate::pump::Connection;
 use crate::registry::LiveConnections;
-use crate::relay::RelayConfig;
 use crate::routes::Routes;
 use crate::security::{LinkWatch, Security, bundle_link, udp_link};
 use crate::socks;
@@ -424,23 +423,6 @@ fn announce_security(config: &GatewayConfig) {
             );
         }
     }
-}
-
-/// The path over a configured bundle of channels (docs/bonding.md),
-/// reporting to `monitor`: a gateway's link (the explicit modes' or the
-/// transparent mode's), and `scps send`/`recv`'s. Its state changes are
-/// logged and run through its hook by the path itself.
-pub fn open_bundle(bundle: &Bundle, monitor: BundleMonitor) -> Result<BundlePath, NetError> {
-    let channels: Vec<BundleChannelAddrs> = bundle
-        .channels
-        .iter()
-        .map(|c| BundleChannelAddrs {
-            local: c.local,
-            peer: c.peer,
-            device: c.device.clone(),
-        })
-        .collect();
-    BundlePath::open(&channels, bundle.bond.clone(), bundle.hook.clone(), monitor)
 }
 
 async fn serve_far(

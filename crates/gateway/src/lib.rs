@@ -6,10 +6,9 @@
 //! This crate is the gateway as a library; `scps gateway` only parses its
 //! arguments and wires it up. Built so far:
 //!
-//! - [`relay`]: the sans-IO relay between the two halves of a split
-//!   connection, the piece the real gateway and the simulator's gateway
-//!   nodes share, and [`pump`], which runs one on tokio between a kernel
-//!   socket and a stream of ours;
+//! - [`pump`]: runs the sans-IO relay (scps-relay, shared with the
+//!   simulator's gateway nodes) on tokio between a kernel socket and a
+//!   stream of ours;
 //! - [`request`] and [`explicit`]: the explicit modes' link connections
 //!   (no root): the request naming the destination, the client gateway's
 //!   half and the far gateway's; [`socks`], the SOCKS5 server;
@@ -19,9 +18,9 @@
 //! - operations: [`counters`], [`registry`] (the split connections held
 //!   now), `metrics.rs` (Prometheus over HTTP, `http.rs`) and [`control`]
 //!   (the socket `scps status` asks), the last two served by `exchange.rs`,
-//!   and [`netns`] (the network namespace a gateway says it runs in);
-//! - [`node`]: the gateway as a sans-IO node for the simulator, the same
-//!   relay between two engine endpoints.
+//!   and [`netns`] (the network namespace a gateway says it runs in).
+//!
+//! The gateway as a sans-IO node for the simulator is in scps-relay too.
 
 pub mod clients;
 pub mod config;
@@ -36,14 +35,10 @@ pub mod http;
 pub mod keys;
 mod metrics;
 pub mod netns;
-pub mod node;
 pub mod pump;
 pub mod registry;
-pub mod relay;
 pub mod request;
 pub mod routes;
 pub mod security;
 pub mod socks;
 pub mod transparent;
-
-pub use relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Resource, Side};

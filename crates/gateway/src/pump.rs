@@ -14,10 +14,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use scps_node::Instant;
+use scps_relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Resource, Side};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::registry::{Progress, Relayed, State};
-use crate::relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Resource, Side};
 
 /// Bytes read from a connection at a time.
 const READ_CHUNK: usize = 64 * 1024;

@@ -19,7 +19,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::relay::OpenFailure;
+use scps_relay::OpenFailure;
 
 pub const VERSION: u8 = 1;
 

@@ -19,8 +19,7 @@ use std::sync::{Arc, RwLock};
 
 use scps_node::IpPrefix;
 use scps_proto::{Config, ConfigChooser, FourTuple};
-
-use crate::relay::RelayConfig;
+use scps_relay::RelayConfig;
 
 /// What a route matches: the connection's client, its server and the
 /// server's port. An address left out (`None`) is any address, IPv4 or

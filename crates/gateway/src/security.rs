@@ -198,7 +198,7 @@ pub(crate) fn bundle_link(
     security: &Security,
     watch: &LinkWatch,
 ) -> Result<BundlePath, NetError> {
-    let path = crate::gateway::open_bundle(bundle, monitor)?;
+    let path = scps_net::open_bundle(bundle, monitor)?;
     match security.link_security(&watch.secure) {
         Some(sealed) => path.secured(sealed),
         None => Ok(path),

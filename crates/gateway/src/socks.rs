@@ -14,13 +14,13 @@
 
 use std::time::Duration;
 
+use scps_relay::{OpenFailure, Outcome, RelayConfig, Side};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::explicit::FarLink;
 use crate::pump::{Connection, pump};
 use crate::registry::Listing;
-use crate::relay::{OpenFailure, Outcome, RelayConfig, Side};
 use crate::request::{Destination, RequestError};
 
 const VERSION: u8 = 5;

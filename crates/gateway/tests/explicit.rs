@@ -19,8 +19,8 @@ use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use scps_gateway::explicit::{AllowRule, Allowed, FarConfig, FarLink, relay_to_far, serve_link};
 use scps_gateway::request::{Destination, Status};
-use scps_gateway::{Outcome, RelayConfig};
 use scps_net::{Net, NetOptions, UdpPath};
+use scps_relay::{Outcome, RelayConfig};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -271,7 +271,7 @@ async fn a_server_reset_mid_transfer_reaches_the_client_as_a_reset() {
     assert_eq!(attempt(via, b"go").await, Err(ErrorKind::ConnectionReset));
     let far = gateways.far_results.recv().await.unwrap();
     assert!(
-        matches!(far, Ok(Outcome::Reset(scps_gateway::Side::Lan))),
+        matches!(far, Ok(Outcome::Reset(scps_relay::Side::Lan))),
         "{far:?}"
     );
 }

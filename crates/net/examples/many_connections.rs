@@ -1,6 +1,5 @@
 //! How many connections one receiving endpoint holds at once, and what
-//! each costs (docs/BENCHMARKS.md, "Connections at once, and the memory
-//! of each"): a sender opens
+//! each costs (docs/BENCHMARKS.md, "Connections at once"): a sender opens
 //! COUNT connections over UDP on loopback, each writes 1 KiB and stays
 //! open; the receiver accepts and reads them all. The resident size of
 //! this process (which runs both endpoints) before and with every

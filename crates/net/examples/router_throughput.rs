@@ -1,11 +1,12 @@
 //! What a node between two paths costs, now that the real-network driver
-//! hosts a node over several packet paths (docs/BENCHMARKS.md, "One
-//! driver for any node"): one connection of ours moves BYTES over UDP on
-//! loopback, first straight from client to server, then through the
-//! router of `scps_node` hosted by `NodeHost` on two UDP links, in one
-//! process (both endpoints and the router share the runtime's two worker
-//! threads). Every byte is checked against the pattern it was written
-//! from. The limit a routed run is judged against is the direct one.
+//! hosts a node over several packet paths (docs/BENCHMARKS.md, "Real I/O:
+//! one connection on real packet paths"): one connection of ours moves
+//! BYTES over UDP on loopback, first straight from client to server, then
+//! through the router of `scps_node` hosted by `NodeHost` on two UDP
+//! links, in one process (both endpoints and the router share the
+//! runtime's two worker threads). Every byte is checked against the
+//! pattern it was written from. The limit a routed run is judged against
+//! is the direct one.
 //!
 //!     cargo run --release -p scps-net --example router_throughput [MEGABYTES] [ROUNDS]
 

@@ -5,15 +5,17 @@
 //! TCP's 16-bit ones'-complement checksum misses damage that a real link's
 //! frame check would catch (two flipped bits of opposite sense in one
 //! column, two swapped 16-bit words): over a damaging path about one
-//! transfer in seven delivered bad data (docs/BENCHMARKS.md, "The UDP
-//! path's frame check"). A datagram whose CRC does not match is dropped and counted,
-//! and TCP repairs the loss.
+//! transfer in seven delivered bad data (docs/BENCHMARKS.md, "Damaged
+//! data past the 16-bit checksum"). A datagram whose CRC does not match is
+//! dropped and counted, and TCP repairs the loss.
 //!
 //! The trailer lies past the IP packet's own length, where IP parsers
 //! ignore it, so a peer that does not know it still reads our packets; a
 //! datagram from such a peer, exactly one IP packet long, is taken as it
 //! is. One with more bytes than its IP length and no matching CRC is
 //! damaged.
+
+use scps_node::ip_header::ip_length;
 
 /// Bytes of the trailer.
 pub const TRAILER_BYTES: usize = 4;
@@ -61,19 +63,6 @@ pub fn check_sealed(datagram: &[u8]) -> Option<&[u8]> {
     let (payload, trailer) = datagram.split_at(split);
     let carried = u32::from_be_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
     (crc32c::crc32c(payload) == carried).then_some(payload)
-}
-
-/// The length an IP packet's header gives it (IPv4 total length, IPv6
-/// fixed header plus payload length).
-fn ip_length(packet: &[u8]) -> Option<usize> {
-    match packet.first()? >> 4 {
-        4 => Some(usize::from(u16::from_be_bytes([
-            *packet.get(2)?,
-            *packet.get(3)?,
-        ]))),
-        6 => Some(40 + usize::from(u16::from_be_bytes([*packet.get(4)?, *packet.get(5)?]))),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

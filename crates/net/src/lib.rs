@@ -49,7 +49,7 @@ pub use node_host::{HostOptions, NodeHost};
 pub use path::{
     BoxedPath, BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport, DynPath,
     LinkSecurity, PacketPath, RecvBatch, SecureMonitor, SendErrors, StrangerCount, TunPath, UdpPath,
-    UdpSocketsPath,
+    UdpSocketsPath, open_bundle,
 };
 pub use stream::{AbortHandle, Listener, Stream};
 pub use transparent::TransparentListener;

@@ -1,12 +1,12 @@
-//! A bundle of UDP channels (issue 15 point 4) between two of our
-//! endpoints, through a relay that can silence a channel or close it: the
-//! bytes arrive intact over the channels that are left, a silent channel
-//! is marked down within two probe intervals and back up when it answers
-//! again, a channel whose peer is gone, or that a router reports
-//! unreachable, is marked down at once with what the network reported, and
-//! channels bound to routed interfaces (`device`) outlive one
-//! interface going down. Sealed by the secure link, the same holds, and
-//! the relay's copies of datagrams (a replay on the path) are refused.
+//! A bundle of UDP channels between two of our endpoints, through a relay
+//! that can silence a channel or close it: the bytes arrive intact over the
+//! channels that are left, a silent channel is marked down within two probe
+//! intervals and back up when it answers again, a channel whose peer is
+//! gone, or that a router reports unreachable, is marked down at once with
+//! what the network reported, and channels bound to routed interfaces
+//! (`device`) outlive one interface going down. Sealed by the secure link,
+//! the same holds, and the relay's copies of datagrams (a replay on the
+//! path) are refused.
 
 mod common;
 
@@ -633,7 +633,7 @@ fn host_unreachable_about(local: SocketAddr, peer: SocketAddr, quoted: &[u8]) ->
     message.extend_from_slice(&udp_length.to_be_bytes());
     message.extend_from_slice(&[0, 0]);
     message.extend_from_slice(quoted);
-    let mut sum = scps_proto::wire::checksum::Checksum::new();
+    let mut sum = scps_node::checksum::Checksum::new();
     sum.add_bytes(&message);
     message[2..4].copy_from_slice(&sum.finish().to_be_bytes());
     message

@@ -4,8 +4,9 @@
 //! TUN path checked with tshark: window scaling, timestamps and SACK are
 //! negotiated with the kernel, and nothing is malformed. Our stack offers
 //! SCPS-TP, as an SCPS host would: the kernel ignores the capabilities
-//! option of our SYN, and the connection is plain TCP (spec/scps-tp.md
-//! "SCPS capabilities").
+//! option (kind 20) of our SYN, and without it on both SYNs the
+//! connection is plain TCP (docs/spec/scps-tp-options.md, "SCPS
+//! capabilities, kind 20").
 //!
 //! As root (CI) they run as they are; otherwise each runs itself again in
 //! a user namespace of its own.

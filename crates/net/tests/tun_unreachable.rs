@@ -1,8 +1,8 @@
-//! ICMP on the routed path (issue 12 defect 5): our stack, in the
-//! namespace `ours`, connects to an address that namespace has no route
-//! to; its kernel answers SYNs with ICMP network-unreachables back
-//! through the TUN device, and the connect fails as unreachable after
-//! three of them instead of every SYN retransmission the engine allows.
+//! ICMP on the routed path: our stack, in the namespace `ours`, connects to
+//! an address that namespace has no route to; its kernel answers SYNs with
+//! ICMP network-unreachables back through the TUN device, and the connect
+//! fails as unreachable after three of them instead of every SYN
+//! retransmission the engine allows.
 //!
 //! As root (CI) it runs as it is; otherwise it runs itself again in a user
 //! namespace of its own.

@@ -1,10 +1,10 @@
-//! The UDP path's frame check (issue 12 defect 6): a relay between two
-//! endpoints swaps two 16-bit words of the data in every twentieth large
-//! datagram, damage TCP's ones'-complement checksum cannot see. With the
-//! CRC-32C trailer the damaged datagrams are dropped and counted
-//! (`frame_check`) and the data arrives intact; with the trailers removed
-//! on the way, as a peer without them would send, the same damage is
-//! delivered and only the application's SHA-256 notices.
+//! The UDP path's frame check: a relay between two endpoints swaps two
+//! 16-bit words of the data in every twentieth large datagram, damage TCP's
+//! ones'-complement checksum cannot see. With the CRC-32C trailer the
+//! damaged datagrams are dropped and counted (`frame_check`) and the data
+//! arrives intact; with the trailers removed on the way, as a peer without
+//! them would send, the same damage is delivered and only the application's
+//! SHA-256 notices.
 
 mod common;
 

@@ -1,8 +1,7 @@
-//! A UDP receiver with many peers (issue 12, defects 2 and 3): two senders
-//! behind one inner address are told apart by their connections, so both
-//! transfers arrive intact; a flood of datagrams that open no connection
-//! leaves the receiver holding a bounded number of peer addresses, and a
-//! real sender still gets through.
+//! A UDP receiver with many peers: two senders behind one inner address are
+//! told apart by their connections, so both transfers arrive intact; a
+//! flood of datagrams that open no connection leaves the receiver holding a
+//! bounded number of peer addresses, and a real sender still gets through.
 
 mod common;
 
@@ -130,8 +129,8 @@ async fn a_flood_that_opens_nothing_is_not_remembered() {
     );
 }
 
-/// Issue 12 defect 1: 130 spoofed SYNs filled the backlog of 128 and every
-/// real sender then got no answer for two minutes.
+/// 130 spoofed SYNs fill a backlog of 128: a real sender must still be
+/// answered, not left waiting minutes for the half-open ones to expire.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sender_gets_through_a_syn_flood() {
     let stats = send_after_a_flood(Flood::Syns, 10_000).await;

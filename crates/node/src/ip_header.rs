@@ -1,9 +1,49 @@
-//! The little of an IP header a router reads and changes: the checks of
-//! RFC 1812 5.2.2 (IPv4) and RFC 8200 (IPv6), the destination, and the
-//! time to live, decremented with the header checksum updated in place
-//! (RFC 1624). Transport headers are never looked at.
+//! The little of an IP header that nodes and tools read: a packet's
+//! protocol and addresses ([`addresses`]) and the length its header gives
+//! it ([`ip_length`]), unchecked; and what a router reads and changes: the
+//! checks of RFC 1812 5.2.2 (IPv4) and RFC 8200 (IPv6), the destination,
+//! and the time to live, decremented with the header checksum updated in
+//! place (RFC 1624). Transport headers are never looked at.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::checksum::Checksum;
+
+/// A packet's transport protocol and addresses, if it is IP. For IPv6 the
+/// protocol is the fixed header's next header: extension headers are not
+/// followed.
+pub fn addresses(packet: &[u8]) -> Option<(u8, IpAddr, IpAddr)> {
+    match packet.first()? >> 4 {
+        4 if packet.len() >= 20 => {
+            let address = |at: usize| -> Option<IpAddr> {
+                let bytes: [u8; 4] = packet.get(at..at + 4)?.try_into().ok()?;
+                Some(IpAddr::from(bytes))
+            };
+            Some((packet[9], address(12)?, address(16)?))
+        }
+        6 if packet.len() >= 40 => {
+            let address = |at: usize| -> Option<IpAddr> {
+                let bytes: [u8; 16] = packet.get(at..at + 16)?.try_into().ok()?;
+                Some(IpAddr::from(bytes))
+            };
+            Some((packet[6], address(8)?, address(24)?))
+        }
+        _ => None,
+    }
+}
+
+/// The length an IP packet's header gives it (IPv4 total length, IPv6
+/// fixed header plus payload length).
+pub fn ip_length(packet: &[u8]) -> Option<usize> {
+    match packet.first()? >> 4 {
+        4 => Some(usize::from(u16::from_be_bytes([
+            *packet.get(2)?,
+            *packet.get(3)?,
+        ]))),
+        6 => Some(40 + usize::from(u16::from_be_bytes([*packet.get(4)?, *packet.get(5)?]))),
+        _ => None,
+    }
+}
 
 /// Checks `packet` as a router must before forwarding it, decrements its
 /// TTL or hop limit, and returns its destination; or the cause of the
@@ -66,25 +106,13 @@ fn forward_v6(packet: &mut [u8]) -> Result<IpAddr, &'static str> {
     Ok(IpAddr::V6(Ipv6Addr::from(dst)))
 }
 
-/// The 16-bit one's complement sum of `data` (RFC 1071), folded; a header
-/// with a correct checksum sums to 0xffff.
+/// The 16-bit one's complement sum of `data` (RFC 1071), folded: the
+/// complement of its checksum; a header with a correct checksum sums to
+/// 0xffff.
 pub(crate) fn ones_complement_sum(data: &[u8]) -> u16 {
-    // 32-bit words summed in 64 bits fold to the sum of the 16-bit words
-    // (2^16 is 1 modulo 2^16 - 1), in half the additions: this runs over
-    // every byte of a datagram a node wraps or unwraps. The last bytes
-    // are 16-bit words, an odd one padded with zero.
-    let mut words = data.chunks_exact(4);
-    let mut sum: u64 = words
-        .by_ref()
-        .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
-        .sum();
-    for pair in words.remainder().chunks(2) {
-        sum += u64::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]));
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
+    let mut sum = Checksum::new();
+    sum.add_bytes(data);
+    !sum.finish()
 }
 
 /// RFC 1624 eqn. 3: the checksum after one 16-bit word changed from `old`

@@ -16,11 +16,13 @@
 //! of ours: [`time::Instant`], [`InterfaceId`], [`IpPrefix`], which
 //! addresses are a host's ([`is_host_address`]), the [`Tap`] that
 //! watches an interface, a [`PerSecond`] bound on answers to floods, and
-//! tables that give back their room once mostly empty ([`ShrinkWhenSparse`]).
+//! tables that give back their room once mostly empty ([`ShrinkWhenSparse`]),
+//! and the Internet checksum ([`checksum::Checksum`]).
 
 pub mod budget;
+pub mod checksum;
 mod host_address;
-mod ip_header;
+pub mod ip_header;
 mod prefix;
 pub mod router;
 pub mod sparse;

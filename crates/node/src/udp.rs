@@ -10,7 +10,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
-use crate::ip_header::ones_complement_sum;
+use crate::checksum::Checksum;
 
 /// IPv4 header without options (20 bytes) and UDP header (8).
 pub const IPV4_UDP_HEADER_LEN: usize = 28;
@@ -100,9 +100,9 @@ fn write_v4(
     packet[..12].copy_from_slice(&[0x45, 0, total_hi, total_lo, id_hi, id_lo, 0x40, 0, TTL, UDP, 0, 0]);
     packet[12..16].copy_from_slice(&src.ip().octets());
     packet[16..20].copy_from_slice(&dst.ip().octets());
-    let header_checksum = !ones_complement_sum(&packet[..20]);
+    let header_checksum = sum_of(&packet[..20]).finish();
     packet[10..12].copy_from_slice(&header_checksum.to_be_bytes());
-    let pseudo = pseudo_v4(*src.ip(), *dst.ip(), udp_len);
+    let pseudo = Checksum::pseudo_header_v4(*src.ip(), *dst.ip(), UDP, udp_len);
     write_udp(
         src.port(),
         dst.port(),
@@ -123,7 +123,7 @@ fn write_v6(src: SocketAddrV6, dst: SocketAddrV6, checksum: UdpChecksum, packet:
     packet[..8].copy_from_slice(&[0x60, 0, 0, 0, len_hi, len_lo, UDP, TTL]);
     packet[8..24].copy_from_slice(&src.ip().octets());
     packet[24..40].copy_from_slice(&dst.ip().octets());
-    let pseudo = pseudo_v6(src.ip(), dst.ip(), udp_len);
+    let pseudo = Checksum::pseudo_header_v6(*src.ip(), *dst.ip(), UDP, u32::from(udp_len));
     write_udp(
         src.port(),
         dst.port(),
@@ -136,7 +136,7 @@ fn write_v6(src: SocketAddrV6, dst: SocketAddrV6, checksum: UdpChecksum, packet:
 
 impl UdpChecksum {
     /// The pseudo-header's sum `pseudo` when the checksum is computed.
-    fn then_over(self, pseudo: u32) -> Option<u32> {
+    fn then_over(self, pseudo: Checksum) -> Option<Checksum> {
         (self == UdpChecksum::Computed).then_some(pseudo)
     }
 }
@@ -144,15 +144,16 @@ impl UdpChecksum {
 /// The UDP header in front of the payload `udp` holds after 8 bytes; its
 /// checksum over `pseudo` (the pseudo-header's sum) and the datagram, or
 /// zero without one.
-fn write_udp(src_port: u16, dst_port: u16, udp_len: u16, pseudo: Option<u32>, udp: &mut [u8]) {
+fn write_udp(src_port: u16, dst_port: u16, udp_len: u16, pseudo: Option<Checksum>, udp: &mut [u8]) {
     udp[0..2].copy_from_slice(&src_port.to_be_bytes());
     udp[2..4].copy_from_slice(&dst_port.to_be_bytes());
     udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
     udp[6..8].fill(0);
-    let Some(pseudo) = pseudo else {
+    let Some(mut sum) = pseudo else {
         return;
     };
-    let checksum = match !fold(pseudo + u32::from(ones_complement_sum(udp))) {
+    sum.add_bytes(udp);
+    let checksum = match sum.finish() {
         // RFC 768: a computed zero is sent as all ones (zero means none).
         0 => 0xffff,
         sum => sum,
@@ -207,7 +208,7 @@ fn read_v4(packet: &[u8], verify: bool) -> Result<Datagram<'_>, &'static str> {
     if total < header_len || total > packet.len() {
         return Err("bad_length");
     }
-    if verify && ones_complement_sum(&packet[..header_len]) != 0xffff {
+    if verify && sum_of(&packet[..header_len]).finish() != 0 {
         return Err("bad_checksum");
     }
     if packet[9] != UDP {
@@ -222,7 +223,8 @@ fn read_v4(packet: &[u8], verify: bool) -> Result<Datagram<'_>, &'static str> {
     let udp = udp_of(&packet[header_len..total])?;
     // Zero: the sender computed none.
     let unchecked = udp[6..8] == [0, 0];
-    if verify && !unchecked && !sums_to_zero(pseudo_v4(src, dst, udp.len() as u16), udp) {
+    if verify && !unchecked && !sums_to_zero(Checksum::pseudo_header_v4(src, dst, UDP, udp.len() as u16), udp)
+    {
         return Err("bad_udp_checksum");
     }
     Ok(datagram(src.into(), dst.into(), udp))
@@ -249,7 +251,9 @@ fn read_v6(packet: &[u8], verify: bool) -> Result<Datagram<'_>, &'static str> {
     let (src, dst) = (ip(8), ip(24));
     let udp = udp_of(&packet[40..40 + payload_len])?;
     let unchecked = udp[6..8] == [0, 0];
-    if verify && (unchecked || !sums_to_zero(pseudo_v6(&src, &dst, udp.len() as u16), udp)) {
+    if verify
+        && (unchecked || !sums_to_zero(Checksum::pseudo_header_v6(src, dst, UDP, udp.len() as u32), udp))
+    {
         return Err("bad_udp_checksum");
     }
     Ok(datagram(src.into(), dst.into(), udp))
@@ -277,37 +281,18 @@ fn datagram(src: IpAddr, dst: IpAddr, udp: &[u8]) -> Datagram<'_> {
     }
 }
 
-/// The sum of the IPv4 pseudo-header of RFC 768, unfolded.
-fn pseudo_v4(src: Ipv4Addr, dst: Ipv4Addr, udp_len: u16) -> u32 {
-    let mut pseudo = [0u8; 12];
-    pseudo[..4].copy_from_slice(&src.octets());
-    pseudo[4..8].copy_from_slice(&dst.octets());
-    pseudo[9] = UDP;
-    pseudo[10..].copy_from_slice(&udp_len.to_be_bytes());
-    u32::from(ones_complement_sum(&pseudo))
-}
-
-/// The sum of the IPv6 pseudo-header (RFC 8200 8.1), unfolded.
-fn pseudo_v6(src: &Ipv6Addr, dst: &Ipv6Addr, udp_len: u16) -> u32 {
-    let mut pseudo = [0u8; 40];
-    pseudo[..16].copy_from_slice(&src.octets());
-    pseudo[16..32].copy_from_slice(&dst.octets());
-    pseudo[34..36].copy_from_slice(&udp_len.to_be_bytes());
-    pseudo[39] = UDP;
-    u32::from(ones_complement_sum(&pseudo))
+/// The running sum over `bytes`.
+fn sum_of(bytes: &[u8]) -> Checksum {
+    let mut sum = Checksum::new();
+    sum.add_bytes(bytes);
+    sum
 }
 
 /// Whether the pseudo-header's sum and `udp` (its checksum included) sum
 /// to all ones, as an intact datagram does.
-fn sums_to_zero(pseudo: u32, udp: &[u8]) -> bool {
-    fold(pseudo + u32::from(ones_complement_sum(udp))) == 0xffff
-}
-
-fn fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
+fn sums_to_zero(mut pseudo: Checksum, udp: &[u8]) -> bool {
+    pseudo.add_bytes(udp);
+    pseudo.finish() == 0
 }
 
 #[cfg(test)]
@@ -326,7 +311,7 @@ mod tests {
             let mut packet = vec![9; 3];
             wrap(src, dst, 5, &payload, &mut packet).unwrap();
             assert_eq!(packet.len(), IPV4_UDP_HEADER_LEN + len);
-            assert_eq!(ones_complement_sum(&packet[..20]), 0xffff);
+            assert_eq!(sum_of(&packet[..20]).finish(), 0);
             let datagram = unwrap(&packet).unwrap();
             assert_eq!(
                 (datagram.src, datagram.dst, datagram.payload),
@@ -354,7 +339,7 @@ mod tests {
         whole.extend_from_slice(&[0, UDP]);
         whole.extend_from_slice(&(udp.len() as u16).to_be_bytes());
         whole.extend_from_slice(udp);
-        assert_eq!(ones_complement_sum(&whole), 0xffff);
+        assert_eq!(sum_of(&whole).finish(), 0);
         assert_eq!(&udp[4..6], &17u16.to_be_bytes());
     }
 
@@ -403,7 +388,7 @@ mod tests {
         // the IP checksum made right again.
         let reseal = |mut p: Vec<u8>| {
             p[10..12].fill(0);
-            let sum = !ones_complement_sum(&p[..20]);
+            let sum = sum_of(&p[..20]).finish();
             p[10..12].copy_from_slice(&sum.to_be_bytes());
             unwrap(&p).map(|_| ())
         };

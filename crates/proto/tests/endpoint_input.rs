@@ -36,7 +36,7 @@ fn malformed_and_foreign_packets_are_counted_by_cause() {
     // Fix the IPv4 header checksum so only the protocol is wrong.
     udp[10] = 0;
     udp[11] = 0;
-    let sum = scps_proto::wire::checksum::Checksum::new();
+    let sum = scps_node::checksum::Checksum::new();
     let mut sum = sum;
     sum.add_bytes(&udp[..20]);
     let checksum = sum.finish().to_be_bytes();

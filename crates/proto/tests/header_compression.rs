@@ -1,8 +1,8 @@
-//! Header compression on the endpoint (spec/scps-tp.md "Compressed header
-//! (IP protocol 105)" and "SCPS capabilities"): negotiation in the SYNs,
-//! whole transfers between two endpoints of ours with every segment after
-//! the SYNs compressed, recovery after lost compressed segments, and the
-//! drops a segment that cannot be reconstructed costs.
+//! Header compression on the endpoint (IP protocol 105, offered by a bit
+//! of the SCPS capabilities option; docs/spec/compression.md): negotiation
+//! in the SYNs, whole transfers between two endpoints of ours with every
+//! segment after the SYNs compressed, recovery after lost compressed
+//! segments, and the drops a segment that cannot be reconstructed costs.
 
 mod harness;
 
@@ -553,7 +553,7 @@ const THEIRS6: SocketAddr = SocketAddr::new(B6, 80);
 
 #[test]
 fn with_compression_our_receiver_names_holes_in_units_of_the_payload_the_sender_sends() {
-    // docs/spec/scps-tp.md "SNACK": units of the sender's maximum payload, which
+    // docs/spec/snack.md: units of the sender's maximum payload, which
     // with compressed headers (16 bytes with timestamps, 8 without) is the
     // MSS plus the 20-byte TCP header less those: 1464 bytes over IPv4 (MSS
     // 1460), 1444 over IPv6 (our MSS offer, 1440, is the smaller), 1472
@@ -696,10 +696,11 @@ fn assert_carry(segments: &[OurSegment], stream: &[u8], what: &str) -> usize {
 
 #[test]
 fn a_bulk_write_fills_every_compressed_packet_to_the_path_size_and_no_more() {
-    // spec/scps-tp.md "Compressed header": the RI's data segments carry
-    // 1464 bytes under a 16-byte header in a 1500-byte packet. Ours do too
-    // once the peer holds our window and acknowledgment number; before
-    // that (the first flight) they carry A and 6 bytes less.
+    // docs/spec/compression.md, "The sizes that result": the RI's data
+    // segments carry 1464 bytes under a 16-byte header in a 1500-byte
+    // packet. Ours do too once the peer holds our window and
+    // acknowledgment number; before that (the first flight) they carry A
+    // and 6 bytes less.
     for (config, ours, theirs, unit) in compressed_paths() {
         let what = format!("{theirs}, timestamps {}", config.timestamps);
         let (mut p, conn) = CompressingPeer::connect(config, ours, theirs);

@@ -1,9 +1,9 @@
 //! SCPS-TP on IP protocol 106, as the SCPS RI's standalone builds send it
-//! (spec/scps-tp.md "IP protocol numbers"; issue 11 point 8): dropped by
-//! default; taken when configured, each connection answered on the
-//! protocol it was opened on, the checksum's pseudo-header holding 106
-//! (6 accepted too); a connection opened on 106 when its configuration
-//! says so; never sent otherwise.
+//! (its gateway sends 6, as TCP does; docs/spec/scps-tp-options.md, "IP
+//! protocol numbers"): dropped by default; taken when configured, each
+//! connection answered on the protocol it was opened on, the checksum's
+//! pseudo-header holding 106 (6 accepted too); a connection opened on 106
+//! when its configuration says so; never sent otherwise.
 
 mod harness;
 
@@ -34,7 +34,7 @@ fn send_on(h: &mut Harness, protocol: u8, checksum_protocol: u8, seg: &Seg) {
     // The IP header's protocol, and its checksum again.
     packet[9] = protocol;
     packet[10..12].fill(0);
-    let mut sum = scps_proto::wire::checksum::Checksum::new();
+    let mut sum = scps_node::checksum::Checksum::new();
     sum.add_bytes(&packet[..20]);
     packet[10..12].copy_from_slice(&sum.finish().to_be_bytes());
     h.ep.handle_packet(h.now, &packet);

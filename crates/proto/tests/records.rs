@@ -1,7 +1,7 @@
-//! Records, segment by segment (spec/scps-tp.md "Record boundary", kind
-//! 22): segments are cut at record ends, the segment ending a record
-//! carries the option (first sent or resent), and the reader stops at each
-//! boundary, wherever it arrived.
+//! Records, segment by segment (docs/spec/scps-tp-options.md, "Record
+//! boundary, kind 22"): segments are cut at record ends, the segment
+//! ending a record carries the option (first sent or resent), and the
+//! reader stops at each boundary, wherever it arrived.
 
 mod harness;
 

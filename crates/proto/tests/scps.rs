@@ -1,6 +1,7 @@
-//! SCPS-TP behaviours scripted segment by segment (shared/spec/scps-tp.md):
-//! capabilities negotiation, SNACK both ways, corruption reports, pacing to
-//! the route rate, and the rate-based controller.
+//! SCPS-TP behaviours scripted segment by segment
+//! (docs/spec/scps-tp-options.md): capabilities negotiation, SNACK both
+//! ways, corruption reports, pacing to the route rate, and the rate-based
+//! controller.
 
 mod harness;
 

@@ -1,7 +1,7 @@
 //! The SNACK option's units when the two ends' segment sizes differ, and
-//! what a receiver does when its SNACKs go unanswered (docs/spec/scps-tp.md
-//! "SNACK"). The scripted peer sends segments of its own size, names holes
-//! in our data in its own unit, or ignores what we name.
+//! what a receiver does when its SNACKs go unanswered (docs/spec/snack.md).
+//! The scripted peer sends segments of its own size, names holes in our
+//! data in its own unit, or ignores what we name.
 
 mod harness;
 

@@ -1,8 +1,8 @@
-//! SYN cookies (RFC 4987 3.6; issue 12 defect 1): with the backlog full of
-//! half-open connections from spoofed addresses, a real client still
-//! connects, its options kept where the timestamps can carry them; the
-//! endpoint holds nothing for the SYNs it answered with cookies; forged,
-//! stale or unprompted ACKs are refused.
+//! SYN cookies (RFC 4987 3.6): with the backlog full of half-open
+//! connections from spoofed addresses, a real client still connects, its
+//! options kept where the timestamps can carry them; the endpoint holds
+//! nothing for the SYNs it answered with cookies; forged, stale or
+//! unprompted ACKs are refused.
 
 mod harness;
 

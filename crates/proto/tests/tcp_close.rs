@@ -388,7 +388,7 @@ fn the_user_timeout_ends_window_probing_of_a_silent_peer() {
 /// A destination-unreachable report quoting the connection's segment, as a
 /// router sends it (ICMP type 3, `code`), from 10.0.0.254.
 fn unreachable_report(quoting: &Seg, code: u8) -> Vec<u8> {
-    use scps_proto::wire::checksum::Checksum;
+    use scps_node::checksum::Checksum;
     use scps_proto::wire::{IPPROTO_ICMP, IpRepr, build_tcp_packet};
     let mut quoted = Vec::new();
     build_tcp_packet(
@@ -450,7 +450,7 @@ fn a_report_about_no_connection_or_another_message_is_dropped() {
     report[20 + 8 + 20] ^= 0xff;
     let mut fixed = report.clone();
     fixed[22..24].fill(0);
-    let mut sum = scps_proto::wire::checksum::Checksum::new();
+    let mut sum = scps_node::checksum::Checksum::new();
     sum.add_bytes(&fixed[20..]);
     fixed[22..24].copy_from_slice(&sum.finish().to_be_bytes());
     c.h.ep.handle_packet(c.h.now, &fixed);
@@ -459,7 +459,7 @@ fn a_report_about_no_connection_or_another_message_is_dropped() {
     let mut echo = unreachable_report(&stranger, 0);
     echo[20] = 8;
     echo[22..24].fill(0);
-    let mut sum = scps_proto::wire::checksum::Checksum::new();
+    let mut sum = scps_node::checksum::Checksum::new();
     sum.add_bytes(&echo[20..]);
     echo[22..24].copy_from_slice(&sum.finish().to_be_bytes());
     c.h.ep.handle_packet(c.h.now, &echo);

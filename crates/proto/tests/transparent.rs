@@ -2,7 +2,8 @@
 //! every destination in its prefixes and no other, a connect from an
 //! address that is not the endpoint's own, compressed segments on such
 //! connections, the limits that hold for them as for any other, and the
-//! refusals (DESIGN.md "The gateway"; issue 11 point 4).
+//! refusals (docs/architecture.md, "On a real network, through two
+//! gateways").
 
 mod harness;
 

@@ -20,10 +20,10 @@ use scps_channel::{Bundle, ChannelConfig};
 use scps_config::gateways::Gateways;
 use scps_config::topology::{self, LinkModel, NodeKind, Role, Topology};
 use scps_config::{Direction, Point};
-use scps_gateway::RelayConfig;
-use scps_gateway::node::{GatewayNode, GatewayNodeConfig};
 use scps_node::{InterfaceId, IpPrefix, Router};
 use scps_proto::{Endpoint, EndpointConfig, PathCapacity};
+use scps_relay::RelayConfig;
+use scps_relay::node::{GatewayNode, GatewayNodeConfig};
 
 use crate::host::Host;
 use crate::run::{RunOptions, SimError};

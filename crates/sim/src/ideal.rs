@@ -43,7 +43,7 @@ use scps_channel::{Bundle, Channel, ConfigError, DropCause, Fate, derive_seed};
 use scps_config::scenario::Point;
 use scps_config::workload::Workload;
 
-use crate::result::percentile;
+use scps_workload_format::figures::percentile;
 
 /// What the ideal sender's receiver gets of the messages offered during
 /// the window: the latency of each (all of them arrive, some after the

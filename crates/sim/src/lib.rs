@@ -8,8 +8,6 @@ pub mod apps;
 mod build;
 pub mod host;
 pub mod ideal;
-pub mod message;
-pub mod payload;
 pub mod record;
 pub mod result;
 pub mod run;

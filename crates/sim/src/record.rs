@@ -6,11 +6,12 @@
 use std::collections::BTreeMap;
 
 use scps_bond::BondNode;
-use scps_gateway::node::GatewayNode;
 use scps_node::RouterStats;
+use scps_relay::node::GatewayNode;
+use scps_workload_format::figures::MessageFigures;
 use serde::Serialize;
 
-use crate::result::{FetchFigures, MessageFigures, RunResult};
+use crate::result::{FetchFigures, RunResult};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRecord {

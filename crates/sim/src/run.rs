@@ -9,13 +9,13 @@ use std::time::Duration;
 use scps_channel::derive_seed;
 use scps_config::topology::{NodeKind, Role};
 use scps_config::{Point, Workload};
-use scps_gateway::node::GatewayNode;
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, EndpointError};
+use scps_relay::node::GatewayNode;
+use scps_workload_format::payload::Pattern;
 
 use crate::apps::{bulk, fetch, messages, shared_link};
 use crate::build::{Built, Client, build, client_seed};
-use crate::payload::Pattern;
 use crate::record::{BondFigures, GatewayFigures, RouterFigures, RunRecord};
 use crate::result::{ConnectionTotals, DirectionFigures, LinkFigures, RunResult};
 use crate::saratoga;
@@ -53,7 +53,7 @@ pub enum SimError {
     #[error("router: {0}")]
     Router(scps_node::RouterError),
     #[error("gateway: {0}")]
-    Gateway(scps_gateway::node::GatewayNodeError),
+    Gateway(scps_relay::node::GatewayNodeError),
     #[error("{0}")]
     Bond(scps_bond::ConfigError),
     #[error("topology: {0}")]

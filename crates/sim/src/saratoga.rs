@@ -14,9 +14,9 @@ use scps_config::{Direction, Point};
 use scps_node::Instant;
 use scps_saratoga::engine::{Config, Event, MemoryStore};
 use scps_saratoga::node::SaratogaNode;
+use scps_workload_format::payload::Pattern;
 
 use crate::build::Built;
-use crate::payload::Pattern;
 use crate::result::ConnectionTotals;
 use crate::run::SimError;
 use crate::tally::{BulkTally, unfinished};

@@ -8,13 +8,12 @@ use std::time::Duration;
 
 use scps_config::{MessageFlow, Point};
 use scps_proto::time::Instant;
+use scps_workload_format::figures::{FlowFigures, MessageFigures, percentile};
 
 use crate::apps::fetch::FetchProgress;
 use crate::apps::messages::FlowReport;
 use crate::record::ClientFigures;
-use crate::result::{
-    ConnectionTotals, FetchFigures, FlowFigures, LinkFigures, MessageFigures, RunResult, percentile,
-};
+use crate::result::{ConnectionTotals, FetchFigures, LinkFigures, RunResult};
 use crate::world::Outcome;
 
 /// One client's part of a run's figures.

@@ -82,10 +82,11 @@ fn a_capture_with_compressed_headers_holds_protocol_105_packets() {
 
 #[test]
 fn compressed_data_packets_fill_the_path_and_never_exceed_it_through_losses() {
-    // spec/scps-tp.md "Compressed header": the RI's data segments carry
-    // 1464 bytes in a 1500-byte packet. Ours do too, and nothing we send,
-    // first copy or repair, is larger (the simulated link does not enforce
-    // an MTU: the capture is the check). The applications check every
+    // docs/spec/compression.md, "The sizes that result": the RI's
+    // compressed data segments carry 1464 bytes in a 1500-byte packet.
+    // Ours do too, and nothing we send, first copy or repair, is larger
+    // (the simulated link does not enforce an MTU: the capture is the
+    // check). The applications check every
     // byte.
     let (result, path) = captured_run(
         "full",

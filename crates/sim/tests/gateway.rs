@@ -1,6 +1,6 @@
 //! The gateway in the simulator: client, gwA, link, gwB, server, where
 //! each gateway is the real gateway's sans-IO relay between two engine
-//! endpoints (`scps_gateway::node`). A bulk transfer's content arrives
+//! endpoints (`scps_relay::node`). A bulk transfer's content arrives
 //! whole through the split connection, both gateways count it closed, and
 //! across a geostationary link with bit errors the split (SCPS-TP paced
 //! at the link rate across, TCP on each LAN) does many times better than
@@ -11,17 +11,17 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use scps_channel::{Bundle, ChannelConfig};
-use scps_gateway::RelayConfig;
-use scps_gateway::node::{GatewayNode, GatewayNodeConfig};
 use scps_node::{InterfaceId, IpPrefix};
 use scps_proto::cc::CongestionAlgorithm;
 use scps_proto::config::LossSource;
 use scps_proto::endpoint::INTERFACE;
 use scps_proto::time::Instant;
 use scps_proto::{Config, Endpoint, EndpointConfig};
+use scps_relay::RelayConfig;
+use scps_relay::node::{GatewayNode, GatewayNodeConfig};
 use scps_sim::apps::bulk;
-use scps_sim::payload::Pattern;
 use scps_sim::{NodeInterface, World};
+use scps_workload_format::payload::Pattern;
 
 const BYTES: u64 = 4_000_000;
 const LINK_RATE: u64 = 8_000_000;

@@ -31,9 +31,9 @@ fn lowrate_leo_geo_throughput_grid() {
     insta::assert_snapshot!(table);
 }
 
-/// The SCPS stacks beside plain TCP at the point (GEO delay, BER
-/// 1e-5, both return links), one seed: what each extension buys shows as a
-/// change here.
+/// The SCPS stacks beside plain TCP at one point (GEO delay, BER 1e-5, both
+/// return links), one seed: what each extension buys shows as a change
+/// here.
 #[test]
 fn lowrate_leo_geo_scps_stacks_at_geo_delay_and_high_ber() {
     let mut table = String::from("protocol    return     time_s  ratio  retransmitted  timeouts\n");

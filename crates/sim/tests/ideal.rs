@@ -107,8 +107,8 @@ fn iridium_at_4096bps_for_ten_minutes() -> scps_config::Point {
 
 #[test]
 fn the_iridium_circuits_jitter_and_call_drops_put_the_ideal_median_above_three_seconds() {
-    // The reference the 3 s goal of issue 15 is judged against: iridium-3ch
-    // at 4096 bit/s (its circuits, jitter and the call drops of the
+    // The reference a 3 s median goal for messages is judged against:
+    // iridium-3ch at 4096 bit/s (its circuits, jitter and the call drops of the
     // simulation with this seed), ten minutes.
     let point = iridium_at_4096bps_for_ten_minutes();
     let latency = ordered_stream_latency(&point, seed()).unwrap();
@@ -137,7 +137,7 @@ fn a_second_copy_in_idle_line_time_takes_the_sooner_of_two_jittered_circuits() {
 
 #[test]
 fn even_second_copies_leave_the_iridium_median_above_three_seconds() {
-    // Sending twice when there is room does not reach issue 15's 3 s goal
+    // Sending twice when there is room does not reach a 3 s median
     // either: the lines the landline circuit leaves idle are the Iridium
     // circuits', whose mean delay is no sooner than most messages arrive.
     let point = iridium_at_4096bps_for_ten_minutes();

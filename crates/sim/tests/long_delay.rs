@@ -1,7 +1,7 @@
-//! Deep-space delays (issue 3, point 7): a ten-minute one-way delay, where
-//! a round trip takes twenty minutes. With timers set in hours the
-//! transfer completes, losses included; with the defaults (an initial RTO
-//! of one second, six SYN retransmissions) it fails with a clear error.
+//! Deep-space delays: a ten-minute one-way delay, where a round trip takes
+//! twenty minutes. With timers set in hours the transfer completes, losses
+//! included; with the defaults (an initial RTO of one second, six SYN
+//! retransmissions) it fails with a clear error.
 
 mod common;
 

@@ -1,6 +1,7 @@
-//! Records (spec/scps-tp.md "Record boundary") over a lossy, reordering
-//! link: the reader sees exactly the records the writer ended, with their
-//! content, whatever was lost, resent or reordered on the way.
+//! Records (docs/spec/scps-tp-options.md, "Record boundary, kind 22")
+//! over a lossy, reordering link: the reader sees exactly the records the
+//! writer ended, with their content, whatever was lost, resent or
+//! reordered on the way.
 
 mod common;
 
@@ -15,8 +16,8 @@ use scps_channel::{Bundle, ChannelConfig, Jitter};
 use scps_proto::endpoint::INTERFACE;
 use scps_proto::time::Instant;
 use scps_proto::{Config, ConnectionHandle, Endpoint, EndpointConfig, StreamError};
-use scps_sim::payload::Pattern;
 use scps_sim::{App, NodeInterface, Outcome, World};
+use scps_workload_format::payload::Pattern;
 
 const SERVER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 5001);
 

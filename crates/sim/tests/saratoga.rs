@@ -1,8 +1,7 @@
 //! The `saratoga` label: the hosts run the Saratoga engine, and a bulk
 //! workload is a put of generated files from the client to the server,
-//! checked byte for byte when stored. Judged against SCENARIOS.md's
-//! limit with Saratoga's headers (IPv4, UDP, DATA's flags, session id and
-//! offset).
+//! checked byte for byte when stored. Judged against the link's limit with
+//! Saratoga's headers (IPv4, UDP, DATA's flags, session id and offset).
 
 mod common;
 

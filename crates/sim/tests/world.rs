@@ -11,9 +11,9 @@ use scps_proto::endpoint::INTERFACE;
 use scps_proto::time::Instant;
 use scps_proto::{Endpoint, EndpointConfig};
 use scps_sim::apps::messages;
-use scps_sim::payload::Pattern;
 use scps_sim::world::WorldError;
 use scps_sim::{NodeInterface, World};
+use scps_workload_format::payload::Pattern;
 
 #[test]
 fn a_long_message_run_keeps_its_event_queue_small() {

@@ -2,7 +2,7 @@
 //! (simulator, TUN, UDP, the tools) must pass: tshark decodes them with no
 //! malformed packet, no expert error and no bad checksum.
 //!
-//! Test support: tshark is required (`.ci/run` installs it), and a
+//! Test support: tshark is required (`scripts/test-deps.sh` installs it), and a
 //! missing or failing tshark panics with its own message.
 
 use std::net::IpAddr;
@@ -30,7 +30,7 @@ pub fn tshark(capture: &Path, data_port: Option<u16>, args: &[&str]) -> String {
     let output = command
         .args(args)
         .output()
-        .expect("tshark is installed (.ci/run installs it)");
+        .expect("tshark is installed (scripts/test-deps.sh installs it)");
     assert!(
         output.status.success(),
         "tshark failed on {}: {}",

@@ -17,8 +17,8 @@
 //!   sender closes last (its kernel socket, if any, still open, still
 //!   tells its retransmissions: see `scps_net::tcp_info`).
 //!
-//! The messages themselves and their figures are the simulator's
-//! (`scps_sim::message`, `scps_sim::result`): one format and one
+//! The messages themselves, the streams' content and their figures are
+//! shared with the simulator (`scps_workload_format`): one format and one
 //! computation in virtual time and on real links.
 
 pub mod bulk;

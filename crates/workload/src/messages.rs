@@ -1,10 +1,11 @@
 //! Message streams, the Iridium paper's test applications: each message is
-//! a send timestamp, a length and random bytes (`scps_sim::message`),
-//! written at the offered rate for the test window. Message `i` is written
-//! when its time comes, `i` intervals into the window, and stamped as it is
-//! written; while the connection takes no more the write waits and later
-//! messages follow as soon as there is room (the offered rate is kept, not
-//! the exact times), as in the simulator.
+//! a send timestamp, a length and random bytes
+//! (`scps_workload_format::message`), written at the offered rate for the
+//! test window. Message `i` is written when its time comes, `i` intervals
+//! into the window, and stamped as it is written; while the connection
+//! takes no more the write waits and later messages follow as soon as
+//! there is room (the offered rate is kept, not the exact times), as in
+//! the simulator.
 //!
 //! The receiver counts the whole messages that arrive within the sender's
 //! window (which starts at the first message's timestamp) and the latency
@@ -13,14 +14,14 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use scps_sim::message::{self, HEADER};
-use scps_sim::payload::Pattern;
+use scps_workload_format::figures::FlowFigures;
+use scps_workload_format::message::{self, HEADER};
+use scps_workload_format::payload::Pattern;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::hello::Flow;
 use super::report::flow_figures;
 use super::wall_nanos;
-use scps_sim::result::FlowFigures;
 
 /// The header that ends a flow of messages: timestamp 0, length 0 (no
 /// message is shorter than its header).

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use scps_sim::result::{FlowFigures, MessageFigures, percentile};
+use scps_workload_format::figures::{FlowFigures, MessageFigures, percentile};
 use serde::{Deserialize, Serialize};
 
 /// The loss repairs of one connection of our stack.

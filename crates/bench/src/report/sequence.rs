@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use pcap_file::pcap::PcapReader;
+use scps_node::ip_header::ip_length;
 
 use crate::report::svg::{Kind, Plot, Series, XAxis, XY};
 
@@ -182,7 +183,7 @@ fn tcp_data(packet: &[u8], length: u32) -> Option<(Flow, u32, u32)> {
     if ip.protocol == UDP {
         let inner = ip.payload.get(UDP_HEADER..)?;
         let inner_length = ip.length.checked_sub(UDP_HEADER as u32)?;
-        let declared = ip_length(inner)?;
+        let declared = u32::try_from(ip_length(inner)?).ok()?;
         if declared != inner_length && declared + FRAME_CHECK != inner_length {
             return None;
         }
@@ -253,20 +254,6 @@ fn ip_payload(packet: &[u8], length: u32) -> Option<IpPayload<'_>> {
         payload: packet.get(header..)?,
         length: length.checked_sub(header as u32)?,
     })
-}
-
-/// The length an IP header at the start of `packet` gives its packet.
-fn ip_length(packet: &[u8]) -> Option<u32> {
-    let field = |at: usize| -> Option<u32> {
-        Some(u32::from(u16::from_be_bytes(
-            packet.get(at..at + 2)?.try_into().ok()?,
-        )))
-    };
-    match packet.first()? >> 4 {
-        4 => field(2),
-        6 => Some(field(4)? + 40),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

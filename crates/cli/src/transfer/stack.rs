@@ -10,7 +10,6 @@ use scps_config::Direction;
 use scps_config::bundle::{Bundle, BundleChannel};
 use scps_config::stack::{RealStack, StackSettings, ToolKeepalive};
 use scps_config::sweep::parse_assignment;
-use scps_gateway::gateway;
 use scps_net::{BundleMonitor, BundlePath, Listener, Net, NetOptions, TunPath, UdpPath};
 use scps_proto::config::Keepalive;
 use tokio::net::{TcpListener, TcpStream};
@@ -277,7 +276,7 @@ fn open_bundle(
     engine.config.rate_framing_bytes += u32::from(overhead);
     let hook = hook.or_else(|| bundle.hook.clone());
     let monitor = BundleMonitor::default();
-    let path = gateway::open_bundle(&Bundle { hook, ..bundle }, monitor.clone())?;
+    let path = scps_net::open_bundle(&Bundle { hook, ..bundle }, monitor.clone())?;
     Ok((path, monitor, engine))
 }
 

@@ -233,7 +233,7 @@ fn tshark_while_written(file: &Path, args: &[&str]) -> String {
         .arg(file)
         .args(args)
         .output()
-        .expect("tshark is installed (.ci/run installs it)");
+        .expect("tshark runs (scripts/test-deps.sh installs it)");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 

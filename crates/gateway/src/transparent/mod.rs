@@ -22,13 +22,13 @@ use std::time::Duration;
 pub use plain_hosts::PlainHosts;
 pub use plumbing::{Installed, LinkPath, Plumbing, PlumbingError};
 use scps_net::{BoxedPath, BundleMonitor, Net, NetError, NetOptions, TunPath};
+use scps_relay::{OpenFailure, Side};
 use tokio::task::JoinSet;
 
 use crate::clients::Clients;
 use crate::counters::{Counters, Relays, accept_admitted};
 use crate::pump::{net_open_failure, open_failure, pump};
 use crate::registry::LiveConnections;
-use crate::relay::{OpenFailure, Side};
 use crate::routes::Routes;
 use crate::security::{LinkWatch, Security, bundle_link, udp_link};
 

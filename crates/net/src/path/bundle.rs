@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use nix::sys::socket::MsgFlags;
 use scps_bond::{Bond, BondConfig, BondStats, ChannelReport, Event};
+use scps_config::bundle::Bundle;
 use scps_proto::PathCapacity;
 use scps_secure::{Opened, Unsealed};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -143,6 +144,23 @@ pub struct BundlePath {
     secure: Option<Secured>,
     /// The channel the secure link's next message of its own goes by.
     next_control_channel: usize,
+}
+
+/// The path over a configured bundle of channels (docs/bonding.md),
+/// reporting to `monitor`: a gateway's link (the explicit modes' or the
+/// transparent mode's), and `scps send`/`recv`'s. Its state changes are
+/// logged and run through its hook by the path itself.
+pub fn open_bundle(bundle: &Bundle, monitor: BundleMonitor) -> Result<BundlePath, NetError> {
+    let channels: Vec<BundleChannelAddrs> = bundle
+        .channels
+        .iter()
+        .map(|c| BundleChannelAddrs {
+            local: c.local,
+            peer: c.peer,
+            device: c.device.clone(),
+        })
+        .collect();
+    BundlePath::open(&channels, bundle.bond.clone(), bundle.hook.clone(), monitor)
 }
 
 impl BundlePath {

@@ -13,7 +13,7 @@ mod udp;
 mod udp_peers;
 mod udp_sockets;
 
-pub use bundle::{BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport};
+pub use bundle::{BundleChannelAddrs, BundleEvent, BundleMonitor, BundlePath, BundleReport, open_bundle};
 pub use secured::{LinkSecurity, SecureMonitor};
 pub use tun::TunPath;
 pub use udp::{StrangerCount, UdpPath};

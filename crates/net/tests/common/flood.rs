@@ -1,12 +1,12 @@
-//! Floods of a UDP receiver (issue 12 defects 1 and 2): shared by the
-//! tests that bound what the receiver keeps and by the example that
-//! measures its memory and a real transfer meanwhile.
+//! Floods of a UDP receiver (spoofed SYNs, datagrams that open no
+//! connection): shared by the tests that bound what the receiver keeps and
+//! by the example that measures its memory and a real transfer meanwhile.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use scps_proto::wire::checksum::Checksum;
+use scps_node::checksum::Checksum;
 use scps_proto::wire::{TcpFlags, TcpRepr, build_tcp_packet};
 
 /// What a flood sends, each datagram from a different random inner source

@@ -42,7 +42,8 @@ const ACKS_PER_RTT: f64 = 8.0;
 /// queue of ACKs, so what they say is fresh. (Chosen on lowrate-leo-geo
 /// with a 2400 bit/s return link while the pacer still let ACKs overrun
 /// it: shares of 1/2, 1/3, 0.3 and 1/4 gave scps-rate 0.86, 0.92, 0.94
-/// and 0.94 of the physical limit; see docs/BENCHMARKS.md.)
+/// and 0.94 of the physical limit; docs/configuration.md, "Why these
+/// defaults", says why the policy is off by default.)
 const RETURN_SHARE: f64 = 1.0 / 4.0;
 /// No more segments than this per ACK, whatever the terms say.
 pub(crate) const MAX_ACK_EVERY: u32 = 16;

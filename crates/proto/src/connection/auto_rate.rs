@@ -25,7 +25,7 @@
 //! The phases are BBR's, simplified: *startup* doubles the rate each round
 //! until the measure stops growing or a queue forms; *drain* sends at half
 //! the measured rate for as long as the queue it found takes to empty;
-//! *cruise* sends at the measured rate, and one round in four at 5/4 of it,
+//! *cruise* sends at the measured rate, and one round in eight at 5/4 of it,
 //! so that a faster path is found: a probe carried in full without a queue
 //! goes on probing round after round, which follows a rate step up within
 //! a few rounds, and a queue seen while cruising takes the measure down to

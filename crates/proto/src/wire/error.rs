@@ -1,5 +1,7 @@
 use std::fmt;
 
+use scps_node::checksum::PseudoHeaderError;
+
 /// The header layer a [`WireError`] was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Layer {
@@ -99,6 +101,15 @@ impl WireError {
             WireError::SnackBitWithoutSnack => "snack_bit_without_snack",
             WireError::CompressedFieldUnknown(_) => "compressed_field_unknown",
             WireError::ConnectionIdMismatch { .. } => "connection_id_mismatch",
+        }
+    }
+}
+
+impl From<PseudoHeaderError> for WireError {
+    fn from(error: PseudoHeaderError) -> WireError {
+        match error {
+            PseudoHeaderError::AddressFamilyMismatch => WireError::AddressFamilyMismatch,
+            PseudoHeaderError::PayloadTooLong(len) => WireError::PayloadTooLong(len),
         }
     }
 }

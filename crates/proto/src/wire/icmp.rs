@@ -9,7 +9,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use super::checksum::Checksum;
+use scps_node::checksum::Checksum;
+
 use super::{IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_SCPS_TP, IPPROTO_TCP, IpRepr, Layer, WireError};
 
 const DESTINATION_UNREACHABLE_V4: u8 = 3;

@@ -2,7 +2,8 @@
 
 use std::net::Ipv4Addr;
 
-use super::checksum::Checksum;
+use scps_node::checksum::Checksum;
+
 use super::{Layer, WireError};
 
 /// An IPv4 header without options, as we send it and as we understood a

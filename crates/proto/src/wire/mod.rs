@@ -4,7 +4,6 @@
 //! Every malformed input is reported as a typed [`WireError`]; nothing here
 //! panics on bad input. Parsers are fuzzed (see `fuzz/`).
 
-pub mod checksum;
 pub mod compressed;
 mod error;
 pub mod icmp;

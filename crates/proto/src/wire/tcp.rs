@@ -3,7 +3,8 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use super::checksum::Checksum;
+use scps_node::checksum::Checksum;
+
 use super::{IPPROTO_TCP, Layer, MAX_OPTIONS_LEN, TcpOptions, WireError};
 
 /// The TCP control bits.

@@ -9,9 +9,9 @@ use std::rc::Rc;
 
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint};
+use scps_workload_format::payload::Pattern;
 
 use super::stream::{StreamReader, StreamWriter};
-use crate::payload::Pattern;
 use crate::world::App;
 
 /// What the two ends report to the run.

@@ -15,9 +15,9 @@ use rand_chacha::ChaCha8Rng;
 use scps_config::Fetches;
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, StreamError};
+use scps_workload_format::payload::Pattern;
 
 use super::stream::{StreamReader, StreamWriter};
-use crate::payload::Pattern;
 use crate::result::ConnectionTotals;
 use crate::world::App;
 

@@ -21,9 +21,9 @@ use std::time::Duration;
 use scps_config::MessageFlow;
 use scps_proto::time::Instant;
 use scps_proto::{ConnectionHandle, Endpoint, State, StreamError};
+use scps_workload_format::message;
+use scps_workload_format::payload::Pattern;
 
-use crate::message;
-use crate::payload::Pattern;
 use crate::world::App;
 
 /// What one direction's receiver measured.

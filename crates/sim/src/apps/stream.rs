@@ -2,7 +2,7 @@
 
 use scps_proto::{ConnectionHandle, Endpoint, StreamError};
 
-use crate::payload::Pattern;
+use scps_workload_format::payload::Pattern;
 
 /// Feeds a connection the pattern's bytes up to a total.
 #[derive(Debug)]

@@ -5,7 +5,8 @@
 use std::io::Write;
 use std::net::IpAddr;
 
-use crate::wire::checksum::Checksum;
+use scps_node::checksum::Checksum;
+
 use crate::wire::tcp_options::KIND_NOP;
 use crate::wire::{
     IPPROTO_SCPS_COMPRESSED, IPPROTO_SCPS_TP, IPPROTO_TCP, IpRepr, Layer, MAX_OPTIONS_LEN, TcpFlags,

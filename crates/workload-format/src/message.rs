@@ -7,12 +7,10 @@
 
 use std::time::Duration;
 
-use scps_config::workload::MESSAGE_HEADER;
-
 use crate::payload::Pattern;
 
-/// Bytes of the header: timestamp and length.
-pub const HEADER: usize = MESSAGE_HEADER as usize;
+/// Bytes of the header: an 8-byte send timestamp and a 4-byte length.
+pub const HEADER: usize = 12;
 
 /// When message `index` of a flow of `size`-byte messages offered at
 /// `rate_bps` is due, from the start of the test window: `index` intervals

@@ -1,7 +1,18 @@
 //! The Internet checksum (RFC 1071) and the TCP pseudo-header (RFC 9293
-//! section 3.1 for IPv4, RFC 8200 section 8.1 for IPv6).
+//! section 3.1 for IPv4, RFC 8200 section 8.1 for IPv6): one for the
+//! engine's wire formats (scps-proto) and every node or tool that writes
+//! or checks IP, UDP or ICMP headers.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Why a pseudo-header cannot be summed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PseudoHeaderError {
+    #[error("source and destination addresses are of different IP versions")]
+    AddressFamilyMismatch,
+    #[error("payload of {0} bytes does not fit the IP length field")]
+    PayloadTooLong(usize),
+}
 
 /// A running one's-complement sum.
 ///
@@ -23,36 +34,46 @@ impl Checksum {
     ///
     /// IPv4 (RFC 9293 section 3.1): source, destination, a zero byte, the
     /// protocol and the 16-bit upper-layer length; a length above 65535
-    /// cannot be expressed there and gives [`WireError::PayloadTooLong`].
+    /// cannot be expressed there and gives
+    /// [`PseudoHeaderError::PayloadTooLong`].
     /// IPv6 (RFC 8200 section 8.1): source, destination, the 32-bit
     /// upper-layer length, three zero bytes and the next header.
-    ///
-    /// [`WireError::PayloadTooLong`]: super::WireError::PayloadTooLong
     pub fn pseudo_header(
         src: IpAddr,
         dst: IpAddr,
         protocol: u8,
         upper_len: u32,
-    ) -> Result<Self, super::WireError> {
-        let mut sum = Checksum::new();
+    ) -> Result<Self, PseudoHeaderError> {
         match (src, dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
                 let len = u16::try_from(upper_len)
-                    .map_err(|_| super::WireError::PayloadTooLong(upper_len as usize))?;
-                sum.add_bytes(&s.octets());
-                sum.add_bytes(&d.octets());
-                sum.add_u16(u16::from(protocol));
-                sum.add_u16(len);
+                    .map_err(|_| PseudoHeaderError::PayloadTooLong(upper_len as usize))?;
+                Ok(Checksum::pseudo_header_v4(s, d, protocol, len))
             }
-            (IpAddr::V6(s), IpAddr::V6(d)) => {
-                sum.add_bytes(&s.octets());
-                sum.add_bytes(&d.octets());
-                sum.add_bytes(&upper_len.to_be_bytes());
-                sum.add_u16(u16::from(protocol));
-            }
-            _ => return Err(super::WireError::AddressFamilyMismatch),
+            (IpAddr::V6(s), IpAddr::V6(d)) => Ok(Checksum::pseudo_header_v6(s, d, protocol, upper_len)),
+            _ => Err(PseudoHeaderError::AddressFamilyMismatch),
         }
-        Ok(sum)
+    }
+
+    /// The IPv4 pseudo-header sum (RFC 9293 section 3.1), for callers that
+    /// hold IPv4 addresses and a 16-bit length and so cannot fail.
+    pub fn pseudo_header_v4(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, upper_len: u16) -> Self {
+        let mut sum = Checksum::new();
+        sum.add_bytes(&src.octets());
+        sum.add_bytes(&dst.octets());
+        sum.add_u16(u16::from(protocol));
+        sum.add_u16(upper_len);
+        sum
+    }
+
+    /// The IPv6 pseudo-header sum (RFC 8200 section 8.1).
+    pub fn pseudo_header_v6(src: Ipv6Addr, dst: Ipv6Addr, protocol: u8, upper_len: u32) -> Self {
+        let mut sum = Checksum::new();
+        sum.add_bytes(&src.octets());
+        sum.add_bytes(&dst.octets());
+        sum.add_bytes(&upper_len.to_be_bytes());
+        sum.add_u16(u16::from(protocol));
+        sum
     }
 
     /// Adds `bytes` as big-endian 16-bit words.
@@ -116,7 +137,6 @@ fn fold(sum: u64) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::WireError;
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     /// Straightforward RFC 1071 reference: 16-bit words into a u32, folded.
@@ -246,7 +266,7 @@ mod tests {
         assert_eq!(sum.finish(), 0x79f8);
         assert_eq!(
             Checksum::pseudo_header(src, dst, 6, 65536),
-            Err(WireError::PayloadTooLong(65536))
+            Err(PseudoHeaderError::PayloadTooLong(65536))
         );
         assert!(Checksum::pseudo_header(src, dst, 6, 65535).is_ok());
     }
@@ -270,11 +290,11 @@ mod tests {
         let v6 = IpAddr::V6(Ipv6Addr::LOCALHOST);
         assert_eq!(
             Checksum::pseudo_header(v4, v6, 6, 20),
-            Err(WireError::AddressFamilyMismatch)
+            Err(PseudoHeaderError::AddressFamilyMismatch)
         );
         assert_eq!(
             Checksum::pseudo_header(v6, v4, 6, 20),
-            Err(WireError::AddressFamilyMismatch)
+            Err(PseudoHeaderError::AddressFamilyMismatch)
         );
     }
 }

@@ -4,8 +4,8 @@
 //! engine: it is told what was read from each side, what was written, and
 //! what happened to each connection, and says what to write, when to
 //! half-close or reset a side, and how much may be read next. The tokio
-//! side only moves bytes and events (`pump.rs`); the simulator's gateway
-//! nodes run this same relay.
+//! side only moves bytes and events (scps-gateway's `pump.rs`); the
+//! simulator's gateway nodes run this same relay.
 //!
 //! What it keeps, whatever the order of events:
 //!

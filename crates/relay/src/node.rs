@@ -12,8 +12,7 @@
 //! to the LAN and the rest to the link, as the real gateway leaves it to
 //! the kernel.
 
-use std::net::IpAddr;
-
+use scps_node::ip_header::addresses;
 use scps_node::router::{Route, Router, RouterError};
 use scps_node::{InterfaceId, IpPrefix, Node};
 use scps_proto::time::Instant;
@@ -402,27 +401,6 @@ fn open_failure(error: ConnectionError) -> OpenFailure {
         ConnectionError::Refused => OpenFailure::Refused,
         ConnectionError::HandshakeTimedOut { .. } => OpenFailure::TimedOut,
         _ => OpenFailure::Unreachable,
-    }
-}
-
-/// A packet's transport protocol and addresses, if it is IP.
-fn addresses(packet: &[u8]) -> Option<(u8, IpAddr, IpAddr)> {
-    match packet.first()? >> 4 {
-        4 if packet.len() >= 20 => {
-            let address = |at: usize| -> Option<IpAddr> {
-                let bytes: [u8; 4] = packet.get(at..at + 4)?.try_into().ok()?;
-                Some(IpAddr::from(bytes))
-            };
-            Some((packet[9], address(12)?, address(16)?))
-        }
-        6 if packet.len() >= 40 => {
-            let address = |at: usize| -> Option<IpAddr> {
-                let bytes: [u8; 16] = packet.get(at..at + 16)?.try_into().ok()?;
-                Some(IpAddr::from(bytes))
-            };
-            Some((packet[6], address(8)?, address(24)?))
-        }
-        _ => None,
     }
 }
 

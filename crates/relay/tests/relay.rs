@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use scps_gateway::{Action, OpenFailure, Outcome, Relay, RelayConfig, Side};
 use scps_node::Instant;
+use scps_relay::{Action, OpenFailure, Outcome, Relay, RelayConfig, Side};
 
 const BUFFER: usize = 1000;
 
