@@ -11,7 +11,6 @@ mod saratoga;
 mod send;
 mod sim;
 mod status;
-mod table;
 mod testbed_needs;
 mod transfer;
 

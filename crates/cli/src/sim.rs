@@ -2,16 +2,13 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
+use scps_config::Scenario;
 use scps_config::sweep::parse_assignment;
-use scps_config::{Point, Scenario};
-use scps_sim::{RunFailure, RunOptions, RunRecord, RunResult};
-
-use crate::table;
+use scps_sim::sweep::{self, Captures, SweepError};
+use scps_sim::{RunFailure, RunRecord, RunResult};
 
 #[derive(Debug, Args)]
 #[command(
@@ -77,14 +74,6 @@ impl SweepArgs {
     }
 }
 
-/// One run to do: which point, which seed, where to capture.
-struct Job<'a> {
-    point: &'a Point,
-    seed: u64,
-    capture: Option<PathBuf>,
-    capture_at: Option<&'a str>,
-}
-
 /// Whether every run completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Completion {
@@ -110,19 +99,11 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
     let runs = args.sweep.runs.unwrap_or(scenario.runs);
     scenario.check_runs("--runs", runs)?;
     let first_seed = args.sweep.seed.unwrap_or(scenario.seed);
-    let total = scenario.points.len() * runs as usize;
-    let jobs: Vec<Job> = scenario
-        .points
-        .iter()
-        .flat_map(|point| (0..runs).map(move |run| (point, run)))
-        .enumerate()
-        .map(|(index, (point, run))| Job {
-            point,
-            seed: first_seed.wrapping_add(u64::from(run)),
-            capture: args.pcap.as_ref().map(|path| capture_path(path, index, total)),
-            capture_at: args.pcap_at.as_deref(),
-        })
-        .collect();
+    let captures = args.pcap.as_deref().map(|path| Captures {
+        path,
+        at: args.pcap_at.as_deref(),
+    });
+    let plan = sweep::plan(&scenario, runs, first_seed, captures);
     // An interface that some point's topology does not have, or an
     // unwritable capture file, stops the command before any run starts.
     if let Some(at) = &args.pcap_at {
@@ -130,37 +111,51 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
             point.topology.find("--pcap-at", at)?;
         }
     }
-    for path in jobs.iter().filter_map(|job| job.capture.as_ref()) {
+    for path in plan.iter().filter_map(|run| run.options.capture.as_ref()) {
         std::fs::File::create(path).with_context(|| format!("cannot write capture {}", path.display()))?;
     }
-    let workers = args.sweep.workers().clamp(1, jobs.len().max(1));
-    let results: Vec<RunResult> = run_all(&jobs, workers, args.json)?
+    let workers = args.sweep.workers().clamp(1, plan.len().max(1));
+    let json = args.json;
+    let print = |record: &RunRecord| -> anyhow::Result<()> {
+        if json {
+            writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(record)?)?;
+        }
+        Ok(())
+    };
+    let results: Vec<RunResult> = sweep::run_in_order(&plan, workers, print)
+        .map_err(explain)?
         .into_iter()
         .map(|record| record.totals)
         .collect();
-    if !args.json {
-        table::print(&scenario, &results, runs)?;
+    if !json {
+        write!(
+            std::io::stdout().lock(),
+            "{}",
+            scps_sim::summary(&scenario, &results, runs)
+        )?;
     }
     let failed = results.iter().filter(|r| r.error.is_some()).count();
     Ok(Completion::of(failed, results.len()))
 }
 
-/// Runs one job; a panic (a bug) becomes an error naming the run so that
-/// it can be replayed.
-fn run_one(job: &Job) -> anyhow::Result<RunRecord> {
-    let options = RunOptions {
-        capture: job.capture.clone(),
-        capture_at: job.capture_at.map(str::to_owned),
-        ..RunOptions::default()
-    };
-    let describe = || format!("run with seed {} at {}", job.seed, job.point.describe());
-    match scps_sim::run_record_guarded(job.point, job.seed, &options) {
-        Ok(record) => Ok(record),
-        Err(RunFailure::Setup(error)) => Err(error).with_context(describe),
-        Err(RunFailure::Panic(message)) => Err(anyhow::anyhow!(
-            "{} panicked: {message} (a bug: please report it with this command)",
-            describe()
-        )),
+/// A sweep's failure as the command says it: a run that could not be set
+/// up with its causes, a panic as the bug it is.
+fn explain(error: SweepError<anyhow::Error>) -> anyhow::Error {
+    match error {
+        SweepError::Run {
+            seed,
+            point,
+            failure: RunFailure::Setup(error),
+        } => anyhow::Error::new(error).context(format!("run with seed {seed} at {point}")),
+        SweepError::Run {
+            seed,
+            point,
+            failure: RunFailure::Panic(message),
+        } => anyhow::anyhow!(
+            "run with seed {seed} at {point} panicked: {message} (a bug: please report it with this command)"
+        ),
+        SweepError::Deliver(error) => error,
+        other @ (SweepError::Thread | SweepError::Incomplete) => anyhow::anyhow!("{other}"),
     }
 }
 
@@ -179,95 +174,4 @@ fn check_capture_path(path: &std::path::Path) -> anyhow::Result<()> {
         ),
         _ => Ok(()),
     }
-}
-
-/// `path` for a single run, else `path` with `-N` before the extension.
-fn capture_path(path: &std::path::Path, index: usize, total: usize) -> PathBuf {
-    if total == 1 {
-        return path.to_owned();
-    }
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}-{index}.{}", ext.to_string_lossy()),
-        None => format!("{stem}-{index}"),
-    };
-    path.with_file_name(name)
-}
-
-/// Runs every job on `workers` threads; with `json`, prints each result in
-/// job order as soon as those before it are done.
-fn run_all(jobs: &[Job], workers: usize, json: bool) -> anyhow::Result<Vec<RunRecord>> {
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<anyhow::Result<RunRecord>>>> =
-        jobs.iter().map(|_| Mutex::new(None)).collect();
-    let printed = Mutex::new(0usize);
-    // The first error writing the results (a closed pipe), which stops
-    // every worker and is what the command reports.
-    let output_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    let print_ready = || -> anyhow::Result<()> {
-        let mut printed = printed
-            .lock()
-            .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?;
-        let mut out = std::io::stdout().lock();
-        while *printed < slots.len() {
-            let slot = slots[*printed]
-                .lock()
-                .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?;
-            match slot.as_ref() {
-                Some(Ok(result)) => {
-                    if json {
-                        writeln!(out, "{}", serde_json::to_string(result)?)?;
-                    }
-                }
-                Some(Err(_)) | None => break,
-            }
-            *printed += 1;
-        }
-        Ok(())
-    };
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = jobs.get(index) else { return };
-                    let outcome = run_one(job);
-                    let failed = outcome.is_err();
-                    if let Ok(mut slot) = slots[index].lock() {
-                        *slot = Some(outcome);
-                    }
-                    if failed {
-                        return;
-                    }
-                    if let Err(error) = print_ready() {
-                        if let Ok(mut first) = output_error.lock() {
-                            first.get_or_insert(error);
-                        }
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    if let Some(error) = output_error
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?
-    {
-        return Err(error);
-    }
-    let mut results = Vec::with_capacity(jobs.len());
-    for slot in slots {
-        match slot
-            .into_inner()
-            .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?
-        {
-            Some(Ok(result)) => results.push(result),
-            Some(Err(error)) => return Err(error),
-            None => bail!("a run did not complete (an earlier run failed to start)"),
-        }
-    }
-    Ok(results)
 }

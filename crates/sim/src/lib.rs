@@ -12,6 +12,8 @@ pub mod record;
 pub mod result;
 pub mod run;
 mod saratoga;
+mod summary;
+pub mod sweep;
 mod tally;
 pub mod world;
 
@@ -21,4 +23,5 @@ pub use record::{GatewayFigures, RunRecord};
 pub use result::RunResult;
 pub use run::{RunFailure, RunOptions, SimError, run, run_record, run_record_guarded};
 pub use scps_channel::derive_seed;
+pub use summary::summary;
 pub use world::{App, NodeInterface, Outcome, World};

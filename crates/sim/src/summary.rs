@@ -1,10 +1,10 @@
-//! The human-readable report of `scps sim`: one row per point, figures
-//! averaged over its runs (with the spread when there are several).
-
-use std::io::Write;
+//! The human-readable summary of a scenario's runs (what `scps sim`
+//! prints): one row per point, figures averaged over its runs (with the
+//! spread when there are several), and the failures of any.
 
 use scps_config::Scenario;
-use scps_sim::RunResult;
+
+use crate::RunResult;
 
 fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len().max(1) as f64
@@ -28,9 +28,9 @@ fn rate(bps: f64) -> String {
     }
 }
 
-pub fn print(scenario: &Scenario, results: &[RunResult], runs: u32) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}: {}", scenario.name, scenario.description)?;
+/// The summary of `results`, `runs` per point of `scenario` in its order.
+pub fn summary(scenario: &Scenario, results: &[RunResult], runs: u32) -> String {
+    let mut out = format!("{}: {}\n", scenario.name, scenario.description);
     let axes: Vec<&str> = scenario
         .points
         .first()
@@ -88,7 +88,7 @@ pub fn print(scenario: &Scenario, results: &[RunResult], runs: u32) -> std::io::
             row.push(format!("{:.2}", m(&|f| f.latency_max_s)));
         }
         if fetches {
-            let f = |g: &dyn Fn(&scps_sim::result::FetchFigures) -> f64| {
+            let f = |g: &dyn Fn(&crate::result::FetchFigures) -> f64| {
                 mean(
                     &ok.iter()
                         .filter_map(|r| r.fetches.as_ref().map(g))
@@ -120,11 +120,11 @@ pub fn print(scenario: &Scenario, results: &[RunResult], runs: u32) -> std::io::
             .zip(&widths)
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
-        writeln!(out, "{}", line.join("  ").trim_end())?;
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
     }
-    writeln!(
-        out,
-        "limit: the physical limit, docs/scenarios.md (rate x (1 - PER(L)) x (L - H)/L x time up); ratio = goodput / limit"
-    )?;
-    Ok(())
+    out.push_str(
+        "limit: the physical limit, docs/scenarios.md (rate x (1 - PER(L)) x (L - H)/L x time up); ratio = goodput / limit\n",
+    );
+    out
 }
