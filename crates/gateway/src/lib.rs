@@ -41,4 +41,5 @@ pub mod request;
 pub mod routes;
 pub mod security;
 pub mod socks;
+pub mod status;
 pub mod transparent;
