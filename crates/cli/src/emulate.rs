@@ -11,8 +11,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
-use scps_emulator::stats::SideBond;
-use scps_emulator::{Change, Directions, Emulator, EmulatorConfig, Query, Request, Response, Stats};
+use scps_emulator::{Change, Directions, Emulator, EmulatorConfig, Query, Request, Response};
 
 #[derive(Debug, Args)]
 #[command(
@@ -207,88 +206,8 @@ fn print_response(response: Response, json: bool, out: &mut impl Write) -> std::
         if json {
             writeln!(out, "{}", serde_json::to_string(&stats)?)?;
         } else {
-            print_table(&stats, out)?;
+            write!(out, "{}", stats.table())?;
         }
-    }
-    Ok(())
-}
-
-fn print_table(stats: &Stats, out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "{:>3} {:<8} {:<4} {:>10} {:>12} {:>10} {:>12} {:>8} {:>8} {:>8} {:>11} {:>11}",
-        "ch",
-        "dir",
-        "up",
-        "pkts in",
-        "bytes in",
-        "pkts out",
-        "bytes out",
-        "buffer",
-        "errors",
-        "outage",
-        "queue mean",
-        "queue max"
-    )?;
-    for c in &stats.channels {
-        writeln!(
-            out,
-            "{:>3} {:<8} {:<4} {:>10} {:>12} {:>10} {:>12} {:>8} {:>8} {:>8} {:>9.3}ms {:>9.3}ms",
-            c.channel,
-            c.direction,
-            if c.up { "yes" } else { "no" },
-            c.packets_in,
-            c.bytes_in,
-            c.packets_out,
-            c.bytes_out,
-            c.dropped_buffer,
-            c.dropped_bit_errors,
-            c.dropped_outage,
-            c.queue_delay_mean_s * 1e3,
-            c.queue_delay_max_s * 1e3,
-        )?;
-    }
-    for bond in &stats.bonds {
-        print_bond(bond, out)?;
-    }
-    writeln!(out, "uptime {:.3} s", stats.uptime_s)
-}
-
-/// A side's bond: its counters, then each channel as it sees it.
-fn print_bond(bond: &SideBond, out: &mut impl Write) -> std::io::Result<()> {
-    let f = &bond.figures;
-    writeln!(
-        out,
-        "bond at side {} (sends {}): {} state changes, {} dropped full, {} bad frames, {} misrouted and {} stale answers",
-        bond.side,
-        bond.sends,
-        f.state_changes,
-        f.dropped_full,
-        f.bad_frames,
-        f.misrouted_answers,
-        f.stale_answers
-    )?;
-    writeln!(
-        out,
-        "{:>3} {:<8} {:>12} {:>10} {:>7} {:>12} {:>12} {:>8}",
-        "ch", "state", "rate bit/s", "srtt", "loss", "bytes sent", "bytes recv", "changes"
-    )?;
-    for (index, c) in f.channels.iter().enumerate() {
-        let srtt = c
-            .srtt_s
-            .map_or_else(|| "-".to_owned(), |s| format!("{:.1}ms", s * 1e3));
-        writeln!(
-            out,
-            "{:>3} {:<8} {:>12.0} {:>10} {:>6.2}% {:>12} {:>12} {:>8}",
-            index,
-            c.state.name(),
-            c.rate_bps,
-            srtt,
-            c.loss * 100.0,
-            c.sent_bytes,
-            c.received_bytes,
-            c.changes
-        )?;
     }
     Ok(())
 }

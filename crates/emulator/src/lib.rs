@@ -25,6 +25,7 @@ mod pinning;
 mod scope;
 pub mod state;
 pub mod stats;
+mod stats_text;
 mod steering;
 pub mod trace;
 mod unreachable;
