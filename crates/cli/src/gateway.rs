@@ -150,7 +150,7 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
                         Ok((true, routes)) => say(&format!("reloaded {}: {routes} routes", path.display()))?,
                         Err(err) => say(&format!(
                             "reload refused, the running configuration is kept: {}",
-                            crate::error_text::error_text(&err)
+                            scps_transfer::error_text::error_text(&err)
                         ))?,
                     }
                 }

@@ -3,7 +3,6 @@
 mod allocator;
 mod bench;
 mod emulate;
-mod error_text;
 mod gateway;
 mod logging;
 mod recv;
@@ -96,7 +95,7 @@ fn main() -> std::process::ExitCode {
         // there is no one left to tell; stop quietly, as `head` expects.
         Err(error) if output_only && writes_to_a_closed_pipe(&error) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("scps: {}", error_text::error_text(&error));
+            eprintln!("scps: {}", scps_transfer::error_text::error_text(&error));
             std::process::ExitCode::from(2)
         }
     }

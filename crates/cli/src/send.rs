@@ -2,25 +2,21 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
 use scps_config::Direction;
 use scps_config::units::{Bytes, Rate};
-use scps_workload_format::payload::Pattern;
-use tokio::io::{AsyncWriteExt, BufReader};
+use scps_transfer::send::{Sent, Workload};
+use scps_transfer::{Encapsulation, News, RI_UDP_PORT, Stack, Tell, Transport};
+use scps_workload::bulk::Source;
+use scps_workload::files;
+use scps_workload::hello::{Flow, Hello};
 
 use crate::transfer::args::{CommonArgs, parse_bind_socket, parse_host_socket, parse_time};
-use crate::transfer::conn::Conn;
-use crate::transfer::progress::AckWatch;
-use crate::transfer::stack::{Encapsulation, RI_UDP_PORT, Stack, Transport, bundle_figures};
 use crate::transfer::{Outcome, interrupts, print_report};
-use scps_workload::bulk::{self, Source};
-use scps_workload::files;
-use scps_workload::hello::{Flow, Hello, read_line, write_hello};
-use scps_workload::messages;
-use scps_workload::report::Report;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -111,21 +107,12 @@ fn flow(size: Bytes, rate: Rate, what: &str) -> anyhow::Result<Flow> {
     Ok(flow)
 }
 
-enum Workload {
-    /// With `both_ways`, the receiver sends as many bytes back at once.
-    Bulk { source: Source, both_ways: bool },
-    /// Plain bytes to any listener: no hello, no digest, no report back.
-    Raw(Source),
-    /// A workload its hello names whole: message streams, echo, fetch.
-    Named(Hello),
-}
-
 impl SendArgs {
     fn transport(&self) -> Transport {
         if let Some(bundle) = self.common.bundle_transport() {
             bundle
         } else if let Some(peer) = self.udp {
-            let encapsulation = self.common.encapsulation.unwrap_or_default();
+            let encapsulation = self.common.encapsulation();
             // The RI's encapsulation uses its port both ways.
             let port = match encapsulation {
                 Encapsulation::Ri => RI_UDP_PORT,
@@ -147,9 +134,7 @@ impl SendArgs {
                 addrs: self.common.addrs.clone(),
             }
         } else {
-            Transport::Tcp {
-                congestion: self.common.tcp.clone(),
-            }
+            self.common.kernel_transport()
         }
     }
 
@@ -267,215 +252,42 @@ pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
 
 async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
     let mut interrupt = interrupts()?;
-    let transport = args.transport();
     let stack = Stack::start(
-        &transport,
+        &args.transport(),
         &args.common.stack_options(args.connect_timeout),
         Direction::Forward,
     )?;
-    let start = Instant::now();
-    let conn = tokio::select! {
-        conn = stack.connect(args.to) => conn,
-        _ = interrupt.recv() => {
-            eprintln!("scps send: interrupted while connecting");
-            stack.close().await?;
-            return Ok(Outcome::Interrupted);
+    // A sender is told only of figures its stack cannot give.
+    let tell: Tell = Arc::new(|news| {
+        if let News::Unknown(why) = news {
+            eprintln!("scps: {why}");
         }
-    };
-    let conn = match conn {
-        Ok(conn) => conn,
+    });
+    let sent = match scps_transfer::send::run(&stack, args.to, &workload, &mut interrupt, &tell).await {
+        Ok(sent) => sent,
         Err(err) => {
             stack.close().await.ok();
             return Err(err);
         }
     };
-    let mut report = Report::start("send", transport.label(), stack.label_of(&conn), conn.peer());
-    let abort = conn.abort_handle()?;
-    let acks = AckWatch::start(conn.abort_handle()?);
-    // Held outside the select, so that on Ctrl-C the reset goes first: the
-    // session, dropped first, would close the connection gracefully, and
-    // the receiver could take that FIN for the end of the data.
-    let mut running = Box::pin(session(conn, &workload, &mut report, start));
-    let outcome = tokio::select! {
-        result = &mut running => {
-            drop(running);
-            if let Err(err) = result {
-                report.error = Some(crate::error_text::error_text(&err));
-                report.set_bytes_before_failure(acks.acked(&abort));
-                if report.duration_s == 0.0 {
-                    report.set_moved(report.bytes, start);
-                }
-            }
-            report.set_cpu();
-            report.bundle = stack.bundle().as_ref().map(bundle_figures);
+    let outcome = match sent {
+        Sent::Report(report) => {
             print_report(&report, args.common.json);
-            if report.failed() { Outcome::Failed } else { Outcome::Complete }
+            if report.failed() {
+                Outcome::Failed
+            } else {
+                Outcome::Complete
+            }
         }
-        _ = interrupt.recv() => {
-            abort.abort();
-            drop(running);
+        Sent::InterruptedConnecting => {
+            eprintln!("scps send: interrupted while connecting");
+            Outcome::Interrupted
+        }
+        Sent::Interrupted => {
             eprintln!("scps send: interrupted; the connection was reset so the receiver knows");
             Outcome::Interrupted
         }
     };
     stack.close().await?;
     Ok(outcome)
-}
-
-async fn session(conn: Conn, workload: &Workload, report: &mut Report, start: Instant) -> anyhow::Result<()> {
-    if let Workload::Named(hello) = workload
-        && let Some(nagle) = hello.nagle()
-    {
-        conn.set_nodelay(!nagle)?;
-    }
-    let (reader, mut writer) = tokio::io::split(conn);
-    let mut reader = BufReader::new(reader);
-    match workload {
-        Workload::Raw(source) => {
-            report.workload = "raw".into();
-            let (len, file) = bulk::open(source).await?;
-            report.expect_data(len, 0);
-            let digest = bulk::write_source(&mut writer, source, len, file).await?;
-            writer.shutdown().await.context("closing the connection")?;
-            // Delivered once the receiver closes after our FIN; whatever
-            // it says meanwhile is read and set aside.
-            tokio::io::copy(&mut reader, &mut tokio::io::sink())
-                .await
-                .context("waiting for the receiver to close")?;
-            report.set_moved(len, start);
-            report.sha256 = Some(bulk::hex(&digest));
-            report.record_connection(reader.into_inner().unsplit(writer).figures());
-            return Ok(());
-        }
-        Workload::Bulk { source, both_ways } => {
-            report.workload = "bulk".into();
-            let (len, file) = bulk::open(source).await?;
-            let both_ways = *both_ways;
-            let hello = write_hello(
-                &mut writer,
-                &Hello::Bulk {
-                    bytes: len,
-                    both_ways,
-                },
-            )
-            .await?;
-            report.expect_data(len, hello);
-            let sending = bulk::write_data(&mut writer, source, len, file);
-            // What the receiver sends back meanwhile, checked by its digest.
-            let receiving = async {
-                match both_ways {
-                    true => bulk::read_data(&mut reader, len, None).await.map(Some),
-                    false => Ok(None),
-                }
-            };
-            let (sha, back) = tokio::try_join!(sending, receiving)?;
-            let peer = read_report(&mut reader).await?;
-            let back_bytes = back.as_ref().map_or(0, |b| b.bytes);
-            report.set_moved(peer.bytes + back_bytes, start);
-            report.verified = Some(
-                peer.verified == Some(true)
-                    && peer.sha256.as_deref() == Some(&sha)
-                    && back.as_ref().is_none_or(|b| b.verified),
-            );
-            report.sha256 = Some(sha);
-            report.peer_report = Some(Box::new(peer));
-        }
-        Workload::Named(
-            hello @ Hello::Echo {
-                flow,
-                duration_s,
-                seed,
-                ..
-            },
-        ) => {
-            report.workload = "echo".into();
-            let (flow, duration_s, seed) = (*flow, *duration_s, *seed);
-            let window = Duration::from_secs_f64(duration_s);
-            write_hello(&mut writer, hello).await?;
-            let sending = async {
-                messages::send(&mut writer, flow, Pattern::new(seed), window).await?;
-                writer.write_all(&messages::END_MARKER).await?;
-                // The receiver echoes until this end closes its side.
-                writer.shutdown().await.context("closing the connection")?;
-                anyhow::Ok(())
-            };
-            let receiving = async {
-                let echoed = messages::receive(&mut reader, flow, Pattern::new(seed), window).await?;
-                let peer = read_report(&mut reader).await?;
-                anyhow::Ok((echoed, peer))
-            };
-            let ((), (echoed, peer)) = tokio::try_join!(sending, receiving)?;
-            report.set_messages(echoed, None, duration_s);
-            report.peer_report = Some(Box::new(peer));
-        }
-        // Bulk transfers name their length once their source is open.
-        Workload::Named(Hello::Bulk { .. }) => bail!("a bulk transfer is sent from its source"),
-        Workload::Named(hello @ Hello::Fetch { bytes, .. }) => {
-            report.workload = "fetch".into();
-            let bytes = *bytes;
-            write_hello(&mut writer, hello).await?;
-            report.expect_data(bytes, 0);
-            let received = bulk::read_data(&mut reader, bytes, None).await?;
-            let peer = read_report(&mut reader).await?;
-            report.set_moved(received.bytes, start);
-            report.verified = Some(received.verified && peer.sha256.as_deref() == Some(&received.sha256));
-            report.sha256 = Some(received.sha256);
-            report.peer_report = Some(Box::new(peer));
-        }
-        Workload::Named(
-            hello @ Hello::Messages {
-                forward,
-                reverse,
-                duration_s,
-                seed,
-                ..
-            },
-        ) => {
-            report.workload = "messages".into();
-            let (forward, reverse, duration_s, seed) = (*forward, *reverse, *duration_s, *seed);
-            let window = Duration::from_secs_f64(duration_s);
-            write_hello(&mut writer, hello).await?;
-            let sending = async {
-                messages::send(&mut writer, forward, Pattern::new(seed), window).await?;
-                writer.write_all(&messages::END_MARKER).await?;
-                anyhow::Ok(())
-            };
-            let receiving = async {
-                let reverse = match reverse {
-                    Some(flow) => Some(
-                        messages::receive(&mut reader, flow, Pattern::new(seed.wrapping_add(1)), window)
-                            .await?,
-                    ),
-                    None => {
-                        messages::expect_end_marker(&mut reader).await?;
-                        None
-                    }
-                };
-                let peer = read_report(&mut reader).await?;
-                anyhow::Ok((reverse, peer))
-            };
-            let ((), (reverse, peer)) = tokio::try_join!(sending, receiving)?;
-            let forward = peer
-                .messages
-                .as_ref()
-                .map(|m| m.forward.clone())
-                .context("the receiver's report has no message figures")?;
-            // The receiver's figures of our flow, as its report computed
-            // them (the same window: the hello's).
-            report.set_messages(forward, reverse, duration_s);
-            report.peer_report = Some(Box::new(peer));
-        }
-    }
-    // The receiver has everything and closes first: while our side is
-    // still open the kernel still has its counters (a kernel socket in
-    // TIME-WAIT, the lot of the side that closes first, has none).
-    let mut conn = reader.into_inner().unsplit(writer);
-    report.record_connection(conn.figures());
-    conn.shutdown().await.context("closing the connection")?;
-    Ok(())
-}
-
-async fn read_report(reader: &mut (impl tokio::io::AsyncBufRead + Unpin)) -> anyhow::Result<Report> {
-    let line = read_line(reader, "its report").await?;
-    serde_json::from_slice(&line).context("the receiver's report is not valid")
 }

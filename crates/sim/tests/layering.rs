@@ -38,6 +38,8 @@ const REAL_IO: &[&str] = &[
     "scps-emulator",
     // The test applications on real byte streams: tokio.
     "scps-workload",
+    // `scps send` and `scps recv`: either stack on kernel sockets or TUN.
+    "scps-transfer",
     // Network namespaces and processes (nix), no runtime.
     "scps-testbed",
     // Runs sweeps in the testbed as well as in the simulator.

@@ -10,7 +10,7 @@ use scps_config::units::parse_duration;
 use scps_config::bundle::BundleChannel;
 use scps_config::stack::ToolKeepalive;
 
-use super::stack::{DEFAULT_BACKLOG, Encapsulation, EngineArgs, StackOptions, Transport, keepalive_every};
+use scps_transfer::{DEFAULT_BACKLOG, EngineOptions, StackOptions, Transport, keepalive_every};
 
 #[derive(Debug, Args)]
 pub struct CommonArgs {
@@ -103,7 +103,7 @@ impl CommonArgs {
     pub fn stack_options(&self, connect_timeout: Duration) -> StackOptions {
         StackOptions {
             pcap: self.pcap.clone(),
-            engine: EngineArgs {
+            engine: EngineOptions {
                 config: self.config.clone(),
                 stack: self.stack.clone(),
                 sets: self.sets.clone(),
@@ -129,6 +129,34 @@ impl CommonArgs {
     pub fn kernel(&self) -> bool {
         self.tcp.is_some()
     }
+
+    /// The kernel's TCP, with the congestion control `--tcp=CONTROLLER`
+    /// names (bare `--tcp`: the system's default).
+    pub fn kernel_transport(&self) -> Transport {
+        Transport::Tcp {
+            congestion: self.tcp.clone().filter(|name| !name.is_empty()),
+        }
+    }
+
+    /// How `--encapsulation` wraps the UDP path's packets.
+    pub fn encapsulation(&self) -> scps_transfer::Encapsulation {
+        match self.encapsulation.unwrap_or_default() {
+            Encapsulation::Scps => scps_transfer::Encapsulation::Scps,
+            Encapsulation::Ri => scps_transfer::Encapsulation::Ri,
+        }
+    }
+}
+
+/// `--encapsulation`: how the UDP path wraps our packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Encapsulation {
+    /// Ours: the IP packet and a CRC-32C of it.
+    #[default]
+    Scps,
+    /// The SCPS RI's: an IPv4 packet carrying SCPS-TP as IP protocol 106,
+    /// alone in the datagram, UDP port 7168 both ways
+    /// (docs/spec/scps-tp-options.md, "The RI's UDP encapsulation").
+    Ri,
 }
 
 pub fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {

@@ -1,13 +1,7 @@
-//! `scps send` and `scps recv`: the workloads of `scps_workload` over our
-//! stack (routed through a TUN device, or UDP-encapsulated) or over the
-//! kernel's TCP, so that one tool measures both. This is the wiring: the
-//! stacks, the connections of either, the options, exit statuses.
+//! `scps send` and `scps recv`: the options they share, the reports and
+//! exit statuses; `scps-transfer` runs the stacks and the sessions.
 
 pub mod args;
-pub mod conn;
-pub mod kernel_congestion;
-pub mod progress;
-pub mod stack;
 
 use anyhow::Context;
 
@@ -51,7 +45,7 @@ pub fn exit(outcome: anyhow::Result<Outcome>) -> std::process::ExitCode {
         Ok(Outcome::Failed) => 1,
         Ok(Outcome::Interrupted) => 130,
         Err(error) => {
-            eprintln!("scps: {}", crate::error_text::error_text(&error));
+            eprintln!("scps: {}", scps_transfer::error_text::error_text(&error));
             2
         }
     })

@@ -11,6 +11,8 @@ use tokio::net::TcpStream;
 use scps_net::tcp_info::{TcpInfoError, tcp_info};
 use scps_workload::report::{ConnectionFigures, Repairs};
 
+use crate::{News, Tell};
+
 #[derive(Debug)]
 pub enum Conn {
     Scps(scps_net::Stream),
@@ -54,13 +56,13 @@ impl Abort {
 impl Conn {
     /// What the connection did, for its report: our stack's connection
     /// tells it all in one read of its statistics; kernel TCP only its
-    /// retransmitted bytes.
-    pub fn figures(&self) -> ConnectionFigures {
+    /// retransmitted bytes, and `tell` why if it cannot.
+    pub fn figures(&self, tell: &Tell) -> ConnectionFigures {
         let stream = match self {
             Conn::Scps(stream) => stream,
             Conn::Tcp(stream) => {
                 return ConnectionFigures {
-                    retransmitted_bytes: kernel_retransmitted_bytes(stream),
+                    retransmitted_bytes: kernel_retransmitted_bytes(stream, tell),
                     ..ConnectionFigures::default()
                 };
             }
@@ -141,9 +143,8 @@ impl AsyncWrite for Conn {
 }
 
 /// The kernel's count of a connection's data bytes sent again
-/// (`tcpi_bytes_retrans`; unknown, with a warning, if the kernel does not
-/// say).
-fn kernel_retransmitted_bytes(stream: &TcpStream) -> Option<u64> {
+/// (`tcpi_bytes_retrans`; unknown, told why, if the kernel does not say).
+fn kernel_retransmitted_bytes(stream: &TcpStream, tell: &Tell) -> Option<u64> {
     let info = stream
         .local_addr()
         .and_then(|local| Ok((local, stream.peer_addr()?)))
@@ -152,7 +153,9 @@ fn kernel_retransmitted_bytes(stream: &TcpStream) -> Option<u64> {
     match info {
         Ok(info) => Some(info.bytes_retrans),
         Err(err) => {
-            eprintln!("scps: the kernel's retransmitted bytes are not known: {err}");
+            tell(News::Unknown(format!(
+                "the kernel's retransmitted bytes are not known: {err}"
+            )));
             None
         }
     }

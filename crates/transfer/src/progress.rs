@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::conn::Abort;
+use crate::conn::Abort;
 
 /// `inner`, adding every byte read to a counter that outlives it.
 #[derive(Debug)]
