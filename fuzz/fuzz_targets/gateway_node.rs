@@ -1,31 +1,52 @@
 //! The simulator's gateway (`scps_relay::node::GatewayNode`) fed
 //! arbitrary packets on either interface: each is split, forwarded or
 //! dropped and counted, never a panic; whatever it sends leaves by one of
-//! its two interfaces.
+//! its two interfaces. Its routes pass ssh and carry the rest.
 #![no_main]
 
+use std::sync::Arc;
+
 use libfuzzer_sys::fuzz_target;
-use scps_relay::RelayConfig;
-use scps_relay::node::{GatewayNode, GatewayNodeConfig};
 use scps_node::{InterfaceId, Node};
 use scps_proto::Config;
 use scps_proto::time::Instant;
+use scps_relay::node::{GatewayNode, GatewayNodeConfig};
+use scps_relay::{Carried, RelayConfig, Route, RouteMatch, RouteTable};
+
+/// ssh passes, everything else is carried with `link`.
+fn routes(link: Config) -> RouteTable {
+    let all = RouteTable::carrying_everything(Carried {
+        engine: Arc::new(link),
+        relay: RelayConfig {
+            buffer: 4096,
+            idle_timeout: None,
+        },
+    });
+    let ssh = Route {
+        name: "ssh".into(),
+        matching: RouteMatch {
+            source: None,
+            destination: None,
+            ports: (22, 22),
+        },
+        carried: None,
+    };
+    RouteTable::new(vec![ssh, all.routes()[0].clone()]).expect("ssh lies within everything")
+}
 
 fuzz_target!(|data: &[u8]| {
+    let link = Config {
+        scps: true,
+        header_compression: true,
+        ..Config::default()
+    };
     let mut gateway = GatewayNode::new(
         GatewayNodeConfig {
             local: vec!["10.1.0.0/16".parse().unwrap(), "fd00:1::/64".parse().unwrap()],
             remote: vec!["10.2.0.0/16".parse().unwrap(), "fd00:2::/64".parse().unwrap()],
             lan: Config::default(),
-            link: Config {
-                scps: true,
-                header_compression: true,
-                ..Config::default()
-            },
-            relay: RelayConfig {
-                buffer: 4096,
-                idle_timeout: None,
-            },
+            link: link.clone(),
+            routes: routes(link),
         },
         7,
     )

@@ -115,7 +115,7 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
     }
     if args.print_rules {
         match &config.transparent {
-            Some(plumbing) => print!("{}", plumbing.describe()),
+            Some(plumbing) => print!("{}", plumbing.describe(&config.routes)),
             None => anyhow::bail!("{}: no [transparent] section, so no rules", path.display()),
         }
         return Ok(());

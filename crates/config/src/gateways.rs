@@ -8,18 +8,29 @@
 //!
 //! The sizing rules of a gateway's buffers live here so that the
 //! simulator's gateways and `scps gateway` follow the same rule.
+//!
+//! A scenario's `[[route]]`s (routes.rs, the syntax of `scps gateway`'s)
+//! choose what the gateways carry: a route's `[route.engine]` may name
+//! what it runs across the link (`protocol`, an SCPS-TP label) and lay
+//! `[route.engine.tcp]` keys over `[gateway]` and `[stacks.LABEL]`, as a
+//! gateway's route lays its keys over `[engine]`; the link is the
+//! point's.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use scps_proto::Config;
 use scps_proto::cc::CongestionAlgorithm;
+use scps_relay::{Carried, RelayConfig, RouteTable};
+use serde::Deserialize;
 
 use crate::error::Error;
 use crate::link::{Direction, Link};
 use crate::protocol::Protocol;
+use crate::routes::{RouteSpec, check_buffer, route_table};
 use crate::scenario::{layered_tcp, with_route};
-use crate::tcp::TcpSpec;
+use crate::tcp::{TcpSpec, validate};
 
 /// The bounds of a buffer sized from a link's bandwidth-delay product.
 pub const BDP_BUFFER_RANGE: (u64, u64) = (256 << 10, 16 << 20);
@@ -60,6 +71,22 @@ pub struct Gateways {
     /// Bytes each split connection's relay holds: one bandwidth-delay
     /// product of the link.
     pub relay_buffer: usize,
+    /// What the gateway whose data goes forward across the link (the
+    /// clients') carries, and the one whose data goes back (the
+    /// server's): `[[route]]`, or one route carrying every connection.
+    routes: [RouteTable; 2],
+}
+
+/// A scenario route's own engine keys (`[route.engine]`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteEngineSpec {
+    /// What its connections run across the link, instead of the `gw-`
+    /// label's.
+    protocol: Option<String>,
+    /// `[tcp]` keys, over `[gateway]` and `[stacks.LABEL]`.
+    #[serde(default)]
+    tcp: TcpSpec,
 }
 
 impl Gateways {
@@ -71,14 +98,25 @@ impl Gateways {
     /// their repair (on geo-8mbit at BER 1e-5, `gw-scps-rate` reaches 0.65
     /// of the limit with two, 0.90 with four, as `scps-rate` end to end
     /// with its 4 and 6 MiB).
+    ///
+    /// `routes` choose what they carry (each route's engine built the same
+    /// way, then its own keys), one route carrying everything without any.
     pub fn resolve(
         label: Protocol,
         gateway: &TcpSpec,
         stacks: &BTreeMap<String, TcpSpec>,
         link: &Link,
+        routes: &[RouteSpec<RouteEngineSpec>],
     ) -> Result<Option<Gateways>, Error> {
         let Some(across) = label.across_gateways() else {
-            return Ok(None);
+            if routes.is_empty() {
+                return Ok(None);
+            }
+            return Err(Error::invalid(
+                "route",
+                format!("{} routes", routes.len()),
+                format!("routes choose what the gateways of a gw- label carry, and {label} has none"),
+            ));
         };
         let rtt = round_trip(link);
         let rate = link.route(Direction::Forward).rate_bps;
@@ -89,7 +127,13 @@ impl Gateways {
             recv_buffer: engine_buffer,
             ..Config::default()
         };
-        let link_config = layered_tcp(across, label, (gateway, "gateway"), stacks, base)?;
+        let layers = EngineLayers {
+            label,
+            gateway,
+            stacks,
+            base,
+        };
+        let link_config = layers.engine(across)?;
         let lan = Config {
             mtu: link.mtu,
             congestion: CongestionAlgorithm::Cubic,
@@ -97,11 +141,34 @@ impl Gateways {
             recv_buffer: LAN_RECV_BUFFER,
             ..Config::default()
         };
+        let relay = RelayConfig {
+            buffer: bdp_buffer(rate, rtt) as usize,
+            idle_timeout: None,
+        };
+        let routes = [Direction::Forward, Direction::Reverse].map(|direction| {
+            if routes.is_empty() {
+                return Ok(RouteTable::carrying_everything(Carried {
+                    engine: Arc::new(with_route(link_config.clone(), across, link, direction)),
+                    relay,
+                }));
+            }
+            route_table(routes, |i, route| {
+                let carriage = Carriage {
+                    across,
+                    link,
+                    direction,
+                    relay,
+                };
+                carriage.of_route(i, route, &layers)
+            })
+        });
+        let [forward, reverse] = routes;
         Ok(Some(Gateways {
             across,
             lan,
             link: link_config,
-            relay_buffer: bdp_buffer(rate, rtt) as usize,
+            relay_buffer: relay.buffer,
+            routes: [forward?, reverse?],
         }))
     }
 
@@ -109,6 +176,104 @@ impl Gateways {
     /// `link`: paced at that direction's route rate as an SCPS stack is.
     pub fn link(&self, link: &Link, direction: Direction) -> Config {
         with_route(self.link.clone(), self.across, link, direction)
+    }
+
+    /// What the gateway whose data goes `direction` across the point's
+    /// link carries, and how: each route's engine paced at that
+    /// direction's route rate as [`Gateways::link`] is.
+    pub fn routes(&self, direction: Direction) -> &RouteTable {
+        match direction {
+            Direction::Forward => &self.routes[0],
+            Direction::Reverse => &self.routes[1],
+        }
+    }
+}
+
+/// What a gateway's link engine is laid from: a gateway's defaults
+/// (`base`), what `across` brings, `[gateway]`, `[stacks.LABEL]`, then
+/// what `across` decides.
+struct EngineLayers<'a> {
+    label: Protocol,
+    gateway: &'a TcpSpec,
+    stacks: &'a BTreeMap<String, TcpSpec>,
+    base: Config,
+}
+
+impl EngineLayers<'_> {
+    fn engine(&self, across: Protocol) -> Result<Config, Error> {
+        layered_tcp(
+            across,
+            self.label,
+            (self.gateway, "gateway"),
+            self.stacks,
+            self.base.clone(),
+        )
+    }
+}
+
+/// How the gateway whose data goes `direction` across `link` carries a
+/// route's connections unless the route says: `across` the link, with
+/// `relay`.
+struct Carriage<'a> {
+    across: Protocol,
+    link: &'a Link,
+    direction: Direction,
+    relay: RelayConfig,
+}
+
+impl Carriage<'_> {
+    /// Route `i`'s: the engine of its `protocol` laid as the gateways'
+    /// is, its `[route.engine.tcp]` over it, paced at the direction's
+    /// route rate unless it says; its own relay buffer, or the gateways'.
+    fn of_route(
+        &self,
+        i: usize,
+        route: &RouteSpec<RouteEngineSpec>,
+        layers: &EngineLayers,
+    ) -> Result<Carried, Error> {
+        let engine = route.engine.clone().unwrap_or_default();
+        let key = format!("route[{i}].engine");
+        let across = match &engine.protocol {
+            None => self.across,
+            Some(text) => across_protocol(&format!("{key}.protocol"), text)?,
+        };
+        let mut config = layers.engine(across)?;
+        let tcp_key = format!("{key}.tcp");
+        engine.tcp.apply(&mut config, &tcp_key)?;
+        across.apply(&mut config);
+        let config = with_route(config, across, self.link, self.direction);
+        validate(&config, &tcp_key)?;
+        let buffer = match route.buffer {
+            Some(buffer) => {
+                check_buffer(&format!("route[{i}].buffer"), buffer.0)?;
+                buffer.0 as usize
+            }
+            None => self.relay.buffer,
+        };
+        Ok(Carried {
+            engine: Arc::new(config),
+            relay: RelayConfig { buffer, ..self.relay },
+        })
+    }
+}
+
+/// A route's `protocol`: an SCPS-TP label that gateways run across a
+/// link.
+fn across_protocol(key: &str, text: &str) -> Result<Protocol, Error> {
+    let across: Vec<Protocol> = Protocol::ALL
+        .into_iter()
+        .filter_map(Protocol::across_gateways)
+        .collect();
+    match text.parse::<Protocol>() {
+        Ok(protocol) if across.contains(&protocol) => Ok(protocol),
+        _ => Err(Error::invalid(
+            key,
+            format!("{text:?}"),
+            format!(
+                "what the gateways run across the link: {}",
+                across.iter().map(|p| p.label()).collect::<Vec<_>>().join(", ")
+            ),
+        )),
     }
 }
 

@@ -8,6 +8,7 @@ mod error;
 pub mod gateways;
 pub mod link;
 pub mod protocol;
+pub mod routes;
 pub mod scenario;
 pub mod stack;
 pub mod sweep;

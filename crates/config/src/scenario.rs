@@ -10,9 +10,10 @@ use serde::Deserialize;
 use toml::Value;
 
 use crate::error::Error;
-use crate::gateways::Gateways;
+use crate::gateways::{Gateways, RouteEngineSpec};
 use crate::link::{ChannelSpec, Direction, Link, sustained_rate_bps};
 use crate::protocol::Protocol;
+use crate::routes::RouteSpec;
 use crate::sweep::Sweep;
 use crate::tcp::{TcpSpec, validate};
 use crate::topology::{Topology, TopologySpec};
@@ -65,6 +66,9 @@ struct PointSpec {
     /// The link engine of the gateways of `gw-` labels.
     #[serde(default)]
     gateway: TcpSpec,
+    /// What the gateways of a `gw-` label carry (all TCP without any).
+    #[serde(default)]
+    route: Vec<RouteSpec<RouteEngineSpec>>,
     #[serde(default)]
     limit: LimitSpec,
     /// The network of nodes; two hosts on `[link]` without it.
@@ -375,7 +379,7 @@ fn resolve(spec: &PointSpec, params: Vec<(String, Value)>, document: &toml::Tabl
         ..scps_proto::Config::default()
     };
     let tcp = engine_tcp(protocol.hosts(), &spec.tcp, &spec.stacks, base)?;
-    let gateways = Gateways::resolve(protocol, &spec.gateway, &spec.stacks, &link)?;
+    let gateways = Gateways::resolve(protocol, &spec.gateway, &spec.stacks, &link, &spec.route)?;
     // The stressed link carries what the gateways send, if there are any.
     let across = gateways.as_ref().map(|g| g.link(&link, Direction::Forward));
     let workload = spec.workload.resolve()?;
@@ -628,6 +632,57 @@ recv_buffer = "6MiB"
         );
         // The limit's headers are the gateways' on the link.
         assert_eq!(point.header_bytes, 52);
+    }
+
+    #[test]
+    fn a_gw_label_s_routes_lay_their_own_keys_over_the_gateways_engine() {
+        let overrides = ["protocol=\"gw-scps-rate\"", "link.ber=0"].map(|a| parse_assignment(a).unwrap());
+        let at = |routes: &str| {
+            let doc = format!("{DOC}[gateway]\nsnack_delay = \"50ms\"\n{routes}");
+            Scenario::from_text(&doc, "demo", &overrides).unwrap().points[0].clone()
+        };
+        let point = at(
+            "[[route]]\nname = \"rest\"\n[route.engine.tcp]\nrate = \"2Mbit\"\n\
+             [[route]]\nname = \"ssh\"\nports = \"22\"\npass = true\n\
+             [[route]]\nname = \"bulk\"\nports = \"5001\"\nbuffer = \"1MiB\"\n\
+             [route.engine]\nprotocol = \"scps-vegas\"\n",
+        );
+        let gateways = point.gateways.as_ref().unwrap();
+        let table = gateways.routes(Direction::Forward);
+        let names: Vec<&str> = table.routes().iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["ssh", "bulk", "rest"], "most specific first");
+        let settings = |i: usize| table.routes()[i].carried.clone();
+        assert_eq!(settings(0), None, "ssh passes");
+        let bulk = settings(1).unwrap();
+        assert_eq!(bulk.engine.congestion, scps_proto::cc::CongestionAlgorithm::Vegas);
+        assert_eq!(bulk.engine.snack_delay, Duration::from_millis(50), "[gateway]");
+        assert_eq!(bulk.engine.rate_bps, Some(8_000_000), "paced at the link's rate");
+        assert_eq!(
+            (bulk.engine.rate_route, bulk.relay.buffer),
+            (3, 1 << 20),
+            "its number in the file, and its own buffer"
+        );
+        let rest = settings(2).unwrap();
+        assert_eq!(rest.engine.congestion, scps_proto::cc::CongestionAlgorithm::Rate);
+        assert_eq!(rest.engine.rate_bps, Some(2_000_000), "its own rate");
+        assert_eq!(
+            (rest.engine.rate_route, rest.relay.buffer),
+            (1, gateways.relay_buffer)
+        );
+        // Without routes: one carries everything, as the gateways' link
+        // engine of each direction, with one rate budget.
+        let point = at("");
+        let gateways = point.gateways.as_ref().unwrap();
+        for direction in [Direction::Forward, Direction::Reverse] {
+            let routes = gateways.routes(direction).routes();
+            assert_eq!(routes.len(), 1);
+            let carried = routes[0].carried.as_ref().unwrap();
+            assert_eq!(*carried.engine, gateways.link(&point.link, direction));
+            assert_eq!(
+                (carried.engine.rate_route, carried.relay.buffer),
+                (0, gateways.relay_buffer)
+            );
+        }
     }
 
     #[test]

@@ -10,19 +10,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scps_config::bundle::Bundle;
+use scps_config::routes::{RouteSpec, address_prefix, check_buffer, port_range};
 use scps_config::stack::{RealStack, StackSettings, ToolKeepalive};
 use scps_config::units::{Bytes, Time};
 use scps_config::{Direction, Error};
 use scps_node::IpPrefix;
 use scps_proto::config::Keepalive;
-use scps_relay::RelayConfig;
+use scps_relay::{Carried, RelayConfig, RouteTable};
 use serde::Deserialize;
 
 use crate::clients::{Clients, ClientsSpec};
 use crate::explicit::{AllowRule, Allowed};
 use crate::handshakes::HandshakeLimits;
 use crate::request::{Destination, host_name};
-use crate::routes::{Carried, Route, RouteMatch, RouteTable};
 use crate::security::{Security, SecuritySpec};
 use crate::socks::Users;
 use crate::transparent::{LinkPath, Plumbing};
@@ -37,7 +37,6 @@ const DEFAULT_SOCKS_PORT: u16 = 1080;
 /// Bytes waiting at most in each direction of a relay, unless
 /// `relay.buffer` says: 8 Mbit/s for 1 s.
 const DEFAULT_BUFFER: u64 = 1 << 20;
-const BUFFER_RANGE: (u64, u64) = (4096, 1 << 30);
 /// Split connections at once, and the memory of their buffers, unless
 /// `relay.max_connections` and `relay.memory` say.
 const DEFAULT_MAX_CONNECTIONS: usize = 4096;
@@ -81,7 +80,7 @@ struct GatewaySpec {
     #[serde(default)]
     allow: Vec<AllowSpec>,
     #[serde(default)]
-    route: Vec<RouteSpec>,
+    route: Vec<RouteSpec<toml::Table>>,
     metrics: Option<MetricsSpec>,
     control: Option<ControlSpec>,
 }
@@ -181,19 +180,6 @@ struct SocksSpec {
 struct AllowSpec {
     prefix: String,
     ports: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RouteSpec {
-    name: Option<String>,
-    source: Option<String>,
-    destination: Option<String>,
-    ports: Option<String>,
-    #[serde(default)]
-    pass: bool,
-    engine: Option<toml::Table>,
-    buffer: Option<Bytes>,
 }
 
 /// A port forward: LAN connections to `listen` from `clients` are carried
@@ -333,12 +319,6 @@ impl GatewayConfig {
     /// under them); the rest is opened, bound or installed once, at the
     /// start.
     pub fn fixed_change(&self, new: &GatewayConfig) -> Option<&'static str> {
-        let without_routes = |c: &GatewayConfig| {
-            c.transparent.clone().map(|p| Plumbing {
-                routes: Vec::new(),
-                ..p
-            })
-        };
         fn explicit_engine(c: &GatewayConfig) -> Option<(&RealStack, RelayConfig)> {
             c.link.as_ref().map(|_| (&c.engine, c.relay))
         }
@@ -348,7 +328,7 @@ impl GatewayConfig {
             (self.engine.bundle != new.engine.bundle, "[engine.bundle]"),
             (self.security != new.security, "link.security and its keys"),
             (self.link != new.link, "[link]"),
-            (without_routes(self) != without_routes(new), "[transparent]"),
+            (self.transparent != new.transparent, "[transparent]"),
             (self.forwards != new.forwards, "[[forward]]"),
             (self.socks != new.socks, "[[socks]]"),
             (self.allowed != new.allowed, "[[allow]]"),
@@ -583,14 +563,6 @@ fn checked(spec: GatewaySpec, origin: &str) -> Result<GatewayConfig, Error> {
         .config
     };
     let routes = route_table(&spec, origin, direction, carrying, relay, route_carriage)?;
-    let transparent = transparent.map(|plumbing| Plumbing {
-        routes: routes
-            .routes()
-            .iter()
-            .map(|r| (r.matching, r.carried.is_some()))
-            .collect(),
-        ..plumbing
-    });
     let max_connections = spec.relay.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
     if max_connections == 0 {
         return Err(Error::invalid("relay.max_connections", 0, "at least 1"));
@@ -835,14 +807,6 @@ fn link_rtt(engine: &toml::Table) -> Option<Duration> {
     scps_config::units::parse_duration(rtt).ok()
 }
 
-fn check_buffer(key: &str, buffer: u64) -> Result<(), Error> {
-    if (BUFFER_RANGE.0..=BUFFER_RANGE.1).contains(&buffer) {
-        Ok(())
-    } else {
-        Err(Error::invalid(key, buffer, "from 4096 bytes to 1 GiB"))
-    }
-}
-
 /// The link connections' engine: `[engine]` is a scenario document
 /// (`protocol`, `[engine.tcp]`, `[engine.link]`, ...) read as `scps send
 /// --config` reads one; `within` names it in errors.
@@ -929,83 +893,22 @@ fn route_table(
              explicit modes' destinations are their [[forward]], [[socks]] and [[allow]])",
         ));
     }
-    let routes = spec
-        .route
-        .iter()
-        .enumerate()
-        .map(|(i, route)| one_route(i, route, spec, origin, direction, relay, carriage))
-        .collect::<Result<Vec<_>, Error>>()?;
-    let names: BTreeSet<&str> = routes.iter().map(|r| r.name.as_str()).collect();
-    if names.len() != routes.len() {
-        return Err(Error::invalid(
-            "route.name",
-            "(a name used twice)",
-            "a name of its own for each route",
-        ));
-    }
-    RouteTable::new(routes).map_err(|conflict| {
-        Error::invalid(
-            "route",
-            format!("{} and {}", conflict.first, conflict.second),
-            "routes that do not overlap, or one within the other (a narrower prefix or port range), \
-             so that the most specific decides",
-        )
+    scps_config::routes::route_table(&spec.route, |i, route| {
+        carried(i, route, spec, origin, direction, relay, carriage)
     })
 }
 
-fn one_route(
+/// How route `i` carries: with `[engine]` under its own `engine` keys, and
+/// its own buffer, else `relay.buffer`, else one of its rate and RTT.
+fn carried(
     i: usize,
-    route: &RouteSpec,
+    route: &RouteSpec<toml::Table>,
     spec: &GatewaySpec,
     origin: &str,
     direction: Direction,
     relay: RelayConfig,
     carriage: Carriage,
-) -> Result<Route, Error> {
-    let key = |field: &str| format!("route[{i}].{field}");
-    let prefix = |field: &str, text: &Option<String>| -> Result<Option<IpPrefix>, Error> {
-        text.as_deref()
-            .map(|text| address_prefix(&key(field), text))
-            .transpose()
-    };
-    let matching = RouteMatch {
-        source: prefix("source", &route.source)?,
-        destination: prefix("destination", &route.destination)?,
-        ports: match &route.ports {
-            None => (1, 65535),
-            Some(text) => port_range(&key("ports"), text)?,
-        },
-    };
-    if let (Some(source), Some(destination)) = (matching.source, matching.destination)
-        && source.network().is_ipv4() != destination.network().is_ipv4()
-    {
-        return Err(Error::invalid(
-            key("destination"),
-            destination,
-            format!("a prefix of the source's family ({source}): a connection is IPv4 or IPv6 end to end"),
-        ));
-    }
-    let name = match &route.name {
-        Some(name) if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) => {
-            return Err(Error::invalid(key("name"), name, "1 to 64 printable characters"));
-        }
-        Some(name) => name.clone(),
-        None => format!("route[{i}]"),
-    };
-    if route.pass {
-        if route.engine.is_some() || route.buffer.is_some() {
-            return Err(Error::invalid(
-                key("pass"),
-                true,
-                "a route that passes connections through has no engine or buffer of its own",
-            ));
-        }
-        return Ok(Route {
-            name,
-            matching,
-            carried: None,
-        });
-    }
+) -> Result<Carried, Error> {
     if route
         .engine
         .as_ref()
@@ -1022,14 +925,12 @@ fn one_route(
         spec.engine.clone().unwrap_or_default(),
         route.engine.clone().unwrap_or_default(),
     );
-    let (mut engine, link) = engine(
+    let (engine, link) = engine(
         Some(table),
         &format!("{origin} route[{i}].engine"),
         direction,
         carriage,
     )?;
-    // The route's number, counted from 1: its connections share its rate.
-    engine.config.rate_route = i as u32 + 1;
     let buffer = match route.buffer {
         Some(buffer) => buffer.0,
         None => match spec.relay.buffer {
@@ -1037,17 +938,13 @@ fn one_route(
             None => default_buffer(link),
         },
     };
-    check_buffer(&key("buffer"), buffer)?;
-    Ok(Route {
-        name,
-        matching,
-        carried: Some(Carried {
-            engine: Arc::new(engine.config),
-            relay: RelayConfig {
-                buffer: buffer as usize,
-                ..relay
-            },
-        }),
+    check_buffer(&format!("route[{i}].buffer"), buffer)?;
+    Ok(Carried {
+        engine: Arc::new(engine.config),
+        relay: RelayConfig {
+            buffer: buffer as usize,
+            ..relay
+        },
     })
 }
 
@@ -1271,8 +1168,6 @@ fn transparent(
         link,
         local,
         remote,
-        // Filled in from the route table.
-        routes: Vec::new(),
         port,
         mark,
         table,
@@ -1306,17 +1201,6 @@ fn prefixes(key: &str, texts: &[String]) -> Result<Vec<IpPrefix>, Error> {
         .enumerate()
         .map(|(i, text)| address_prefix(&format!("{key}[{i}]"), text))
         .collect()
-}
-
-/// An IPv4 or IPv6 prefix, the value of `key`.
-fn address_prefix(key: &str, text: &str) -> Result<IpPrefix, Error> {
-    text.parse().map_err(|e| {
-        Error::invalid(
-            key,
-            text,
-            format!("an address prefix such as 10.1.0.0/16 or 2001:db8::/32 ({e})"),
-        )
-    })
 }
 
 fn socket_addr(key: &str, text: &str) -> Result<SocketAddr, Error> {
@@ -1369,24 +1253,6 @@ fn allow_rule(i: usize, allow: &AllowSpec) -> Result<AllowRule, Error> {
         Some(text) => port_range(&format!("allow[{i}].ports"), text)?,
     };
     Ok(AllowRule { prefix, ports })
-}
-
-/// `PORT` or `FIRST-LAST`, within 1 to 65535.
-fn port_range(key: &str, text: &str) -> Result<(u16, u16), Error> {
-    let invalid = || {
-        Error::invalid(
-            key,
-            text,
-            "a port or a range FIRST-LAST, within 1 to 65535 (22, 8000-8999)",
-        )
-    };
-    let (first, last) = text.split_once('-').unwrap_or((text, text));
-    let first: u16 = first.trim().parse().map_err(|_| invalid())?;
-    let last: u16 = last.trim().parse().map_err(|_| invalid())?;
-    if first == 0 || first > last {
-        return Err(invalid());
-    }
-    Ok((first, last))
 }
 
 #[cfg(test)]
@@ -1954,7 +1820,7 @@ mod tests {
             "the one bundle of [engine]"
         );
         assert_eq!(plumbing.steering(), None, "nothing to steer into a TUN device");
-        let script = plumbing.nft_script();
+        let script = plumbing.nft_script(&config.routes);
         assert!(
             script.contains("jump intercept"),
             "the LAN is intercepted:\n{script}"
@@ -2058,7 +1924,7 @@ mod tests {
         let names: Vec<&str> = table.routes().iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["bulk", "ssh", "rest"], "most specific first");
         let client: IpAddr = "10.99.1.5".parse().unwrap();
-        let (name, bulk) = table.carried(client, "10.99.4.2:21".parse().unwrap()).unwrap();
+        let (name, bulk) = carried_by(table, client, "10.99.4.2:21").unwrap();
         assert_eq!(name, "bulk");
         assert_eq!(bulk.engine.rate_bps, Some(680_000), "the route's own rate");
         assert_eq!(
@@ -2072,7 +1938,7 @@ mod tests {
             256 << 10,
             "680 kbit/s for 600 ms, raised to the floor"
         );
-        let (_, rest) = table.carried(client, "10.99.4.2:80".parse().unwrap()).unwrap();
+        let (_, rest) = carried_by(table, client, "10.99.4.2:80").unwrap();
         assert_eq!(
             (rest.engine.rate_bps, rest.engine.rate_route),
             (Some(8_000_000), 3)
@@ -2083,19 +1949,7 @@ mod tests {
             (2_400_000, 2_400_000),
             "the link engine's buffers: four products, as the simulator's gateways"
         );
-        assert!(
-            table.carried(client, "10.99.4.2:22".parse().unwrap()).is_none(),
-            "ssh passes"
-        );
-        let plumbing = config.transparent.unwrap();
-        assert_eq!(
-            plumbing
-                .routes
-                .iter()
-                .map(|(_, carried)| *carried)
-                .collect::<Vec<_>>(),
-            [true, false, true]
-        );
+        assert!(carried_by(table, client, "10.99.4.2:22").is_none(), "ssh passes");
         let default = parse(TRANSPARENT).unwrap();
         assert_eq!(
             default.routes.routes().len(),
@@ -2113,11 +1967,17 @@ mod tests {
         ))
         .unwrap();
         let client: IpAddr = "10.99.1.5".parse().unwrap();
-        let (_, carried) = config
-            .routes
-            .carried(client, "10.99.4.2:80".parse().unwrap())
-            .unwrap();
+        let (_, carried) = carried_by(&config.routes, client, "10.99.4.2:80").unwrap();
         carried.clone()
+    }
+
+    /// The route that carries a connection from `client` to `server`, and
+    /// its settings; `None` if it passes.
+    fn carried_by<'a>(table: &'a RouteTable, client: IpAddr, server: &str) -> Option<(&'a str, &'a Carried)> {
+        match table.decide(client, server.parse().unwrap()) {
+            scps_relay::Decision::Carried { route, settings } => Some((route, settings)),
+            scps_relay::Decision::PassThrough => None,
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use scps_net::{BoxedPath, BundleMonitor, Net, NetError, NetOptions};
-use scps_relay::RelayConfig;
+use scps_relay::{RelayConfig, Routes};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -30,7 +30,6 @@ use crate::explicit::{FarConfig, FarLink, relay_to_far_listed, serve_link_listed
 use crate::handshakes::{Full, Handshakes};
 use crate::pump::Connection;
 use crate::registry::LiveConnections;
-use crate::routes::Routes;
 use crate::security::{LinkWatch, Security, bundle_link, udp_link};
 use crate::socks;
 use crate::transparent::{self, Installed, PlainHosts, Relaying, TransparentError};
@@ -207,9 +206,9 @@ impl Gateway {
         if let Some(part) = self.config.fixed_change(&new) {
             return Err(GatewayError::Fixed(part));
         }
-        if let (Some(installed), Some(plumbing)) = (&mut self.installed, &new.transparent) {
+        if let Some(installed) = &mut self.installed {
             installed
-                .replace_routes(plumbing.routes.clone())
+                .replace_routes(&new.routes)
                 .map_err(GatewayError::Rules)?;
         }
         if let Some(routes) = &self.routes {

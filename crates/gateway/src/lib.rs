@@ -13,14 +13,17 @@
 //!   (no root): the request naming the destination, the client gateway's
 //!   half and the far gateway's; [`socks`], the SOCKS5 server;
 //! - [`transparent`]: the transparent mode's kernel plumbing (TPROXY,
-//!   policy routing into a TUN device) and its relays;
+//!   policy routing into a TUN device) and its relays, all deciding by
+//!   one route table (scps-relay's `routes`, read from `[[route]]` by
+//!   scps-config's);
 //! - [`config`] and [`gateway`]: `scps gateway --config FILE`;
 //! - operations: [`counters`], [`registry`] (the split connections held
 //!   now), `metrics.rs` (Prometheus over HTTP, `http.rs`) and [`control`]
 //!   (the socket `scps status` asks), the last two served by `exchange.rs`,
 //!   and [`netns`] (the network namespace a gateway says it runs in).
 //!
-//! The gateway as a sans-IO node for the simulator is in scps-relay too.
+//! The gateway as a sans-IO node for the simulator is in scps-relay too,
+//! with the routes it decides by.
 
 pub mod clients;
 pub mod config;
@@ -38,7 +41,6 @@ pub mod netns;
 pub mod pump;
 pub mod registry;
 pub mod request;
-pub mod routes;
 pub mod security;
 pub mod socks;
 pub mod status;

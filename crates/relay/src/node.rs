@@ -4,13 +4,24 @@
 //! own, with no sockets, no clocks and no kernel.
 //!
 //! Interface 0 faces the LAN, interface 1 the link. TCP between a local
-//! and a remote prefix is split: the LAN endpoint answers LAN clients as
-//! the remote servers they dial and opens connections to LAN servers from
-//! the remote clients' addresses, the link endpoint does the same towards
-//! the far gateway, and a relay joins each pair. Everything else (other
-//! protocols, other addresses) is forwarded by a router, local prefixes
-//! to the LAN and the rest to the link, as the real gateway leaves it to
-//! the kernel.
+//! and a remote prefix that a route carries (routes.rs) is split: the LAN
+//! endpoint answers LAN clients as the remote servers they dial and opens
+//! connections to LAN servers from the remote clients' addresses, the
+//! link endpoint does the same towards the far gateway, each link
+//! connection with its route's engine, and a relay with its route's
+//! buffer joins each pair. Everything else (other protocols, other
+//! addresses, the connections of routes that pass) is forwarded by a
+//! router, local prefixes to the LAN and the rest to the link, as the
+//! real gateway leaves it to the kernel.
+//!
+//! A segment goes to an endpoint if the endpoint holds its connection;
+//! one that no connection holds is read as the real gateway's
+//! interception reads it ([`RouteTable::decide_segment`]), on either
+//! side: the connections a route carries start with a SYN it decides.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 use scps_node::ip_header::addresses;
 use scps_node::router::{Route, Router, RouterError};
@@ -18,10 +29,11 @@ use scps_node::{InterfaceId, IpPrefix, Node};
 use scps_proto::time::Instant;
 use scps_proto::{
     Config, ConnectionError, ConnectionHandle, ConnectionStats, Endpoint, EndpointConfig, EndpointError,
-    Event, PathCapacity, StreamError, TransparentListenerId,
+    Event, FourTuple, PathCapacity, StreamError, TransparentListenerId,
 };
 
-use crate::relay::{OpenFailure, Outcome, Relay, RelayConfig, Side};
+use crate::relay::{OpenFailure, Outcome, Relay, Side};
+use crate::routes::{Decision, RouteTable};
 
 const LAN: InterfaceId = InterfaceId(0);
 const LINK: InterfaceId = InterfaceId(1);
@@ -36,9 +48,13 @@ pub struct GatewayNodeConfig {
     pub remote: Vec<IpPrefix>,
     /// The LAN connections' engine (TCP as the hosts run it).
     pub lan: Config,
-    /// The link connections' engine (SCPS-TP).
+    /// The link endpoint's own engine (SCPS-TP): what answers a segment
+    /// that none of its connections holds. Each link connection runs its
+    /// route's.
     pub link: Config,
-    pub relay: RelayConfig,
+    /// Which connections are split, each link connection's engine and
+    /// each relay's buffer.
+    pub routes: RouteTable,
 }
 
 /// How the gateway's split connections ended, and what it forwarded.
@@ -50,6 +66,10 @@ pub struct GatewayNodeStats {
     pub idle: u64,
     /// Split connections the endpoints refused to open.
     pub not_opened: u64,
+    /// Connections split, by the name of the route that carries them.
+    pub carried: BTreeMap<String, u64>,
+    /// SYNs forwarded untouched: those of connections that pass through.
+    pub passed_syns: u64,
     /// What the link connections that ended did to recover losses.
     pub link_recovery: Recovery,
 }
@@ -95,7 +115,7 @@ pub struct GatewayNode {
     link_listener: TransparentListenerId,
     local: Vec<IpPrefix>,
     remote: Vec<IpPrefix>,
-    relay_config: RelayConfig,
+    routes: Arc<RouteTable>,
     router: Router,
     splits: Vec<Split>,
     /// Which endpoint `poll_transmit` asks first, in turn.
@@ -132,7 +152,11 @@ impl GatewayNode {
         let mut link = endpoint(&config.link, secret.rotate_left(17) ^ 0x5c)?;
         let lan_listener = lan.listen_transparent(&config.remote, None, None)?;
         let link_listener = link.listen_transparent(&config.local, None, None)?;
-        let routes = config
+        // The far side's choice: a link connection it takes gets its
+        // route's engine from the SYN on.
+        let routes = Arc::new(config.routes);
+        link.choose_configs(link_listener, routes.clone());
+        let forwarding = config
             .local
             .iter()
             .map(|&prefix| Route {
@@ -148,10 +172,10 @@ impl GatewayNode {
             link,
             lan_listener,
             link_listener,
-            router: Router::new(2, routes)?,
+            router: Router::new(2, forwarding)?,
             local: config.local,
             remote: config.remote,
-            relay_config: config.relay,
+            routes,
             splits: Vec::new(),
             lan_first: true,
             buf: vec![0; 64 * 1024],
@@ -201,21 +225,43 @@ impl GatewayNode {
         }
     }
 
-    /// Whether a packet that came in on `interface` belongs to a split
-    /// connection's endpoint: TCP (or compressed SCPS-TP on the link)
-    /// between the side's own prefixes and the other's.
-    fn is_split(&self, interface: InterfaceId, packet: &[u8]) -> bool {
+    /// Whether a packet that came in on `interface` is for the side's
+    /// endpoint: TCP (or compressed SCPS-TP on the link, which only split
+    /// connections send) between the side's own prefixes and the other's,
+    /// of a connection the endpoint holds or, if it holds none, one that
+    /// the routes carry.
+    fn is_split(&mut self, interface: InterfaceId, packet: &[u8]) -> bool {
         let Some((protocol, src, dst)) = addresses(packet) else {
             return false;
         };
         let within = |prefixes: &[IpPrefix], ip| prefixes.iter().any(|p| p.contains(ip));
-        if interface == LAN {
-            protocol == IPPROTO_TCP && within(&self.local, src) && within(&self.remote, dst)
+        let between = if interface == LAN {
+            within(&self.local, src) && within(&self.remote, dst)
         } else {
-            matches!(protocol, IPPROTO_TCP | IPPROTO_SCPS_COMPRESSED)
-                && within(&self.remote, src)
-                && within(&self.local, dst)
+            within(&self.remote, src) && within(&self.local, dst)
+        };
+        match protocol {
+            IPPROTO_TCP if between => {}
+            IPPROTO_SCPS_COMPRESSED => return between && interface == LINK,
+            _ => return false,
         }
+        // A header too short to read: the endpoint drops it.
+        let Some((from, to, opening)) = tcp_segment(packet, src, dst) else {
+            return true;
+        };
+        let endpoint = if interface == LAN { &self.lan } else { &self.link };
+        let tuple = FourTuple {
+            local: to,
+            remote: from,
+        };
+        if endpoint.has_connection(&tuple) {
+            return true;
+        }
+        let carried = self.routes.decide_segment(from, to, opening).is_carried();
+        if opening && !carried {
+            self.stats.passed_syns += 1;
+        }
+        carried
     }
 
     /// Takes the connections the listeners completed, reads the
@@ -256,19 +302,30 @@ impl GatewayNode {
             // dialled; the other half is opened from the client's address.
             let (client, server) = (tuple.remote, tuple.local);
             let other = side.other();
-            // With the endpoint's own configuration: its side's engine.
-            match self.endpoint(other).connect(now, server, Some(client), None) {
+            let routes = self.routes.clone();
+            let Decision::Carried { route, settings } = routes.decide(client.ip(), server) else {
+                // Its SYN was let in by a route that carries it: a table
+                // that cannot change says so again.
+                self.stats.not_opened += 1;
+                let _ = self.endpoint(side).abort(now, handle);
+                continue;
+            };
+            // The link connection with its route's engine (one accepted
+            // on the link has it already), the LAN one with the LAN's.
+            let engine = (other == Side::Link).then(|| Config::clone(&settings.engine));
+            match self.endpoint(other).connect(now, server, Some(client), engine) {
                 Ok(opened) => {
                     let (lan, link) = match side {
                         Side::Lan => (handle, opened),
                         Side::Link => (opened, handle),
                     };
                     self.splits.push(Split {
-                        relay: Relay::new(now, self.relay_config, side),
+                        relay: Relay::new(now, settings.relay, side),
                         lan,
                         link,
                         opening: other,
                     });
+                    *self.stats.carried.entry(route.to_owned()).or_default() += 1;
                 }
                 Err(_) => {
                     self.stats.not_opened += 1;
@@ -404,6 +461,30 @@ fn open_failure(error: ConnectionError) -> OpenFailure {
     }
 }
 
+/// A TCP segment's ends, and whether it is a SYN without ACK (one that
+/// opens a connection), if its header can be read. IPv6 extension headers
+/// are not followed, as [`addresses`] does not.
+fn tcp_segment(
+    packet: &[u8],
+    src: std::net::IpAddr,
+    dst: std::net::IpAddr,
+) -> Option<(SocketAddr, SocketAddr, bool)> {
+    const SYN: u8 = 0x02;
+    const ACK: u8 = 0x10;
+    let header = match src {
+        std::net::IpAddr::V4(_) => usize::from(packet.first()? & 0x0f) * 4,
+        std::net::IpAddr::V6(_) => 40,
+    };
+    let tcp = packet.get(header..header + 14)?;
+    let port = |at: usize| u16::from_be_bytes([tcp[at], tcp[at + 1]]);
+    let opening = tcp[13] & (SYN | ACK) == SYN;
+    Some((
+        SocketAddr::new(src, port(0)),
+        SocketAddr::new(dst, port(2)),
+        opening,
+    ))
+}
+
 impl Node for GatewayNode {
     fn interface_count(&self) -> usize {
         2
@@ -471,14 +552,34 @@ impl Node for GatewayNode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::relay::RelayConfig;
+    use crate::routes::{Carried, Route, RouteMatch};
 
     /// An IPv4 packet of `protocol` from `src` to `dst` with a valid
     /// header checksum and a few bytes of payload.
     fn ipv4(protocol: u8, src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
-        let mut packet = vec![0x45, 0, 0, 28, 0, 0, 0, 0, 64, protocol, 0, 0];
+        with_payload(protocol, src, dst, &[0; 8])
+    }
+
+    /// A TCP SYN from `src` to `dst` (the TCP checksum left out: only
+    /// the gateway's choice is looked at).
+    fn syn((src, sport): ([u8; 4], u16), (dst, dport): ([u8; 4], u16)) -> Vec<u8> {
+        let mut tcp = [0; 20];
+        tcp[..2].copy_from_slice(&sport.to_be_bytes());
+        tcp[2..4].copy_from_slice(&dport.to_be_bytes());
+        tcp[12] = 0x50;
+        tcp[13] = 0x02;
+        with_payload(IPPROTO_TCP, src, dst, &tcp)
+    }
+
+    fn with_payload(protocol: u8, src: [u8; 4], dst: [u8; 4], payload: &[u8]) -> Vec<u8> {
+        let total = (20 + payload.len()) as u16;
+        let mut packet = vec![0x45, 0];
+        packet.extend_from_slice(&total.to_be_bytes());
+        packet.extend_from_slice(&[0, 0, 0, 0, 64, protocol, 0, 0]);
         packet.extend_from_slice(&src);
         packet.extend_from_slice(&dst);
-        packet.extend_from_slice(&[0; 8]);
+        packet.extend_from_slice(payload);
         let sum = packet[..20]
             .chunks(2)
             .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
@@ -488,24 +589,73 @@ mod tests {
         packet
     }
 
-    fn node() -> GatewayNode {
+    fn link() -> Config {
+        Config {
+            scps: true,
+            ..Config::default()
+        }
+    }
+
+    fn carried() -> Carried {
+        Carried {
+            engine: Arc::new(link()),
+            relay: RelayConfig {
+                buffer: 4096,
+                idle_timeout: None,
+            },
+        }
+    }
+
+    fn node_with(routes: RouteTable) -> GatewayNode {
         GatewayNode::new(
             GatewayNodeConfig {
                 local: vec!["10.1.0.0/16".parse().unwrap()],
                 remote: vec!["10.2.0.0/16".parse().unwrap()],
                 lan: Config::default(),
-                link: Config {
-                    scps: true,
-                    ..Config::default()
-                },
-                relay: RelayConfig {
-                    buffer: 4096,
-                    idle_timeout: None,
-                },
+                link: link(),
+                routes,
             },
             1,
         )
         .unwrap()
+    }
+
+    fn node() -> GatewayNode {
+        node_with(RouteTable::carrying_everything(carried()))
+    }
+
+    #[test]
+    fn a_syn_that_a_route_passes_is_forwarded_and_one_it_carries_reaches_the_endpoint() {
+        let ssh = Route {
+            name: "ssh".into(),
+            matching: RouteMatch {
+                source: None,
+                destination: None,
+                ports: (22, 22),
+            },
+            carried: None,
+        };
+        let mut gateway = node_with(
+            RouteTable::new(vec![
+                ssh,
+                RouteTable::carrying_everything(carried()).routes()[0].clone(),
+            ])
+            .unwrap(),
+        );
+        let (now, mut out) = (Instant::ZERO, Vec::new());
+        let client = ([10, 1, 0, 2], 40000);
+        gateway.handle_packet(now, LAN, &syn(client, ([10, 2, 0, 2], 22)));
+        assert_eq!(gateway.poll_transmit(now, &mut out), Some(LINK), "forwarded");
+        assert_eq!(gateway.stats().passed_syns, 1);
+        assert_eq!(gateway.lan_endpoint().stats().packets_received, 0);
+        gateway.handle_packet(now, LAN, &syn(client, ([10, 2, 0, 2], 80)));
+        assert_eq!(gateway.lan_endpoint().stats().packets_received, 1, "taken");
+        assert_eq!(gateway.stats().passed_syns, 1);
+        // From the link, a SYN to a local server is read the same way.
+        gateway.handle_packet(now, LINK, &syn(([10, 2, 0, 2], 40000), ([10, 1, 0, 2], 22)));
+        assert_eq!(gateway.poll_transmit(now, &mut out), Some(LAN), "forwarded");
+        assert_eq!(gateway.link_endpoint().stats().packets_received, 0);
+        assert_eq!(gateway.stats().passed_syns, 2);
     }
 
     #[test]

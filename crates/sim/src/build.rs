@@ -22,7 +22,6 @@ use scps_config::topology::{self, LinkModel, NodeKind, Role, Topology};
 use scps_config::{Direction, Point};
 use scps_node::{InterfaceId, IpPrefix, Router};
 use scps_proto::{Endpoint, EndpointConfig, PathCapacity};
-use scps_relay::RelayConfig;
 use scps_relay::node::{GatewayNode, GatewayNodeConfig};
 
 use crate::host::Host;
@@ -163,8 +162,9 @@ pub(crate) fn build(point: &Point, seed: u64, options: &RunOptions) -> Result<Bu
 /// Puts the gateways of `engines` at the `ends` of the stressed link:
 /// `ends[0]` (the clients' side), LAN, gwA, the stressed link's
 /// `bundles`, gwB, LAN, `ends[1]` (the server's). gwA splits the clients'
-/// connections to the server, gwB the server's side of them. The stressed
-/// link, and the gateways.
+/// connections to the server, gwB the server's side of them, those that
+/// the point's routes carry (every one without `[[route]]`); the others
+/// cross both as through routers. The stressed link, and the gateways.
 fn around_gateways(
     world: &mut World,
     point: &Point,
@@ -183,10 +183,7 @@ fn around_gateways(
             remote,
             lan: engines.lan.clone(),
             link: engines.link(&point.link, sends),
-            relay: RelayConfig {
-                buffer: engines.relay_buffer,
-                idle_timeout: None,
-            },
+            routes: engines.routes(sends).clone(),
         };
         GatewayNode::new(config, derive_seed(seed, purpose)).map_err(SimError::Gateway)
     };

@@ -5,20 +5,25 @@
 //! across a geostationary link with bit errors the split (SCPS-TP paced
 //! at the link rate across, TCP on each LAN) does many times better than
 //! the same TCP end to end: the gateways' reason to exist, measured in
-//! virtual time, deterministically.
+//! virtual time, deterministically. Routes choose what the gateways
+//! split, and with what engine; what they pass crosses them untouched.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use scps_channel::{Bundle, ChannelConfig};
+use scps_node::ip_header::addresses;
+use scps_node::tap::{Crossing, Tap, TapError};
 use scps_node::{InterfaceId, IpPrefix};
 use scps_proto::cc::CongestionAlgorithm;
 use scps_proto::config::LossSource;
 use scps_proto::endpoint::INTERFACE;
 use scps_proto::time::Instant;
 use scps_proto::{Config, Endpoint, EndpointConfig};
-use scps_relay::RelayConfig;
 use scps_relay::node::{GatewayNode, GatewayNodeConfig};
+use scps_relay::{Carried, RelayConfig, Route, RouteMatch, RouteTable};
 use scps_sim::apps::bulk;
 use scps_sim::{NodeInterface, World};
 use scps_workload_format::payload::Pattern;
@@ -54,21 +59,30 @@ fn link_scps() -> Config {
     }
 }
 
-fn gateway(local: &str, remote: &str, secret: u64) -> GatewayNode {
+fn gateway(local: &str, remote: &str, secret: u64, routes: RouteTable) -> GatewayNode {
     GatewayNode::new(
         GatewayNodeConfig {
             local: vec![prefix(local)],
             remote: vec![prefix(remote)],
             lan: lan_tcp(),
             link: link_scps(),
-            relay: RelayConfig {
-                buffer: 1 << 20,
-                idle_timeout: None,
-            },
+            routes,
         },
         secret,
     )
     .unwrap()
+}
+
+/// What the gateways carry without routes: everything, with
+/// [`link_scps`] and a relay buffer of a megabyte.
+fn carrying_everything() -> RouteTable {
+    RouteTable::carrying_everything(Carried {
+        engine: Arc::new(link_scps()),
+        relay: RelayConfig {
+            buffer: 1 << 20,
+            idle_timeout: None,
+        },
+    })
 }
 
 /// A LAN: no delay, a gigabit.
@@ -109,6 +123,12 @@ fn at(node: usize, interface: u16) -> NodeInterface {
 /// The world of a transfer, through the gateways or end to end: the
 /// client's and the server's nodes, and the gateways'.
 fn world(through_gateways: bool, ber: f64) -> (World, usize, usize, Option<(usize, usize)>) {
+    world_with(through_gateways.then(carrying_everything), ber)
+}
+
+/// The world of a transfer through gateways that both carry `routes`, or
+/// end to end without.
+fn world_with(routes: Option<RouteTable>, ber: f64) -> (World, usize, usize, Option<(usize, usize)>) {
     let mut world = World::new();
     let client = host(&mut world, "10.1.0.2");
     let server = host(&mut world, "10.2.0.2");
@@ -116,9 +136,9 @@ fn world(through_gateways: bool, ber: f64) -> (World, usize, usize, Option<(usiz
         node,
         interface: INTERFACE,
     };
-    let gateways = if through_gateways {
-        let a = world.add_node(gateway("10.1.0.0/16", "10.2.0.0/16", 11));
-        let b = world.add_node(gateway("10.2.0.0/16", "10.1.0.0/16", 23));
+    let gateways = if let Some(routes) = routes {
+        let a = world.add_node(gateway("10.1.0.0/16", "10.2.0.0/16", 11, routes.clone()));
+        let b = world.add_node(gateway("10.2.0.0/16", "10.1.0.0/16", 23, routes));
         world.connect(eth0(client), at(a, 0), lan(1), lan(2)).unwrap();
         world
             .connect(at(a, 1), at(b, 1), geo(3, ber), geo(4, ber))
@@ -252,4 +272,107 @@ fn eight_connections_on_one_rate_route_share_it_evenly() {
         goodput > 0.85 * LINK_RATE as f64,
         "the route kept busy: {goodput}"
     );
+}
+
+/// The packets a tap saw: compressed SCPS-TP, and TCP by the server's
+/// port (the lower of the two).
+#[derive(Debug, Default)]
+struct Seen {
+    compressed: usize,
+    tcp_by_port: BTreeMap<u16, usize>,
+}
+
+struct Counting(Arc<Mutex<Seen>>);
+
+impl Tap for Counting {
+    fn packet(&mut self, _: Instant, _: Crossing, packet: &[u8]) {
+        let mut seen = self.0.lock().unwrap();
+        match addresses(packet) {
+            Some((105, _, _)) => seen.compressed += 1,
+            Some((6, _, _)) => {
+                let port = |at: usize| u16::from_be_bytes([packet[at], packet[at + 1]]);
+                *seen.tcp_by_port.entry(port(20).min(port(22))).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), TapError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_route_splits_its_connections_with_its_engine_and_another_passes_them_end_to_end() {
+    // Both gateways: port 5001 carried by a route whose link engine
+    // compresses headers (the gateways' own does not), ssh passed.
+    let compressing = Carried {
+        engine: Arc::new(Config {
+            header_compression: true,
+            ..link_scps()
+        }),
+        relay: RelayConfig {
+            buffer: 256 << 10,
+            idle_timeout: None,
+        },
+    };
+    let route = |name: &str, port, carried| Route {
+        name: name.into(),
+        matching: RouteMatch {
+            source: None,
+            destination: Some(prefix("10.2.0.0/16")),
+            ports: (port, port),
+        },
+        carried,
+    };
+    let routes = RouteTable::new(vec![
+        route("bulk", 5001, Some(compressing)),
+        route("ssh", 22, None),
+    ])
+    .unwrap();
+    let (mut world, client, server, gateways) = world_with(Some(routes), 0.0);
+    let (a, b) = gateways.unwrap();
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    world.tap(at(a, 1), Box::new(Counting(seen.clone()))).unwrap();
+    let each = 1_000_000;
+    let transfers: Vec<_> = ["10.2.0.2:5001", "10.2.0.2:22"]
+        .into_iter()
+        .map(|to| {
+            let to: SocketAddr = to.parse().unwrap();
+            let (sender, receiver, progress) =
+                bulk::transfer(to, each, false, Pattern::new(1), Pattern::new(2));
+            world.endpoint_mut(server).listen(to, None).unwrap();
+            world.add_app(server, Box::new(receiver));
+            world.add_app(client, Box::new(sender));
+            progress
+        })
+        .collect();
+    world.run(Instant::from_duration(Duration::from_secs(600)), |_| {
+        transfers.iter().all(|p| p.borrow().is_done(false))
+    });
+    for progress in &transfers {
+        let progress = progress.borrow();
+        assert_eq!(progress.error, None, "the content arrived whole and in order");
+        assert!(progress.finished[0].is_some(), "the transfer finished");
+    }
+    let until = world.now() + Duration::from_secs(30);
+    world.run(until, |_| false);
+    for gateway in [a, b] {
+        let stats = world.node::<GatewayNode>(gateway).unwrap().stats();
+        assert_eq!(
+            stats.carried,
+            BTreeMap::from([("bulk".to_owned(), 1)]),
+            "only the bulk transfer is split: {stats:?}"
+        );
+        assert_eq!(stats.closed, 1, "{stats:?}");
+        assert!(stats.passed_syns >= 1, "ssh's SYN crossed: {stats:?}");
+    }
+    // On the link: the bulk transfer's data compressed, both gateways
+    // running its route's engine; ssh's as the client's TCP sent it.
+    let seen = seen.lock().unwrap();
+    let segments = each as usize / 1460;
+    println!("on the link: {seen:?}");
+    assert!(seen.compressed > segments, "{seen:?}");
+    assert!(seen.tcp_by_port[&22] > segments, "{seen:?}");
+    assert!(seen.tcp_by_port[&5001] < 10, "only its handshake: {seen:?}");
 }

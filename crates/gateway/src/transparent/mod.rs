@@ -22,14 +22,13 @@ use std::time::Duration;
 pub use plain_hosts::PlainHosts;
 pub use plumbing::{Installed, LinkPath, Plumbing, PlumbingError};
 use scps_net::{BoxedPath, BundleMonitor, Net, NetError, NetOptions, TunPath};
-use scps_relay::{OpenFailure, Side};
+use scps_relay::{Decision, OpenFailure, Routes, Side};
 use tokio::task::JoinSet;
 
 use crate::clients::Clients;
 use crate::counters::{Counters, Relays, accept_admitted};
 use crate::pump::{net_open_failure, open_failure, pump};
 use crate::registry::LiveConnections;
-use crate::routes::Routes;
 use crate::security::{LinkWatch, Security, bundle_link, udp_link};
 
 /// The TUN device's MTU: an Ethernet link's.
@@ -124,6 +123,8 @@ pub fn start(
     let link_listener = net
         .listen_transparent(&plumbing.local, None)
         .map_err(endpoint_error)?;
+    // The far side's choice: a link connection gets its route's engine
+    // from its SYN on (the table in force then).
     link_listener.choose_configs(Arc::new(relaying.routes.clone()));
     let lan_listeners = plumbing
         .families()
@@ -137,7 +138,8 @@ pub fn start(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let installed = plumbing.install()?;
+    // The rules from the table the listeners decide by.
+    let installed = plumbing.install(&relaying.routes.current())?;
     for lan_listener in lan_listeners {
         tasks.spawn(intercept(lan_listener, net.clone(), relaying.clone()));
     }
@@ -166,12 +168,12 @@ async fn intercept(listener: tokio::net::TcpListener, net: Arc<Net>, relaying: R
             }
         };
         let table = relaying.routes.current();
-        let Some((route, carried)) = table.carried(client.ip(), server) else {
+        let Decision::Carried { route, settings } = table.decide(client.ip(), server) else {
             no_route(&relaying.counters, client, server);
             crate::pump::Connection::reset(lan);
             continue;
         };
-        let (route, relay, engine) = (route.to_owned(), carried.relay, carried.engine.clone());
+        let (route, relay, engine) = (route.to_owned(), settings.relay, settings.engine.clone());
         let listing = relaying.live.list(client, route.as_str());
         listing.set_destination(server);
         let (net, relaying) = (net.clone(), relaying.clone());
@@ -256,12 +258,12 @@ async fn take_over(listener: scps_net::TransparentListener, relaying: Relaying) 
             continue;
         };
         let table = relaying.routes.current();
-        let Some((route, carried)) = table.carried(client.ip(), server) else {
+        let Decision::Carried { route, settings } = table.decide(client.ip(), server) else {
             no_route(&relaying.counters, client, server);
             link.abort();
             continue;
         };
-        let (route, relay) = (route.to_owned(), carried.relay);
+        let (route, relay) = (route.to_owned(), settings.relay);
         let listing = relaying.live.list(client, route.as_str());
         listing.set_destination(server);
         listing.link_opened(&link);

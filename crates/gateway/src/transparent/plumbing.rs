@@ -29,9 +29,11 @@
 //! route and the delivery of the far side's server answers to the
 //! gateway's transparent sockets: those are LAN packets.
 //!
-//! Both follow the routes (routes.rs), most specific first: a route that
-//! carries intercepts and steers its connections, one that passes lets
-//! them through, and a connection no route matches passes too. Everything
+//! Both follow the routes (scps-relay's `routes.rs`), the very table the
+//! accept path and the far side decide by, in its order (most specific
+//! first): a route that carries intercepts and steers its connections,
+//! one that passes lets them through, and a connection no route matches
+//! passes too. Everything
 //! else is routed by the kernel as if the gateway were a plain router.
 //! IPv4 and IPv6 alike, each family where both sides have prefixes of it.
 //!
@@ -48,8 +50,8 @@ use std::process::{Command, Stdio};
 
 use scps_config::bundle::Bundle;
 use scps_node::IpPrefix;
-
-use crate::routes::{Family, RouteMatch};
+use scps_relay::RouteTable;
+use scps_relay::routes::Family;
 
 /// Turned off while the mode runs (see the module's documentation).
 const EARLY_DEMUX: &str = "net.ipv4.tcp_early_demux";
@@ -76,7 +78,8 @@ pub enum LinkPath {
     },
 }
 
-/// What the transparent mode installs, from its configuration.
+/// What the transparent mode installs, from its configuration; its rules
+/// follow a route table given where they are written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plumbing {
     pub lan: String,
@@ -86,9 +89,6 @@ pub struct Plumbing {
     /// The interception listener's port.
     pub port: u16,
     pub mark: u32,
-    /// The routes' matches, most specific first, and whether each carries
-    /// its connections (or lets them pass).
-    pub routes: Vec<(RouteMatch, bool)>,
     /// Routing tables `table` (local delivery of marked packets) and
     /// `table + 1` (into the TUN device, for a routed link); the policy
     /// rules have those numbers as priorities, so that they can be found
@@ -265,9 +265,10 @@ impl Plumbing {
         }
     }
 
-    /// The nftables script of the interception and the steering.
-    pub fn nft_script(&self) -> String {
-        super::nft::script(self)
+    /// The nftables script of the interception and the steering of
+    /// `routes`.
+    pub fn nft_script(&self, routes: &RouteTable) -> String {
+        super::nft::script(self, routes)
     }
 
     /// The address families the mode carries: those that have both a
@@ -317,14 +318,14 @@ impl Plumbing {
 
     /// Installs the nftables rules again, for routes that changed: one
     /// transaction, so no packet sees half of the old and half of the new.
-    fn reinstall_rules(&self) -> Result<(), PlumbingError> {
-        run("nft", &["-f", "-"], Some(&self.nft_script()))
+    fn reinstall_rules(&self, routes: &RouteTable) -> Result<(), PlumbingError> {
+        run("nft", &["-f", "-"], Some(&self.nft_script(routes)))
     }
 
-    /// Everything installed, as an operator who manages their own rules
-    /// would write it (`--print-rules`).
-    pub fn describe(&self) -> String {
-        let mut text = format!("# nft -f - <<'EOF'\n{}# EOF\n", self.nft_script());
+    /// Everything installed for `routes`, as an operator who manages their
+    /// own rules would write it (`--print-rules`).
+    pub fn describe(&self, routes: &RouteTable) -> String {
+        let mut text = format!("# nft -f - <<'EOF'\n{}# EOF\n", self.nft_script(routes));
         for command in self.ip_commands() {
             text.push_str(&format!("ip {}\n", command.join(" ")));
         }
@@ -439,11 +440,11 @@ impl Plumbing {
         ])
     }
 
-    /// Installs the interception and the steering (after removing what a
-    /// gateway of the same configuration may have left, killed before it
-    /// could). The TUN device of a routed link must exist. Undone when
-    /// the result is dropped.
-    pub fn install(self) -> Result<Installed, PlumbingError> {
+    /// Installs the interception and the steering of `routes` (after
+    /// removing what a gateway of the same configuration may have left,
+    /// killed before it could). The TUN device of a routed link must
+    /// exist. Undone when the result is dropped.
+    pub fn install(self, routes: &RouteTable) -> Result<Installed, PlumbingError> {
         // What a killed gateway of this configuration changed is known
         // from the table it left: read before that table goes.
         let left = self.early_demux_noted();
@@ -472,7 +473,7 @@ impl Plumbing {
             write_proc(&format!("net/ipv4/conf/{tun}/rp_filter"), "0")?;
             write_proc(&EARLY_DEMUX.replace('.', "/"), "0")?;
         }
-        run("nft", &["-f", "-"], Some(&plumbing.nft_script()))?;
+        run("nft", &["-f", "-"], Some(&plumbing.nft_script(routes)))?;
         for command in plumbing.ip_commands() {
             let args: Vec<&str> = command.iter().map(String::as_str).collect();
             run("ip", &args, None)?;
@@ -532,14 +533,8 @@ impl Installed {
     /// Installs the interception and steering of `routes` in place of
     /// the present ones, in one transaction: on failure the present ones
     /// stay.
-    pub fn replace_routes(&mut self, routes: Vec<(RouteMatch, bool)>) -> Result<(), PlumbingError> {
-        let plumbing = Plumbing {
-            routes,
-            ..self.plumbing.clone()
-        };
-        plumbing.reinstall_rules()?;
-        self.plumbing = plumbing;
-        Ok(())
+    pub fn replace_routes(&mut self, routes: &RouteTable) -> Result<(), PlumbingError> {
+        self.plumbing.reinstall_rules(routes)
     }
 }
 
@@ -648,14 +643,35 @@ fn write_proc(path: &str, value: &str) -> Result<(), PlumbingError> {
 mod tests {
     use super::*;
 
-    /// A route; `*` for any address.
-    fn route(source: &str, destination: &str, ports: (u16, u16)) -> RouteMatch {
+    /// A route that carries or passes; `*` for any address.
+    fn route(source: &str, destination: &str, ports: (u16, u16), carries: bool) -> scps_relay::Route {
         let prefix = |text: &str| (text != "*").then(|| text.parse().unwrap());
-        RouteMatch {
-            source: prefix(source),
-            destination: prefix(destination),
-            ports,
+        scps_relay::Route {
+            name: format!("{source} {destination} {ports:?}"),
+            matching: scps_relay::RouteMatch {
+                source: prefix(source),
+                destination: prefix(destination),
+                ports,
+            },
+            carried: carries.then(|| scps_relay::Carried {
+                engine: Default::default(),
+                relay: scps_relay::RelayConfig {
+                    buffer: 4096,
+                    idle_timeout: None,
+                },
+            }),
         }
+    }
+
+    /// A port range of one client subnet carried, ssh to a remote subnet
+    /// passing, and everything else carried.
+    fn routes() -> RouteTable {
+        RouteTable::new(vec![
+            route("*", "10.99.4.0/24", (22, 22), false),
+            route("10.99.1.0/24", "*", (8000, 8999), true),
+            route("*", "*", (1, 65535), true),
+        ])
+        .unwrap()
     }
 
     fn plumbing(local: &[&str], remote: &[&str]) -> Plumbing {
@@ -667,11 +683,6 @@ mod tests {
             },
             local: local.iter().map(|p| p.parse().unwrap()).collect(),
             remote: remote.iter().map(|p| p.parse().unwrap()).collect(),
-            routes: vec![
-                (route("*", "10.99.4.0/24", (22, 22)), false),
-                (route("10.99.1.0/24", "*", (8000, 8999)), true),
-                (route("*", "*", (1, 65535)), true),
-            ],
             port: 7301,
             mark: 0x5c,
             table: 153,
@@ -681,25 +692,26 @@ mod tests {
     #[test]
     fn the_rules_name_the_interfaces_prefixes_routes_and_tables() {
         let plumbing = plumbing(&["10.99.1.0/24"], &["10.99.4.0/24", "10.98.0.0/16"]);
-        let script = plumbing.nft_script();
+        let script = plumbing.nft_script(&routes());
         let has = |line: &str| assert!(script.contains(line), "{line:?} in:\n{script}");
         has("flush table inet scps_gateway_7301\n");
         has(
             "iifname \"lan0\" meta l4proto tcp ip saddr { 10.99.1.0/24 } ip daddr { 10.99.4.0/24, 10.98.0.0/16 } jump intercept",
         );
-        // Interception, most specific first: ssh passes, a port range is
-        // carried, then everything else.
+        // Interception in the table's order, most specific first: a port
+        // range of a client subnet is carried, ssh to a server subnet
+        // passes, then everything else is carried.
         has("chain intercept {\n\
              \t\ttcp flags & (syn | ack) != syn jump answers\n\
-             \t\tmeta nfproto ipv4 ip daddr 10.99.4.0/24 meta l4proto tcp tcp dport 22 accept\n\
              \t\tmeta nfproto ipv4 ip saddr 10.99.1.0/24 meta l4proto tcp tcp dport 8000-8999 tproxy ip to :7301 meta mark set 0x5c accept\n\
+             \t\tmeta nfproto ipv4 ip daddr 10.99.4.0/24 meta l4proto tcp tcp dport 22 accept\n\
              \t\tmeta nfproto ipv4 meta l4proto tcp tproxy ip to :7301 meta mark set 0x5c accept\n\t}");
         // A segment other than a client's SYN is first read as a server's
         // answer: ssh's answers pass, those of the carried routes are left
         // to the interception.
         has("chain answers {\n\
-             \t\tmeta nfproto ipv4 ip saddr 10.99.4.0/24 meta l4proto tcp tcp sport 22 accept\n\
              \t\tmeta nfproto ipv4 ip daddr 10.99.1.0/24 meta l4proto tcp tcp sport 8000-8999 return\n\
+             \t\tmeta nfproto ipv4 ip saddr 10.99.4.0/24 meta l4proto tcp tcp sport 22 accept\n\
              \t\tmeta nfproto ipv4 meta l4proto tcp return\n\t}");
         // Steering: both ends' connections, by their server's port.
         has(
@@ -726,7 +738,7 @@ mod tests {
                 "-4 route add default dev scpsgw0 table 154",
             ]
         );
-        let described = plumbing.describe();
+        let described = plumbing.describe(&routes());
         assert!(
             described.contains("ip -4 route add default dev scpsgw0 table 154"),
             "{described}"
@@ -854,7 +866,7 @@ mod tests {
             }),
             ..plumbing(&["10.99.1.0/24"], &["10.99.4.0/24"])
         };
-        let script = plumbing.nft_script();
+        let script = plumbing.nft_script(&routes());
         let has = |line: &str| assert!(script.contains(line), "{line:?} in:\n{script}");
         has("iifname \"lan0\" meta l4proto tcp socket transparent 1 meta mark set 0x5c accept\n");
         has(
@@ -878,7 +890,7 @@ mod tests {
             ],
             "the local delivery only"
         );
-        let described = plumbing.describe();
+        let described = plumbing.describe(&routes());
         assert!(
             !described.contains("sysctl"),
             "no kernel setting changes:\n{described}"
@@ -905,7 +917,7 @@ mod tests {
             &["10.99.4.0/24", "fd00:99:4::/64"],
         );
         assert_eq!(plumbing.families(), [Family::V4, Family::V6]);
-        let script = plumbing.nft_script();
+        let script = plumbing.nft_script(&routes());
         let has = |line: &str| assert!(script.contains(line), "{line:?} in:\n{script}");
         has(
             "iifname \"lan0\" meta l4proto tcp ip6 saddr { fd00:99:1::/64 } ip6 daddr { fd00:99:4::/64 } jump intercept",

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
-use crate::routes::Family;
+use scps_relay::routes::Family;
 
 /// Connections waiting to be accepted.
 const BACKLOG: i32 = 1024;

@@ -1,5 +1,9 @@
-//! The transparent mode's routes: which connections a gateway carries
-//! across the link, and with what settings (docs/gateway.md "Routes").
+//! Routes: which connections a transparent gateway carries across the
+//! link, and with what settings (docs/gateway.md "Routes"). The one
+//! decision of the gateway, [`RouteTable::decide`], lives here, sans-IO,
+//! so that the real gateway (its interception rules, its accept path,
+//! its far side's choice of settings) and the simulator's gateway node
+//! all read the same table the same way.
 //!
 //! A route matches a connection by the client's address (`source`), the
 //! server's address (`destination`) and the server's port; the most
@@ -19,7 +23,8 @@ use std::sync::{Arc, RwLock};
 
 use scps_node::IpPrefix;
 use scps_proto::{Config, ConfigChooser, FourTuple};
-use scps_relay::RelayConfig;
+
+use crate::relay::RelayConfig;
 
 /// What a route matches: the connection's client, its server and the
 /// server's port. An address left out (`None`) is any address, IPv4 or
@@ -106,7 +111,7 @@ impl Family {
 }
 
 /// How a route's connections cross the link.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Carried {
     /// The link connection's engine settings (`rate_route` set to the
     /// route's number, so that the route's connections share its rate).
@@ -114,7 +119,7 @@ pub struct Carried {
     pub relay: RelayConfig,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Route {
     /// For logs, metrics and `scps status`.
     pub name: String,
@@ -131,8 +136,24 @@ pub struct Unordered {
     pub second: String,
 }
 
+/// What a gateway does with a connection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decision<'a> {
+    /// Split at the gateway and carried across the link on the route
+    /// named `route`, with its settings.
+    Carried { route: &'a str, settings: &'a Carried },
+    /// Left alone: routed as plain IP, end to end.
+    PassThrough,
+}
+
+impl Decision<'_> {
+    pub fn is_carried(&self) -> bool {
+        matches!(self, Decision::Carried { .. })
+    }
+}
+
 /// The routes, most specific first.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RouteTable {
     routes: Vec<Route>,
 }
@@ -186,17 +207,59 @@ impl RouteTable {
         &self.routes
     }
 
-    /// The route of a connection from `client` to `server`, if one
-    /// matches.
-    pub fn find(&self, client: IpAddr, server: SocketAddr) -> Option<&Route> {
-        self.routes.iter().find(|r| r.matching.matches(client, server))
+    /// The decision for a connection from `client` to `server`: the
+    /// most specific route that matches carries it or lets it pass, and
+    /// one that no route matches passes.
+    pub fn decide(&self, client: IpAddr, server: SocketAddr) -> Decision<'_> {
+        match self.find(client, server) {
+            Some(Route {
+                name,
+                carried: Some(settings),
+                ..
+            }) => Decision::Carried {
+                route: name,
+                settings,
+            },
+            _ => Decision::PassThrough,
+        }
     }
 
-    /// The route a connection from `client` to `server` is carried on:
-    /// `None` if it matches none, or one that lets it pass.
-    pub fn carried(&self, client: IpAddr, server: SocketAddr) -> Option<(&str, &Carried)> {
-        let route = self.find(client, server)?;
-        Some((&route.name, route.carried.as_ref()?))
+    /// The decision for a TCP segment from `from` to `to` that none of
+    /// the gateway's connections holds, read as the transparent mode's
+    /// interception rules read a LAN segment (scps-gateway's
+    /// `transparent/nft.rs`). A SYN without ACK (`opening`) is a
+    /// client's: [`RouteTable::decide`] of client `from` and server `to`.
+    /// Any other segment may be a server's answer to a client: if the
+    /// route that matches it read so passes, it passes; otherwise it is
+    /// read as a client's.
+    pub fn decide_segment(&self, from: SocketAddr, to: SocketAddr, opening: bool) -> Decision<'_> {
+        let answer_passes = || {
+            self.find(to.ip(), from)
+                .is_some_and(|route| route.carried.is_none())
+        };
+        if !opening && answer_passes() {
+            return Decision::PassThrough;
+        }
+        self.decide(from.ip(), to)
+    }
+
+    /// The route of a connection from `client` to `server`, if one
+    /// matches.
+    fn find(&self, client: IpAddr, server: SocketAddr) -> Option<&Route> {
+        self.routes.iter().find(|r| r.matching.matches(client, server))
+    }
+}
+
+/// The far side's choice: the gateway that takes over a link connection
+/// gives it the settings of its route. The tuple's remote end is the
+/// client, its local end the server; a connection no route carries keeps
+/// the listener's settings (the gateway then resets it).
+impl ConfigChooser for RouteTable {
+    fn config_for(&self, tuple: &FourTuple) -> Option<Arc<Config>> {
+        match self.decide(tuple.remote.ip(), tuple.local) {
+            Decision::Carried { settings, .. } => Some(settings.engine.clone()),
+            Decision::PassThrough => None,
+        }
     }
 }
 
@@ -222,14 +285,10 @@ impl Routes {
     }
 }
 
-/// The server's gateway picks the settings of each link connection it
-/// takes over by its route: the tuple's remote end is the client, its
-/// local end the server.
+/// The table in force decides.
 impl ConfigChooser for Routes {
     fn config_for(&self, tuple: &FourTuple) -> Option<Arc<Config>> {
-        let table = self.current();
-        let (_, carried) = table.carried(tuple.remote.ip(), tuple.local)?;
-        Some(carried.engine.clone())
+        self.current().config_for(tuple)
     }
 }
 
@@ -281,20 +340,23 @@ mod tests {
         assert_eq!(find("10.4.0.1:80"), Some("web of one host"));
         assert_eq!(find("10.4.0.1:22"), Some("ssh passes"));
         assert_eq!(find("10.5.0.1:22"), Some("all"));
-        assert!(
-            table.carried(client, "10.4.0.1:22".parse().unwrap()).is_none(),
-            "passes"
+        assert_eq!(
+            table.decide(client, "10.4.0.1:22".parse().unwrap()),
+            Decision::PassThrough
         );
         let other: IpAddr = "10.1.0.8".parse().unwrap();
-        assert_eq!(
-            table
-                .carried(other, "10.4.0.1:80".parse().unwrap())
-                .map(|(n, _)| n),
-            Some("all")
-        );
+        assert!(matches!(
+            table.decide(other, "10.4.0.1:80".parse().unwrap()),
+            Decision::Carried { route: "all", .. }
+        ));
         let narrow = RouteTable::new(vec![carried(route("web", "*", "10.4.0.0/16", (80, 80)))]).unwrap();
         assert!(
             narrow.find(client, "10.4.0.1:443".parse().unwrap()).is_none(),
+            "no route"
+        );
+        assert_eq!(
+            narrow.decide(client, "10.4.0.1:443".parse().unwrap()),
+            Decision::PassThrough,
             "no route: passes"
         );
     }
@@ -332,5 +394,61 @@ mod tests {
             route("v6", "*", "fd00:4::/64", (1, 65535)),
         ]);
         assert!(families.is_ok(), "an IPv4 route and an IPv6 route never meet");
+    }
+
+    /// ssh passes, everything else is carried.
+    fn ssh_passes() -> RouteTable {
+        RouteTable::new(vec![
+            carried(route("all", "*", "*", (1, 65535))),
+            route("ssh", "*", "*", (22, 22)),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn a_segment_no_connection_holds_is_read_as_the_interception_reads_it() {
+        let table = ssh_passes();
+        let client: SocketAddr = "10.1.0.7:40000".parse().unwrap();
+        let (ssh, web): (SocketAddr, SocketAddr) =
+            ("10.4.0.1:22".parse().unwrap(), "10.4.0.1:80".parse().unwrap());
+        let carried = |decision: Decision| decision.is_carried();
+        // A SYN is a client's.
+        assert!(!carried(table.decide_segment(client, ssh, true)));
+        assert!(carried(table.decide_segment(client, web, true)));
+        // The ssh server's answers pass, though read as a client's the
+        // catch-all would carry them; so do its client's later segments.
+        assert!(!carried(table.decide_segment(ssh, client, false)));
+        assert!(!carried(table.decide_segment(client, ssh, false)));
+        // The web server's answers, and its client's segments, are carried.
+        assert!(carried(table.decide_segment(web, client, false)));
+        assert!(carried(table.decide_segment(client, web, false)));
+        // A SYN is never read as an answer: from port 22, it opens a
+        // connection to a web server, which is carried.
+        let from_22: SocketAddr = "10.1.0.7:22".parse().unwrap();
+        assert!(carried(table.decide_segment(from_22, web, true)));
+    }
+
+    #[test]
+    fn the_far_side_gives_a_link_connection_the_settings_of_its_route() {
+        let mut table = ssh_passes();
+        let engine = Arc::new(Config {
+            rate_route: 7,
+            ..Config::default()
+        });
+        table.routes[1].carried.as_mut().unwrap().engine = engine.clone();
+        let from = |local: &str| FourTuple {
+            local: local.parse().unwrap(),
+            remote: "10.1.0.7:40000".parse().unwrap(),
+        };
+        assert_eq!(table.routes[1].name, "all");
+        assert_eq!(table.config_for(&from("10.4.0.1:80")), Some(engine));
+        assert_eq!(table.config_for(&from("10.4.0.1:22")), None, "ssh passes");
+        let routes = Routes::new(table);
+        assert_eq!(routes.config_for(&from("10.4.0.1:22")), None);
+        routes.replace(RouteTable::new(vec![carried(route("all", "*", "*", (1, 65535)))]).unwrap());
+        assert!(
+            routes.config_for(&from("10.4.0.1:22")).is_some(),
+            "the table in force decides"
+        );
     }
 }
