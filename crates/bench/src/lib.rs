@@ -9,6 +9,7 @@ pub mod headline;
 pub mod merge;
 pub mod plan;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod stack;
