@@ -352,6 +352,12 @@ impl Record {
             Outcome::Failed { .. } => panic!("a failed run has no figures"),
         }
     }
+
+    /// The record as failed with `cause`.
+    pub(crate) fn failed(mut self, cause: Cause) -> Record {
+        self.outcome = Outcome::failed(cause);
+        self
+    }
 }
 
 #[cfg(test)]
