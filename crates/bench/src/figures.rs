@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 
-use crate::store::Record;
+use crate::record::{Figure, Figures, Outcome, Record};
+use crate::stack::World;
 
 /// What a scenario's workload measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,10 +20,19 @@ pub enum Measure {
 }
 
 impl Measure {
+    /// What `record`'s run measures: by its figures, or for a failed run
+    /// by what it measured before it failed.
     pub fn of(record: &Record) -> Measure {
-        if record.contains_key("actual_bps") {
+        let (messages, fetches) = match &record.outcome {
+            Outcome::Completed { figures } => (figures.messages.is_some(), figures.fetches.is_some()),
+            Outcome::Failed { measured, .. } => (
+                measured.contains_key(Figure::Actual.key()),
+                measured.contains_key(Figure::DownloadMean.key()),
+            ),
+        };
+        if messages {
             Measure::Messages
-        } else if record.contains_key("download_mean_s") {
+        } else if fetches {
             Measure::Fetches
         } else {
             Measure::Bulk
@@ -35,16 +45,17 @@ impl Measure {
 pub struct Row<'a> {
     pub scenario: String,
     pub stack: String,
-    pub world: String,
+    pub world: World,
     /// The swept keys but the protocol, as text.
     pub params: Vec<(String, String)>,
     pub runs: Vec<&'a Record>,
 }
 
 impl<'a> Row<'a> {
-    /// The runs that completed: the only ones figures are taken from.
-    pub fn completed(&self) -> impl Iterator<Item = &'a Record> + '_ {
-        self.runs.iter().copied().filter(|r| error(r).is_none())
+    /// The figures of the runs that completed: the only ones figures are
+    /// taken from.
+    pub fn completed(&self) -> impl Iterator<Item = &'a Figures> + '_ {
+        self.runs.iter().filter_map(|r| r.figures())
     }
 
     pub fn completed_count(&self) -> usize {
@@ -54,22 +65,22 @@ impl<'a> Row<'a> {
     /// The longest time any of its runs were given before they were
     /// stopped, if any was: their figures are over that window.
     pub fn stopped_s(&self) -> Option<f64> {
-        self.completed().filter_map(stopped_s).reduce(f64::max)
+        self.completed().filter_map(|f| f.stopped_s).reduce(f64::max)
     }
 
-    /// Mean and sample standard deviation of a field over the completed
-    /// runs; `None` when none completed or the field is missing.
-    pub fn stat(&self, field: &str) -> Option<Stat> {
-        let values: Vec<f64> = self.completed().filter_map(|r| number(r, field)).collect();
+    /// Mean and sample standard deviation of a figure over the completed
+    /// runs; `None` when none completed or none has the figure.
+    pub fn stat(&self, figure: Figure) -> Option<Stat> {
+        let values: Vec<f64> = self.completed().filter_map(|f| figure.of(f)).collect();
         Stat::of(&values)
     }
 
     /// Why runs failed, each cause once, in order.
     pub fn failures(&self) -> Vec<&'a str> {
         let mut causes: Vec<&str> = Vec::new();
-        for cause in self.runs.iter().filter_map(|r| error(r)) {
-            if !causes.contains(&cause) {
-                causes.push(cause);
+        for cause in self.runs.iter().filter_map(|r| r.cause()) {
+            if !causes.contains(&cause.message()) {
+                causes.push(cause.message());
             }
         }
         causes
@@ -115,29 +126,6 @@ impl Stat {
     }
 }
 
-pub fn number(record: &Record, field: &str) -> Option<f64> {
-    record.get(field).and_then(Value::as_f64)
-}
-
-pub fn text<'r>(record: &'r Record, field: &str) -> Option<&'r str> {
-    record.get(field).and_then(Value::as_str)
-}
-
-pub fn error(record: &Record) -> Option<&str> {
-    text(record, "error")
-}
-
-/// The field of a run stopped at the end of the time it was given (the
-/// testbed's runs are given a wall-clock time): the seconds it ran. Its
-/// figures are what it moved in that window, not a finished transfer's.
-pub const STOPPED: &str = "stopped_s";
-
-/// How long a run that was stopped at its time limit ran; `None` for a
-/// run that finished (or failed).
-pub fn stopped_s(record: &Record) -> Option<f64> {
-    number(record, STOPPED)
-}
-
 /// A swept value's magnitude in its unit's base (seconds, bit/s, bytes),
 /// read as a scenario's keys are (`600ms`, `8Mbit`, `10MB`, `1e-5`); `None`
 /// for a value that is no number (`round-robin`).
@@ -157,16 +145,12 @@ pub type Params = Vec<(String, String)>;
 /// The swept keys of a record but the protocol, as text.
 pub fn params(record: &Record) -> Params {
     record
-        .get("params")
-        .and_then(Value::as_object)
-        .map(|params| {
-            params
-                .iter()
-                .filter(|(k, _)| k.as_str() != "protocol")
-                .map(|(k, v)| (k.clone(), value_text(v)))
-                .collect()
-        })
-        .unwrap_or_default()
+        .run
+        .params
+        .iter()
+        .filter(|(k, _)| k.as_str() != "protocol")
+        .map(|(k, v)| (k.clone(), value_text(v)))
+        .collect()
 }
 
 fn value_text(value: &Value) -> String {
@@ -180,19 +164,16 @@ fn value_text(value: &Value) -> String {
 pub fn rows<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Row<'a>> {
     let mut rows: Vec<Row<'a>> = Vec::new();
     for record in records {
-        let scenario = text(record, "scenario").unwrap_or_default().to_owned();
-        let stack = text(record, "stack").unwrap_or_default().to_owned();
-        let world = text(record, "world").unwrap_or_default().to_owned();
+        let run = &record.run;
         let params = params(record);
-        match rows
-            .iter_mut()
-            .find(|r| r.scenario == scenario && r.stack == stack && r.world == world && r.params == params)
-        {
+        match rows.iter_mut().find(|r| {
+            r.scenario == run.scenario && r.stack == run.stack && r.world == run.world && r.params == params
+        }) {
             Some(row) => row.runs.push(record),
             None => rows.push(Row {
-                scenario,
-                stack,
-                world,
+                scenario: run.scenario.clone(),
+                stack: run.stack.clone(),
+                world: run.world,
                 params,
                 runs: vec![record],
             }),

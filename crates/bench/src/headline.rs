@@ -3,7 +3,8 @@
 //! delay, the highest bit-error rate, as the scenarios' axes go), each
 //! stack's figure against the physical limit, best first.
 
-use crate::figures::{Row, error, magnitude};
+use crate::figures::{Row, magnitude};
+use crate::record::Figure;
 
 /// The headline of one scenario's rows, or `None` when it has no rows.
 pub fn of_scenario(scenario: &str, rows: &[Row]) -> Option<String> {
@@ -14,7 +15,7 @@ pub fn of_scenario(scenario: &str, rows: &[Row]) -> Option<String> {
         .collect();
     let mut stacks: Vec<(String, Option<f64>)> = at_last
         .iter()
-        .map(|row| (stack_figure(row), row.stat("ratio").map(|s| s.mean)))
+        .map(|row| (stack_figure(row), row.stat(Figure::Ratio).map(|s| s.mean)))
         .collect();
     // Best first; failed runs last.
     stacks.sort_by(|a, b| b.1.unwrap_or(-1.0).total_cmp(&a.1.unwrap_or(-1.0)));
@@ -48,7 +49,7 @@ fn hardest<'r, 'a>(rows: &'r [Row<'a>]) -> Option<&'r Row<'a>> {
 
 /// One stack's part of the headline: its ratio, or why it has none.
 fn stack_figure(row: &Row) -> String {
-    match row.stat("ratio") {
+    match row.stat(Figure::Ratio) {
         Some(ratio) => {
             let stopped = row
                 .stopped_s()
@@ -56,7 +57,7 @@ fn stack_figure(row: &Row) -> String {
                 .unwrap_or_default();
             format!("{} {:.2}{stopped}", row.stack, ratio.mean)
         }
-        None if row.runs.iter().any(|r| error(r).is_some()) => format!("{} failed", row.stack),
+        None if row.runs.iter().any(|r| r.cause().is_some()) => format!("{} failed", row.stack),
         None => format!("{} -", row.stack),
     }
 }
@@ -65,37 +66,42 @@ fn stack_figure(row: &Row) -> String {
 mod tests {
     use super::*;
     use crate::figures::rows;
-    use crate::store::Record;
+    use crate::record::{Cause, Record};
+    use crate::stack::World;
     use serde_json::json;
 
-    fn record(stack: &str, ber: f64, ratio: Option<f64>, extra: serde_json::Value) -> Record {
-        let mut record = json!({
-            "scenario": "geo-8mbit",
-            "stack": stack,
-            "world": "testbed",
-            "params": {"link.rtt": "600ms", "link.ber": ber},
-        });
-        if let Some(ratio) = ratio {
-            record["ratio"] = ratio.into();
+    /// A testbed run of geo-8mbit at 600 ms and `ber`: its ratio, or
+    /// failed.
+    fn record(stack: &str, ber: f64, ratio: Option<f64>) -> Record {
+        let mut record = Record::example(
+            World::Testbed,
+            "geo-8mbit",
+            stack,
+            json!({"link.rtt": "600ms", "link.ber": ber}),
+        );
+        match ratio {
+            Some(ratio) => {
+                record.figures_mut().ratio = ratio;
+                record
+            }
+            None => record.failed(Cause::Setup("dumpcap did not start".into())),
         }
-        for (k, v) in extra.as_object().unwrap() {
-            record[k] = v.clone();
-        }
-        match record {
-            serde_json::Value::Object(map) => map,
-            _ => unreachable!(),
-        }
+    }
+
+    fn stopped(mut record: Record, s: f64) -> Record {
+        record.figures_mut().stopped_s = Some(s);
+        record
     }
 
     #[test]
     fn the_headline_is_the_last_point_s_stacks_best_first_with_stopped_and_failed_ones_said() {
         let records = [
-            record("linux-cubic", 0.0, Some(0.73), json!({})),
-            record("linux-cubic", 1e-5, Some(0.012), json!({"stopped_s": 60.2})),
-            record("gw-scps-rate", 0.0, Some(0.9), json!({})),
-            record("gw-scps-rate", 1e-5, Some(0.81), json!({})),
-            record("linux-bbr", 0.0, Some(0.7), json!({})),
-            record("linux-bbr", 1e-5, None, json!({"error": "dumpcap did not start"})),
+            record("linux-cubic", 0.0, Some(0.73)),
+            stopped(record("linux-cubic", 1e-5, Some(0.012)), 60.2),
+            record("gw-scps-rate", 0.0, Some(0.9)),
+            record("gw-scps-rate", 1e-5, Some(0.81)),
+            record("linux-bbr", 0.0, Some(0.7)),
+            record("linux-bbr", 1e-5, None),
         ];
         let rows = rows(records.iter().rev());
         assert_eq!(

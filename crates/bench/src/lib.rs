@@ -9,13 +9,20 @@ pub mod headline;
 pub mod merge;
 pub mod plan;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod run;
+pub mod session;
 pub mod stack;
 pub mod store;
 pub mod table;
 pub mod testbed;
 
 pub use plan::{Job, Plan, PlanError, Request, Shard};
+pub use record::{Cause, Figure, Figures, Identity, Outcome, Record};
+pub use session::{
+    BenchError, BenchOutcome, BenchRequest, Event, Invocation, Observer, ObserverError, ScenarioOutcome,
+    Tables, execute, merge_dirs,
+};
 pub use stack::{Stack, World};
-pub use store::{Appender, Record, Store};
+pub use store::{Appender, Store};

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::figures;
 use crate::plan::ScenarioInfo;
+use crate::record::Record;
 use crate::store::{Appender, RESULTS, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +34,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Store, MergeError> {
             return Err(MergeError::NoResults(dir.clone()));
         }
         let store = Store::load(dir)?;
-        for capture in store.records.values().filter_map(|r| figures::text(r, "capture")) {
+        for capture in store.records.values().filter_map(|r| r.capture.as_ref()) {
             let (from, to) = (dir.join(capture), out.join(capture));
             if from != to && from.exists() {
                 let copied = std::fs::create_dir_all(to.parent().unwrap_or(out))
@@ -61,11 +62,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Store, MergeError> {
 /// The scenarios records are of, in the order they come, described as
 /// their files describe them (a scenario file that is gone has no
 /// description).
-pub fn scenarios_of<'a>(records: impl IntoIterator<Item = &'a crate::store::Record>) -> Vec<ScenarioInfo> {
+pub fn scenarios_of<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<ScenarioInfo> {
     // Each scenario with the swept values of each of its records.
     let mut by_scenario: Vec<(String, Vec<figures::Params>)> = Vec::new();
     for record in records {
-        let name = figures::text(record, "scenario").unwrap_or_default();
+        let name = record.run.scenario.as_str();
         let params = figures::params(record);
         match by_scenario.iter_mut().find(|(n, _)| n == name) {
             Some((_, points)) => points.push(params),

@@ -11,55 +11,47 @@ use scps_sim::{RunFailure, RunOptions};
 use serde_json::Value;
 
 use crate::plan::Job;
+use crate::record::{Cause, Identity, Outcome, Record};
 use crate::stack::{Stack, World};
-use crate::store::{Appender, Record, Store, StoreError};
+use crate::store::{Appender, Store, StoreError};
 
 /// The record of a job that could not give figures: what it was, and why.
-fn failed(job: &Job, why: String) -> Record {
-    let mut record = identity(job);
-    describe(&mut record, job);
-    record.insert("error".into(), why.into());
-    record
+fn failed(job: &Job, cause: Cause) -> Record {
+    Record {
+        run: identity(job),
+        outcome: Outcome::failed(cause),
+        capture: None,
+        wall_s: None,
+    }
 }
 
-/// The fields a bench adds to a run's own.
-pub(crate) fn identity(job: &Job) -> Record {
-    let mut record = Record::new();
-    record.insert("id".into(), job.id.clone().into());
-    record.insert("world".into(), job.world.name().into());
-    record.insert("stack".into(), job.stack.name().into());
-    record
-}
-
-/// What run a record is of, as the simulator's records say it: scenario,
-/// protocol (what ran: in the testbed, Linux's TCP is itself), params
-/// (the stack as the user named it) and seed.
-pub(crate) fn describe(record: &mut Record, job: &Job) {
-    let params = job
+/// What run a record is of, as the simulator's records say it: its id,
+/// world and stack, then scenario, protocol (what ran: in the testbed,
+/// Linux's TCP is itself), params and seed. A record's `params.protocol`
+/// is the stack the user asked for (`linux-bbr`), not the label of what
+/// stands in for it (the simulator runs `tcp-cubic` for `linux-cubic`).
+pub(crate) fn identity(job: &Job) -> Identity {
+    let mut params: serde_json::Map<String, Value> = job
         .point
         .params
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
         .collect();
+    if let Some(protocol) = params.get_mut("protocol") {
+        *protocol = job.stack.name().into();
+    }
     let ran = match (job.world, job.stack) {
         (World::Testbed, Stack::Linux(_)) => job.stack.name(),
         _ => job.point.protocol.label().to_owned(),
     };
-    record.insert("scenario".into(), job.point.scenario.clone().into());
-    record.insert("protocol".into(), ran.into());
-    record.insert("params".into(), Value::Object(params));
-    record.insert("seed".into(), job.seed.into());
-    name_the_stack(record, job);
-}
-
-/// A record's `params.protocol` is the stack the user asked for
-/// (`linux-bbr`), not the label of what stands in for it (the simulator
-/// runs `tcp-cubic` for `linux-cubic`).
-fn name_the_stack(record: &mut Record, job: &Job) {
-    if let Some(Value::Object(params)) = record.get_mut("params")
-        && params.contains_key("protocol")
-    {
-        params.insert("protocol".into(), job.stack.name().into());
+    Identity {
+        id: job.id.clone(),
+        world: job.world,
+        stack: job.stack.name(),
+        scenario: job.point.scenario.clone(),
+        protocol: ran,
+        params,
+        seed: job.seed,
     }
 }
 
@@ -85,7 +77,7 @@ pub fn capture_path(job: &Job) -> PathBuf {
     Path::new("captures").join(format!("{}.pcap", file_name(&job.id)))
 }
 
-/// Runs a simulator job for a bench in `dir`: the record `scps sim
+/// Runs a simulator job for a bench in `dir`: the figures `scps sim
 /// --json` prints, with the bench's fields (and `capture`, the file of its
 /// capture if it has one); a run that cannot start or that panics (a bug)
 /// is a failed record naming how to replay it.
@@ -96,7 +88,7 @@ pub fn run_sim(job: &Job, dir: &Path) -> Record {
     {
         return failed(
             job,
-            format!("cannot make {}: {error}", dir.join("captures").display()),
+            Cause::Setup(format!("cannot make {}: {error}", dir.join("captures").display())),
         );
     }
     let options = RunOptions {
@@ -106,25 +98,34 @@ pub fn run_sim(job: &Job, dir: &Path) -> Record {
     };
     let replay = || format!("(replay: scps sim {} --seed {})", job.point.scenario, job.seed);
     match scps_sim::run_record_guarded(&job.point, job.seed, &options) {
-        Ok(run) => {
-            let mut record = identity(job);
-            if let Value::Object(fields) = serde_json::to_value(&run).expect("a run record serialises") {
-                record.extend(fields);
-            }
-            name_the_stack(&mut record, job);
-            if let Some(capture) = capture {
-                record.insert("capture".into(), capture.to_string_lossy().into_owned().into());
-            }
-            record
-        }
-        Err(RunFailure::Setup(error)) => {
-            failed(job, format!("the run could not start: {error} {}", replay()))
-        }
+        Ok(run) => Record {
+            run: identity(job),
+            outcome: outcome_of(&run),
+            capture: capture.map(|c| c.to_string_lossy().into_owned()),
+            wall_s: None,
+        },
+        Err(RunFailure::Setup(error)) => failed(
+            job,
+            Cause::Setup(format!("the run could not start: {error} {}", replay())),
+        ),
         Err(RunFailure::Panic(message)) => failed(
             job,
-            format!("the simulator panicked: {message} (a bug) {}", replay()),
+            Cause::Panic(format!("the simulator panicked: {message} (a bug) {}", replay())),
         ),
     }
+}
+
+/// How a simulator run went, from its record: its figures, or its error
+/// with what it measured.
+fn outcome_of(run: &scps_sim::RunRecord) -> Outcome {
+    let Ok(Value::Object(mut fields)) = serde_json::to_value(run) else {
+        unreachable!("a run record serialises as an object");
+    };
+    // What the run is of, the bench's identity says.
+    for key in ["scenario", "protocol", "params", "seed"] {
+        fields.shift_remove(key);
+    }
+    serde_json::from_value(Value::Object(fields)).expect("a run record's figures read as an outcome")
 }
 
 /// What [`execute`] did.
@@ -134,9 +135,6 @@ pub struct Executed {
     pub ran: usize,
     /// Jobs whose records the directory already held.
     pub skipped: usize,
-    /// Jobs of `ran` whose run the directory held a record of, but of
-    /// another configuration (another `--set`, an edited scenario).
-    pub replaced: usize,
 }
 
 /// The jobs `store` has no finished run of.
@@ -147,31 +145,19 @@ pub fn to_do<'a>(jobs: &'a [Job], store: &Store) -> Vec<&'a Job> {
 /// Runs the jobs whose records `store` lacks with `run` on `workers`
 /// threads, appending each record as it is done (to the directory and to
 /// `store`) and handing it to `done`. A record of another configuration
-/// is not the job's: the job runs again, and a line on standard error
-/// says how many did so.
-pub fn execute(
+/// is not the job's: the job runs again. An error appending a record, or
+/// from `done`, stops the workers and is returned once the runs under way
+/// end.
+pub fn execute<E: From<StoreError>>(
     jobs: &[Job],
     store: &mut Store,
     appender: &mut Appender,
     workers: usize,
     run: impl Fn(&Job) -> Record + Sync,
-    mut done: impl FnMut(&Record),
-) -> Result<Executed, StoreError> {
+    mut done: impl FnMut(&Record) -> Result<(), E>,
+) -> Result<Executed, E> {
     let todo = to_do(jobs, store);
     let skipped = jobs.len() - todo.len();
-    let replaced = store.of_another_configuration(&todo);
-    if replaced > 0 {
-        let (results, are) = if replaced == 1 {
-            ("result", "is")
-        } else {
-            ("results", "are")
-        };
-        eprintln!(
-            "scps bench: {replaced} {results} in {} {are} of another configuration (another --set, an edited \
-             scenario): run again",
-            appender.dir().display()
-        );
-    }
     let next = AtomicUsize::new(0);
     let (sender, receiver) = mpsc::channel::<(String, Record)>();
     let stop = Mutex::new(false);
@@ -196,20 +182,23 @@ pub fn execute(
         }
         drop(sender);
         for (id, record) in receiver {
-            if let Err(error) = appender.append(&record) {
-                // Stop the workers: what they would run could not be kept.
+            let kept = appender.append(&record).map_err(E::from).map(|()| {
+                let told = done(&record);
+                store.insert(id, record);
+                told
+            });
+            if let Err(error) = kept.and_then(|told| told) {
+                // Stop the workers: what they would run could not be kept,
+                // or whoever is told no longer wants it.
                 *stop.lock().expect("no worker panics holding it") = true;
                 outcome = Err(error);
                 break;
             }
-            done(&record);
-            store.insert(id, record);
         }
     });
     outcome.map(|()| Executed {
         ran: todo.len(),
         skipped,
-        replaced,
     })
 }
 
@@ -245,25 +234,28 @@ mod tests {
         Plan::new(&request).unwrap().jobs
     }
 
-    /// Runs `jobs` in `dir` as `scps bench` does: what it did, and the
+    /// Runs `jobs` in `dir` as `scps bench` does: how many ran, were
+    /// skipped and replaced a record of another configuration, and the
     /// figure of bytes of each job's record.
-    fn bench(dir: &Path, jobs: &[Job]) -> (Executed, Vec<Value>) {
+    fn bench(dir: &Path, jobs: &[Job]) -> ((usize, usize, usize), Vec<u64>) {
         let mut store = Store::load(dir).unwrap();
         let mut appender = Appender::open(dir).unwrap();
+        let replaced = store.of_another_configuration(&to_do(jobs, &store));
         let executed = execute(
             jobs,
             &mut store,
             &mut appender,
             2,
             |job| run_sim(job, dir),
-            |_| {},
+            |_| Ok::<(), StoreError>(()),
         )
         .unwrap();
-        let bytes = jobs
-            .iter()
-            .map(|j| store.records[&j.id]["bytes"].clone())
-            .collect();
-        (executed, bytes)
+        let bytes = jobs.iter().map(|j| bytes_of(&store, &j.id)).collect();
+        ((executed.ran, executed.skipped, replaced), bytes)
+    }
+
+    fn bytes_of(store: &Store, id: &str) -> u64 {
+        store.records[id].figures().expect("completed").bytes
     }
 
     #[test]
@@ -271,11 +263,32 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("scps-bench-label-{}", std::process::id()));
         let job = &jobs_of("linux-cubic", "100KB")[0];
         let record = run_sim(job, &dir);
-        assert_eq!(record["params"]["protocol"], "linux-cubic", "{record:?}");
-        assert_eq!(record["protocol"], "tcp-cubic", "the simulator's model of it ran");
-        let mut described = Record::new();
-        describe(&mut described, job);
-        assert_eq!(described["params"]["protocol"], "linux-cubic");
+        assert_eq!(record.run.params["protocol"], "linux-cubic", "{record:?}");
+        assert_eq!(
+            record.run.protocol, "tcp-cubic",
+            "the simulator's model of it ran"
+        );
+        assert_eq!(record.run, identity(job), "as a record that failed says it");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_simulator_run_that_cannot_finish_is_failed_with_what_it_measured() {
+        let dir = std::env::temp_dir().join(format!("scps-bench-unfinished-{}", std::process::id()));
+        let mut job = jobs_of("tcp-vj", "1MB").remove(0);
+        job.point.time_limit = std::time::Duration::from_secs(2);
+        let record = run_sim(&job, &dir);
+        assert!(
+            matches!(record.cause(), Some(Cause::TimedOut(m)) if m.starts_with("not finished within")),
+            "{record:?}"
+        );
+        let Outcome::Failed { measured, .. } = &record.outcome else {
+            unreachable!()
+        };
+        assert!(
+            measured.contains_key("bytes") && measured.contains_key("link"),
+            "{measured:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -285,13 +298,13 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let (small, large) = (jobs("100KB"), jobs("200KB"));
         let (ran, bytes) = bench(&dir, &small);
-        assert_eq!((ran.ran, ran.skipped, ran.replaced), (1, 0, 0));
+        assert_eq!(ran, (1, 0, 0));
         assert_eq!(bytes, [100_000]);
         let (ran, bytes) = bench(&dir, &small);
-        assert_eq!((ran.ran, ran.skipped, ran.replaced), (0, 1, 0), "resumed");
+        assert_eq!(ran, (0, 1, 0), "resumed");
         // The same run of 200 kB: not the record of 100 kB.
         let (ran, bytes_now) = bench(&dir, &large);
-        assert_eq!((ran.ran, ran.skipped, ran.replaced), (1, 0, 1));
+        assert_eq!(ran, (1, 0, 1));
         assert_eq!(bytes_now, [200_000]);
         assert_eq!(bytes, [100_000]);
         let store = Store::load(&dir).unwrap();
@@ -300,11 +313,11 @@ mod tests {
             1,
             "the directory's record of the run is the later"
         );
-        assert_eq!(store.records[&large[0].id]["bytes"], 200_000);
-        assert_eq!(bench(&dir, &large).0.ran, 0, "and resumed as such");
+        assert_eq!(bytes_of(&store, &large[0].id), 200_000);
+        assert_eq!(bench(&dir, &large).0.0, 0, "and resumed as such");
         // Back to 100 kB: its record was replaced, so it runs again.
         let (ran, bytes) = bench(&dir, &small);
-        assert_eq!((ran.ran, ran.replaced), (1, 1));
+        assert_eq!((ran.0, ran.2), (1, 1));
         assert_eq!(bytes, [100_000]);
         std::fs::remove_dir_all(&dir).unwrap();
     }

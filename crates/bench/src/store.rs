@@ -14,14 +14,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
-
 use crate::plan::run_of;
+use crate::record::Record;
 
 pub const RESULTS: &str = "results.jsonl";
-
-/// One run's record.
-pub type Record = Map<String, Value>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -61,20 +57,14 @@ impl Store {
             })?;
         let mut store = Store::default();
         for (i, line) in lines.iter().enumerate() {
-            let parsed = serde_json::from_str::<Record>(line)
-                .map_err(|e| e.to_string())
-                .and_then(|record| match record.get("id") {
-                    Some(Value::String(id)) => Ok((id.clone(), record)),
-                    _ => Err("it has no id".to_owned()),
-                });
-            match parsed {
-                Ok((id, record)) => store.insert(id, record),
+            match serde_json::from_str::<Record>(line) {
+                Ok(record) => store.insert(record.run.id.clone(), record),
                 Err(_) if i + 1 == lines.len() => {}
                 Err(error) => {
                     return Err(StoreError::Corrupt {
                         path,
                         line: i + 1,
-                        error,
+                        error: error.to_string(),
                     });
                 }
             }
@@ -124,7 +114,7 @@ impl Store {
     pub fn finished(&self, id: &str, world: crate::stack::World) -> bool {
         self.records
             .get(id)
-            .is_some_and(|r| world == crate::stack::World::Sim || !r.contains_key("error"))
+            .is_some_and(|r| world == crate::stack::World::Sim || r.cause().is_none())
     }
 }
 
@@ -158,14 +148,9 @@ impl Appender {
         Ok(Appender { path, file })
     }
 
-    /// The directory of the results.
-    pub fn dir(&self) -> &Path {
-        self.path.parent().unwrap_or(Path::new("."))
-    }
-
     /// Writes one record, whole, on a line of its own.
     pub fn append(&mut self, record: &Record) -> Result<(), StoreError> {
-        let mut line = serde_json::to_string(record).expect("a JSON map serialises");
+        let mut line = serde_json::to_string(record).expect("a record serialises");
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
@@ -180,12 +165,17 @@ impl Appender {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stack::World;
 
     fn record(id: &str, ratio: f64) -> Record {
-        let mut record = Record::new();
-        record.insert("id".into(), id.into());
-        record.insert("ratio".into(), ratio.into());
+        let mut record = Record::example(World::Sim, "t1-geo", "tcp-vj", serde_json::json!({}));
+        record.run.id = id.into();
+        record.figures_mut().ratio = ratio;
         record
+    }
+
+    fn ratio(store: &Store, id: &str) -> f64 {
+        store.records[id].figures().expect("completed").ratio
     }
 
     #[test]
@@ -204,12 +194,12 @@ mod tests {
             .unwrap();
         let store = Store::load(&dir).unwrap();
         assert_eq!(store.records.len(), 2);
-        assert_eq!(store.records["a"]["ratio"], 0.6, "the later record wins");
+        assert_eq!(ratio(&store, "a"), 0.6, "the later record wins");
         // Appending again first cuts the torn line off.
         Appender::open(&dir).unwrap().append(&record("c", 0.9)).unwrap();
         let store = Store::load(&dir).unwrap();
         assert_eq!(store.records.len(), 3);
-        assert_eq!(store.records["c"]["ratio"], 0.9);
+        assert_eq!(ratio(&store, "c"), 0.9);
         // A bad line before the last is an error, naming where.
         std::fs::write(dir.join(RESULTS), "nonsense\n{\"id\":\"a\"}\n").unwrap();
         let err = Store::load(&dir).unwrap_err().to_string();
@@ -253,7 +243,7 @@ mod tests {
             .unwrap();
         let store = Store::load(&dir).unwrap();
         assert_eq!(store.records.len(), 2);
-        assert_eq!(store.records[&format!("sim/x/seed=1{a}")]["ratio"], 0.5);
+        assert_eq!(ratio(&store, &format!("sim/x/seed=1{a}")), 0.5);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -4,6 +4,8 @@
 //! a terminal or as Markdown for docs/BENCHMARKS.md.
 
 use crate::figures::{Measure, Row, Stat};
+use crate::record::Figure;
+use crate::stack::World;
 
 /// The table of one scenario's rows: a header, then a line per row.
 pub fn cells(rows: &[Row]) -> Vec<Vec<String>> {
@@ -35,34 +37,35 @@ pub fn cells(rows: &[Row]) -> Vec<Vec<String>> {
     header.push("note".into());
     let mut lines = vec![header];
     for row in rows {
-        let mut line = vec![row.stack.clone(), row.world.clone()];
+        let mut line = vec![row.stack.clone(), row.world.name().to_owned()];
         line.extend(axes.iter().map(|a| row.param(a).unwrap_or("-").to_owned()));
         line.push(format!("{}/{}", row.completed_count(), row.runs.len()));
-        let stat = |field: &str, format: fn(Stat) -> String| row.stat(field).map_or("-".to_owned(), format);
+        let stat =
+            |figure: Figure, format: fn(Stat) -> String| row.stat(figure).map_or("-".to_owned(), format);
         match measure {
             Measure::Bulk => {
-                line.push(stat("duration_s", |s| with_spread(s, 1.0, 2)));
-                line.push(stat("goodput_bps", |s| rate(s.mean)));
-                line.push(stat("limit_bps", |s| rate(s.mean)));
-                line.push(stat("ratio", |s| with_spread(s, 1.0, 3)));
-                line.push(stat("retransmitted_bytes", |s| format!("{:.0}", s.mean)));
+                line.push(stat(Figure::Duration, |s| with_spread(s, 1.0, 2)));
+                line.push(stat(Figure::Goodput, |s| rate(s.mean)));
+                line.push(stat(Figure::Limit, |s| rate(s.mean)));
+                line.push(stat(Figure::Ratio, |s| with_spread(s, 1.0, 3)));
+                line.push(stat(Figure::Retransmitted, |s| format!("{:.0}", s.mean)));
             }
             Measure::Messages => {
-                line.push(stat("offered_bps", |s| rate(s.mean)));
-                line.push(stat("actual_bps", |s| rate(s.mean)));
-                line.push(stat("limit_bps", |s| rate(s.mean)));
-                line.push(stat("ratio", |s| with_spread(s, 1.0, 3)));
-                line.push(stat("latency_p50_s", |s| format!("{:.2}", s.mean)));
-                line.push(stat("latency_p95_s", |s| format!("{:.2}", s.mean)));
+                line.push(stat(Figure::Offered, |s| rate(s.mean)));
+                line.push(stat(Figure::Actual, |s| rate(s.mean)));
+                line.push(stat(Figure::Limit, |s| rate(s.mean)));
+                line.push(stat(Figure::Ratio, |s| with_spread(s, 1.0, 3)));
+                line.push(stat(Figure::LatencyP50, |s| format!("{:.2}", s.mean)));
+                line.push(stat(Figure::LatencyP95, |s| format!("{:.2}", s.mean)));
             }
             Measure::Fetches => {
-                line.push(stat("fetches", |s| format!("{:.0}", s.mean)));
-                line.push(stat("download_mean_s", |s| with_spread(s, 1.0, 2)));
-                line.push(stat("download_p95_s", |s| format!("{:.2}", s.mean)));
-                line.push(stat("download_ideal_mean_s", |s| format!("{:.2}", s.mean)));
-                line.push(stat("goodput_bps", |s| rate(s.mean)));
-                line.push(stat("limit_bps", |s| rate(s.mean)));
-                line.push(stat("ratio", |s| with_spread(s, 1.0, 3)));
+                line.push(stat(Figure::Fetches, |s| format!("{:.0}", s.mean)));
+                line.push(stat(Figure::DownloadMean, |s| with_spread(s, 1.0, 2)));
+                line.push(stat(Figure::DownloadP95, |s| format!("{:.2}", s.mean)));
+                line.push(stat(Figure::DownloadIdealMean, |s| format!("{:.2}", s.mean)));
+                line.push(stat(Figure::Goodput, |s| rate(s.mean)));
+                line.push(stat(Figure::Limit, |s| rate(s.mean)));
+                line.push(stat(Figure::Ratio, |s| with_spread(s, 1.0, 3)));
             }
         }
         line.push(note(row.stopped_s(), &row.failures()));
@@ -186,10 +189,10 @@ pub fn worlds(rows: &[Row]) -> Vec<Vec<String>> {
         .map(String::from)
         .to_vec(),
     ];
-    for sim in rows.iter().filter(|r| r.world == "sim") {
+    for sim in rows.iter().filter(|r| r.world == World::Sim) {
         let Some(testbed) = rows
             .iter()
-            .find(|r| r.world == "testbed" && r.stack == sim.stack && r.params == sim.params)
+            .find(|r| r.world == World::Testbed && r.stack == sim.stack && r.params == sim.params)
         else {
             continue;
         };
@@ -199,8 +202,8 @@ pub fn worlds(rows: &[Row]) -> Vec<Vec<String>> {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" ");
-        let (Some(a), Some(b)) = (sim.stat("ratio"), testbed.stat("ratio")) else {
-            let failed = if sim.stat("ratio").is_none() {
+        let (Some(a), Some(b)) = (sim.stat(Figure::Ratio), testbed.stat(Figure::Ratio)) else {
+            let failed = if sim.stat(Figure::Ratio).is_none() {
                 "sim"
             } else {
                 "testbed"
@@ -208,9 +211,10 @@ pub fn worlds(rows: &[Row]) -> Vec<Vec<String>> {
             lines.push(vec![
                 sim.stack.clone(),
                 point,
-                sim.stat("ratio").map_or("-".into(), |s| with_spread(s, 1.0, 3)),
+                sim.stat(Figure::Ratio)
+                    .map_or("-".into(), |s| with_spread(s, 1.0, 3)),
                 testbed
-                    .stat("ratio")
+                    .stat(Figure::Ratio)
                     .map_or("-".into(), |s| with_spread(s, 1.0, 3)),
                 "-".into(),
                 format!("no figure in the {failed}"),

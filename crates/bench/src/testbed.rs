@@ -27,27 +27,15 @@ use scps_config::{Direction, Fetches, MessageFlow, Point, Protocol, Workload};
 use scps_sim::apps::shared_link;
 use scps_sim::result::FetchFigures;
 use scps_testbed::{EMU, EMU_SIDE_A, EMU_SIDE_B, Output, Process, Testbed, Topology};
+use scps_workload_format::figures::FlowFigures;
 use serde_json::Value;
 
 use crate::plan::Job;
+use crate::record::{Cause, Figures, Outcome, Record};
 use crate::stack::{LinuxTcp, Stack};
-use crate::store::Record;
 
 /// The server's port.
 const PORT: u16 = 5001;
-/// What a message stream's report gives that its record keeps, with the
-/// simulator's names.
-const MESSAGE_FIELDS: [&str; 6] = [
-    "offered_bps",
-    "actual_bps",
-    "messages",
-    "latency_p50_s",
-    "latency_p95_s",
-    "latency_max_s",
-];
-/// How a sender of our stack repaired its losses, with the simulator's
-/// names (kernel TCP reports only its retransmitted bytes).
-const REPAIR_FIELDS: [&str; 3] = ["retransmitted_bytes", "timeouts", "fast_recoveries"];
 /// The least time a transfer is given; otherwise four times what it takes
 /// at the link's limit.
 const MIN_TIME: Duration = Duration::from_secs(60);
@@ -71,9 +59,6 @@ pub struct TestbedWorld {
     out: PathBuf,
 }
 
-/// Why a testbed run failed.
-type Failure = String;
-
 impl TestbedWorld {
     /// Builds the namespaces (as root, or root in a user namespace).
     pub fn new(scps: PathBuf, out: &Path) -> Result<TestbedWorld, String> {
@@ -87,30 +72,31 @@ impl TestbedWorld {
 
     /// Runs `job`: its record, as the simulator's has it.
     pub fn run(&self, job: &Job) -> Record {
-        let mut record = crate::run::identity(job);
-        crate::run::describe(&mut record, job);
         let started = Instant::now();
-        match self.transfer(job) {
-            Ok(figures) => {
-                if job.capture {
-                    let capture = crate::run::capture_path(job);
-                    record.insert("capture".into(), capture.to_string_lossy().into_owned().into());
-                }
-                record.extend(figures);
-            }
-            Err(why) => {
-                record.insert("error".into(), why.into());
-            }
+        let (outcome, capture) = match self.transfer(job) {
+            Ok(figures) => (
+                Outcome::Completed {
+                    figures: Box::new(figures),
+                },
+                job.capture
+                    .then(|| crate::run::capture_path(job).to_string_lossy().into_owned()),
+            ),
+            Err(cause) => (Outcome::failed(cause), None),
+        };
+        Record {
+            run: crate::run::identity(job),
+            outcome,
+            capture,
+            wall_s: Some(started.elapsed().as_secs_f64()),
         }
-        record.insert("wall_s".into(), started.elapsed().as_secs_f64().into());
-        record
     }
 
     /// Starts the link (and the gateways) and the server, moves the
     /// bytes, stops all; the run's figures.
-    fn transfer(&self, job: &Job) -> Result<Figures, Failure> {
+    fn transfer(&self, job: &Job) -> Result<Figures, Cause> {
         let dir = self.out.join("testbed").join(crate::run::file_name(&job.id));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Cause::Setup(format!("cannot make {}: {e}", dir.display())))?;
         let mut started = Started {
             scps: self.scps.clone(),
             ..Started::default()
@@ -120,7 +106,7 @@ impl TestbedWorld {
         outcome.map(|figures| with_link_repairs(figures, link_resent))
     }
 
-    fn transfer_in(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Figures, Failure> {
+    fn transfer_in(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Figures, Cause> {
         let hosts = self.start_link(job, dir, started)?;
         let server = self.address("server")?;
         let bundles = match hosts {
@@ -174,7 +160,7 @@ impl TestbedWorld {
         let allowed = time_allowed(&job.point);
         let ended = send
             .wait_timeout(allowed)
-            .map_err(|e| format!("scps send: {e}"))?;
+            .map_err(|e| Cause::Ended(format!("scps send: {e}")))?;
         if ended.is_none() {
             return stopped_at_the_limit(&job.point, sending_since, [&recv, &send], &recv_log);
         }
@@ -185,7 +171,7 @@ impl TestbedWorld {
 
     /// Starts the emulator in the middle, the capture and, for a `gw-`
     /// stack, the gateways; what the hosts run.
-    fn start_link(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Hosts, Failure> {
+    fn start_link(&self, job: &Job, dir: &Path, started: &mut Started) -> Result<Hosts, Cause> {
         let emulator = self.start_emulator(job, dir)?;
         started.processes.push(emulator);
         if job.capture {
@@ -219,7 +205,7 @@ impl TestbedWorld {
         workload: &Fetches,
         sender: &[String],
         dir: &Path,
-    ) -> Result<Figures, Failure> {
+    ) -> Result<Figures, Cause> {
         let requests = scps_sim::run::fetch_requests(&job.point, job.seed, workload);
         let log = dir.join("fetch.log");
         let allowed = time_allowed(&job.point);
@@ -258,30 +244,32 @@ impl TestbedWorld {
             });
             if now > start + allowed {
                 kill_all(&running);
-                return Err(format!(
+                return Err(Cause::TimedOut(format!(
                     "{} of {} fetches not finished within {} s (wall clock)",
                     running.len() + requests.len() - next,
                     requests.len(),
                     allowed.as_secs()
-                ));
+                )));
             }
             std::thread::sleep(FETCH_POLL);
         }
         done.figures(&job.point, workload, &requests)
     }
 
-    fn address(&self, node: &str) -> Result<std::net::IpAddr, Failure> {
-        self.testbed.address(node).map_err(|e| e.to_string())
+    fn address(&self, node: &str) -> Result<std::net::IpAddr, Cause> {
+        self.testbed
+            .address(node)
+            .map_err(|e| Cause::Setup(e.to_string()))
     }
 
     /// `scps ARGS...` in `node`, its standard error to `log`, its standard
     /// output kept.
-    fn spawn_logged(&self, node: &str, log: &Path, args: &[&str]) -> Result<Process, Failure> {
+    fn spawn_logged(&self, node: &str, log: &Path, args: &[&str]) -> Result<Process, Cause> {
         self.spawn_with(node, log, STDERR_TO_LOG, self.scps.as_os_str(), args)
     }
 
     /// `scps ARGS...` in `node`, all its output to `log` (a daemon's).
-    fn spawn_daemon(&self, node: &str, log: &Path, args: &[&str]) -> Result<Process, Failure> {
+    fn spawn_daemon(&self, node: &str, log: &Path, args: &[&str]) -> Result<Process, Cause> {
         self.spawn_with(node, log, ALL_TO_LOG, self.scps.as_os_str(), args)
     }
 
@@ -294,8 +282,8 @@ impl TestbedWorld {
         script: &str,
         program: &std::ffi::OsStr,
         args: &[&str],
-    ) -> Result<Process, Failure> {
-        let node = self.testbed.node(node).map_err(|e| e.to_string())?;
+    ) -> Result<Process, Cause> {
+        let node = self.testbed.node(node).map_err(|e| Cause::Setup(e.to_string()))?;
         let mut all: Vec<&std::ffi::OsStr> = vec![
             "-c".as_ref(),
             script.as_ref(),
@@ -304,12 +292,13 @@ impl TestbedWorld {
             program,
         ];
         all.extend(args.iter().map(std::ffi::OsStr::new));
-        node.spawn("sh", &all, Output::Piped).map_err(|e| e.to_string())
+        node.spawn("sh", &all, Output::Piped)
+            .map_err(|e| Cause::Setup(e.to_string()))
     }
 
     /// `scps emulate` in the middle with the point's `[link]` and the
     /// run's seed; returns once it answers on its control socket.
-    fn start_emulator(&self, job: &Job, dir: &Path) -> Result<Process, Failure> {
+    fn start_emulator(&self, job: &Job, dir: &Path) -> Result<Process, Cause> {
         let socket = socket_path("emu");
         let mut config = toml::Table::new();
         config.insert("seed".into(), toml::Value::Integer(job.seed as i64));
@@ -347,10 +336,10 @@ impl TestbedWorld {
                 return Ok(emulator);
             }
             if emulator.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
-                return Err(format!(
+                return Err(Cause::Setup(format!(
                     "scps emulate did not start: {}",
                     last_line(&dir.join("emulate.log"))
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -359,10 +348,11 @@ impl TestbedWorld {
     /// `dumpcap` on the emulator's side towards the client, headers only,
     /// into the job's capture file (the report's time-sequence graph);
     /// returns once it captures.
-    fn start_capture(&self, job: &Job, dir: &Path) -> Result<Process, Failure> {
+    fn start_capture(&self, job: &Job, dir: &Path) -> Result<Process, Cause> {
         let path = self.out.join(crate::run::capture_path(job));
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Cause::Setup(format!("cannot make {}: {e}", parent.display())))?;
         }
         let log = dir.join("dumpcap.log");
         let path_text = path.to_string_lossy().into_owned();
@@ -371,7 +361,7 @@ impl TestbedWorld {
         let args = ["-q", "-P", "-i", EMU_SIDE_A, "-s", &snaplen, "-w", &path_text];
         let capture = self
             .spawn_with(EMU, &log, ALL_TO_LOG, "dumpcap".as_ref(), &args)
-            .map_err(|e| format!("dumpcap: {e}"))?;
+            .map_err(|e| Cause::Setup(format!("dumpcap: {e}")))?;
         // dumpcap says on its standard error which interface it captures
         // on once it does.
         wait_for_line(&log, "Capturing on", &capture, "dumpcap")?;
@@ -388,18 +378,18 @@ impl TestbedWorld {
         gateways: [&str; 2],
         sides: [&str; 2],
         sends: Direction,
-    ) -> Result<Process, Failure> {
+    ) -> Result<Process, Cause> {
         let node = gateways[0];
         let Some(settings) = &job.point.gateways else {
-            return Err("a gw- stack without gateways".into());
+            return Err(Cause::Setup("a gw- stack without gateways".into()));
         };
-        let prefix = |host: &str| -> Result<String, Failure> {
+        let prefix = |host: &str| -> Result<String, Cause> {
             match self.address(host)? {
                 std::net::IpAddr::V4(v4) => {
                     let [a, b, c, _] = v4.octets();
                     Ok(format!("{a}.{b}.{c}.0/24"))
                 }
-                std::net::IpAddr::V6(_) => Err(format!("{host} has no IPv4 address")),
+                std::net::IpAddr::V6(_) => Err(Cause::Setup(format!("{host} has no IPv4 address"))),
             }
         };
         let mut transparent = toml::Table::new();
@@ -465,12 +455,12 @@ impl TestbedWorld {
         ends: [&str; 2],
         interface: &str,
         sends: Direction,
-    ) -> Result<toml::Table, Failure> {
+    ) -> Result<toml::Table, Cause> {
         let [own, far] = ends.map(|node| {
             self.testbed
                 .topology()
                 .interface_address(node, interface)
-                .ok_or_else(|| format!("{node} has no IPv4 address on {interface}"))
+                .ok_or_else(|| Cause::Setup(format!("{node} has no IPv4 address on {interface}")))
         });
         let (own, far) = (own?, far?);
         let circuits = match sends {
@@ -555,7 +545,7 @@ impl Hosts {
         dir: &Path,
         server: std::net::IpAddr,
         bundles: Option<[toml::Table; 2]>,
-    ) -> Result<[Vec<String>; 2], Failure> {
+    ) -> Result<[Vec<String>; 2], Cause> {
         let keepalive = [
             "--keepalive".to_owned(),
             format!("{}s", host_patience(&job.point).as_secs()),
@@ -568,7 +558,7 @@ impl Hosts {
             }
             Hosts::Ours(protocol) => {
                 both.extend(["--stack".into(), protocol.label().into()]);
-                let config = |name: &str, bundle: Option<toml::Table>| -> Result<Vec<String>, Failure> {
+                let config = |name: &str, bundle: Option<toml::Table>| -> Result<Vec<String>, Cause> {
                     let mut document = job.point.tables.document.clone();
                     // The tools autotune a receive buffer no key sets; the
                     // simulator's hosts do as the point says.
@@ -713,11 +703,9 @@ fn with_link_repairs(mut figures: Figures, link_resent: Option<LinkResent>) -> F
     let Some(link_resent) = link_resent else {
         return figures;
     };
-    if let Some(lan) = figures.remove("retransmitted_bytes") {
-        figures.insert("lan_retransmitted_bytes".into(), lan);
-    }
+    figures.lan_retransmitted_bytes = figures.retransmitted_bytes.take();
     if let LinkResent::Bytes(resent) = link_resent {
-        figures.insert("retransmitted_bytes".into(), resent.into());
+        figures.retransmitted_bytes = Some(resent);
     }
     figures
 }
@@ -754,8 +742,8 @@ fn kill_all(running: &[(usize, Process)]) {
     }
 }
 
-/// The figures a run's record keeps, with the simulator's names.
-type Figures = serde_json::Map<String, Value>;
+/// A tool's JSON report (`scps send --json`, `scps recv --json`).
+type Report = serde_json::Map<String, Value>;
 
 /// The fetches a server takes at once (`scps recv`'s most): complex-35ws
 /// at 1e-5 keeps a few dozen open.
@@ -765,15 +753,19 @@ const MAX_FETCHES_AT_ONCE: u16 = 1024;
 const FETCH_POLL: Duration = Duration::from_millis(10);
 
 /// What a finished `scps send` reported: its JSON report, if it verified.
-fn sender_report(send: &Process, log: &Path) -> Result<Figures, Failure> {
-    let stdout = send.read_stdout().map_err(|e| format!("scps send: {e}"))?;
-    let report: Figures = serde_json::from_str(stdout.trim())
-        .map_err(|_| format!("scps send ended without a report: {}", last_line(log)))?;
+fn sender_report(send: &Process, log: &Path) -> Result<Report, Cause> {
+    let stdout = send
+        .read_stdout()
+        .map_err(|e| Cause::Ended(format!("scps send: {e}")))?;
+    let report: Report = serde_json::from_str(stdout.trim())
+        .map_err(|_| Cause::Ended(format!("scps send ended without a report: {}", last_line(log))))?;
     if let Some(error) = report.get("error").and_then(Value::as_str) {
-        return Err(format!("scps send: {error}"));
+        return Err(Cause::Ended(format!("scps send: {error}")));
     }
     if report.get("verified").is_some_and(|v| v != &Value::Bool(true)) {
-        return Err("the receiver did not verify the content (SHA-256)".into());
+        return Err(Cause::Ended(
+            "the receiver did not verify the content (SHA-256)".into(),
+        ));
     }
     Ok(report)
 }
@@ -788,59 +780,48 @@ fn stopped_at_the_limit(
     sending_since: Instant,
     [recv, send]: [&Process; 2],
     recv_log: &Path,
-) -> Result<Figures, Failure> {
+) -> Result<Figures, Cause> {
     let _ = recv.signal(nix::sys::signal::Signal::SIGINT);
     let window = sending_since.elapsed();
     let stopped = |process: &Process| matches!(process.wait_timeout(RECEIVER_REPORT_TIME), Ok(Some(_)));
     if !stopped(recv) {
         let _ = recv.kill();
-        return Err(format!(
+        return Err(Cause::TimedOut(format!(
             "not finished within {} s, and scps recv did not report when interrupted: {}",
             window.as_secs(),
             last_line(recv_log)
-        ));
+        )));
     }
-    let received: Figures = first_report(&recv.read_stdout().unwrap_or_default()).ok_or_else(|| {
-        format!(
+    let received: Report = first_report(&recv.read_stdout().unwrap_or_default()).ok_or_else(|| {
+        Cause::TimedOut(format!(
             "not finished within {} s, and scps recv ended without a report: {}",
             window.as_secs(),
             last_line(recv_log)
-        )
+        ))
     })?;
     let bytes = received.get("bytes").and_then(Value::as_u64).unwrap_or(0);
     if bytes == 0 {
-        return Err(format!(
+        return Err(Cause::TimedOut(format!(
             "nothing got through within {} s (wall clock)",
             window.as_secs()
-        ));
+        )));
     }
     // The receiver's reset reaches the sender, which then reports.
     if !stopped(send) {
         let _ = send.signal(nix::sys::signal::Signal::SIGINT);
         let _ = stopped(send);
     }
-    let mut figures = Figures::new();
-    if let Some(sent) = first_report(&send.read_stdout().unwrap_or_default()) {
-        for field in REPAIR_FIELDS {
-            if let Some(value) = sent.get(field) {
-                figures.insert(field.into(), value.clone());
-            }
-        }
-    }
     let window_s = window.as_secs_f64();
-    throughput_figures(
-        &mut figures,
-        point,
-        bytes,
-        window_s,
-        bytes as f64 * 8.0 / window_s,
-    );
-    figures.insert(crate::figures::STOPPED.into(), window_s.into());
+    let mut figures = throughput_figures(point, bytes, window_s, bytes as f64 * 8.0 / window_s);
+    if let Some(sent) = first_report(&send.read_stdout().unwrap_or_default()) {
+        with_repairs(&mut figures, &sent);
+    }
+    figures.stopped_s = Some(window_s);
     Ok(figures)
 }
 
 /// The first JSON report in a tool's standard output.
-fn first_report(stdout: &str) -> Option<Figures> {
+fn first_report(stdout: &str) -> Option<Report> {
     stdout
         .lines()
         .find(|line| !line.trim().is_empty())
@@ -849,20 +830,20 @@ fn first_report(stdout: &str) -> Option<Figures> {
 
 /// A sender's `failure`, with what the receiver said if it has ended: a
 /// sender reset by its peer cannot say why.
-fn with_receiver_account(failure: Failure, recv: &Process, log: &Path) -> Failure {
+fn with_receiver_account(failure: Cause, recv: &Process, log: &Path) -> Cause {
     // A receiver that ended the transfer has ended, or is writing its
     // report.
     let Ok(Some(_)) = recv.wait_timeout(RECEIVER_REPORT_TIME) else {
         return failure;
     };
     let said = receiver_said(&recv.read_stdout().unwrap_or_default(), log);
-    format!("{failure} (scps recv: {said})")
+    failure.map_message(|message| format!("{message} (scps recv: {said})"))
 }
 
 /// The error in an ended receiver's report (its standard output), else
 /// the last line of its log.
 fn receiver_said(stdout: &str, log: &Path) -> String {
-    serde_json::from_str::<Figures>(stdout.trim())
+    serde_json::from_str::<Report>(stdout.trim())
         .ok()
         .and_then(|report| report.get("error")?.as_str().map(str::to_owned))
         .unwrap_or_else(|| last_line(log))
@@ -870,8 +851,7 @@ fn receiver_said(stdout: &str, log: &Path) -> String {
 
 /// The figures of one transfer or message stream from its sender's
 /// report.
-fn transfer_figures(point: &Point, report: &Figures) -> Figures {
-    let mut figures = Figures::new();
+fn transfer_figures(point: &Point, report: &Report) -> Figures {
     let bytes = report.get("bytes").and_then(Value::as_u64).unwrap_or(0);
     let duration = report.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
     // A message stream's figure is its actual rate.
@@ -880,23 +860,34 @@ fn transfer_figures(point: &Point, report: &Figures) -> Figures {
         .or_else(|| report.get("goodput_bps"))
         .and_then(Value::as_f64)
         .unwrap_or(0.0);
-    for field in MESSAGE_FIELDS.into_iter().chain(REPAIR_FIELDS) {
-        if let Some(value) = report.get(field) {
-            figures.insert(field.into(), value.clone());
-        }
-    }
-    throughput_figures(&mut figures, point, bytes, duration, goodput);
+    let mut figures = throughput_figures(point, bytes, duration, goodput);
+    // A message stream's report gives its forward flow's figures beside
+    // the rest.
+    figures.messages = serde_json::from_value::<FlowFigures>(Value::Object(report.clone())).ok();
+    with_repairs(&mut figures, report);
     figures
 }
 
+/// How a sender of our stack repaired its losses, from its report (kernel
+/// TCP reports only its retransmitted bytes).
+fn with_repairs(figures: &mut Figures, report: &Report) {
+    let count = |key: &str| report.get(key).and_then(Value::as_u64);
+    figures.retransmitted_bytes = count("retransmitted_bytes");
+    figures.timeouts = count("timeouts");
+    figures.fast_recoveries = count("fast_recoveries");
+}
+
 /// Bytes, time, goodput and its ratio to the point's limit.
-fn throughput_figures(figures: &mut Figures, point: &Point, bytes: u64, duration_s: f64, goodput_bps: f64) {
+fn throughput_figures(point: &Point, bytes: u64, duration_s: f64, goodput_bps: f64) -> Figures {
     let limit = point.limit_bps(Duration::from_secs_f64(duration_s.max(1e-3)));
-    figures.insert("bytes".into(), bytes.into());
-    figures.insert("duration_s".into(), duration_s.into());
-    figures.insert("goodput_bps".into(), goodput_bps.into());
-    figures.insert("limit_bps".into(), limit.into());
-    figures.insert("ratio".into(), (goodput_bps / limit).into());
+    Figures {
+        bytes,
+        duration_s,
+        goodput_bps,
+        limit_bps: limit,
+        ratio: goodput_bps / limit,
+        ..Figures::default()
+    }
 }
 
 /// The fetches of a run that have ended.
@@ -914,7 +905,7 @@ struct FetchesDone {
 
 impl FetchesDone {
     /// Fetch `id`, requested at `at` seconds, has ended with `report`.
-    fn add(&mut self, id: usize, at: f64, report: Result<Figures, Failure>) {
+    fn add(&mut self, id: usize, at: f64, report: Result<Report, Cause>) {
         let report = match report {
             Ok(report) => report,
             Err(why) => {
@@ -942,23 +933,21 @@ impl FetchesDone {
         point: &Point,
         workload: &Fetches,
         requests: &[(f64, u64)],
-    ) -> Result<Figures, Failure> {
+    ) -> Result<Figures, Cause> {
         if let Some(first) = &self.first_error {
-            return Err(format!(
+            return Err(Cause::Ended(format!(
                 "{} of {} fetches failed, the first: {first}",
                 self.failed,
                 requests.len()
-            ));
+            )));
         }
         let mut fetches = FetchFigures::of(&mut self.downloads, self.failed);
         let capacity = point.limit_bps(workload.duration);
         fetches.download_ideal_mean_s = shared_link::mean_download_s(requests, capacity);
-        let Ok(Value::Object(mut figures)) = serde_json::to_value(&fetches) else {
-            return Err("the fetch figures do not serialise".into());
-        };
-        figures.insert("retransmitted_bytes".into(), self.retransmitted_bytes.into());
         let goodput = self.bytes as f64 * 8.0 / self.end_s.max(1e-3);
-        throughput_figures(&mut figures, point, self.bytes, self.end_s, goodput);
+        let mut figures = throughput_figures(point, self.bytes, self.end_s, goodput);
+        figures.fetches = Some(fetches);
+        figures.retransmitted_bytes = Some(self.retransmitted_bytes);
         Ok(figures)
     }
 }
@@ -966,7 +955,7 @@ impl FetchesDone {
 /// `scps send`'s options for the workload of `point`. Messages keep Nagle's algorithm as the point's
 /// hosts do in the simulator (on unless `tcp.nagle = false`); the tools
 /// turn it off unless told.
-fn workload_options(point: &Point) -> Result<Vec<String>, Failure> {
+fn workload_options(point: &Point) -> Result<Vec<String>, Cause> {
     let mut options = workload_only_options(&point.workload)?;
     let messages = matches!(point.workload, Workload::Messages { .. } | Workload::Echo { .. });
     if messages && point.tcp.nagle {
@@ -975,7 +964,7 @@ fn workload_options(point: &Point) -> Result<Vec<String>, Failure> {
     Ok(options)
 }
 
-fn workload_only_options(workload: &Workload) -> Result<Vec<String>, Failure> {
+fn workload_only_options(workload: &Workload) -> Result<Vec<String>, Cause> {
     match workload {
         Workload::Bulk { bytes, both_ways, .. } => {
             let mut options = vec!["--bytes".into(), bytes.to_string()];
@@ -1002,7 +991,7 @@ fn workload_only_options(workload: &Workload) -> Result<Vec<String>, Failure> {
             Ok(options)
         }
         Workload::Echo { flow, duration } => Ok(message_options("--echo", flow, *duration)),
-        _ => Err("a workload the testbed does not run".into()),
+        _ => Err(Cause::Setup("a workload the testbed does not run".into())),
     }
 }
 
@@ -1050,14 +1039,14 @@ pub fn remove_sockets() {
 
 /// Waits until `log` holds a line containing `text`, while `process`
 /// runs.
-fn wait_for_line(log: &Path, text: &str, process: &Process, what: &str) -> Result<(), Failure> {
+fn wait_for_line(log: &Path, text: &str, process: &Process, what: &str) -> Result<(), Cause> {
     let deadline = Instant::now() + START_TIME;
     loop {
         if std::fs::read_to_string(log).is_ok_and(|l| l.contains(text)) {
             return Ok(());
         }
         if process.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
-            return Err(format!("{what} did not start: {}", last_line(log)));
+            return Err(Cause::Setup(format!("{what} did not start: {}", last_line(log))));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -1075,8 +1064,8 @@ fn last_line(log: &Path) -> String {
         .unwrap_or_else(|| format!("nothing in {}", log.display()))
 }
 
-fn write(path: &Path, text: &str) -> Result<(), Failure> {
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+fn write(path: &Path, text: &str) -> Result<(), Cause> {
+    std::fs::write(path, text).map_err(|e| Cause::Setup(format!("cannot write {}: {e}", path.display())))
 }
 
 #[cfg(test)]
@@ -1113,35 +1102,54 @@ mod tests {
     #[test]
     fn a_sender_s_repairs_are_recorded_under_the_simulator_s_names() {
         let point = point("iridium-3ch", &["workload.rate=2048bps"]);
-        let report: Figures = serde_json::from_str(
+        let report: Report = serde_json::from_str(
             r#"{"bytes": 1000, "duration_s": 10.0, "actual_bps": 800.0, "retransmitted_bytes": 120,
                 "timeouts": 2, "fast_recoveries": 1, "verified": true}"#,
         )
         .unwrap();
         let figures = transfer_figures(&point, &report);
-        assert_eq!(figures["retransmitted_bytes"], 120);
-        assert_eq!(figures["timeouts"], 2);
-        assert_eq!(figures["fast_recoveries"], 1);
+        assert_eq!(figures.retransmitted_bytes, Some(120));
+        assert_eq!(figures.timeouts, Some(2));
+        assert_eq!(figures.fast_recoveries, Some(1));
+        assert_eq!(figures.goodput_bps, 800.0, "a stream's figure is its actual rate");
         // Kernel TCP's report has no timeouts: none are made up.
-        let kernel: Figures = serde_json::from_str(r#"{"bytes": 1000, "retransmitted_bytes": 7}"#).unwrap();
+        let kernel: Report = serde_json::from_str(r#"{"bytes": 1000, "retransmitted_bytes": 7}"#).unwrap();
         let figures = transfer_figures(&point, &kernel);
-        assert_eq!(figures["retransmitted_bytes"], 7);
-        assert!(!figures.contains_key("timeouts"), "{figures:?}");
+        assert_eq!(figures.retransmitted_bytes, Some(7));
+        assert_eq!(figures.timeouts, None, "{figures:?}");
+    }
+
+    #[test]
+    fn a_message_stream_s_figures_are_recorded_as_the_simulator_s() {
+        let point = point("iridium-3ch", &["workload.rate=2048bps"]);
+        let report: Report = serde_json::from_str(
+            r#"{"bytes": 1000, "duration_s": 60.0, "goodput_bps": 133.3, "offered_bps": 2048.0,
+                "actual_bps": 1800.5, "messages": 211, "latency_p50_s": 7.5, "latency_p95_s": 11.0,
+                "latency_max_s": 12.25, "verified": true}"#,
+        )
+        .unwrap();
+        let figures = transfer_figures(&point, &report);
+        let stream = figures.messages.expect("a message stream");
+        assert_eq!(
+            (stream.offered_bps, stream.messages, stream.latency_max_s),
+            (2048.0, 211, 12.25)
+        );
+        let bulk: Report = serde_json::from_str(r#"{"bytes": 1000, "duration_s": 1.0}"#).unwrap();
+        assert_eq!(transfer_figures(&point, &bulk).messages, None);
     }
 
     #[test]
     fn a_run_through_the_gateways_counts_the_link_s_repairs_not_the_lan_s() {
-        let figures =
-            || -> Figures { serde_json::from_str(r#"{"bytes": 10, "retransmitted_bytes": 448}"#).unwrap() };
+        let figures = || Figures {
+            bytes: 10,
+            retransmitted_bytes: Some(448),
+            ..Figures::default()
+        };
         let through = with_link_repairs(figures(), Some(LinkResent::Bytes(91_000)));
-        assert_eq!(through["retransmitted_bytes"], 91_000);
-        assert_eq!(through["lan_retransmitted_bytes"], 448);
+        assert_eq!(through.retransmitted_bytes, Some(91_000));
+        assert_eq!(through.lan_retransmitted_bytes, Some(448));
         let untold = with_link_repairs(figures(), Some(LinkResent::Untold));
-        assert_eq!(
-            untold.get("retransmitted_bytes"),
-            None,
-            "not the LAN's in its place"
-        );
+        assert_eq!(untold.retransmitted_bytes, None, "not the LAN's in its place");
         assert_eq!(with_link_repairs(figures(), None), figures(), "hosts end to end");
     }
 

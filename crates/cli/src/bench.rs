@@ -3,16 +3,17 @@
 //! merge DIR... --out DIR`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use scps_bench::plan::{DEFAULT_MAX_RUNS, ScenarioInfo};
+use scps_bench::plan::DEFAULT_MAX_RUNS;
 use scps_bench::progress::Progress;
-use scps_bench::report::{self, Provenance};
-use scps_bench::testbed::TestbedWorld;
-use scps_bench::{Appender, Job, Plan, Record, Request, Store, World, run, table};
-use scps_bench::{figures, headline};
+use scps_bench::report;
+use scps_bench::table;
+use scps_bench::{
+    BenchOutcome, BenchRequest, Event, Invocation, Observer, ObserverError, Record, Request, World,
+};
 use scps_config::sweep::parse_assignment;
 
 use crate::sim::{Completion, SweepArgs};
@@ -75,75 +76,95 @@ pub fn main(args: BenchArgs) -> anyhow::Result<Completion> {
     if args.scenarios.first().map(String::as_str) == Some("merge") {
         return merge(&args);
     }
-    let request = request(&args)?;
-    let plan = Plan::new(&request)?;
-    crate::testbed_needs::ensure(&plan.jobs)?;
-    if plan.jobs.iter().any(|j| j.world == World::Testbed) {
-        enter_a_user_namespace_unless_root()?;
-    }
-    let out = args.out.clone().unwrap_or_else(default_out);
-    let mut store = Store::load(&out)?;
-    let mut appender = Appender::open(&out)?;
-    let workers = args.sweep.workers();
-    let todo = run::to_do(&plan.jobs, &store).len();
-    let mut stdout = std::io::stdout().lock();
-    if args.json {
-        // Runs done before, resumed: their records first.
-        for record in plan.jobs.iter().filter_map(|j| store.records.get(&j.id)) {
-            print_record(&mut stdout, record)?;
-        }
-    }
-    let mut progress = Progress::new(todo);
-    let mut printing = Ok(());
-    let mut done = |record: &Record| {
-        progress.tick();
-        if args.json && printing.is_ok() {
-            printing = print_record(&mut stdout, record);
-        }
+    let request = BenchRequest {
+        request: request(&args)?,
+        out: args.out.clone().unwrap_or_else(default_out),
+        workers: args.sweep.workers(),
+        invocation: invocation(),
     };
-    let (sim_jobs, testbed_jobs): (Vec<Job>, Vec<Job>) =
-        plan.jobs.iter().cloned().partition(|j| j.world == World::Sim);
-    let mut executed = run::execute(
-        &sim_jobs,
-        &mut store,
-        &mut appender,
-        workers,
-        |job| run::run_sim(job, &out),
-        &mut done,
-    )?;
-    if !run::to_do(&testbed_jobs, &store).is_empty() {
+    let mut stdout = std::io::stdout().lock();
+    let mut terminal = Terminal {
+        json: args.json,
+        stdout: &mut stdout,
+        progress: None,
+        printing: Ok(()),
+    };
+    let outcome = scps_bench::execute(&request, &mut terminal)?;
+    print(&outcome, &args, &mut stdout)
+}
+
+/// What the user sees of a bench as it runs: a progress line, with
+/// `--json` each record as it is written, and what a rerun resumes.
+struct Terminal<'a, W: Write> {
+    json: bool,
+    stdout: &'a mut W,
+    progress: Option<Progress>,
+    /// The first failure to print a record: the runs go on, and the bench
+    /// stops with it once they are done.
+    printing: std::io::Result<()>,
+}
+
+impl<W: Write> Observer for Terminal<'_, W> {
+    fn event(&mut self, event: Event<'_>) -> Result<(), ObserverError> {
+        match event {
+            Event::Planned(plan) => {
+                crate::testbed_needs::ensure(&plan.jobs)?;
+                if plan.jobs.iter().any(|j| j.world == World::Testbed) {
+                    enter_a_user_namespace_unless_root()?;
+                }
+            }
+            // Runs done before, resumed: their records first.
+            Event::Resumed(record) if self.json => print_record(self.stdout, record)?,
+            Event::Resumed(_) => {}
+            Event::Starting { runs } => self.progress = Some(Progress::new(runs)),
+            Event::Replaced { count, dir } => {
+                let (results, are) = if count == 1 {
+                    ("result", "is")
+                } else {
+                    ("results", "are")
+                };
+                eprintln!(
+                    "scps bench: {count} {results} in {} {are} of another configuration (another --set, an edited \
+                     scenario): run again",
+                    dir.display()
+                );
+            }
+            Event::Recorded(record) => {
+                if let Some(progress) = &mut self.progress {
+                    progress.tick();
+                }
+                if self.json && self.printing.is_ok() {
+                    self.printing = print_record(self.stdout, record);
+                }
+            }
+            Event::RunsDone { ran, skipped, dir } => {
+                if let Some(progress) = &self.progress {
+                    progress.finish();
+                }
+                std::mem::replace(&mut self.printing, Ok(()))?;
+                if skipped > 0 {
+                    eprintln!(
+                        "scps bench: {skipped} runs were in {} already, {ran} ran now",
+                        dir.display()
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn testbed_starting(&mut self) -> Result<PathBuf, ObserverError> {
         stop_cleanly_when_interrupted()?;
-        let scps = std::env::current_exe().context("cannot find the scps binary to run in the testbed")?;
-        let world = TestbedWorld::new(scps, &out).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let on_testbed = run::execute(
-            &testbed_jobs,
-            &mut store,
-            &mut appender,
-            1,
-            |job| world.run(job),
-            &mut done,
-        )?;
-        executed.ran += on_testbed.ran;
-        executed.skipped += on_testbed.skipped;
-    } else {
-        executed.skipped += testbed_jobs.len();
+        Ok(std::env::current_exe().context("cannot find the scps binary to run in the testbed")?)
     }
-    progress.finish();
-    printing?;
-    if executed.skipped > 0 {
-        eprintln!(
-            "scps bench: {} runs were in {} already, {} ran now",
-            executed.skipped,
-            out.display(),
-            executed.ran
-        );
+}
+
+/// The command as typed and this program's version, for the report.
+fn invocation() -> Invocation {
+    Invocation {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
     }
-    let records: Vec<&Record> = plan
-        .jobs
-        .iter()
-        .filter_map(|j| store.records.get(&j.id))
-        .collect();
-    finish(&out, &plan.scenarios, &records, &args, &mut stdout)
 }
 
 /// The scenarios, settings and worlds the arguments ask for; without a
@@ -190,76 +211,53 @@ const QUICK_SETS: [&str; 4] = [
     "protocol=[\"linux-cubic\", \"linux-bbr\", \"gw-scps-rate\", \"gw-scps-vegas\"]",
 ];
 
-/// Writes the report, prints the tables (unless `--json`), and says how
-/// it went.
-fn finish(
-    out: &Path,
-    scenarios: &[ScenarioInfo],
-    records: &[&Record],
-    args: &BenchArgs,
-    stdout: &mut impl Write,
-) -> anyhow::Result<Completion> {
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    report::write(
-        out,
-        scenarios,
-        records,
-        &Provenance::here(command, env!("CARGO_PKG_VERSION")),
-    )
-    .with_context(|| format!("cannot write the report in {}", out.display()))?;
+/// Prints the tables (unless `--json`), where the report is, and the
+/// headlines; how the runs went.
+fn print(outcome: &BenchOutcome, args: &BenchArgs, stdout: &mut impl Write) -> anyhow::Result<Completion> {
     let mut headlines = Vec::new();
     if !args.json {
-        for scenario in scenarios {
-            let rows = figures::rows(
-                records
-                    .iter()
-                    .copied()
-                    .filter(|r| figures::text(r, "scenario") == Some(scenario.name.as_str())),
-            );
-            if rows.is_empty() {
+        for scenario in &outcome.scenarios {
+            let (Some(tables), info) = (&scenario.tables, &scenario.scenario) else {
                 continue;
-            }
-            headlines.extend(headline::of_scenario(&scenario.name, &rows));
-            let cells = table::cells(&rows);
+            };
+            headlines.extend(tables.headline.clone());
             if args.markdown {
                 // One scenario's table goes under its own heading in a
                 // document; several are told apart.
-                if scenarios.len() > 1 {
-                    write!(stdout, "**{}**: {}\n\n", scenario.name, scenario.as_run)?;
+                if outcome.scenarios.len() > 1 {
+                    write!(stdout, "**{}**: {}\n\n", info.name, info.as_run)?;
                 }
-                write!(stdout, "{}", table::markdown(&cells))?;
+                write!(stdout, "{}", table::markdown(&tables.runs))?;
             } else {
                 write!(
                     stdout,
                     "{}, as run: {}\n(the scenario in full: {})\n{}",
-                    scenario.name,
-                    scenario.as_run,
-                    scenario.description,
-                    table::text(&cells)
+                    info.name,
+                    info.as_run,
+                    info.description,
+                    table::text(&tables.runs)
                 )?;
             }
-            let worlds = table::worlds(&rows);
-            if worlds.len() > 1 {
+            if tables.worlds.len() > 1 {
                 let rendered = if args.markdown {
                     format!(
                         "\nThe two worlds, point by point:\n\n{}",
-                        table::markdown(&worlds)
+                        table::markdown(&tables.worlds)
                     )
                 } else {
-                    format!("the two worlds, point by point:\n{}", table::text(&worlds))
+                    format!("the two worlds, point by point:\n{}", table::text(&tables.worlds))
                 };
                 write!(stdout, "{rendered}")?;
             }
         }
     }
-    eprintln!("scps bench: report in {}", out.join("index.html").display());
+    eprintln!("scps bench: report in {}", outcome.report.display());
     // The run's outcome in a sentence, last, where a reader's eye lands
     // (a terminal's: Markdown goes into documents table by table).
     for headline in headlines.into_iter().filter(|_| !args.markdown) {
         writeln!(stdout, "\n{headline}")?;
     }
-    let failed = records.iter().filter(|r| figures::error(r).is_some()).count();
-    Ok(Completion::of(failed, records.len()))
+    Ok(Completion::of(outcome.failed, outcome.runs))
 }
 
 /// `scps bench merge DIR... --out DIR`: every record of the directories
@@ -274,10 +272,8 @@ fn merge(args: &BenchArgs) -> anyhow::Result<Completion> {
         anyhow::bail!("merge: --out DIR, the directory of the joined results and report");
     };
     let dirs: Vec<PathBuf> = dirs.iter().map(PathBuf::from).collect();
-    let store = scps_bench::merge::merge(&dirs, out)?;
-    let records: Vec<&Record> = store.records.values().collect();
-    let scenarios = scps_bench::merge::scenarios_of(records.iter().copied());
-    finish(out, &scenarios, &records, args, &mut std::io::stdout().lock())
+    let outcome = scps_bench::merge_dirs(&dirs, out, &invocation())?;
+    print(&outcome, args, &mut std::io::stdout().lock())
 }
 
 /// On Ctrl-C (or SIGTERM), ends the bench at once with status 130, its
@@ -344,7 +340,6 @@ fn print_record(out: &mut impl Write, record: &Record) -> std::io::Result<()> {
     writeln!(out)
 }
 
-/// `bench-results/YYYYMMDDTHHMMSSZ`, from the clock.
 /// `--max-runs`: a bound that lets at least one run through.
 fn at_least_one_run(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
@@ -354,6 +349,7 @@ fn at_least_one_run(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `bench-results/YYYYMMDDTHHMMSSZ`, from the clock.
 fn default_out() -> PathBuf {
     PathBuf::from("bench-results").join(report::utc_now().replace(['-', ':'], ""))
 }

@@ -129,7 +129,8 @@ fn quick_record(stack: &str, ber: f64, bytes: f64, seconds: f64, stopped: bool) 
         "params": {"protocol": stack, "link.rtt": "600ms", "link.ber": ber_value},
         "seed": 1,
         "retransmitted_bytes": 20_000,
-        "bytes": bytes,
+        // Counted in whole bytes, as every world records them.
+        "bytes": bytes as u64,
         "duration_s": seconds,
         "goodput_bps": goodput,
         "limit_bps": limit,

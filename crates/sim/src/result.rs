@@ -6,7 +6,7 @@ use std::time::Duration;
 use scps_channel::ChannelStats;
 use scps_proto::{ConnectionHandle, Endpoint};
 use scps_workload_format::figures::{MessageFigures, percentile};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunResult {
@@ -67,7 +67,8 @@ impl RunResult {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Many users' file fetches; a bench reads them back from its records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FetchFigures {
     pub fetches: usize,
     pub fetches_failed: usize,

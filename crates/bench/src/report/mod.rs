@@ -20,10 +20,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::figures::{self, Row, number, text};
+use crate::figures::{self, Row};
 use crate::plan::ScenarioInfo;
+use crate::record::Record;
 use crate::report::plots::setting;
-use crate::store::Record;
 use crate::table;
 use svg::escape;
 
@@ -104,7 +104,7 @@ const CSV_FIELDS: [&str; 23] = [
     "download_mean_s",
     "download_p95_s",
     "download_ideal_mean_s",
-    figures::STOPPED,
+    "stopped_s",
     "error",
 ];
 
@@ -112,7 +112,7 @@ const CSV_FIELDS: [&str; 23] = [
 fn stopped_range(rows: &[Row]) -> Option<(f64, f64)> {
     let times: Vec<f64> = rows
         .iter()
-        .flat_map(|row| row.completed().filter_map(figures::stopped_s))
+        .flat_map(|row| row.completed().filter_map(|f| f.stopped_s))
         .collect();
     let low = times.iter().copied().reduce(f64::min)?;
     Some((low, times.iter().copied().fold(low, f64::max)))
@@ -137,9 +137,14 @@ fn csv(records: &[&Record]) -> String {
     };
     let mut out = CSV_FIELDS.join(",") + "\n";
     for record in records {
+        // The fields as the record is written (a failed run's with what it
+        // measured).
+        let Ok(Value::Object(fields)) = serde_json::to_value(record) else {
+            unreachable!("a record serialises as an object");
+        };
         let cells: Vec<String> = CSV_FIELDS
             .iter()
-            .map(|field| match (field, record.get(*field)) {
+            .map(|field| match (field, fields.get(*field)) {
                 (&"params", _) => quote(
                     &figures::params(record)
                         .iter()
@@ -169,11 +174,8 @@ fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance:
         out,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>scps bench</title><style>{STYLE}</style></head><body><h1>scps bench</h1>"
     );
-    let failed = records.iter().filter(|r| figures::error(r).is_some()).count();
-    let stopped = records
-        .iter()
-        .filter(|r| figures::error(r).is_none() && figures::stopped_s(r).is_some())
-        .count();
+    let failed = records.iter().filter(|r| r.cause().is_some()).count();
+    let stopped = records.iter().filter(|r| r.stopped_s().is_some()).count();
     let _ = write!(
         out,
         "<p>{} runs, {} failed, {} stopped at their time limit. Every figure is judged against the physical \
@@ -190,7 +192,7 @@ fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance:
         let mine: Vec<&Record> = records
             .iter()
             .copied()
-            .filter(|r| text(r, "scenario") == Some(scenario.name.as_str()))
+            .filter(|r| r.run.scenario == scenario.name)
             .collect();
         if mine.is_empty() {
             continue;
@@ -223,16 +225,14 @@ fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance:
             &table::worlds(&rows),
         ));
         out.push_str(&beside_the_paper(&scenario.name, &rows));
-        let failures: Vec<&&Record> = mine.iter().filter(|r| figures::error(r).is_some()).collect();
+        let failures: Vec<(&str, &str)> = mine
+            .iter()
+            .filter_map(|r| Some((r.run.id.as_str(), r.cause()?.message())))
+            .collect();
         if !failures.is_empty() {
             out.push_str("<h3>Failed runs</h3><ul class=\"failed\">");
-            for record in failures {
-                let _ = write!(
-                    out,
-                    "<li>{}: {}</li>",
-                    escape(text(record, "id").unwrap_or_default()),
-                    escape(figures::error(record).unwrap_or_default())
-                );
+            for (id, cause) in failures {
+                let _ = write!(out, "<li>{}: {}</li>", escape(id), escape(cause));
             }
             out.push_str("</ul>");
         }
@@ -256,16 +256,12 @@ fn html(dir: &Path, scenarios: &[ScenarioInfo], records: &[&Record], provenance:
 /// A failed run's capture is not drawn: the run is listed with its cause.
 fn time_sequences(dir: &Path, scenario: &str, records: &[&Record]) -> String {
     let mut out = String::new();
-    for record in records.iter().filter(|r| figures::error(r).is_none()) {
-        let Some(capture) = text(record, "capture") else {
+    for record in records {
+        let (Some(moved), Some(capture)) = (record.figures(), &record.capture) else {
             continue;
         };
         let path = dir.join(capture);
-        let name = format!(
-            "{} ({})",
-            text(record, "stack").unwrap_or_default(),
-            text(record, "world").unwrap_or_default()
-        );
+        let name = format!("{} ({})", record.run.stack, record.run.world);
         let at: Vec<String> = figures::params(record)
             .iter()
             .map(|(k, v)| setting(k, v))
@@ -274,13 +270,13 @@ fn time_sequences(dir: &Path, scenario: &str, records: &[&Record]) -> String {
         if !at.is_empty() {
             title = format!("{title}, {}", at.join(", "));
         }
-        if let Some(s) = figures::stopped_s(record) {
+        if let Some(s) = moved.stopped_s {
             title = format!("{title}; stopped at its time limit after {s:.0} s");
         }
         let transfer = sequence::Transfer {
             name,
             capture: &path,
-            limit_bps: number(record, "limit_bps").unwrap_or(0.0),
+            limit_bps: moved.limit_bps,
         };
         match sequence::graph(title, &transfer) {
             Ok(plot) => out.push_str(&plot.svg()),
@@ -359,7 +355,7 @@ fn beside_the_paper(scenario: &str, rows: &[Row]) -> String {
     for row in rows {
         let name = format!("{} ({})", row.stack, row.world);
         let stopped = row.stopped_s().is_some();
-        for value in row.completed().filter_map(|r| number(r, quote.field)) {
+        for value in row.completed().filter_map(|f| quote.field.of(f)) {
             match ours.iter_mut().find(|(n, ..)| *n == name) {
                 Some((_, low, high, marked)) => {
                     *low = low.min(value);
@@ -378,7 +374,7 @@ fn beside_the_paper(scenario: &str, rows: &[Row]) -> String {
         escape(paper.authors),
         escape(paper.title),
         escape(quote.finding),
-        escape(quote.field),
+        escape(quote.field.key()),
         escape(quote.unit)
     );
     let any_stopped = ours.iter().any(|(.., marked)| *marked);

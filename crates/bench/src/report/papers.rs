@@ -2,6 +2,8 @@
 //! authors and titles, with what each found: set beside our figures,
 //! with the figure of ours to read against each finding.
 
+use crate::record::Figure;
+
 /// A paper: who wrote it, its title, and where it appeared when the
 /// title alone does not find it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -17,8 +19,8 @@ pub struct Paper {
 pub struct Quote {
     pub paper: Paper,
     pub finding: &'static str,
-    /// The field of our records to show, per stack, over the sweep.
-    pub field: &'static str,
+    /// The figure of our records to show, per stack, over the sweep.
+    pub field: Figure,
     pub unit: &'static str,
 }
 
@@ -54,35 +56,35 @@ pub fn quote(scenario: &str) -> Option<Quote> {
             paper: TORGERSON,
             finding: "3 channels of 7200 bit/s nominal: TCP tops out near 3200 bit/s, SCPS near 5000 bit/s; \
                       SCPS latency 11.3 s at 1024 bit/s offered to 83.3 s at 8192, TCP 6.9 s to 60 s",
-            field: "actual_bps",
+            field: Figure::Actual,
             unit: "bit/s",
         },
         "t1-geo" => Quote {
             paper: EDWARDS,
             finding: "3 MB over T1 ideally takes about 16.1 s at BER 0 and 18.2 s at 1e-5; the baseline TCP \
                       (64 kB window) degrades with BER, SCPS with SNACK and no congestion control least",
-            field: "duration_s",
+            field: Figure::Duration,
             unit: "s",
         },
         "complex-35ws" => Quote {
             paper: EDWARDS,
             finding: "35 workstations over 680 kbit/s, 1.4 s RTT: SCPS downloads 40% faster than Windows 2000, \
                       60% faster than Windows NT",
-            field: "download_mean_s",
+            field: Figure::DownloadMean,
             unit: "s",
         },
         "lowrate-leo-geo" => Quote {
             paper: WANG,
             finding: "1 MiB over 115200 bit/s in about 90 to 160 s; at 120 ms and BER 1e-5 TCP slowest and \
                       SCPS-Vegas fastest; on the asymmetric link SCPS faster at every BER",
-            field: "duration_s",
+            field: Figure::Duration,
             unit: "s",
         },
         "geo-8mbit" => Quote {
             paper: FINCH,
             finding: "FTP limited to about 730 kbit/s at 600 ms by its 12 kB window; a PEP helps FTP, barely \
                       changes SCP; modern Linux TCP matches the PEP on a clean link",
-            field: "goodput_bps",
+            field: Figure::Goodput,
             unit: "bit/s",
         },
         _ => return None,

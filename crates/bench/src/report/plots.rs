@@ -13,6 +13,7 @@
 //! named in the title.
 
 use crate::figures::{self, Measure, Row};
+use crate::record::Figure;
 use crate::report::svg::{Kind, Plot, Series, XAxis, XY};
 
 /// Swept keys a plot takes its x axis from, in order of preference.
@@ -79,29 +80,29 @@ impl Reference {
     /// Its value at a row.
     fn at(self, row: &Row) -> Option<f64> {
         match self {
-            Reference::Limit => row.stat("limit_bps").map(|s| s.mean),
+            Reference::Limit => row.stat(Figure::Limit).map(|s| s.mean),
             Reference::IdealTime => {
-                let bytes = row.stat("bytes")?.mean;
-                Some(bytes * 8.0 / row.stat("limit_bps")?.mean)
+                let bytes = row.stat(Figure::Bytes)?.mean;
+                Some(bytes * 8.0 / row.stat(Figure::Limit)?.mean)
             }
-            Reference::IdealDownload => row.stat("download_ideal_mean_s").map(|s| s.mean),
-            Reference::Offered => row.stat("offered_bps").map(|s| s.mean),
+            Reference::IdealDownload => row.stat(Figure::DownloadIdealMean).map(|s| s.mean),
+            Reference::Offered => row.stat(Figure::Offered).map(|s| s.mean),
         }
     }
 }
 
-/// One figure of a scenario: which field against what.
+/// One figure of a scenario: which of the runs' figures against what.
 #[derive(Debug, Clone, Copy)]
 struct Spec {
     /// What the title calls the figure.
     what: &'static str,
-    field: &'static str,
+    field: Figure,
     y_label: &'static str,
     /// The x key; `None` when nothing was swept.
     x_key: Option<&'static str>,
     /// The field that places a point on a linear x axis (the offered
     /// rate); points sit at their x value's index when `None`.
-    numeric_x: Option<&'static str>,
+    numeric_x: Option<Figure>,
     references: &'static [Reference],
     /// What the legend says of a run stopped at its time limit.
     stopped: &'static str,
@@ -117,14 +118,14 @@ pub fn plots(scenario: &str, rows: &[Row]) -> Vec<Plot> {
     match first.measure() {
         Measure::Messages => {
             let x_key = keys.contains(&"workload.rate").then_some("workload.rate");
-            let numeric_x = Some("offered_bps");
+            let numeric_x = Some(Figure::Offered);
             vec![
                 figure(
                     scenario,
                     rows,
                     Spec {
                         what: "actual rate (bit/s)",
-                        field: "actual_bps",
+                        field: Figure::Actual,
                         y_label: "actual rate (bit/s)",
                         x_key,
                         numeric_x,
@@ -137,7 +138,7 @@ pub fn plots(scenario: &str, rows: &[Row]) -> Vec<Plot> {
                     rows,
                     Spec {
                         what: "median latency (s)",
-                        field: "latency_p50_s",
+                        field: Figure::LatencyP50,
                         y_label: "median latency (s)",
                         x_key,
                         numeric_x,
@@ -152,7 +153,7 @@ pub fn plots(scenario: &str, rows: &[Row]) -> Vec<Plot> {
             rows,
             Spec {
                 what: "transfer time",
-                field: "duration_s",
+                field: Figure::Duration,
                 y_label: "transfer time (s)",
                 x_key,
                 numeric_x: None,
@@ -165,7 +166,7 @@ pub fn plots(scenario: &str, rows: &[Row]) -> Vec<Plot> {
             rows,
             Spec {
                 what: "goodput",
-                field: "goodput_bps",
+                field: Figure::Goodput,
                 y_label: "goodput (bit/s)",
                 x_key,
                 numeric_x: None,
@@ -178,7 +179,7 @@ pub fn plots(scenario: &str, rows: &[Row]) -> Vec<Plot> {
             rows,
             Spec {
                 what: "mean download time",
-                field: "download_mean_s",
+                field: Figure::DownloadMean,
                 y_label: "mean download time (s)",
                 x_key,
                 numeric_x: None,
@@ -282,7 +283,7 @@ fn figure(scenario: &str, rows: &[Row], spec: Spec) -> Vec<Plot> {
                 };
                 let mut plot = Plot::new(Kind::Lines, title, x_label, spec.y_label, x_axis);
                 let x_of = |row: &Row| match spec.numeric_x {
-                    Some(field) => row.stat(field).map(|s| s.mean),
+                    Some(figure) => row.stat(figure).map(|s| s.mean),
                     None => x_values
                         .iter()
                         .position(|v| *v == param(row, x_key))
@@ -391,36 +392,32 @@ fn fill(plot: &mut Plot, rows: &[&Row], names: &[String], spec: &Spec, x_of: imp
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
     use crate::figures;
-    use crate::store::Record;
+    use crate::record::Record;
+    use crate::stack::World;
 
     const STACKS: [&str; 4] = ["linux-cubic", "linux-bbr", "gw-scps-rate", "gw-scps-vegas"];
 
     /// A testbed record of geo-8mbit for `stack` at `rtt` and `ber`.
     fn record(stack: &str, rtt: &str, ber: f64, goodput: f64, stopped: Option<f64>) -> Record {
         let limit = if ber == 0.0 { 7.72e6 } else { 6.85e6 };
-        let mut record = json!({
-            "id": format!("testbed/geo-8mbit/{stack}/link.rtt={rtt}/link.ber={ber}/seed=1"),
-            "world": "testbed",
-            "stack": stack,
-            "scenario": "geo-8mbit",
-            "params": {"protocol": stack, "link.rtt": rtt, "link.ber": ber},
-            "bytes": 1e7,
-            "duration_s": 8e7 / goodput,
-            "goodput_bps": goodput,
-            "limit_bps": limit,
-            "ratio": goodput / limit,
-        });
-        if let Some(s) = stopped {
-            record["stopped_s"] = json!(s);
-        }
-        match record {
-            Value::Object(map) => map,
-            _ => unreachable!(),
-        }
+        let mut record = Record::example(
+            World::Testbed,
+            "geo-8mbit",
+            stack,
+            json!({"protocol": stack, "link.rtt": rtt, "link.ber": ber}),
+        );
+        let figures = record.figures_mut();
+        figures.bytes = 10_000_000;
+        figures.duration_s = 8e7 / goodput;
+        figures.goodput_bps = goodput;
+        figures.limit_bps = limit;
+        figures.ratio = goodput / limit;
+        figures.stopped_s = stopped;
+        record
     }
 
     /// The quick default's records: four stacks at 600 ms, BER 0 and
@@ -521,7 +518,7 @@ mod tests {
             .into_iter()
             .map(|ber| {
                 let mut r = record("linux-cubic", "600ms", ber, 5e6, None);
-                r["params"].as_object_mut().unwrap().remove("link.rtt");
+                r.run.params.shift_remove("link.rtt");
                 r
             })
             .collect();
