@@ -8,6 +8,7 @@ pub mod figures;
 pub mod headline;
 pub mod merge;
 pub mod plan;
+pub mod prerequisites;
 pub mod progress;
 pub mod record;
 pub mod report;

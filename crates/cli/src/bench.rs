@@ -108,7 +108,7 @@ impl<W: Write> Observer for Terminal<'_, W> {
     fn event(&mut self, event: Event<'_>) -> Result<(), ObserverError> {
         match event {
             Event::Planned(plan) => {
-                crate::testbed_needs::ensure(&plan.jobs)?;
+                scps_bench::prerequisites::ensure(&plan.jobs, |what| eprintln!("scps bench: {what}"))?;
                 if plan.jobs.iter().any(|j| j.world == World::Testbed) {
                     enter_a_user_namespace_unless_root()?;
                 }

@@ -10,7 +10,6 @@ mod saratoga;
 mod send;
 mod sim;
 mod status;
-mod testbed_needs;
 mod transfer;
 
 use clap::{Parser, Subcommand};

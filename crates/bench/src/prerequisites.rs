@@ -6,11 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use scps_bench::{Job, Stack, World};
+use crate::{Job, Stack, World};
 
 /// A program the testbed starts, and the Debian package it comes in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Program {
+struct Program {
     pub name: &'static str,
     pub package: &'static str,
     /// What the testbed uses it for, to say so when it is missing.
@@ -45,7 +45,7 @@ const NFT: Program = Program {
 
 /// What the testbed's `jobs` need (`root`: whether this process is root,
 /// else it needs a user namespace of its own).
-pub fn needed(jobs: &[Job], root: bool) -> Vec<Program> {
+fn needed(jobs: &[Job], root: bool) -> Vec<Program> {
     let testbed: Vec<&Job> = jobs.iter().filter(|j| j.world == World::Testbed).collect();
     if testbed.is_empty() {
         return Vec::new();
@@ -68,7 +68,7 @@ pub fn needed(jobs: &[Job], root: bool) -> Vec<Program> {
 
 /// The programs of `needs` that `PATH` (and the system directories,
 /// which a user's `PATH` may lack) does not hold.
-pub fn missing(needs: &[Program], path: Option<&std::ffi::OsStr>) -> Vec<Program> {
+fn missing(needs: &[Program], path: Option<&std::ffi::OsStr>) -> Vec<Program> {
     needs
         .iter()
         .copied()
@@ -104,7 +104,7 @@ fn packages(programs: &[Program]) -> Vec<&'static str> {
 
 /// Why the bench cannot run: the missing programs, their packages and
 /// the command that installs them.
-pub fn refusal(missing: &[Program], root: bool) -> String {
+fn refusal(missing: &[Program], root: bool) -> String {
     let named: Vec<String> = missing
         .iter()
         .map(|p| format!("{} (package {}: {})", p.name, p.package, p.purpose))
@@ -118,9 +118,16 @@ pub fn refusal(missing: &[Program], root: bool) -> String {
     )
 }
 
+/// Why the testbed's programs are not all here: what is missing and how
+/// to install it, said in full.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MissingPrograms(String);
+
 /// Makes sure the testbed's programs for `jobs` are here: installs the
-/// missing ones with `apt-get` as root, else refuses with what to do.
-pub fn ensure(jobs: &[Job]) -> anyhow::Result<()> {
+/// missing ones with `apt-get` as root (after `say`ing so), else refuses
+/// with what to do.
+pub fn ensure(jobs: &[Job], say: impl FnOnce(&str)) -> Result<(), MissingPrograms> {
     let root = nix::unistd::geteuid().is_root();
     let path = std::env::var_os("PATH");
     let missing = missing(&needed(jobs, root), path.as_deref());
@@ -128,14 +135,14 @@ pub fn ensure(jobs: &[Job]) -> anyhow::Result<()> {
         return Ok(());
     }
     if !root || !on_path("apt-get", path.as_deref()) {
-        anyhow::bail!(refusal(&missing, root));
+        return Err(MissingPrograms(refusal(&missing, root)));
     }
     let packages = packages(&missing);
-    eprintln!(
-        "scps bench: installing {} with apt-get (the testbed needs {})",
+    say(&format!(
+        "installing {} with apt-get (the testbed needs {})",
         packages.join(" "),
         missing.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
-    );
+    ));
     let apt_get = |args: &[&str]| {
         std::process::Command::new("apt-get")
             .args(args)
@@ -147,14 +154,14 @@ pub fn ensure(jobs: &[Job]) -> anyhow::Result<()> {
     let mut install = vec!["install", "-y", "-q", "--no-install-recommends"];
     install.extend(&packages);
     if !(apt_get(&["update", "-q"]) && apt_get(&install)) {
-        anyhow::bail!(
+        return Err(MissingPrograms(format!(
             "{} (apt-get could not install them here)",
             refusal(&missing, root)
-        );
+        )));
     }
     let still = self::missing(&missing, path.as_deref());
     if !still.is_empty() {
-        anyhow::bail!(refusal(&still, root));
+        return Err(MissingPrograms(refusal(&still, root)));
     }
     Ok(())
 }
@@ -196,7 +203,7 @@ mod tests {
     /// The jobs of `scps bench` with these scenarios and settings in
     /// `world`.
     fn jobs(scenario: &str, sets: &[&str], world: World) -> Vec<Job> {
-        let request = scps_bench::Request {
+        let request = crate::Request {
             scenarios: vec![scenario.to_owned()],
             sets: sets
                 .iter()
@@ -208,7 +215,7 @@ mod tests {
             shard: None,
             max_runs: 100,
         };
-        scps_bench::Plan::new(&request).unwrap().jobs
+        crate::Plan::new(&request).unwrap().jobs
     }
 
     #[test]
