@@ -108,53 +108,8 @@ fn many_users_fetch_through_one_gateway_pair() {
 
 #[test]
 fn clients_behind_routers_reach_the_server_through_the_gateways() {
-    // A topology: two clients behind a router on the ground, the stressed
-    // link, the server behind another router; the gateways stand between
-    // the routers and the link.
-    let text = r#"
-name = "routed"
-protocol = "gw-scps-rate"
-[link]
-rate = "2Mbit"
-rtt = "500ms"
-ber = 1e-6
-[workload]
-kind = "bulk"
-bytes = "1MB"
-[topology.nodes.a]
-kind = "host"
-role = "client"
-interfaces.eth0 = "10.1.0.2/24"
-[topology.nodes.b]
-kind = "host"
-role = "client"
-interfaces.eth0 = "10.1.1.2/24"
-[topology.nodes.ground]
-kind = "router"
-interfaces.a = "10.1.0.1/24"
-interfaces.b = "10.1.1.1/24"
-interfaces.sat = "10.9.0.1/30"
-routes = { "10.2.0.0/16" = "sat" }
-[topology.nodes.remote]
-kind = "router"
-interfaces.sat = "10.9.0.2/30"
-interfaces.lan = "10.2.0.1/24"
-routes = { "10.1.0.0/16" = "sat" }
-[topology.nodes.server]
-kind = "host"
-role = "server"
-interfaces.eth0 = "10.2.0.2/24"
-[topology.links.la]
-ends = ["a.eth0", "ground.a"]
-[topology.links.lb]
-ends = ["b.eth0", "ground.b"]
-[topology.links.sat]
-ends = ["ground.sat", "remote.sat"]
-model = "link"
-[topology.links.ls]
-ends = ["remote.lan", "server.eth0"]
-"#;
-    let point = common::point_from(text);
+    // The gateways stand between the routers and the link.
+    let point = common::point_from(common::TWO_CLIENTS_BEHIND_ROUTERS);
     let record = record(&point, seed());
     assert_eq!(record.totals.error, None, "{}", describe(&record.totals));
     assert_eq!(record.totals.bytes, 2_000_000, "both clients' megabyte, checked");

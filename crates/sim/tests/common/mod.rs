@@ -43,3 +43,51 @@ pub fn describe(result: &RunResult) -> String {
         result.scenario, result.protocol, result.params, result.seed, result.scenario, result.seed
     )
 }
+
+/// Two clients behind a router on the ground (client `i` talks to the
+/// server's port 5001 + i), the stressed link, the server behind another
+/// router; the gateways stand at the link's ends. Bit errors on the link
+/// make a TCP connection across it resend.
+pub const TWO_CLIENTS_BEHIND_ROUTERS: &str = r#"
+name = "two-clients"
+protocol = "gw-scps-rate"
+[link]
+rate = "2Mbit"
+rtt = "500ms"
+ber = 1e-6
+[workload]
+kind = "bulk"
+bytes = "1MB"
+[topology.nodes.a]
+kind = "host"
+role = "client"
+interfaces.eth0 = "10.1.0.2/24"
+[topology.nodes.b]
+kind = "host"
+role = "client"
+interfaces.eth0 = "10.1.1.2/24"
+[topology.nodes.ground]
+kind = "router"
+interfaces.a = "10.1.0.1/24"
+interfaces.b = "10.1.1.1/24"
+interfaces.sat = "10.9.0.1/30"
+routes = { "10.2.0.0/16" = "sat" }
+[topology.nodes.remote]
+kind = "router"
+interfaces.sat = "10.9.0.2/30"
+interfaces.lan = "10.2.0.1/24"
+routes = { "10.1.0.0/16" = "sat" }
+[topology.nodes.server]
+kind = "host"
+role = "server"
+interfaces.eth0 = "10.2.0.2/24"
+[topology.links.la]
+ends = ["a.eth0", "ground.a"]
+[topology.links.lb]
+ends = ["b.eth0", "ground.b"]
+[topology.links.sat]
+ends = ["ground.sat", "remote.sat"]
+model = "link"
+[topology.links.ls]
+ends = ["remote.lan", "server.eth0"]
+"#;
