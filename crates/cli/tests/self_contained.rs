@@ -91,6 +91,28 @@ fn spec_pages(line: &str) -> Vec<&str> {
     pages
 }
 
+/// The paths of the workspace's files a line names (`crates/node/src/lib.rs`,
+/// a file or a directory): one that was moved or removed sends a reader
+/// nowhere.
+fn source_paths(line: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = line;
+    while let Some(start) = rest.find("crates/") {
+        let after = &rest[start..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "_-./".contains(c)))
+            .unwrap_or(after.len());
+        let path = after[..end].trim_end_matches('.');
+        // A pattern (`crates/*/Cargo.toml`) or a bare `crates/` names no
+        // one file.
+        if path.len() > "crates/".len() && !after[end..].starts_with('*') {
+            found.push(path);
+        }
+        rest = &after[end..];
+    }
+    found
+}
+
 #[test]
 fn nothing_cites_a_document_outside_the_repository_or_an_issue_number() {
     let root = repository();
@@ -125,6 +147,16 @@ fn nothing_cites_a_document_outside_the_repository_or_an_issue_number() {
                     line.trim()
                 ));
             }
+            // Prose only: code may name a path that is not there on
+            // purpose (a test's example of a wrong list).
+            let prose = shown.ends_with(".md")
+                || line.trim_start().starts_with("//")
+                || line.trim_start().starts_with('#');
+            for source in source_paths(line).into_iter().filter(|_| prose) {
+                if !root.join(source).exists() {
+                    faults.push(format!("{place}: {source} does not exist: {}", line.trim()));
+                }
+            }
             for page in spec_pages(line) {
                 if !root.join("docs/spec").join(page).is_file() {
                     faults.push(format!(
@@ -155,6 +187,12 @@ fn the_checks_recognise_what_they_look_for() {
     assert_eq!(
         spec_pages("see docs/spec/snack.md, and spec/compression.md."),
         ["snack.md", "compression.md"]
+    );
+    assert_eq!(
+        source_paths(
+            "in `crates/relay/src/routes.rs` (and crates/sim/src/apps/), every crates/*/Cargo.toml."
+        ),
+        ["crates/relay/src/routes.rs", "crates/sim/src/apps/"]
     );
     let note = format!("read {}.md first", "DESIGN");
     assert!(outside_documents().iter().any(|n| note.contains(n.as_str())));
