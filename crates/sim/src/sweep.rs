@@ -92,6 +92,14 @@ pub enum SweepError<E> {
     Incomplete,
 }
 
+/// Who hands the records over, how many it has, and the error it failed
+/// with, if it did.
+struct Delivery<F, E> {
+    delivered: usize,
+    deliver: F,
+    failed: Option<E>,
+}
+
 /// A run's outcome, once it has one.
 type Slot<E> = Mutex<Option<Result<RunRecord, SweepError<E>>>>;
 
@@ -107,23 +115,29 @@ pub fn run_in_order<E: Send>(
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let slots: Vec<Slot<E>> = runs.iter().map(|_| Mutex::new(None)).collect();
-    // How many records were delivered, who delivers them, and whether
-    // `deliver` failed (after which it is not called again).
-    let delivery = Mutex::new((0usize, deliver, false));
-    let first_delivery_error: Mutex<Option<E>> = Mutex::new(None);
-    let deliver_ready = || -> Result<(), SweepError<E>> {
-        let mut delivery = delivery.lock().map_err(|_| SweepError::Thread)?;
-        let (delivered, deliver, broken) = &mut *delivery;
-        while let Some(slot) = slots.get(*delivered).filter(|_| !*broken) {
-            let slot = slot.lock().map_err(|_| SweepError::Thread)?;
-            match slot.as_ref() {
-                Some(Ok(record)) => {
-                    if let Err(error) = deliver(record) {
-                        *broken = true;
-                        return Err(SweepError::Deliver(error));
-                    }
-                }
-                Some(Err(_)) | None => break,
+    let delivery = Mutex::new(Delivery {
+        delivered: 0,
+        deliver,
+        failed: None,
+    });
+    // Hands over the records ready in order; an error once `deliver` has
+    // failed (it is not called again) or a thread panicked.
+    let deliver_ready = || -> Result<(), ()> {
+        let mut delivery = delivery.lock().map_err(|_| ())?;
+        let Delivery {
+            delivered,
+            deliver,
+            failed,
+        } = &mut *delivery;
+        if failed.is_some() {
+            return Err(());
+        }
+        while let Some(slot) = slots.get(*delivered) {
+            let slot = slot.lock().map_err(|_| ())?;
+            let Some(Ok(record)) = slot.as_ref() else { break };
+            if let Err(error) = deliver(record) {
+                *failed = Some(error);
+                return Err(());
             }
             *delivered += 1;
         }
@@ -150,23 +164,15 @@ pub fn run_in_order<E: Send>(
                         stop.store(true, Ordering::Relaxed);
                         return;
                     }
-                    if let Err(error) = deliver_ready() {
+                    if deliver_ready().is_err() {
                         stop.store(true, Ordering::Relaxed);
-                        if let (SweepError::Deliver(error), Ok(mut first)) =
-                            (error, first_delivery_error.lock())
-                        {
-                            first.get_or_insert(error);
-                        }
                         return;
                     }
                 }
             });
         }
     });
-    if let Some(error) = first_delivery_error
-        .into_inner()
-        .map_err(|_| SweepError::Thread)?
-    {
+    if let Some(error) = delivery.into_inner().map_err(|_| SweepError::Thread)?.failed {
         return Err(SweepError::Deliver(error));
     }
     let mut records = Vec::with_capacity(runs.len());
