@@ -29,6 +29,13 @@ impl Checksum {
         Checksum { sum: 0 }
     }
 
+    /// The sum over `bytes` alone.
+    pub fn of(bytes: &[u8]) -> Self {
+        let mut sum = Checksum::new();
+        sum.add_bytes(bytes);
+        sum
+    }
+
     /// The pseudo-header sum for an upper-layer packet of `upper_len` bytes.
     /// Errors if the two addresses are of different IP versions.
     ///

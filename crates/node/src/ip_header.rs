@@ -110,9 +110,7 @@ fn forward_v6(packet: &mut [u8]) -> Result<IpAddr, &'static str> {
 /// complement of its checksum; a header with a correct checksum sums to
 /// 0xffff.
 pub(crate) fn ones_complement_sum(data: &[u8]) -> u16 {
-    let mut sum = Checksum::new();
-    sum.add_bytes(data);
-    !sum.finish()
+    !Checksum::of(data).finish()
 }
 
 /// RFC 1624 eqn. 3: the checksum after one 16-bit word changed from `old`

@@ -100,7 +100,7 @@ fn write_v4(
     packet[..12].copy_from_slice(&[0x45, 0, total_hi, total_lo, id_hi, id_lo, 0x40, 0, TTL, UDP, 0, 0]);
     packet[12..16].copy_from_slice(&src.ip().octets());
     packet[16..20].copy_from_slice(&dst.ip().octets());
-    let header_checksum = sum_of(&packet[..20]).finish();
+    let header_checksum = Checksum::of(&packet[..20]).finish();
     packet[10..12].copy_from_slice(&header_checksum.to_be_bytes());
     let pseudo = Checksum::pseudo_header_v4(*src.ip(), *dst.ip(), UDP, udp_len);
     write_udp(
@@ -208,7 +208,7 @@ fn read_v4(packet: &[u8], verify: bool) -> Result<Datagram<'_>, &'static str> {
     if total < header_len || total > packet.len() {
         return Err("bad_length");
     }
-    if verify && sum_of(&packet[..header_len]).finish() != 0 {
+    if verify && Checksum::of(&packet[..header_len]).finish() != 0 {
         return Err("bad_checksum");
     }
     if packet[9] != UDP {
@@ -281,13 +281,6 @@ fn datagram(src: IpAddr, dst: IpAddr, udp: &[u8]) -> Datagram<'_> {
     }
 }
 
-/// The running sum over `bytes`.
-fn sum_of(bytes: &[u8]) -> Checksum {
-    let mut sum = Checksum::new();
-    sum.add_bytes(bytes);
-    sum
-}
-
 /// Whether the pseudo-header's sum and `udp` (its checksum included) sum
 /// to all ones, as an intact datagram does.
 fn sums_to_zero(mut pseudo: Checksum, udp: &[u8]) -> bool {
@@ -311,7 +304,7 @@ mod tests {
             let mut packet = vec![9; 3];
             wrap(src, dst, 5, &payload, &mut packet).unwrap();
             assert_eq!(packet.len(), IPV4_UDP_HEADER_LEN + len);
-            assert_eq!(sum_of(&packet[..20]).finish(), 0);
+            assert_eq!(Checksum::of(&packet[..20]).finish(), 0);
             let datagram = unwrap(&packet).unwrap();
             assert_eq!(
                 (datagram.src, datagram.dst, datagram.payload),
@@ -339,7 +332,7 @@ mod tests {
         whole.extend_from_slice(&[0, UDP]);
         whole.extend_from_slice(&(udp.len() as u16).to_be_bytes());
         whole.extend_from_slice(udp);
-        assert_eq!(sum_of(&whole).finish(), 0);
+        assert_eq!(Checksum::of(&whole).finish(), 0);
         assert_eq!(&udp[4..6], &17u16.to_be_bytes());
     }
 
@@ -388,7 +381,7 @@ mod tests {
         // the IP checksum made right again.
         let reseal = |mut p: Vec<u8>| {
             p[10..12].fill(0);
-            let sum = sum_of(&p[..20]).finish();
+            let sum = Checksum::of(&p[..20]).finish();
             p[10..12].copy_from_slice(&sum.to_be_bytes());
             unwrap(&p).map(|_| ())
         };
