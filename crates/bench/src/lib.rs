@@ -20,10 +20,9 @@ pub mod table;
 pub mod testbed;
 
 pub use plan::{Job, Plan, PlanError, Request, Shard};
-pub use record::{Cause, Figure, Figures, Identity, Outcome, Record};
+pub use record::Record;
 pub use session::{
     BenchError, BenchOutcome, BenchRequest, Event, Invocation, Observer, ObserverError, ScenarioOutcome,
     Tables, execute, merge_dirs,
 };
 pub use stack::{Stack, World};
-pub use store::{Appender, Store};

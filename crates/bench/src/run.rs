@@ -182,12 +182,12 @@ pub fn execute<E: From<StoreError>>(
         }
         drop(sender);
         for (id, record) in receiver {
-            let kept = appender.append(&record).map_err(E::from).map(|()| {
+            let kept = appender.append(&record).map_err(E::from).and_then(|()| {
                 let told = done(&record);
                 store.insert(id, record);
                 told
             });
-            if let Err(error) = kept.and_then(|told| told) {
+            if let Err(error) = kept {
                 // Stop the workers: what they would run could not be kept,
                 // or whoever is told no longer wants it.
                 *stop.lock().expect("no worker panics holding it") = true;
