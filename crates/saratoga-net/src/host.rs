@@ -77,30 +77,28 @@ impl<S: Store + Send + 'static> Host<S> {
         let mut path = UdpSocketsPath::new(sockets)?;
         let locals = path.locals().to_vec();
         let mut answering = locals.clone();
-        match pcap {
-            // Nothing shows the packets between the node and the sockets:
-            // they go without what only a capture needs.
-            None => path = path.uncaptured(),
-            Some(_) => {
-                if let Some(towards) = peer.and_then(|peer| path.address_towards(peer))
-                    && !answering.contains(&towards)
-                {
-                    // First of its family: where a peer not heard yet is
-                    // sent from.
-                    answering.insert(0, towards);
-                }
-            }
+        if pcap.is_some()
+            && let Some(towards) = peer.and_then(|peer| path.address_towards(peer))
+            && !answering.contains(&towards)
+        {
+            // First of its family: where a peer not heard yet is sent
+            // from, as a capture shows it.
+            answering.insert(0, towards);
         }
+        let node = SaratogaNode::hosting(engine, answering);
+        // Nothing shows the packets between the node and the sockets
+        // without a capture: they go without what only a capture needs,
+        // on both sides of the path at once.
+        let (path, node) = match pcap {
+            None => (path.uncaptured(), node.without_checksums()),
+            Some(_) => (path, node),
+        };
         let send_errors = path.send_errors();
         let options = HostOptions {
             captures: pcap
                 .map(|file| (InterfaceId(0), file.to_owned()))
                 .into_iter()
                 .collect(),
-        };
-        let node = match pcap {
-            Some(_) => SaratogaNode::hosting(engine, answering),
-            None => SaratogaNode::hosting(engine, answering).without_checksums(),
         };
         let host = NodeHost::start(node, vec![Box::new(path)], options)?;
         Ok(Host {

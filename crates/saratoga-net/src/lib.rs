@@ -16,6 +16,7 @@ mod store;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use scps_node::udp::IPV6_UDP_HEADER_LEN;
 use scps_saratoga::engine::{Config, ConfigError};
 use scps_saratoga::wire::ChecksumKind;
 
@@ -35,9 +36,6 @@ pub struct Settings {
     pub pcap: Option<PathBuf>,
 }
 
-/// IPv6 and UDP headers (IPv4's are 28 bytes).
-const IPV6_UDP_OVERHEAD: u64 = 48;
-
 impl Settings {
     /// The engine's configuration, for peers of `ipv6` or not.
     pub fn config(&self, ipv6: bool) -> Config {
@@ -48,7 +46,7 @@ impl Settings {
         let burst_bytes = (self.rate_bps / 8 / 500).max(defaults.burst_bytes);
         let (datagram_overhead, max_datagram) = match ipv6 {
             false => (defaults.datagram_overhead, defaults.max_datagram),
-            true => (IPV6_UDP_OVERHEAD, 1500 - IPV6_UDP_OVERHEAD as usize),
+            true => (IPV6_UDP_HEADER_LEN as u64, 1500 - IPV6_UDP_HEADER_LEN),
         };
         Config {
             rate_bps: self.rate_bps,

@@ -71,18 +71,14 @@ impl Report {
         self.datagrams_sent = stats.datagrams_out;
         self.datagrams_received = stats.datagrams_in;
         self.drops = drops(stats);
-        (self.cpu_user_s, self.cpu_system_s) = process_cpu_time();
+        (self.cpu_user_s, self.cpu_system_s) = scps_workload::report::process_cpu_time();
     }
 
     /// `bytes` moved since `start`: the duration and the goodput, as the
     /// workloads of `scps send` reckon them.
     pub fn set_moved(&mut self, bytes: u64, start: std::time::Instant) {
         self.bytes = bytes;
-        self.duration_s = start.elapsed().as_secs_f64();
-        self.goodput_bps = match self.duration_s > 0.0 {
-            true => bytes as f64 * 8.0 / self.duration_s,
-            false => 0.0,
-        };
+        (self.duration_s, self.goodput_bps) = scps_workload::bulk::timing(bytes, start);
     }
 
     pub fn render(&self, json: bool) -> String {
@@ -156,15 +152,6 @@ pub fn dropped(drops: &BTreeMap<String, u64>) -> Vec<String> {
         .collect()
 }
 
-/// The CPU time this process has used so far, user and system, in seconds.
-fn process_cpu_time() -> (f64, f64) {
-    use nix::sys::resource::{UsageWho, getrusage};
-    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
-    getrusage(UsageWho::RUSAGE_SELF).map_or((0.0, 0.0), |usage| {
-        (secs(usage.user_time()), secs(usage.system_time()))
-    })
-}
-
 /// SHA-256 of the first `len` bytes of `file`, in hex: the bytes a
 /// transfer moved, whatever was appended to the file since (and never
 /// reading past them, so a file that does not end cannot hang it).
@@ -185,5 +172,5 @@ pub fn sha256_of(file: &File, len: u64) -> std::io::Result<String> {
         hasher.update(&buf[..read]);
         offset += read as u64;
     }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(scps_workload::bulk::hex(&hasher.finalize()))
 }

@@ -166,14 +166,9 @@ impl Line {
 
     fn timed(mut self, bytes: u64, began: Option<Instant>) -> Line {
         if let Some(began) = began {
-            let secs = began.elapsed().as_secs_f64();
+            let (secs, goodput) = scps_workload::bulk::timing(bytes, began);
             self.object.insert("bytes".into(), json!(bytes));
             self.object.insert("duration_s".into(), json!(secs));
-            let goodput = if secs > 0.0 {
-                bytes as f64 * 8.0 / secs
-            } else {
-                0.0
-            };
             self.object.insert("goodput_bps".into(), json!(goodput));
         }
         self
