@@ -48,9 +48,8 @@ pub struct SaratogaNode<S: Store> {
     /// address (a wildcard socket's) stands for every address of its
     /// family.
     locals: Vec<SocketAddr>,
-    /// Whether a peer may be answered from other than the first of
-    /// `locals` of its family (there are several, or a wildcard), so that
-    /// where each was heard must be kept.
+    /// Whether where each peer was heard must be kept: see
+    /// [`needs_routes`].
     keeps_routes: bool,
     /// The address each peer was last heard at, and when.
     routes: HashMap<SocketAddr, (SocketAddr, Instant)>,
@@ -79,10 +78,9 @@ impl<S: Store> SaratogaNode<S> {
     /// `engine`, answering at `locals` (addresses and ports, IPv4 or
     /// IPv6; an unspecified address stands for every one of its family).
     pub fn hosting(engine: Engine<S>, locals: Vec<SocketAddr>) -> SaratogaNode<S> {
-        let wildcard = locals.iter().any(|local| local.ip().is_unspecified());
         SaratogaNode {
             engine,
-            keeps_routes: wildcard || locals.len() > 1,
+            keeps_routes: needs_routes(&locals, UdpChecksum::Computed),
             locals,
             routes: HashMap::new(),
             routes_swept_at: 0,
@@ -98,6 +96,7 @@ impl<S: Store> SaratogaNode<S> {
     /// and check the real ones, when no capture shows them.
     pub fn without_checksums(mut self) -> SaratogaNode<S> {
         self.checksum = UdpChecksum::Zero;
+        self.keeps_routes = needs_routes(&self.locals, self.checksum);
         self
     }
 
@@ -161,6 +160,18 @@ impl<S: Store> SaratogaNode<S> {
     }
 }
 
+/// Whether a node at `locals` must remember the address each peer was
+/// heard at (a map insertion per packet): when a family has several
+/// addresses, since the answer must leave from the one the peer used; and
+/// with a wildcard whose checksums are computed, since the real address
+/// is part of the UDP checksum. A wildcard without checksums answers from
+/// the wildcard itself: the socket behind it picks the address.
+fn needs_routes(locals: &[SocketAddr], checksum: UdpChecksum) -> bool {
+    let several_of_a_family = |v4: bool| locals.iter().filter(|l| l.is_ipv4() == v4).count() > 1;
+    let wildcard = locals.iter().any(|local| local.ip().is_unspecified());
+    several_of_a_family(true) || several_of_a_family(false) || (wildcard && checksum == UdpChecksum::Computed)
+}
+
 impl<S: Store> Node for SaratogaNode<S> {
     fn interface_count(&self) -> usize {
         1
@@ -217,6 +228,22 @@ impl<S: Store> Node for SaratogaNode<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn routes_are_kept_only_where_the_answer_depends_on_them() {
+        let locals = |list: &[&str]| {
+            list.iter()
+                .map(|l| l.parse().unwrap())
+                .collect::<Vec<SocketAddr>>()
+        };
+        let one_each = locals(&["10.0.0.1:7542", "[fd00::1]:7542"]);
+        assert!(!needs_routes(&one_each, UdpChecksum::Computed));
+        let two_v6 = locals(&["10.0.0.1:7542", "[fd00::1]:7542", "[fd00::2]:7542"]);
+        assert!(needs_routes(&two_v6, UdpChecksum::Zero));
+        let wildcard = locals(&["0.0.0.0:7542"]);
+        assert!(needs_routes(&wildcard, UdpChecksum::Computed));
+        assert!(!needs_routes(&wildcard, UdpChecksum::Zero));
+    }
     use crate::engine::{Event, MemoryStore};
 
     fn node(last: u8) -> SaratogaNode<MemoryStore> {
