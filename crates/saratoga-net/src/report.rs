@@ -226,7 +226,7 @@ mod tests {
         let failed = report(Some("no such file"));
         let note = Told::Note("scps saratoga rm: 192.0.2.7:7542 logs/old.log: no such file".into());
         for ended in [Ended::Failed, Ended::Interrupted] {
-            assert_eq!(failed.told(ended, false), [note.clone()]);
+            assert_eq!(failed.told(ended, false), std::slice::from_ref(&note));
             assert_eq!(
                 failed.told(ended, true),
                 [note.clone(), Told::Output(failed.render(true))]
