@@ -1,17 +1,15 @@
 //! `scps emulate --config FILE`, and `scps emulate ctl ...` to talk to a
 //! running emulator.
 
-use std::collections::BTreeMap;
-use std::os::fd::AsFd;
+use std::io::Write;
 use std::path::PathBuf;
 
-use std::io::Write;
-
 use anyhow::{Context, bail};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand, ValueEnum};
-use nix::sys::signal::{SigSet, Signal};
-use nix::sys::signalfd::SignalFd;
-use scps_emulator::{Change, Directions, Emulator, EmulatorConfig, Query, Request, Response};
+use scps_emulator::command::keys_from_pairs;
+use scps_emulator::run::{StopSignals, banner};
+use scps_emulator::{Change, Directions, Emulator, EmulatorConfig, Query, Request};
 
 #[derive(Debug, Args)]
 #[command(
@@ -52,8 +50,9 @@ enum CtlRequest {
         #[arg(long)]
         channel: Option<usize>,
         /// Which direction: forward (side a to b), return, or both.
-        #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
-        direction: DirectionArg,
+        #[arg(long, default_value = "both", value_parser =
+            PossibleValuesParser::new(Directions::NAMES).try_map(|name| name.parse::<Directions>()))]
+        direction: Directions,
         /// KEY=VALUE, e.g. `rate=2Mbit delay=300ms ber=1e-6`.
         #[arg(required = true, value_name = "KEY=VALUE")]
         keys: Vec<String>,
@@ -78,13 +77,6 @@ enum CtlRequest {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum DirectionArg {
-    Forward,
-    Return,
-    Both,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
 enum OutageAction {
     Start,
     End,
@@ -101,42 +93,16 @@ pub fn main(args: EmulateArgs) -> anyhow::Result<()> {
 /// Runs the emulator until SIGINT (Ctrl-C) or SIGTERM, then tears down.
 fn run(path: &std::path::Path) -> anyhow::Result<()> {
     let config = EmulatorConfig::load(path)?;
-    // Blocked before any thread starts, so that every thread inherits the
-    // mask and the signals wait for `wait` below.
-    let mut signals = SigSet::empty();
-    signals.add(Signal::SIGINT);
-    signals.add(Signal::SIGTERM);
-    signals.thread_block().context("block SIGINT and SIGTERM")?;
+    // Before any thread starts (see `block`).
+    let signals = StopSignals::block()?;
     let emulator =
         Emulator::start(&config).with_context(|| format!("start the emulator of {}", path.display()))?;
-    eprintln!(
-        "scps emulate: {} <-> {}, {} channel(s); control {}; metrics {}; Ctrl-C stops",
-        config.emulate.side_a,
-        config.emulate.side_b,
-        config.circuits.len(),
-        config
-            .emulate
-            .control
-            .as_ref()
-            .map_or("off".into(), |p| p.display().to_string()),
-        emulator
-            .metrics_address()
-            .map_or("off".into(), |a| format!("http://{a}/metrics")),
-    );
-    let signal_fd = SignalFd::new(&signals).context("create a signalfd")?;
-    let signalled = emulator.wait_for(signal_fd.as_fd())?;
+    eprintln!("scps emulate: {}", banner(&config, emulator.metrics_address()));
+    let signalled = signals.wait(&emulator)?;
     let stats = emulator.stats();
     emulator.stop().context("the packet loop failed")?;
     if signalled {
-        let signal = signal_fd
-            .read_signal()
-            .ok()
-            .flatten()
-            .and_then(|s| Signal::try_from(i32::try_from(s.ssi_signo).ok()?).ok());
-        eprintln!(
-            "scps emulate: stopped by {}",
-            signal.map_or("a signal", Signal::as_str)
-        );
+        eprintln!("scps emulate: {}", signals.stopped_by());
     }
     match writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(&stats)?) {
         // The reader of the final figures has gone: nothing to tell it.
@@ -152,30 +118,11 @@ fn control(ctl: CtlArgs) -> anyhow::Result<()> {
             channel,
             direction,
             keys,
-        } => {
-            let mut pairs = BTreeMap::new();
-            for key in keys {
-                let Some((k, v)) = key.split_once('=') else {
-                    bail!("{key:?}: expected KEY=VALUE, such as rate=2Mbit");
-                };
-                if let Some(earlier) = pairs.insert(k.trim().to_owned(), v.trim().to_owned()) {
-                    bail!(
-                        "{} is given twice ({earlier:?} and {:?}): give each key once",
-                        k.trim(),
-                        v.trim()
-                    );
-                }
-            }
-            Request::Change(Change::Set {
-                channel,
-                direction: match direction {
-                    DirectionArg::Forward => Directions::Forward,
-                    DirectionArg::Return => Directions::Return,
-                    DirectionArg::Both => Directions::Both,
-                },
-                keys: pairs,
-            })
-        }
+        } => Request::Change(Change::Set {
+            channel,
+            direction,
+            keys: keys_from_pairs(&keys)?,
+        }),
         CtlRequest::Outage {
             action: OutageAction::Start,
             channel,
@@ -191,23 +138,9 @@ fn control(ctl: CtlArgs) -> anyhow::Result<()> {
     if let Some(error) = response.error {
         bail!("the emulator refused: {error}");
     }
-    match print_response(response, json, &mut std::io::stdout().lock()) {
+    match response.write_to(json, &mut std::io::stdout().lock()) {
         // `scps emulate ctl stats | head`: the reader has what it wanted.
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         result => result.context("cannot write the emulator's answer"),
     }
-}
-
-fn print_response(response: Response, json: bool, out: &mut impl Write) -> std::io::Result<()> {
-    if let Some(metrics) = response.metrics {
-        write!(out, "{metrics}")?;
-    }
-    if let Some(stats) = response.stats {
-        if json {
-            writeln!(out, "{}", serde_json::to_string(&stats)?)?;
-        } else {
-            write!(out, "{}", stats.table())?;
-        }
-    }
-    Ok(())
 }

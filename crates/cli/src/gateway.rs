@@ -9,9 +9,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use scps_gateway::config::{ControlConfig, GatewayConfig};
-use scps_gateway::control;
-use scps_gateway::gateway::Gateway;
+use scps_gateway::run::{self, ConfigFile};
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -79,44 +77,24 @@ fn keys(command: &KeyCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads and checks the configuration file, and adds what the arguments
-/// say to it.
-fn read_config(path: &std::path::Path, args: &GatewayArgs) -> anyhow::Result<GatewayConfig> {
-    let text = scps_config::text_file::read_config_text(path)
-        .with_context(|| format!("cannot read --config {}", path.display()))?;
-    let mut config = GatewayConfig::parse(&text, &path.display().to_string())?;
-    config.capture = args.pcap.clone();
-    config.control = Some(match (&args.control, config.control.take()) {
-        (Some(socket), _) => ControlConfig {
-            socket: socket.clone(),
-            required: true,
-        },
-        (None, Some(configured)) => configured,
-        (None, None) => ControlConfig {
-            socket: control::default_socket_path(),
-            required: false,
-        },
-    });
-    Ok(config)
-}
-
 pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
     if let Some(command) = &args.command {
         return keys(command);
     }
-    let path = args
-        .config
-        .as_deref()
-        .expect("clap requires --config without a subcommand");
-    let config = read_config(path, &args)?;
+    let file = ConfigFile {
+        path: args.config.expect("clap requires --config without a subcommand"),
+        capture: args.pcap,
+        control: args.control,
+    };
+    let (config, path) = (file.read()?, file.path.display());
     if args.check {
-        println!("{}: the configuration is valid", path.display());
+        println!("{path}: the configuration is valid");
         return Ok(());
     }
     if args.print_rules {
         match &config.transparent {
             Some(plumbing) => print!("{}", plumbing.describe(&config.routes)),
-            None => anyhow::bail!("{}: no [transparent] section, so no rules", path.display()),
+            None => anyhow::bail!("{path}: no [transparent] section, so no rules"),
         }
         return Ok(());
     }
@@ -125,67 +103,12 @@ pub fn main(args: GatewayArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
-    runtime.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
-        let mut hangup = signal(SignalKind::hangup()).context("cannot watch for SIGHUP")?;
-        let mut gateway = Gateway::start(config).await?;
-        // For whoever waits on it (scripts, tests, a supervisor): from here
-        // on the gateway serves.
-        say(&ready(&gateway))?;
-        loop {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => break,
-                _ = terminate.recv() => break,
-                _ = hangup.recv() => {
-                    let reloaded = read_config(path, &args).and_then(|new| {
-                        let transparent = new.transparent.is_some();
-                        Ok((transparent, gateway.reload(new)?))
-                    });
-                    match reloaded {
-                        // The explicit modes carry every connection on the
-                        // one engine: they have no routes to count.
-                        Ok((false, _)) => say(&format!("reloaded {}", path.display()))?,
-                        Ok((true, 1)) => say(&format!("reloaded {}: 1 route", path.display()))?,
-                        Ok((true, routes)) => say(&format!("reloaded {}: {routes} routes", path.display()))?,
-                        Err(err) => say(&format!(
-                            "reload refused, the running configuration is kept: {}",
-                            scps_transfer::error_text::error_text(&err)
-                        ))?,
-                    }
-                }
-            }
-        }
-        let live = gateway.live_connections();
-        let counters = gateway.stop().await?;
-        let relayed = live.relayed();
-        say(&format!(
-            "stopped; {}; bytes relayed from the LAN to the link {}, from the link to the LAN {}",
-            counters.summary(),
-            relayed.lan_to_link,
-            relayed.link_to_lan
-        ))
-    })
-}
-
-/// The line that says the gateway serves, and where an operator reaches
-/// it.
-fn ready(gateway: &Gateway) -> String {
-    let mut line = "ready".to_owned();
-    match gateway.control_socket() {
-        Some(path) => line.push_str(&format!("; control socket {}", path.display())),
-        None => line.push_str("; no control socket"),
-    }
-    if let Some(metrics) = gateway.metrics_address() {
-        line.push_str(&format!("; metrics http://{metrics}/metrics"));
-    }
-    line
+    Ok(runtime.block_on(run::until_stopped(&file, config, say))?)
 }
 
 /// One line on standard output, at once (for a supervisor or a test
 /// waiting on it).
-fn say(what: &str) -> anyhow::Result<()> {
+fn say(what: &str) -> std::io::Result<()> {
     println!("scps gateway: {what}");
-    std::io::Write::flush(&mut std::io::stdout())?;
-    Ok(())
+    std::io::Write::flush(&mut std::io::stdout())
 }

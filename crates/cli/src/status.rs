@@ -2,11 +2,9 @@
 //! socket (`scps_gateway::status`), printed as text or, with `--json`, as
 //! the gateway's document as it came.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use scps_gateway::netns::NetNamespace;
 use scps_gateway::status;
 
 #[derive(Debug, clap::Args)]
@@ -26,16 +24,7 @@ pub struct StatusArgs {
 
 pub fn main(args: StatusArgs) -> anyhow::Result<()> {
     let answer = status::ask(args.control)?;
-    let mut out = std::io::stdout().lock();
-    let written = if args.json {
-        writeln!(out, "{}", answer.document)
-    } else {
-        let here = NetNamespace::current();
-        status::text(&answer.status, &answer.reached, here.as_ref())
-            .iter()
-            .try_for_each(|line| writeln!(out, "{line}"))
-    };
-    match written {
+    match answer.write_to(args.json, &mut std::io::stdout().lock()) {
         // `scps status | head`: the reader has what it wanted.
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         written => written.context("cannot write the status"),

@@ -28,6 +28,25 @@ pub enum Directions {
     Both,
 }
 
+impl Directions {
+    /// The names [`str::parse`] takes, as `scps emulate ctl set
+    /// --direction` does.
+    pub const NAMES: [&'static str; 3] = ["forward", "return", "both"];
+}
+
+impl std::str::FromStr for Directions {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Directions, String> {
+        match name {
+            "forward" => Ok(Directions::Forward),
+            "return" => Ok(Directions::Return),
+            "both" => Ok(Directions::Both),
+            _ => Err(format!("{name:?}: not a direction (forward, return or both)")),
+        }
+    }
+}
+
 /// A change to the running link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
@@ -92,6 +111,40 @@ pub enum Query {
     Metrics,
 }
 
+/// A `KEY=VALUE` of [`keys_from_pairs`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PairError {
+    #[error("{0:?}: expected KEY=VALUE, such as rate=2Mbit")]
+    NotAPair(String),
+    #[error("{key} is given twice ({earlier:?} and {later:?}): give each key once")]
+    Twice {
+        key: String,
+        earlier: String,
+        later: String,
+    },
+}
+
+/// The `keys` of a [`Change::Set`] from `KEY=VALUE` pairs as a user writes
+/// them (`scps emulate ctl set rate=2Mbit delay=300ms`), each key once;
+/// spaces around a key or a value are not part of it.
+pub fn keys_from_pairs(pairs: &[String]) -> Result<BTreeMap<String, String>, PairError> {
+    let mut keys = BTreeMap::new();
+    for pair in pairs {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(PairError::NotAPair(pair.clone()));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if let Some(earlier) = keys.insert(key.to_owned(), value.to_owned()) {
+            return Err(PairError::Twice {
+                key: key.to_owned(),
+                earlier,
+                later: value.to_owned(),
+            });
+        }
+    }
+    Ok(keys)
+}
+
 /// The `keys` of a change, refusing a key given twice (which JSON readers
 /// otherwise settle silently, keeping one of the values).
 fn unique_keys<'de, D: serde::Deserializer<'de>>(
@@ -124,6 +177,54 @@ fn unique_keys<'de, D: serde::Deserializer<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pairs(texts: &[&str]) -> Result<BTreeMap<String, String>, PairError> {
+        keys_from_pairs(&texts.iter().map(|t| t.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn pairs_give_trimmed_keys_and_values() {
+        let keys = pairs(&["rate=2Mbit", " delay = 300ms ", "shaper.rate=1e6=x"]).unwrap();
+        assert_eq!(
+            keys.into_iter().collect::<Vec<_>>(),
+            [
+                ("delay".to_owned(), "300ms".to_owned()),
+                ("rate".to_owned(), "2Mbit".to_owned()),
+                ("shaper.rate".to_owned(), "1e6=x".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pair_without_equals_or_a_key_given_twice_is_refused() {
+        assert_eq!(
+            pairs(&["rate=1Mbit", "rate"]).unwrap_err().to_string(),
+            "\"rate\": expected KEY=VALUE, such as rate=2Mbit"
+        );
+        assert_eq!(
+            pairs(&["rate=1Mbit", "delay=1s", "rate =2Mbit"])
+                .unwrap_err()
+                .to_string(),
+            "rate is given twice (\"1Mbit\" and \"2Mbit\"): give each key once"
+        );
+    }
+
+    #[test]
+    fn directions_read_by_name() {
+        let read: Vec<_> = Directions::NAMES.iter().map(|name| name.parse()).collect();
+        assert_eq!(
+            read,
+            [
+                Ok(Directions::Forward),
+                Ok(Directions::Return),
+                Ok(Directions::Both)
+            ]
+        );
+        assert_eq!(
+            "up".parse::<Directions>(),
+            Err("\"up\": not a direction (forward, return or both)".to_owned())
+        );
+    }
 
     #[test]
     fn requests_read_as_documented() {

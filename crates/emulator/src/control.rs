@@ -48,6 +48,23 @@ impl Response {
             metrics: None,
         }
     }
+
+    /// Writes what was asked, as `scps emulate ctl` prints it: the metrics
+    /// as they came; the counters as a table, or with `json` one line of
+    /// JSON. A change's answer writes nothing.
+    pub fn write_to(&self, json: bool, out: &mut impl Write) -> io::Result<()> {
+        if let Some(metrics) = &self.metrics {
+            write!(out, "{metrics}")?;
+        }
+        if let Some(stats) = &self.stats {
+            if json {
+                writeln!(out, "{}", serde_json::to_string(stats)?)?;
+            } else {
+                write!(out, "{}", stats.table())?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Answers one request line.
@@ -252,6 +269,31 @@ mod tests {
             state: Arc::new(Mutex::new(LinkState::new(&config).unwrap())),
             epoch: Instant::now(),
         }
+    }
+
+    fn written(response: &Response, json: bool) -> String {
+        let mut out = Vec::new();
+        response.write_to(json, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn answers_are_written_as_asked() {
+        let shared = shared();
+        let stats = answer(&shared, None, r#"{"op": "stats"}"#);
+        let table = stats.stats.as_ref().unwrap().table();
+        assert_eq!(written(&stats, false), table);
+        let json = written(&stats, true);
+        assert!(json.ends_with('\n') && json.lines().count() == 1, "{json}");
+        let read: Stats = serde_json::from_str(&json).unwrap();
+        assert_eq!(Some(read), stats.stats);
+        let metrics = Response {
+            metrics: Some("scps_emulator_up 1\n".into()),
+            ..Response::ok()
+        };
+        assert_eq!(written(&metrics, true), "scps_emulator_up 1\n");
+        let set = answer(&shared, None, r#"{"op": "set", "keys": {"rate": "2Mbit"}}"#);
+        assert_eq!(written(&set, false), "");
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! * `control.rs`, `trace.rs`, `metrics.rs`, `stats.rs`: the control
 //!   socket, timeline replay and recording, counters as JSON and for
 //!   Prometheus.
+//! * `run.rs`: what `scps emulate` says at its start, and the signals
+//!   that stop it.
 //!
 //! Time is the monotonic clock since the emulator's start: the epoch of
 //! the channel models, of scheduled outages and of timelines.
@@ -22,6 +24,7 @@ pub mod config;
 mod control;
 mod metrics;
 mod pinning;
+pub mod run;
 mod scope;
 pub mod state;
 pub mod stats;

@@ -16,7 +16,8 @@
 //!   policy routing into a TUN device) and its relays, all deciding by
 //!   one route table (scps-relay's `routes`, read from `[[route]]` by
 //!   scps-config's);
-//! - [`config`] and [`gateway`]: `scps gateway --config FILE`;
+//! - [`config`] and [`gateway`]: `scps gateway --config FILE`, and
+//!   [`run`], how that command runs one until a signal stops it;
 //! - operations: [`counters`], [`registry`] (the split connections held
 //!   now), `metrics.rs` (Prometheus over HTTP, `http.rs`) and [`control`]
 //!   (the socket `scps status` asks), the last two served by `exchange.rs`,
@@ -41,6 +42,7 @@ pub mod netns;
 pub mod pump;
 pub mod registry;
 pub mod request;
+pub mod run;
 pub mod security;
 pub mod socks;
 pub mod status;

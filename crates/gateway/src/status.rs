@@ -23,6 +23,20 @@ pub struct Answer {
     pub status: GatewayStatus,
 }
 
+impl Answer {
+    /// Writes it as `scps status` prints it: with `json` the document as
+    /// it came, otherwise [`text`], seen from this process's namespace.
+    pub fn write_to(&self, json: bool, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        if json {
+            return writeln!(out, "{}", self.document);
+        }
+        let here = NetNamespace::current();
+        text(&self.status, &self.reached, here.as_ref())
+            .iter()
+            .try_for_each(|line| writeln!(out, "{line}"))
+    }
+}
+
 /// Why no gateway's status was had.
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
@@ -243,6 +257,34 @@ mod tests {
             chosen: "the default".into(),
         };
         text(status, &reached, Some(here))
+    }
+
+    #[test]
+    fn an_answer_is_written_as_its_document_or_as_text_seen_from_here() {
+        let here = NetNamespace::current();
+        let answer = Answer {
+            reached: Reached {
+                path: "/run/scps-gateway.sock".into(),
+                chosen: "the default".into(),
+            },
+            document: r#"{"counters": {}}"#.into(),
+            status: status(
+                ConnectionLimit::new(4096, 1 << 30, 600_000, 1 << 20),
+                namespace(4026532246, None, false),
+            ),
+        };
+        let written = |json| {
+            let mut out = Vec::new();
+            answer.write_to(json, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(written(true), "{\"counters\": {}}\n");
+        let lines = text(&answer.status, &answer.reached, here.as_ref());
+        assert!(lines.len() > 2, "{lines:?}");
+        assert_eq!(
+            written(false),
+            lines.iter().map(|line| format!("{line}\n")).collect::<String>()
+        );
     }
 
     #[test]

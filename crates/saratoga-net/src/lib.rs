@@ -1,14 +1,15 @@
 //! Saratoga over real UDP (docs/saratoga.md): the node of `scps-saratoga`
 //! hosted over kernel sockets by `scps-net` ([`host`]), the
 //! client sessions of `scps saratoga put`, `get`, `ls` and `rm`
-//! ([`client`]), the server of one directory ([`serve`]), and what they
-//! report ([`report`]). The `scps` binary parses the options into these
+//! ([`client`]) and how far one got ([`progress`]), the server of one
+//! directory ([`serve`]), and what they report ([`report`]). The `scps` binary parses the options into these
 //! types and prints what they give back.
 
 pub mod client;
 mod host;
 mod local_port;
 pub mod peer;
+pub mod progress;
 pub mod report;
 pub mod serve;
 mod store;
@@ -73,6 +74,15 @@ pub enum Ended {
     Failed,
     /// Ctrl-C, before the transfer ended.
     Interrupted,
+}
+
+/// A line for the user of `scps saratoga`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Told {
+    /// Output (standard output): a client's report, a server's transfers.
+    Output(String),
+    /// A note for whoever runs it (standard error).
+    Note(String),
 }
 
 /// The engine's refusal of the settings the options made (a `--rate` or

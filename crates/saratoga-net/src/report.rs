@@ -10,6 +10,8 @@ use std::os::unix::fs::FileExt;
 use scps_saratoga::engine::Stats;
 use serde::Serialize;
 
+use crate::{Ended, Told};
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     /// `put`, `get`, `ls` or `rm`.
@@ -79,6 +81,23 @@ impl Report {
     pub fn set_moved(&mut self, bytes: u64, start: std::time::Instant) {
         self.bytes = bytes;
         (self.duration_s, self.goodput_bps) = scps_workload::bulk::timing(bytes, start);
+    }
+
+    /// What the user is told once the transfer has `ended`: the error, as
+    /// a note naming the command and the peer; the report, always with
+    /// `json`, otherwise only on success.
+    pub fn told(&self, ended: Ended, json: bool) -> Vec<Told> {
+        let mut told = Vec::new();
+        if let Some(error) = &self.error {
+            told.push(Told::Note(format!(
+                "scps saratoga {}: {} {}: {error}",
+                self.operation, self.peer, self.remote
+            )));
+        }
+        if json || ended == Ended::Complete {
+            told.push(Told::Output(self.render(json)));
+        }
+        told
     }
 
     pub fn render(&self, json: bool) -> String {
@@ -173,4 +192,45 @@ pub fn sha256_of(file: &File, len: u64) -> std::io::Result<String> {
         offset += read as u64;
     }
     Ok(scps_workload::bulk::hex(&hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(error: Option<&str>) -> Report {
+        Report {
+            operation: "rm".into(),
+            peer: "192.0.2.7:7542".into(),
+            remote: "logs/old.log".into(),
+            error: error.map(str::to_owned),
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn a_success_is_reported_as_text_or_json() {
+        let done = report(None);
+        assert_eq!(
+            done.told(Ended::Complete, false),
+            [Told::Output("rm 192.0.2.7:7542 logs/old.log: deleted".into())]
+        );
+        assert_eq!(
+            done.told(Ended::Complete, true),
+            [Told::Output(done.render(true))]
+        );
+    }
+
+    #[test]
+    fn a_failure_is_a_note_naming_the_peer_and_its_report_is_only_in_json() {
+        let failed = report(Some("no such file"));
+        let note = Told::Note("scps saratoga rm: 192.0.2.7:7542 logs/old.log: no such file".into());
+        for ended in [Ended::Failed, Ended::Interrupted] {
+            assert_eq!(failed.told(ended, false), std::slice::from_ref(&note));
+            assert_eq!(
+                failed.told(ended, true),
+                [note.clone(), Told::Output(failed.render(true))]
+            );
+        }
+    }
 }

@@ -13,7 +13,8 @@ use serde_json::json;
 use tokio::signal::unix::Signal;
 
 use crate::host::Host;
-use crate::{Settings, settings_refused};
+use crate::report::{dropped, drops};
+use crate::{Settings, Told, settings_refused};
 
 /// A server of one directory.
 #[derive(Debug, Clone)]
@@ -49,6 +50,45 @@ pub enum News<'a> {
     PartialRemoved(String),
     /// A transfer started, completed or failed.
     Transfer(Line),
+}
+
+impl News<'_> {
+    /// The news as `scps saratoga serve` tells it: a transfer as text, or
+    /// with `json` one JSON object.
+    pub fn told(&self, json: bool) -> Told {
+        match self {
+            // Scripts (and the tests) read this line to learn the ports.
+            News::Listening { root, locals } => Told::Note(format!(
+                "scps saratoga serve: {} listening on {} (beacons are not sent)",
+                root.display(),
+                locals
+                    .iter()
+                    .map(|a| format!("UDP {a}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            News::PartialRemoved(name) => Told::Note(format!(
+                "scps saratoga serve: removed the partial file of {name} (--keep-partials, --partials-budget)"
+            )),
+            News::Transfer(line) => Told::Output(line.render(json)),
+        }
+    }
+}
+
+/// The note of a server stopped by Ctrl-C, with the engine's counters at
+/// the end.
+pub fn stopped(stats: &Stats) -> String {
+    let dropped = dropped(&drops(stats));
+    format!(
+        "scps saratoga serve: stopped (Ctrl-C); {} datagrams in, {} out{}",
+        stats.datagrams_in,
+        stats.datagrams_out,
+        if dropped.is_empty() {
+            String::new()
+        } else {
+            format!("; dropped: {}", dropped.join(", "))
+        }
+    )
 }
 
 impl Server {
@@ -218,5 +258,78 @@ impl Line {
             line.push_str(&format!(": {error}"));
         }
         line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use scps_saratoga::engine::Role;
+
+    use super::*;
+
+    #[test]
+    fn the_listening_note_names_the_directory_and_every_port() {
+        let locals = ["192.0.2.1:7542".parse().unwrap(), "[::1]:40000".parse().unwrap()];
+        let news = News::Listening {
+            root: std::path::Path::new("/srv/outbox"),
+            locals: &locals,
+        };
+        assert_eq!(
+            news.told(true),
+            Told::Note(
+                "scps saratoga serve: /srv/outbox listening on UDP 192.0.2.1:7542, UDP [::1]:40000 \
+                 (beacons are not sent)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            News::PartialRemoved("logs/a.log".into()).told(false),
+            Told::Note(
+                "scps saratoga serve: removed the partial file of logs/a.log (--keep-partials, --partials-budget)"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_transfer_is_output_as_text_or_json() {
+        let id = TransferId {
+            peer: "192.0.2.7:7542".parse().unwrap(),
+            session: 9,
+            role: Role::Receiver,
+        };
+        let line = || Line::new("started", id, Operation::Put, "a.bin").size(10);
+        assert_eq!(
+            News::Transfer(line()).told(false),
+            Told::Output("started put \"a.bin\" with 192.0.2.7:7542 (session 9), 10 bytes".into())
+        );
+        let Told::Output(json) = News::Transfer(line()).told(true) else {
+            panic!("a transfer is output");
+        };
+        let object: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (object["event"].as_str(), object["size"].as_u64()),
+            (Some("started"), Some(10))
+        );
+    }
+
+    #[test]
+    fn the_stopped_note_counts_datagrams_and_lists_only_what_was_dropped() {
+        let mut stats = Stats {
+            datagrams_in: 12,
+            datagrams_out: 7,
+            ..Stats::default()
+        };
+        assert_eq!(
+            stopped(&stats),
+            "scps saratoga serve: stopped (Ctrl-C); 12 datagrams in, 7 out"
+        );
+        stats.unknown_session = 2;
+        stats.duplicate_bytes_received = 100;
+        assert_eq!(
+            stopped(&stats),
+            "scps saratoga serve: stopped (Ctrl-C); 12 datagrams in, 7 out; dropped: duplicate_bytes 100, \
+             unknown_session 2"
+        );
     }
 }

@@ -2,19 +2,19 @@
 //! a server of one directory, and put, get, ls and rm against one. The
 //! options, and what is printed; `scps-saratoga-net` does the rest.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
 use scps_config::units::{Bytes, Rate};
 use scps_saratoga::engine::Config;
 use scps_saratoga::wire::ChecksumKind;
-use scps_saratoga_net::client::{Client, Request, Watch};
+use scps_saratoga_net::client::{Client, Request};
 use scps_saratoga_net::peer::{PeerSpec, parse_peer};
-use scps_saratoga_net::report::{Report, dropped, drops};
-use scps_saratoga_net::serve::{News, Server};
-use scps_saratoga_net::{Ended, Settings};
+use scps_saratoga_net::progress::Progress;
+use scps_saratoga_net::serve::{self, Server};
+use scps_saratoga_net::{Ended, Settings, Told};
 
 use crate::transfer::args::parse_time;
 use crate::transfer::{Outcome, interrupts};
@@ -64,8 +64,9 @@ struct EngineArgs {
     /// The checksum sent with each file (put, and files served), which
     /// the receiver verifies before the file appears: md5, crc32
     /// (cheaper), sha1 or none.
-    #[arg(long, value_name = "KIND", default_value = "md5")]
-    checksum: Checksum,
+    #[arg(long, value_name = "KIND", default_value = "md5", value_parser =
+        PossibleValuesParser::new(ChecksumKind::NAMES).try_map(|name| name.parse::<ChecksumKind>()))]
+    checksum: ChecksumKind,
     /// A transfer whose peer is silent (or makes no progress) this long
     /// fails; it must exceed the round trip and the longest outage to
     /// ride out, and the 1 s between status requests.
@@ -107,7 +108,7 @@ struct ServeArgs {
     engine: EngineArgs,
 }
 
-/// The socket of a client (put, get, ls, rm).
+/// The socket and the engine of a client (put, get, ls, rm).
 #[derive(Debug, Args)]
 struct ClientArgs {
     /// Send from, and be answered on, this UDP port. By default 7542 when
@@ -116,6 +117,8 @@ struct ClientArgs {
     /// one the system picks, saying so. 0: always one the system picks.
     #[arg(long, value_name = "PORT")]
     local_port: Option<u16>,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -135,8 +138,6 @@ struct PutArgs {
     blind: bool,
     #[command(flatten)]
     client: ClientArgs,
-    #[command(flatten)]
-    engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -152,8 +153,6 @@ struct GetArgs {
     force: bool,
     #[command(flatten)]
     client: ClientArgs,
-    #[command(flatten)]
-    engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -163,8 +162,6 @@ struct LsArgs {
     peer: PeerSpec,
     #[command(flatten)]
     client: ClientArgs,
-    #[command(flatten)]
-    engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -174,28 +171,6 @@ struct RmArgs {
     peer: PeerSpec,
     #[command(flatten)]
     client: ClientArgs,
-    #[command(flatten)]
-    engine: EngineArgs,
-}
-
-/// The checksums a METADATA frame may carry (docs/spec/saratoga.md).
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum Checksum {
-    None,
-    Crc32,
-    Md5,
-    Sha1,
-}
-
-impl From<Checksum> for ChecksumKind {
-    fn from(checksum: Checksum) -> ChecksumKind {
-        match checksum {
-            Checksum::None => ChecksumKind::None,
-            Checksum::Crc32 => ChecksumKind::Crc32,
-            Checksum::Md5 => ChecksumKind::Md5,
-            Checksum::Sha1 => ChecksumKind::Sha1,
-        }
-    }
 }
 
 fn parse_positive_time(text: &str) -> Result<Duration, String> {
@@ -209,7 +184,7 @@ impl EngineArgs {
     fn settings(&self) -> Settings {
         Settings {
             rate_bps: self.rate.bps(),
-            checksum: self.checksum.into(),
+            checksum: self.checksum,
             timeout: self.timeout,
             pcap: self.pcap.clone(),
         }
@@ -226,7 +201,7 @@ pub fn main(args: SaratogaArgs) -> anyhow::Result<Outcome> {
 
 async fn run(command: SaratogaCommand) -> anyhow::Result<Outcome> {
     let mut stop = interrupts()?;
-    let (request, peer, client, engine) = match command {
+    let (request, peer, args) = match command {
         SaratogaCommand::Serve(args) => return serve(&args, &mut stop).await,
         SaratogaCommand::Put(a) => (
             Request::Put {
@@ -235,7 +210,6 @@ async fn run(command: SaratogaCommand) -> anyhow::Result<Outcome> {
             },
             a.peer,
             a.client,
-            a.engine,
         ),
         SaratogaCommand::Get(a) => (
             Request::Get {
@@ -244,83 +218,30 @@ async fn run(command: SaratogaCommand) -> anyhow::Result<Outcome> {
             },
             a.peer,
             a.client,
-            a.engine,
         ),
-        SaratogaCommand::Ls(a) => (Request::List, a.peer, a.client, a.engine),
-        SaratogaCommand::Rm(a) => (Request::Delete, a.peer, a.client, a.engine),
+        SaratogaCommand::Ls(a) => (Request::List, a.peer, a.client),
+        SaratogaCommand::Rm(a) => (Request::Delete, a.peer, a.client),
     };
     let client = Client {
         peer,
-        local_port: client.local_port,
-        settings: engine.settings(),
+        local_port: args.local_port,
+        settings: args.engine.settings(),
     };
-    let watch = &mut Progress::new(request.command());
+    let watch = &mut Progress::on_stderr(request.command());
     let (report, ended) = client.run(&request, &mut stop, watch).await?;
-    Ok(conclude(&report, ended, engine.json))
-}
-
-/// The report (always with --json; as text on success), the error on
-/// standard error, the exit status.
-fn conclude(report: &Report, ended: Ended, json: bool) -> Outcome {
-    if let Some(error) = &report.error {
-        eprintln!(
-            "scps saratoga {}: {} {}: {error}",
-            report.operation, report.peer, report.remote
-        );
-    }
-    if json || ended == Ended::Complete {
-        println!("{}", report.render(json));
-    }
-    match ended {
+    report.told(ended, args.engine.json).into_iter().for_each(tell);
+    Ok(match ended {
         Ended::Complete => Outcome::Complete,
         Ended::Failed => Outcome::Failed,
         Ended::Interrupted => Outcome::Interrupted,
-    }
+    })
 }
 
-/// Shows how far a transfer got, on standard error when it is a terminal.
-struct Progress {
-    operation: &'static str,
-    shown: Option<std::time::Instant>,
-    start: std::time::Instant,
-    enabled: bool,
-}
-
-impl Progress {
-    fn new(operation: &'static str) -> Progress {
-        Progress {
-            operation,
-            shown: None,
-            start: std::time::Instant::now(),
-            enabled: std::io::stderr().is_terminal(),
-        }
-    }
-}
-
-impl Watch for Progress {
-    fn note(&mut self, text: &str) {
-        eprintln!("scps saratoga {}: {text}", self.operation);
-    }
-
-    fn progress(&mut self, bytes: u64, size: u64) {
-        let due = self.shown.is_none_or(|at| at.elapsed().as_millis() >= 200);
-        if !self.enabled || !due {
-            return;
-        }
-        self.shown = Some(std::time::Instant::now());
-        let secs = self.start.elapsed().as_secs_f64().max(1e-9);
-        eprint!(
-            "\r{bytes} of {size} bytes ({:.0}%), {:.2} Mbit/s   ",
-            100.0 * bytes as f64 / size.max(1) as f64,
-            bytes as f64 * 8.0 / secs / 1e6
-        );
-    }
-
-    /// Ends the progress line, if one was shown.
-    fn ended(&mut self) {
-        if self.shown.is_some() {
-            eprintln!();
-        }
+/// A line on standard output, or a note on standard error.
+fn tell(told: Told) {
+    match told {
+        Told::Output(line) => println!("{line}"),
+        Told::Note(line) => eprintln!("{line}"),
     }
 }
 
@@ -334,35 +255,8 @@ async fn serve(args: &ServeArgs, stop: &mut tokio::signal::unix::Signal) -> anyh
         partials_budget: args.partials_budget.0,
         settings: args.engine.settings(),
     };
-    let stats = server
-        .run(stop, |news| match news {
-            // Scripts (and the tests) read this line to learn the ports.
-            News::Listening { root, locals } => eprintln!(
-                "scps saratoga serve: {} listening on {} (beacons are not sent)",
-                root.display(),
-                locals
-                    .iter()
-                    .map(|a| format!("UDP {a}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            News::PartialRemoved(name) => eprintln!(
-                "scps saratoga serve: removed the partial file of {name} (--keep-partials, --partials-budget)"
-            ),
-            News::Transfer(line) => println!("{}", line.render(args.engine.json)),
-        })
-        .await?;
-    let dropped = dropped(&drops(&stats));
-    eprintln!(
-        "scps saratoga serve: stopped (Ctrl-C); {} datagrams in, {} out{}",
-        stats.datagrams_in,
-        stats.datagrams_out,
-        if dropped.is_empty() {
-            String::new()
-        } else {
-            format!("; dropped: {}", dropped.join(", "))
-        }
-    );
+    let stats = server.run(stop, |news| tell(news.told(args.engine.json))).await?;
+    eprintln!("{}", serve::stopped(&stats));
     // Ctrl-C is how a server is meant to stop.
     Ok(Outcome::Complete)
 }

@@ -47,6 +47,29 @@ impl ChecksumKind {
     pub fn is_none(self) -> bool {
         self == ChecksumKind::None
     }
+
+    /// The names [`str::parse`] takes, one per kind, as a user writes them
+    /// (`scps saratoga --checksum`).
+    pub const NAMES: [&'static str; 4] = ["none", "crc32", "md5", "sha1"];
+}
+
+/// A checksum named by none of [`ChecksumKind::NAMES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: not a checksum (none, crc32, md5 or sha1)")]
+pub struct UnknownChecksum(pub String);
+
+impl std::str::FromStr for ChecksumKind {
+    type Err = UnknownChecksum;
+
+    fn from_str(name: &str) -> Result<ChecksumKind, UnknownChecksum> {
+        Ok(match name {
+            "none" => ChecksumKind::None,
+            "crc32" => ChecksumKind::Crc32,
+            "md5" => ChecksumKind::Md5,
+            "sha1" => ChecksumKind::Sha1,
+            _ => return Err(UnknownChecksum(name.to_owned())),
+        })
+    }
 }
 
 /// A file's checksum as carried in METADATA.
@@ -165,6 +188,25 @@ impl Hasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_name_reads_as_its_kind_and_nothing_else_does() {
+        let kinds: Vec<_> = ChecksumKind::NAMES.iter().map(|name| name.parse()).collect();
+        assert_eq!(
+            kinds,
+            [
+                Ok(ChecksumKind::None),
+                Ok(ChecksumKind::Crc32),
+                Ok(ChecksumKind::Md5),
+                Ok(ChecksumKind::Sha1)
+            ]
+        );
+        let refused = "MD5".parse::<ChecksumKind>().unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "\"MD5\": not a checksum (none, crc32, md5 or sha1)"
+        );
+    }
 
     #[test]
     fn checksums_of_known_text() {

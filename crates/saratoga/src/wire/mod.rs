@@ -18,7 +18,7 @@ mod request;
 mod status;
 
 pub use beacon::{Beacon, Willing};
-pub use checksum::{Checksum, ChecksumKind, Hasher};
+pub use checksum::{Checksum, ChecksumKind, Hasher, UnknownChecksum};
 pub use data::{Data, TIMESTAMP_LEN};
 pub use dirent::{DirEntry, EPOCH_2000_UNIX, EntryKind};
 pub use error::WireError;
