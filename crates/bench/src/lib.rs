@@ -6,6 +6,7 @@
 
 pub mod figures;
 pub mod headline;
+pub mod interrupt;
 pub mod merge;
 pub mod plan;
 pub mod prerequisites;
@@ -14,6 +15,7 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod session;
+mod shown;
 pub mod stack;
 pub mod store;
 pub mod table;

@@ -11,6 +11,10 @@ use crate::store::{Appender, RESULTS, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
+    #[error("merge: name the directories of the benches to join, then --out DIR")]
+    NoDirs,
+    #[error("merge: --out DIR, the directory of the joined results and report")]
+    NoOut,
     #[error("merge: {0} holds no bench results ({RESULTS})")]
     NoResults(PathBuf),
     #[error("merge: cannot copy {from} to {to}: {error}")]
@@ -21,6 +25,14 @@ pub enum MergeError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Where the merge of `dirs` goes: `out`, once both are named.
+pub fn destination<'a>(dirs: &[PathBuf], out: Option<&'a Path>) -> Result<&'a Path, MergeError> {
+    if dirs.is_empty() {
+        return Err(MergeError::NoDirs);
+    }
+    out.ok_or(MergeError::NoOut)
 }
 
 /// Adds every record of `dirs` to `out` (a later directory's record of a
@@ -83,4 +95,23 @@ pub fn scenarios_of<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Sc
             ScenarioInfo::of_run(&name, description, None, points.iter().map(Vec::as_slice))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merge_needs_its_directories_and_where_they_go() {
+        let (dirs, out) = ([PathBuf::from("shard-1")], Path::new("merged"));
+        assert_eq!(
+            destination(&[], Some(out)).unwrap_err().to_string(),
+            "merge: name the directories of the benches to join, then --out DIR"
+        );
+        assert_eq!(
+            destination(&dirs, None).unwrap_err().to_string(),
+            "merge: --out DIR, the directory of the joined results and report"
+        );
+        assert_eq!(destination(&dirs, Some(out)).unwrap(), out);
+    }
 }

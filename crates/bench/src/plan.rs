@@ -75,6 +75,66 @@ pub struct Request {
     pub max_runs: usize,
 }
 
+/// The quick default's settings of geo-8mbit (a command's `--set`s go
+/// over them).
+const QUICK_SETS: [&str; 4] = [
+    "link.rtt=600ms",
+    "link.ber=[0, 1e-5]",
+    "workload.bytes=10MB",
+    "protocol=[\"linux-cubic\", \"linux-bbr\", \"gw-scps-rate\", \"gw-scps-vegas\"]",
+];
+
+impl Request {
+    /// What a command asks for: `scenarios` with `sets`, `runs` and
+    /// `seed` (default: each scenario's), in `worlds` (default: the
+    /// simulator), in the shard `K/N` named, within `max_runs`. Without a
+    /// scenario, the quick default: geo-8mbit at 600 ms, BER 0 and 1e-5,
+    /// 10 MB over Linux's CUBIC and BBR directly and through the
+    /// gateways' `rate` and `vegas` stacks, in the testbed; `sets` go
+    /// over its settings.
+    pub fn asked(
+        scenarios: &[String],
+        sets: Sets,
+        runs: Option<u32>,
+        seed: Option<u64>,
+        worlds: Option<Vec<World>>,
+        shard: Option<&str>,
+        max_runs: usize,
+    ) -> Result<Request, PlanError> {
+        let quick = scenarios.is_empty();
+        let (scenarios, sets, world) = if quick {
+            let quick_sets = QUICK_SETS.iter().map(|s| {
+                scps_config::sweep::parse_assignment(s).expect("the quick default's settings parse")
+            });
+            (
+                vec!["geo-8mbit".to_owned()],
+                quick_sets.chain(sets).collect(),
+                World::Testbed,
+            )
+        } else {
+            (scenarios.to_vec(), sets, World::Sim)
+        };
+        Ok(Request {
+            scenarios,
+            sets,
+            runs,
+            seed,
+            worlds: worlds.unwrap_or_else(|| vec![world]),
+            shard: shard.map(str::parse).transpose()?,
+            max_runs,
+        })
+    }
+}
+
+/// `--max-runs`: a bound that lets at least one run through.
+pub fn max_runs_of(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("0 would refuse every sweep: at least 1".into()),
+        Ok(runs) => Ok(runs),
+        Err(e) => Err(format!("{text:?}: {e}")),
+    }
+}
+
 /// One run to do.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -630,5 +690,68 @@ ber = 0.5
         for bad in ["0/3", "4/3", "x", "1/1001"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+    }
+
+    fn asked(scenarios: &[&str], sets: &[&str], worlds: Option<Vec<World>>) -> Result<Request, PlanError> {
+        let scenarios: Vec<String> = scenarios.iter().map(|s| s.to_string()).collect();
+        let sets = sets.iter().map(|s| parse_assignment(s).unwrap()).collect();
+        Request::asked(&scenarios, sets, Some(2), Some(9), worlds, Some("2/4"), 30)
+    }
+
+    #[test]
+    fn without_a_scenario_the_quick_default_runs_in_the_testbed_under_the_commands_sets() {
+        let quick = asked(&[], &["workload.bytes=1MB"], None).unwrap();
+        assert_eq!(quick.scenarios, ["geo-8mbit"]);
+        assert_eq!(quick.worlds, [World::Testbed]);
+        let keys: Vec<&str> = quick.sets.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "link.rtt",
+                "link.ber",
+                "workload.bytes",
+                "protocol",
+                "workload.bytes"
+            ],
+            "the command's last, over the default's"
+        );
+        assert_eq!(value_text(&quick.sets[0].1), "600ms");
+        assert_eq!(value_text(&quick.sets[4].1), "1MB");
+        let plan = Plan::new(&quick).unwrap();
+        let stacks: Vec<String> = plan.jobs.iter().map(|j| j.stack.name()).collect();
+        for stack in ["linux-cubic", "linux-bbr", "gw-scps-rate", "gw-scps-vegas"] {
+            assert!(stacks.iter().any(|s| s == stack), "{stack} in {stacks:?}");
+        }
+        let both = asked(&[], &[], Some(vec![World::Sim, World::Testbed])).unwrap();
+        assert_eq!(both.worlds, [World::Sim, World::Testbed], "the world asked for");
+    }
+
+    #[test]
+    fn named_scenarios_run_in_the_simulator_as_asked() {
+        let named = asked(&["t1-geo", "iridium-3ch"], &["link.ber=0"], None).unwrap();
+        assert_eq!(named.scenarios, ["t1-geo", "iridium-3ch"]);
+        assert_eq!(named.worlds, [World::Sim]);
+        assert_eq!(named.sets.len(), 1, "no default's settings");
+        assert_eq!((named.runs, named.seed, named.max_runs), (Some(2), Some(9), 30));
+        assert_eq!(named.shard, Some(Shard { index: 1, count: 4 }));
+        let scenarios = ["t1-geo".to_owned()];
+        let bad_shard = Request::asked(&scenarios, Vec::new(), None, None, None, Some("5/4"), 1).unwrap_err();
+        assert_eq!(
+            bad_shard.to_string(),
+            "--shard 5/4: K/N with 1 <= K <= N <= 1000, such as 2/8"
+        );
+    }
+
+    #[test]
+    fn the_bound_on_runs_lets_one_through_at_least() {
+        assert_eq!(max_runs_of("1"), Ok(1));
+        assert_eq!(
+            max_runs_of("0").unwrap_err(),
+            "0 would refuse every sweep: at least 1"
+        );
+        assert_eq!(
+            max_runs_of("x").unwrap_err(),
+            "\"x\": invalid digit found in string"
+        );
     }
 }

@@ -231,6 +231,14 @@ impl Outcome {
 }
 
 impl Record {
+    /// The record as a line of JSON: as the results file holds it, and as
+    /// `scps bench --json` prints it.
+    pub fn json_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("a record serialises");
+        line.push('\n');
+        line
+    }
+
     /// The figures of a completed run.
     pub fn figures(&self) -> Option<&Figures> {
         match &self.outcome {

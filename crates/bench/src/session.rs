@@ -29,6 +29,14 @@ pub struct BenchRequest {
     pub invocation: Invocation,
 }
 
+impl BenchRequest {
+    /// Where a bench's results go unless told:
+    /// `bench-results/YYYYMMDDTHHMMSSZ`, from the clock.
+    pub fn default_out() -> PathBuf {
+        PathBuf::from("bench-results").join(report::utc_now().replace(['-', ':'], ""))
+    }
+}
+
 /// What made a report, for its provenance.
 #[derive(Debug, Clone)]
 pub struct Invocation {
@@ -36,6 +44,16 @@ pub struct Invocation {
     pub command: String,
     /// The version of the program.
     pub version: String,
+}
+
+impl Invocation {
+    /// This process's command line, and `version`, the program's.
+    pub fn of_this_process(version: &str) -> Invocation {
+        Invocation {
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            version: version.to_owned(),
+        }
+    }
 }
 
 /// What a bench tells its observer, in the order it happens.
@@ -187,8 +205,13 @@ pub fn execute(request: &BenchRequest, observer: &mut impl Observer) -> Result<B
 
 /// Joins the records of `dirs` (a later directory's record of a run
 /// wins) and their captures in `out`, and writes the report of all `out`
-/// then holds.
-pub fn merge_dirs(dirs: &[PathBuf], out: &Path, invocation: &Invocation) -> Result<BenchOutcome, BenchError> {
+/// then holds; both must be named.
+pub fn merge_dirs(
+    dirs: &[PathBuf],
+    out: Option<&Path>,
+    invocation: &Invocation,
+) -> Result<BenchOutcome, BenchError> {
+    let out = merge::destination(dirs, out)?;
     let store = merge::merge(dirs, out)?;
     let records: Vec<&Record> = store.records.values().collect();
     let scenarios = merge::scenarios_of(records.iter().copied());
@@ -256,4 +279,23 @@ fn report_of(
         runs: records.len(),
         failed: records.iter().filter(|r| r.cause().is_some()).count(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_go_by_default_under_the_time_the_bench_began() {
+        let out = BenchRequest::default_out();
+        let stamp = out.strip_prefix("bench-results").unwrap().to_str().unwrap();
+        assert_eq!(stamp.len(), "YYYYMMDDTHHMMSSZ".len(), "{stamp}");
+        assert_eq!((&stamp[8..9], &stamp[15..]), ("T", "Z"), "{stamp}");
+        assert!(
+            stamp[..8]
+                .chars()
+                .chain(stamp[9..15].chars())
+                .all(|c| c.is_ascii_digit())
+        );
+    }
 }

@@ -150,10 +150,8 @@ impl Appender {
 
     /// Writes one record, whole, on a line of its own.
     pub fn append(&mut self, record: &Record) -> Result<(), StoreError> {
-        let mut line = serde_json::to_string(record).expect("a record serialises");
-        line.push('\n');
         self.file
-            .write_all(line.as_bytes())
+            .write_all(record.json_line().as_bytes())
             .and_then(|()| self.file.flush())
             .map_err(|error| StoreError::Io {
                 path: self.path.clone(),

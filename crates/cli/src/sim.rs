@@ -3,12 +3,13 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
 use scps_config::Scenario;
 use scps_config::sweep::parse_assignment;
 use scps_sim::sweep::{self, Captures, SweepError};
-use scps_sim::{RunFailure, RunRecord, RunResult};
+use scps_sim::{RunRecord, RunResult};
+
+pub use scps_sim::sweep::Completion;
 
 #[derive(Debug, Args)]
 #[command(
@@ -59,11 +60,7 @@ pub struct SweepArgs {
 impl SweepArgs {
     /// `--set`s, parsed, in order.
     pub fn assignments(&self) -> anyhow::Result<scps_bench::plan::Sets> {
-        Ok(self
-            .sets
-            .iter()
-            .map(|s| parse_assignment(s))
-            .collect::<Result<Vec<_>, _>>()?)
+        self.sets.iter().map(|s| Ok(parse_assignment(s)?)).collect()
     }
 
     /// Simulations to run at once: `--jobs`, else one per CPU.
@@ -74,26 +71,9 @@ impl SweepArgs {
     }
 }
 
-/// Whether every run completed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Completion {
-    All,
-    SomeFailed { failed: usize, total: usize },
-}
-
-impl Completion {
-    /// Of `total` runs, `failed` did not complete.
-    pub fn of(failed: usize, total: usize) -> Completion {
-        match failed {
-            0 => Completion::All,
-            failed => Completion::SomeFailed { failed, total },
-        }
-    }
-}
-
 pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
     if let Some(path) = &args.pcap {
-        check_capture_path(path)?;
+        sweep::check_capture_path(path)?;
     }
     let scenario = Scenario::load(&args.scenario, &args.sweep.assignments()?)?;
     let runs = args.sweep.runs.unwrap_or(scenario.runs);
@@ -104,15 +84,8 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
         at: args.pcap_at.as_deref(),
     });
     let plan = sweep::plan(&scenario, runs, first_seed, captures);
-    // An interface that some point's topology does not have, or an
-    // unwritable capture file, stops the command before any run starts.
-    if let Some(at) = &args.pcap_at {
-        for point in &scenario.points {
-            point.topology.find("--pcap-at", at)?;
-        }
-    }
-    for path in plan.iter().filter_map(|run| run.options.capture.as_ref()) {
-        std::fs::File::create(path).with_context(|| format!("cannot write capture {}", path.display()))?;
+    if let Some(captures) = captures {
+        captures.prepare(&scenario, &plan)?;
     }
     let workers = args.sweep.workers().clamp(1, plan.len().max(1));
     let json = args.json;
@@ -123,7 +96,7 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
         Ok(())
     };
     let results: Vec<RunResult> = sweep::run_in_order(&plan, workers, print)
-        .map_err(explain)?
+        .map_err(SweepError::into_reported)?
         .into_iter()
         .map(|record| record.totals)
         .collect();
@@ -136,42 +109,4 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
     }
     let failed = results.iter().filter(|r| r.error.is_some()).count();
     Ok(Completion::of(failed, results.len()))
-}
-
-/// A sweep's failure as the command says it: a run that could not be set
-/// up with its causes, a panic as the bug it is.
-fn explain(error: SweepError<anyhow::Error>) -> anyhow::Error {
-    match error {
-        SweepError::Run {
-            seed,
-            point,
-            failure: RunFailure::Setup(error),
-        } => anyhow::Error::new(error).context(format!("run with seed {seed} at {point}")),
-        SweepError::Run {
-            seed,
-            point,
-            failure: RunFailure::Panic(message),
-        } => anyhow::anyhow!(
-            "run with seed {seed} at {point} panicked: {message} (a bug: please report it with this command)"
-        ),
-        SweepError::Deliver(error) => error,
-        other @ (SweepError::Thread | SweepError::Incomplete) => anyhow::anyhow!("{other}"),
-    }
-}
-
-/// `--pcap` names a file: one that exists must be a regular file. A
-/// device or FIFO would take a single run's capture somewhere it cannot
-/// be read back, and for several runs the numbered names would be made
-/// beside it (`/dev/full-0`...).
-fn check_capture_path(path: &std::path::Path) -> anyhow::Result<()> {
-    match std::fs::metadata(path) {
-        Ok(metadata) if metadata.is_dir() => {
-            anyhow::bail!("--pcap {} is a directory: name a file", path.display())
-        }
-        Ok(metadata) if !metadata.is_file() => anyhow::bail!(
-            "--pcap {} is not a regular file (a device, FIFO or socket): name a file",
-            path.display()
-        ),
-        _ => Ok(()),
-    }
 }

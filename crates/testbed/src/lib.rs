@@ -23,6 +23,7 @@ mod namespace;
 mod process;
 mod topology;
 pub mod tshark;
+pub mod user_namespace;
 
 use std::ffi::{OsStr, OsString};
 use std::net::IpAddr;
