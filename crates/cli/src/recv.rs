@@ -1,19 +1,18 @@
-//! `scps recv (--udp BIND | --tun NAME --addr A/P | --tcp) [--port P] [--output FILE] [--once]`
+//! `scps recv (--udp ADDR:PORT | --tun NAME --addr A/P | --tcp) [--port P] [--output FILE] [--once]`
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use clap::Args;
 use scps_config::Direction;
-use scps_transfer::recv::{ServeOptions, Served};
-use scps_transfer::{DEFAULT_BACKLOG, News, Stack, StackOptions, Tell, Transport};
+use scps_node::address_text::parse_bind_socket;
+use scps_transfer::recv::ServeOptions;
+use scps_transfer::{DEFAULT_BACKLOG, Role, Stack, StackOptions, Transport};
 use scps_workload::files;
 
-use crate::transfer::args::{CommonArgs, parse_bind_socket, parse_time};
-use crate::transfer::{Outcome, interrupts, print_report};
+use crate::transfer::args::{CommonArgs, parse_time};
+use crate::transfer::{Outcome, say, teller};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -64,25 +63,6 @@ pub struct RecvArgs {
 }
 
 impl RecvArgs {
-    fn transport(&self) -> Transport {
-        if let Some(bundle) = self.common.bundle_transport() {
-            bundle
-        } else if let Some(bind) = self.udp {
-            Transport::Udp {
-                bind,
-                peer: None,
-                encapsulation: self.common.encapsulation(),
-            }
-        } else if let Some(name) = &self.common.tun {
-            Transport::Tun {
-                name: name.clone(),
-                addrs: self.common.addrs.clone(),
-            }
-        } else {
-            self.common.kernel_transport()
-        }
-    }
-
     fn serve_options(&self) -> ServeOptions {
         ServeOptions {
             port: self.port,
@@ -97,85 +77,25 @@ impl RecvArgs {
 }
 
 pub fn main(args: RecvArgs) -> anyhow::Result<Outcome> {
-    if args.udp.is_none()
-        && args.common.tun.is_none()
-        && !args.common.kernel()
-        && args.common.bundle_transport().is_none()
-    {
-        bail!(
-            "choose a path: --udp ADDR:PORT, --channel SPEC (repeated), --bundle, --tun NAME --addr ADDRESS/PREFIX, or --tcp"
-        );
-    }
-    if args.common.encapsulation.is_some() && args.udp.is_none() {
-        bail!("--encapsulation wraps the UDP path's packets: it needs --udp ADDR:PORT");
-    }
+    let transport = args.common.path(args.udp, None).transport(Role::Receiver)?;
     if let Some(output) = &args.output {
         files::check_output(output)?;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the runtime")?;
-    runtime.block_on(run(args))
+    scps_transfer::runtime()?.block_on(run(args, transport))
 }
 
-async fn run(args: RecvArgs) -> anyhow::Result<Outcome> {
-    let mut interrupt = interrupts()?;
+async fn run(args: RecvArgs, transport: Transport) -> anyhow::Result<Outcome> {
+    let mut interrupt = scps_transfer::interrupts()?;
     let options = StackOptions {
         backlog: args.backlog,
         ..args.common.stack_options(Duration::from_secs(20))
     };
-    let stack = Stack::start(&args.transport(), &options, Direction::Reverse)?;
-    let (json, max_connections) = (args.common.json, args.max_connections);
-    let tell: Tell = Arc::new(move |news| say(news, json, max_connections));
+    let stack = Stack::start(&transport, &options, Direction::Reverse)?;
+    // Where it listens and what it did on its own on standard error; each
+    // connection's report on standard output.
+    let tell = teller(args.common.json);
     let served = scps_transfer::recv::serve(&stack, &args.serve_options(), &mut interrupt, &tell).await?;
-    let outcome = match served {
-        Served::Complete => Outcome::Complete,
-        Served::Failed => Outcome::Failed,
-        Served::Interrupted { reset } => {
-            if reset > 0 {
-                eprintln!("scps recv: interrupted; {reset} connection(s) reset and no partial file kept");
-            }
-            Outcome::Interrupted
-        }
-    };
+    say(served.said(), args.common.json);
     stack.close().await?;
-    Ok(outcome)
-}
-
-/// What a receiver says as it serves: on standard error where it listens
-/// and what it did on its own; each connection's report on standard
-/// output.
-fn say(news: News, json: bool, max_connections: u16) {
-    match news {
-        // Scripts (and the tests) read this line to learn the ports.
-        News::Listening {
-            path,
-            port,
-            udp,
-            channels,
-        } => match (udp, channels) {
-            (Some(udp), _) => eprintln!("scps recv: {path} listening on port {port} (UDP {udp})"),
-            (None, Some(channels)) => eprintln!(
-                "scps recv: {path} listening on port {port} (channels {})",
-                channels
-                    .iter()
-                    .map(|c| format!("{} -> {}", c.local, c.peer))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            (None, None) => eprintln!("scps recv: {path} listening on port {port}"),
-        },
-        News::StaleRemoved(stale) => eprintln!(
-            "scps recv: removed {}, left by a receiver that is gone",
-            stale.display()
-        ),
-        News::Refused { peer } => eprintln!(
-            "scps recv: reset a connection from {peer}: {max_connections} are being served already \
-             (--max-connections)"
-        ),
-        News::Report(report) => print_report(&report, json),
-        News::Unknown(why) => eprintln!("scps: {why}"),
-    }
+    Ok(served.outcome())
 }

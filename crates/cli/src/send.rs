@@ -1,22 +1,18 @@
-//! `scps send TO (--udp PEER | --tun NAME --addr A/P | --tcp) WORKLOAD`
+//! `scps send TO (--udp PEER:PORT | --tun NAME --addr A/P | --tcp) WORKLOAD`
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use clap::Args;
 use scps_config::Direction;
 use scps_config::units::{Bytes, Rate};
-use scps_transfer::send::{Sent, Workload};
-use scps_transfer::{Encapsulation, News, RI_UDP_PORT, Stack, Tell, Transport};
-use scps_workload::bulk::Source;
-use scps_workload::files;
-use scps_workload::hello::{Flow, Hello};
+use scps_node::address_text::{parse_bind_socket, parse_host_socket};
+use scps_transfer::send::{Workload, WorkloadChoice};
+use scps_transfer::{Role, Stack, Transport};
 
-use crate::transfer::args::{CommonArgs, parse_bind_socket, parse_host_socket, parse_time};
-use crate::transfer::{Outcome, interrupts, print_report};
+use crate::transfer::args::{CommonArgs, parse_time};
+use crate::transfer::{Outcome, say, teller};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -98,171 +94,42 @@ pub struct SendArgs {
     connect_timeout: Duration,
 }
 
-fn flow(size: Bytes, rate: Rate, what: &str) -> anyhow::Result<Flow> {
-    let flow = Flow {
-        size: usize::try_from(size.0).unwrap_or(usize::MAX),
-        rate_bps: rate.0,
-    };
-    flow.check(what).map_err(anyhow::Error::msg)?;
-    Ok(flow)
-}
-
 impl SendArgs {
-    fn transport(&self) -> Transport {
-        if let Some(bundle) = self.common.bundle_transport() {
-            bundle
-        } else if let Some(peer) = self.udp {
-            let encapsulation = self.common.encapsulation();
-            // The RI's encapsulation uses its port both ways.
-            let port = match encapsulation {
-                Encapsulation::Ri => RI_UDP_PORT,
-                Encapsulation::Scps => 0,
-            };
-            let any = if peer.is_ipv4() {
-                SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), port)
-            } else {
-                SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), port)
-            };
-            Transport::Udp {
-                bind: self.udp_bind.unwrap_or(any),
-                peer: Some(peer),
-                encapsulation,
-            }
-        } else if let Some(name) = &self.common.tun {
-            Transport::Tun {
-                name: name.clone(),
-                addrs: self.common.addrs.clone(),
-            }
-        } else {
-            self.common.kernel_transport()
+    fn workload_choice(&self) -> WorkloadChoice {
+        WorkloadChoice {
+            bytes: self.bytes,
+            fetch: self.fetch,
+            file: self.file.clone(),
+            both_ways: self.both_ways,
+            raw: self.raw,
+            messages: self.messages,
+            echo: self.echo,
+            size: self.size,
+            rate: self.rate,
+            duration: self.duration,
+            two_way: self.two_way,
+            reverse_size: self.reverse_size,
+            reverse_rate: self.reverse_rate,
+            nagle: self.nagle,
+            seed: self.seed,
         }
-    }
-
-    fn workload(&self) -> anyhow::Result<Workload> {
-        if self.both_ways && (self.raw || (self.bytes.is_none() && self.file.is_none())) {
-            bail!("--both-ways makes a bulk transfer two-way: give it with --bytes or --file, without --raw");
-        }
-        let bulk = |source| match self.raw {
-            true => Workload::Raw(source),
-            false => Workload::Bulk {
-                source,
-                both_ways: self.both_ways,
-            },
-        };
-        if self.nagle && !self.messages && !self.echo {
-            bail!("--nagle keeps small messages waiting: give it with --messages or --echo");
-        }
-        if let Some(bytes) = self.bytes {
-            if bytes.0 == 0 {
-                bail!("--bytes 0: nothing to send; give at least 1 byte");
-            }
-            return Ok(bulk(Source::Generated {
-                bytes: bytes.0,
-                seed: self.seed,
-            }));
-        }
-        if !self.messages
-            && !self.echo
-            && (self.size.is_some() || self.rate.is_some() || self.duration.is_some())
-        {
-            bail!("--size, --rate and --duration describe messages: give --messages or --echo with them");
-        }
-        if self.echo {
-            let (Some(size), Some(rate), Some(duration)) = (self.size, self.rate, self.duration) else {
-                bail!("--echo needs --size, --rate and --duration");
-            };
-            let hello = Hello::Echo {
-                flow: flow(size, rate, "--size/--rate:")?,
-                duration_s: duration.as_secs_f64(),
-                seed: self.seed,
-                nagle: self.nagle,
-            };
-            hello.check().map_err(anyhow::Error::msg)?;
-            return Ok(Workload::Named(hello));
-        }
-        if let Some(bytes) = self.fetch {
-            let hello = Hello::Fetch {
-                bytes: bytes.0,
-                seed: self.seed,
-            };
-            hello
-                .check()
-                .map_err(|e| anyhow::anyhow!("--fetch {bytes}: {e}"))?;
-            return Ok(Workload::Named(hello));
-        }
-        if let Some(file) = &self.file {
-            files::check_source(file)?;
-            return Ok(bulk(Source::File(file.clone())));
-        }
-        if self.messages {
-            let (Some(size), Some(rate), Some(duration)) = (self.size, self.rate, self.duration) else {
-                bail!("--messages needs --size, --rate and --duration");
-            };
-            let forward = flow(size, rate, "--size/--rate:")?;
-            let reverse = self
-                .two_way
-                .then(|| {
-                    flow(
-                        self.reverse_size.unwrap_or(size),
-                        self.reverse_rate.unwrap_or(rate),
-                        "--reverse-size/--reverse-rate:",
-                    )
-                })
-                .transpose()?;
-            let hello = Hello::Messages {
-                forward,
-                reverse,
-                duration_s: duration.as_secs_f64(),
-                seed: self.seed,
-                nagle: self.nagle,
-            };
-            hello.check().map_err(anyhow::Error::msg)?;
-            return Ok(Workload::Named(hello));
-        }
-        bail!("nothing to send: give --bytes SIZE, --file FILE, --fetch SIZE or --messages")
     }
 }
 
 pub fn main(args: SendArgs) -> anyhow::Result<Outcome> {
-    if args.udp.is_none()
-        && args.common.tun.is_none()
-        && !args.common.kernel()
-        && args.common.bundle_transport().is_none()
-    {
-        bail!(
-            "choose a path: --udp PEER:PORT, --channel SPEC (repeated), --bundle, --tun NAME --addr ADDRESS/PREFIX, or --tcp"
-        );
-    }
-    if args.udp_bind.is_some() && args.udp.is_none() {
-        // clap's `requires` does not hold here, the path being one of a
-        // group: said plainly rather than ignored.
-        bail!("--udp-bind binds the UDP path: it needs --udp PEER:PORT");
-    }
-    if args.common.encapsulation.is_some() && args.udp.is_none() {
-        bail!("--encapsulation wraps the UDP path's packets: it needs --udp PEER:PORT");
-    }
-    let workload = args.workload()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the runtime")?;
-    runtime.block_on(run(args, workload))
+    let transport = args
+        .common
+        .path(args.udp, args.udp_bind)
+        .transport(Role::Sender)?;
+    let workload = args.workload_choice().workload()?;
+    scps_transfer::runtime()?.block_on(run(args, transport, workload))
 }
 
-async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
-    let mut interrupt = interrupts()?;
-    let stack = Stack::start(
-        &args.transport(),
-        &args.common.stack_options(args.connect_timeout),
-        Direction::Forward,
-    )?;
-    // A sender is told only of figures its stack cannot give.
-    let tell: Tell = Arc::new(|news| {
-        if let News::Unknown(why) = news {
-            eprintln!("scps: {why}");
-        }
-    });
+async fn run(args: SendArgs, transport: Transport, workload: Workload) -> anyhow::Result<Outcome> {
+    let mut interrupt = scps_transfer::interrupts()?;
+    let options = args.common.stack_options(args.connect_timeout);
+    let stack = Stack::start(&transport, &options, Direction::Forward)?;
+    let tell = teller(args.common.json);
     let sent = match scps_transfer::send::run(&stack, args.to, &workload, &mut interrupt, &tell).await {
         Ok(sent) => sent,
         Err(err) => {
@@ -270,24 +137,8 @@ async fn run(args: SendArgs, workload: Workload) -> anyhow::Result<Outcome> {
             return Err(err);
         }
     };
-    let outcome = match sent {
-        Sent::Report(report) => {
-            print_report(&report, args.common.json);
-            if report.failed() {
-                Outcome::Failed
-            } else {
-                Outcome::Complete
-            }
-        }
-        Sent::InterruptedConnecting => {
-            eprintln!("scps send: interrupted while connecting");
-            Outcome::Interrupted
-        }
-        Sent::Interrupted => {
-            eprintln!("scps send: interrupted; the connection was reset so the receiver knows");
-            Outcome::Interrupted
-        }
-    };
+    let outcome = sent.outcome();
+    say(sent.said(), args.common.json);
     stack.close().await?;
     Ok(outcome)
 }

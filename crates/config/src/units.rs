@@ -31,6 +31,9 @@ pub enum UnitError {
         text: String,
         allowed: &'static str,
     },
+    /// Zero where only more will do (a period, a timeout).
+    #[error("{text:?}: expected a {kind} above 0")]
+    Zero { kind: &'static str, text: String },
 }
 
 impl UnitError {
@@ -181,6 +184,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         return Err(UnitError::out_of_range("duration", text, TIME_RANGE));
     }
     Ok(Duration::from_secs_f64(total))
+}
+
+/// Parses a duration as [`parse_duration`] does, refusing zero.
+pub fn parse_positive_duration(text: &str) -> Result<Duration, UnitError> {
+    match parse_duration(text)? {
+        zero if zero.is_zero() => Err(UnitError::Zero {
+            kind: "duration",
+            text: text.into(),
+        }),
+        time => Ok(time),
+    }
 }
 
 /// Writes a duration the way [`parse_duration`] reads it.
@@ -379,6 +393,22 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "invalid duration \"5 fortnights\": expected a number with a unit, such as 250us, 600ms, 1.5s, 10min or 2h"
+        );
+    }
+
+    #[test]
+    fn positive_durations_refuse_zero_in_any_unit() {
+        assert_eq!(parse_positive_duration("1ms"), Ok(Duration::from_millis(1)));
+        for zero in ["0s", "0ms", "0.0min"] {
+            assert_eq!(
+                parse_positive_duration(zero).unwrap_err().to_string(),
+                format!("{zero:?}: expected a duration above 0")
+            );
+        }
+        assert_eq!(
+            parse_positive_duration("0"),
+            parse_duration("0").map(|_| Duration::ZERO),
+            "a spelling mistake is said as one"
         );
     }
 

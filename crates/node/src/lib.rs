@@ -14,11 +14,13 @@
 //!
 //! This crate is the vocabulary those pieces share and depends on nothing
 //! of ours: [`time::Instant`], [`InterfaceId`], [`IpPrefix`], which
-//! addresses are a host's ([`is_host_address`]), the [`Tap`] that
+//! addresses are a host's ([`is_host_address`]) and how options write
+//! them ([`address_text`]), the [`Tap`] that
 //! watches an interface, a [`PerSecond`] bound on answers to floods, and
 //! tables that give back their room once mostly empty ([`ShrinkWhenSparse`]),
 //! and the Internet checksum ([`checksum::Checksum`]).
 
+pub mod address_text;
 pub mod budget;
 pub mod checksum;
 mod host_address;

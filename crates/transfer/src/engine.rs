@@ -26,12 +26,24 @@ pub struct EngineOptions {
 /// Unanswered keepalive probes after which a connection is given up.
 const KEEPALIVE_PROBES: u32 = 3;
 
+/// The tools' keepalive unless `--keepalive` or `tcp.keepalive` says.
+const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
+
 /// Keepalive probes every `every` after as long idle, 3 of them.
 pub fn keepalive_every(every: Duration) -> Keepalive {
     Keepalive {
         idle: every,
         interval: every,
         probes: KEEPALIVE_PROBES,
+    }
+}
+
+/// The tool's keepalive: probes every `given` (`--keepalive`), else every
+/// 15 s unless a key of the configuration says otherwise.
+pub fn tool_keepalive(given: Option<Duration>) -> ToolKeepalive {
+    match given {
+        Some(every) => ToolKeepalive::Given(keepalive_every(every)),
+        None => ToolKeepalive::Default(keepalive_every(DEFAULT_KEEPALIVE)),
     }
 }
 
@@ -82,5 +94,24 @@ impl EngineOptions {
         match self.keepalive {
             ToolKeepalive::Default(k) | ToolKeepalive::Given(k) => k,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tools_keepalive_is_given_or_every_15_s_three_probes() {
+        let every = |seconds| Keepalive {
+            idle: Duration::from_secs(seconds),
+            interval: Duration::from_secs(seconds),
+            probes: 3,
+        };
+        assert_eq!(tool_keepalive(None), ToolKeepalive::Default(every(15)));
+        assert_eq!(
+            tool_keepalive(Some(Duration::from_secs(4))),
+            ToolKeepalive::Given(every(4))
+        );
     }
 }

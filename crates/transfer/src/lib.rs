@@ -6,9 +6,11 @@
 //! [`Stack`] starts either stack from a [`Transport`] and
 //! [`StackOptions`], and connects or listens; [`send::run`] runs a
 //! sender's session on one connection and [`recv::serve`] serves a
-//! receiver's connections, each with its report. The `scps` binary
-//! parses the options into these types, says what [`News`] tells, and
-//! prints the reports.
+//! receiver's connections, each with its report. The options of the
+//! `scps` binary choose a [`PathChoice`] and a [`send::WorkloadChoice`],
+//! which give the transport and the workload or refuse; what [`News`],
+//! [`send::Sent`] and [`recv::Served`] tell is [`Said`] here, and ends
+//! in an [`Outcome`].
 
 mod acceptor;
 mod bundle;
@@ -17,8 +19,11 @@ mod engine;
 pub mod error_text;
 mod kernel;
 mod kernel_congestion;
+mod path_choice;
 mod progress;
 pub mod recv;
+mod runtime;
+mod said;
 pub mod send;
 mod stack;
 mod transport;
@@ -32,7 +37,10 @@ use scps_workload::report::{BundleChannelFigures, Report};
 
 pub use acceptor::Acceptor;
 pub use conn::{Abort, Conn};
-pub use engine::{EngineOptions, keepalive_every};
+pub use engine::{EngineOptions, keepalive_every, tool_keepalive};
+pub use path_choice::{PathChoice, Role};
+pub use runtime::{interrupts, runtime};
+pub use said::{Outcome, Said};
 pub use stack::{DEFAULT_BACKLOG, Stack, StackOptions};
 pub use transport::{Encapsulation, RI_UDP_PORT, Transport};
 
@@ -52,8 +60,8 @@ pub enum News {
     /// receiver that is gone.
     StaleRemoved(PathBuf),
     /// A receiver reset a connection from `peer`: it serves as many as it
-    /// may already.
-    Refused { peer: String },
+    /// may already (`serving`).
+    Refused { peer: String, serving: u16 },
     /// A receiver served a connection: its report.
     Report(Box<Report>),
     /// A figure of a connection is not known, and why.

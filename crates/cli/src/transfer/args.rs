@@ -2,15 +2,14 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Args;
-use scps_config::units::parse_duration;
-
 use scps_config::bundle::BundleChannel;
-use scps_config::stack::ToolKeepalive;
-
-use scps_transfer::{DEFAULT_BACKLOG, EngineOptions, StackOptions, Transport, keepalive_every};
+use scps_config::units::{parse_duration, parse_positive_duration};
+use scps_node::address_text::parse_address_prefix;
+use scps_transfer::{DEFAULT_BACKLOG, EngineOptions, PathChoice, StackOptions, tool_keepalive};
 
 #[derive(Debug, Args)]
 pub struct CommonArgs {
@@ -20,7 +19,7 @@ pub struct CommonArgs {
     pub tun: Option<String>,
     /// With --tun: an address of our stack and the prefix routed to the
     /// device, e.g. 10.9.0.2/24 or fd09::2/64 (repeatable).
-    #[arg(long = "addr", value_name = "ADDRESS/PREFIX", value_parser = parse_prefix, requires = "tun")]
+    #[arg(long = "addr", value_name = "ADDRESS/PREFIX", value_parser = parse_address_prefix, requires = "tun")]
     pub addrs: Vec<(IpAddr, u8)>,
     /// The kernel's TCP instead of our stack, to measure it the same way;
     /// `--tcp=CONTROLLER` sets its congestion control (TCP_CONGESTION:
@@ -47,7 +46,7 @@ pub struct CommonArgs {
     /// `local=ADDR:PORT,peer=ADDR:PORT,rate=RATE[,device=NAME]` (its
     /// nominal rate; `device` sends it by that interface). The scheduler's
     /// settings are the `link.bond_*` keys (--set or --config).
-    #[arg(long = "channel", value_name = "SPEC", value_parser = parse_channel, group = "path")]
+    #[arg(long = "channel", value_name = "SPEC", value_parser = BundleChannel::from_str, group = "path")]
     pub channels: Vec<BundleChannel>,
     /// Our stack on the bundle of --config's [bundle] section.
     #[arg(long, group = "path", requires = "config")]
@@ -88,16 +87,13 @@ pub struct CommonArgs {
     /// (RFC 1122 4.2.3.6 keepalive, on either stack): a peer that vanished
     /// mid-transfer ends the test with an error instead of a wait forever.
     /// Default 15s; for our stack, `tcp.keepalive` may say it instead.
-    #[arg(long, value_name = "DURATION", value_parser = parse_positive_time)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub keepalive: Option<Duration>,
     /// One JSON object (the field names of `scps sim --json`) instead of
     /// text.
     #[arg(long)]
     pub json: bool,
 }
-
-/// The tools' keepalive unless `--keepalive` or `tcp.keepalive` says.
-const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(15);
 
 impl CommonArgs {
     pub fn stack_options(&self, connect_timeout: Duration) -> StackOptions {
@@ -108,50 +104,35 @@ impl CommonArgs {
                 stack: self.stack.clone(),
                 sets: self.sets.clone(),
                 channels: self.channels.clone(),
-                keepalive: match self.keepalive {
-                    Some(every) => ToolKeepalive::Given(keepalive_every(every)),
-                    None => ToolKeepalive::Default(keepalive_every(DEFAULT_KEEPALIVE)),
-                },
+                keepalive: tool_keepalive(self.keepalive),
             },
             connect_timeout,
             backlog: DEFAULT_BACKLOG,
         }
     }
 
-    /// Our stack on a bundle, if --channel or --bundle says so.
-    pub fn bundle_transport(&self) -> Option<Transport> {
-        (!self.channels.is_empty() || self.bundle).then(|| Transport::Bundle {
-            hook: self.bundle_hook.clone(),
-        })
-    }
-
-    /// Whether the kernel's TCP carries the test.
-    pub fn kernel(&self) -> bool {
-        self.tcp.is_some()
-    }
-
-    /// The kernel's TCP, with the congestion control `--tcp=CONTROLLER`
-    /// names (bare `--tcp`: the system's default).
-    pub fn kernel_transport(&self) -> Transport {
-        Transport::Tcp {
-            congestion: self.tcp.clone().filter(|name| !name.is_empty()),
-        }
-    }
-
-    /// How `--encapsulation` wraps the UDP path's packets.
-    pub fn encapsulation(&self) -> scps_transfer::Encapsulation {
-        match self.encapsulation.unwrap_or_default() {
-            Encapsulation::Scps => scps_transfer::Encapsulation::Scps,
-            Encapsulation::Ri => scps_transfer::Encapsulation::Ri,
+    /// The path chosen, with a sender's `--udp-bind`: `udp` is `--udp`.
+    pub fn path(&self, udp: Option<SocketAddr>, udp_bind: Option<SocketAddr>) -> PathChoice {
+        PathChoice {
+            udp,
+            udp_bind,
+            tun: self.tun.clone(),
+            addrs: self.addrs.clone(),
+            tcp: self.tcp.clone(),
+            encapsulation: self.encapsulation.map(|kind| match kind {
+                Encapsulation::Scps => scps_transfer::Encapsulation::Scps,
+                Encapsulation::Ri => scps_transfer::Encapsulation::Ri,
+            }),
+            bundle: self.bundle || !self.channels.is_empty(),
+            bundle_hook: self.bundle_hook.clone(),
         }
     }
 }
 
 /// `--encapsulation`: how the UDP path wraps our packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Encapsulation {
     /// Ours: the IP packet and a CRC-32C of it.
-    #[default]
     Scps,
     /// The SCPS RI's: an IPv4 packet carrying SCPS-TP as IP protocol 106,
     /// alone in the datagram, UDP port 7168 both ways
@@ -159,69 +140,7 @@ pub enum Encapsulation {
     Ri,
 }
 
-pub fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {
-    let (addr, prefix) = text
-        .split_once('/')
-        .ok_or_else(|| format!("{text:?}: expected ADDRESS/PREFIX, such as 10.9.0.2/24 or fd09::2/64"))?;
-    let addr: IpAddr = addr.parse().map_err(|e| format!("{addr:?}: {e}"))?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix: u8 = prefix
-        .parse()
-        .ok()
-        .filter(|p| *p <= max)
-        .ok_or_else(|| format!("prefix length {prefix:?}: expected 0 to {max}"))?;
-    Ok((addr, prefix))
-}
-
-/// A host's address and port to send to: `scps send`'s receiver and
-/// `--udp` peer (a group or the broadcast address is no peer of TCP's).
-pub fn parse_host_socket(text: &str) -> Result<SocketAddr, String> {
-    let addr: SocketAddr = text.parse().map_err(|e| format!("{text:?}: {e}"))?;
-    if !scps_node::is_host_socket(addr) {
-        return Err(format!(
-            "{addr}: expected a host's address (not multicast, broadcast or unspecified) and a port above 0"
-        ));
-    }
-    Ok(addr)
-}
-
-/// A local UDP address to bind: one of this host's, or the unspecified
-/// address for any (a group's would wait for datagrams no peer sends).
-pub fn parse_bind_socket(text: &str) -> Result<SocketAddr, String> {
-    let addr: SocketAddr = text.parse().map_err(|e| format!("{text:?}: {e}"))?;
-    if !(scps_node::is_host_address(addr.ip()) || addr.ip().is_unspecified()) {
-        return Err(format!(
-            "{addr}: expected an address of this host, or 0.0.0.0 or [::] for any (not a multicast group or the broadcast address)"
-        ));
-    }
-    Ok(addr)
-}
-
-fn parse_channel(text: &str) -> Result<BundleChannel, String> {
-    text.parse().map_err(|e: scps_config::Error| e.to_string())
-}
-
+/// A duration as `scps sim`'s scenarios write it, e.g. 60s or 1.5min.
 pub fn parse_time(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
-}
-
-fn parse_positive_time(text: &str) -> Result<Duration, String> {
-    match parse_time(text)? {
-        zero if zero.is_zero() => Err(format!("{text:?}: expected a duration above 0")),
-        time => Ok(time),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prefixes_parse_and_bad_ones_are_named() {
-        assert_eq!(parse_prefix("10.9.0.2/24"), Ok(("10.9.0.2".parse().unwrap(), 24)));
-        assert_eq!(parse_prefix("fd09::2/64"), Ok(("fd09::2".parse().unwrap(), 64)));
-        assert!(parse_prefix("10.9.0.2").unwrap_err().contains("ADDRESS/PREFIX"));
-        assert!(parse_prefix("10.9.0.2/33").unwrap_err().contains("0 to 32"));
-        assert!(parse_prefix("10.9.0/24").is_err());
-    }
 }

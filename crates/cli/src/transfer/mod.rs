@@ -1,49 +1,42 @@
-//! `scps send` and `scps recv`: the options they share, the reports and
-//! exit statuses; `scps-transfer` runs the stacks and the sessions.
+//! `scps send` and `scps recv`: the options they share, what they say and
+//! their exit statuses; `scps-transfer` runs the stacks and the sessions.
 
 pub mod args;
 
-use anyhow::Context;
+use std::io::Write;
+use std::sync::Arc;
 
-/// Ctrl-C (SIGINT), from the moment this is called on. A
-/// `tokio::signal::ctrl_c()` future per `select!` would only listen from
-/// its first poll, and a signal that came before (while a busy transfer
-/// was still being polled, say) would be lost.
-pub fn interrupts() -> anyhow::Result<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .context("cannot listen for Ctrl-C (SIGINT)")
-}
+pub use scps_transfer::{Outcome, interrupts};
+use scps_transfer::{Said, Tell};
 
-/// Writes a report to standard output. A reader that has gone (`scps send
-/// | head -n 1`) is no error; any other failure to write is said.
-pub fn print_report(report: &scps_workload::report::Report, json: bool) {
-    use std::io::Write;
-    let written = writeln!(std::io::stdout().lock(), "{}", report.render(json));
-    if let Err(error) = written
-        && error.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        eprintln!("scps: cannot write the report: {error}");
+/// Says `said`: a line on standard error, a report on standard output. A
+/// reader of the reports that has gone (`scps send | head -n 1`) is no
+/// error; any other failure to write one is said.
+pub fn say(said: Said, json: bool) {
+    match said {
+        Said::Nothing => {}
+        Said::Line(line) => eprintln!("{line}"),
+        Said::Report(report) => {
+            let written = writeln!(std::io::stdout().lock(), "{}", report.render(json));
+            if let Err(error) = written
+                && error.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                eprintln!("scps: cannot write the report: {error}");
+            }
+        }
     }
 }
 
-/// Exit status of `scps send` and `scps recv`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Everything arrived and checked.
-    Complete,
-    /// The transfer failed or did not verify (reported).
-    Failed,
-    /// Ctrl-C.
-    Interrupted,
+/// Says what a transfer tells as it runs.
+pub fn teller(json: bool) -> Tell {
+    Arc::new(move |news| say(news.said(), json))
 }
 
-/// The exit status: 0 complete, 1 failed (reported), 2 could not run
-/// (bad input, no such device...), 130 interrupted.
+/// The exit status: that of the outcome, or 2 when the transfer could not
+/// run (bad input, no such device...).
 pub fn exit(outcome: anyhow::Result<Outcome>) -> std::process::ExitCode {
     std::process::ExitCode::from(match outcome {
-        Ok(Outcome::Complete) => 0,
-        Ok(Outcome::Failed) => 1,
-        Ok(Outcome::Interrupted) => 130,
+        Ok(outcome) => outcome.status(),
         Err(error) => {
             eprintln!("scps: {}", scps_transfer::error_text::error_text(&error));
             2

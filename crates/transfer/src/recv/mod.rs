@@ -95,7 +95,10 @@ pub async fn serve(
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tell(News::Refused { peer: conn.peer() });
+            tell(News::Refused {
+                peer: conn.peer(),
+                serving: options.max_connections,
+            });
             conn.abort_handle()?.abort();
             continue;
         };

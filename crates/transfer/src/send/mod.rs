@@ -2,6 +2,7 @@
 //! and reports it, with the receiver's own report when the workload
 //! brings one back.
 
+mod choice;
 mod session;
 
 use std::net::SocketAddr;
@@ -16,6 +17,8 @@ use crate::bundle::bundle_figures;
 use crate::error_text::error_text;
 use crate::progress::AckWatch;
 use crate::{Stack, Tell};
+
+pub use choice::WorkloadChoice;
 
 /// What a sender sends.
 #[derive(Debug, Clone)]
