@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use clap::Args;
 use scps_config::Direction;
+use scps_config::units::parse_duration;
 use scps_node::address_text::parse_bind_socket;
 use scps_transfer::recv::ServeOptions;
 use scps_transfer::{DEFAULT_BACKLOG, Role, Stack, StackOptions, Transport};
 use scps_workload::files;
 
-use crate::transfer::args::{CommonArgs, parse_time};
+use crate::transfer::args::CommonArgs;
 use crate::transfer::{Outcome, say, teller};
 
 #[derive(Debug, Args)]
@@ -48,12 +49,12 @@ pub struct RecvArgs {
     max_connections: u16,
     /// A connection whose sender has not named its workload this long
     /// after the connection opened is reset.
-    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "10s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     hello_timeout: Duration,
     /// A connection on which nothing arrives for this long is reset (the
     /// peer may still answer keepalive probes; it is not using the
     /// connection).
-    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "120s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "120s")]
     idle_timeout: Duration,
     /// Connections held before they are served, handshaking ones
     /// included; beyond it SYNs are answered with SYN cookies, so a SYN

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use clap::Args;
 use scps_config::Direction;
+use scps_config::units::parse_duration;
 use scps_config::units::{Bytes, Rate};
 use scps_node::address_text::{parse_bind_socket, parse_host_socket};
 use scps_transfer::send::{Workload, WorkloadChoice};
 use scps_transfer::{Role, Stack, Transport};
 
-use crate::transfer::args::{CommonArgs, parse_time};
+use crate::transfer::args::CommonArgs;
 use crate::transfer::{Outcome, say, teller};
 
 #[derive(Debug, Args)]
@@ -69,7 +70,7 @@ pub struct SendArgs {
     #[arg(long, value_name = "RATE")]
     rate: Option<Rate>,
     /// The test window, e.g. 60s.
-    #[arg(long, value_name = "DURATION", value_parser = parse_time)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     duration: Option<Duration>,
     /// The receiver sends messages back at the same time.
     #[arg(long, requires = "messages")]
@@ -90,7 +91,7 @@ pub struct SendArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Give up connecting after this long.
-    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "20s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]
     connect_timeout: Duration,
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
-use scps_config::units::{Bytes, Rate};
+use scps_config::units::{Bytes, Rate, parse_duration, parse_positive_duration};
 use scps_saratoga::engine::Config;
 use scps_saratoga::wire::ChecksumKind;
 use scps_saratoga_net::client::{Client, Request};
@@ -16,7 +16,6 @@ use scps_saratoga_net::progress::Progress;
 use scps_saratoga_net::serve::{self, Server};
 use scps_saratoga_net::{Ended, Settings, Told};
 
-use crate::transfer::args::parse_time;
 use crate::transfer::{Outcome, interrupts};
 
 #[derive(Debug, Args)]
@@ -70,7 +69,7 @@ struct EngineArgs {
     /// A transfer whose peer is silent (or makes no progress) this long
     /// fails; it must exceed the round trip and the longest outage to
     /// ride out, and the 1 s between status requests.
-    #[arg(long, value_name = "DURATION", value_parser = parse_positive_time, default_value = "30s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, default_value = "30s")]
     timeout: Duration,
     /// Write every datagram in and out, as IP/UDP packets, to this pcap
     /// file (link type RAW).
@@ -99,7 +98,7 @@ struct ServeArgs {
     max_receives_per_peer: usize,
     /// The partial file of a failed or abandoned transfer is kept this
     /// long for the same file to resume from, then removed.
-    #[arg(long, value_name = "DURATION", value_parser = parse_time, default_value = "24h")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "24h")]
     keep_partials: Duration,
     /// Partial files kept take at most this much disk; the oldest go first.
     #[arg(long, value_name = "SIZE", default_value = "4GB")]
@@ -171,13 +170,6 @@ struct RmArgs {
     peer: PeerSpec,
     #[command(flatten)]
     client: ClientArgs,
-}
-
-fn parse_positive_time(text: &str) -> Result<Duration, String> {
-    match parse_time(text)? {
-        zero if zero.is_zero() => Err(format!("{text:?}: expected a duration above 0")),
-        time => Ok(time),
-    }
 }
 
 impl EngineArgs {

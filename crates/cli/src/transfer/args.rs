@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use scps_config::bundle::BundleChannel;
-use scps_config::units::{parse_duration, parse_positive_duration};
+use scps_config::units::parse_positive_duration;
 use scps_node::address_text::parse_address_prefix;
 use scps_transfer::{DEFAULT_BACKLOG, EngineOptions, PathChoice, StackOptions, tool_keepalive};
 
@@ -138,9 +138,4 @@ pub enum Encapsulation {
     /// alone in the datagram, UDP port 7168 both ways
     /// (docs/spec/scps-tp-options.md, "The RI's UDP encapsulation").
     Ri,
-}
-
-/// A duration as `scps sim`'s scenarios write it, e.g. 60s or 1.5min.
-pub fn parse_time(text: &str) -> Result<Duration, String> {
-    parse_duration(text).map_err(|e| e.to_string())
 }
