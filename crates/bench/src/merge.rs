@@ -28,7 +28,7 @@ pub enum MergeError {
 }
 
 /// Where the merge of `dirs` goes: `out`, once both are named.
-pub fn destination<'a>(dirs: &[PathBuf], out: Option<&'a Path>) -> Result<&'a Path, MergeError> {
+pub(crate) fn destination<'a>(dirs: &[PathBuf], out: Option<&'a Path>) -> Result<&'a Path, MergeError> {
     if dirs.is_empty() {
         return Err(MergeError::NoDirs);
     }

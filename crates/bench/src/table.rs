@@ -89,13 +89,7 @@ fn with_spread(stat: Stat, scale: f64, decimals: usize) -> String {
     }
 }
 
-pub fn rate(bps: f64) -> String {
-    match bps {
-        b if b >= 1e6 => format!("{:.3}M", b / 1e6),
-        b if b >= 1e3 => format!("{:.2}k", b / 1e3),
-        b => format!("{b:.0}"),
-    }
-}
+pub use scps_sim::rate;
 
 /// The note of a row: that its runs were stopped at their time limit (its
 /// figures are over that window), and the cause of its failed runs, the
@@ -129,31 +123,9 @@ fn without_empty_columns(lines: &[Vec<String>]) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Columns padded to their widest cell.
+/// Columns padded to their widest cell, empty columns left out.
 pub fn text(lines: &[Vec<String>]) -> String {
-    let lines = &without_empty_columns(lines);
-    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| {
-            lines
-                .iter()
-                .filter_map(|l| l.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for line in lines {
-        let cells: Vec<String> = line
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    scps_sim::padded_columns(&without_empty_columns(lines))
 }
 
 /// A Markdown table (`|` in a cell escaped).

@@ -87,7 +87,6 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
     if let Some(captures) = captures {
         captures.prepare(&scenario, &plan)?;
     }
-    let workers = args.sweep.workers().clamp(1, plan.len().max(1));
     let json = args.json;
     let print = |record: &RunRecord| -> anyhow::Result<()> {
         if json {
@@ -95,7 +94,7 @@ pub fn main(args: SimArgs) -> anyhow::Result<Completion> {
         }
         Ok(())
     };
-    let results: Vec<RunResult> = sweep::run_in_order(&plan, workers, print)
+    let results: Vec<RunResult> = sweep::run_in_order(&plan, args.sweep.workers(), print)
         .map_err(SweepError::into_reported)?
         .into_iter()
         .map(|record| record.totals)

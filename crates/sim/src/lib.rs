@@ -23,5 +23,5 @@ pub use record::{GatewayFigures, RunRecord};
 pub use result::RunResult;
 pub use run::{RunFailure, RunOptions, SimError, run, run_record, run_record_guarded};
 pub use scps_channel::derive_seed;
-pub use summary::summary;
+pub use summary::{padded_columns, rate, summary};
 pub use world::{App, NodeInterface, Outcome, World};

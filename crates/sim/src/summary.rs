@@ -20,7 +20,8 @@ fn with_spread(values: &[f64], scale: f64, decimals: usize) -> String {
     format!("{:.*}±{:.*}", decimals, m / scale, decimals, var.sqrt() / scale)
 }
 
-fn rate(bps: f64) -> String {
+/// A rate in bit/s as the tables write it: `7.471M`, `108.94k`, `950`.
+pub fn rate(bps: f64) -> String {
     match bps {
         b if b >= 1e6 => format!("{:.3}M", b / 1e6),
         b if b >= 1e3 => format!("{:.2}k", b / 1e3),
@@ -106,25 +107,36 @@ pub fn summary(scenario: &Scenario, results: &[RunResult], runs: u32) -> String 
         row.push(errors.join("; "));
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
+    out.push_str(&padded_columns(&rows));
+    out.push_str(
+        "limit: the physical limit, docs/scenarios.md (rate x (1 - PER(L)) x (L - H)/L x time up); ratio = goodput / limit\n",
+    );
+    out
+}
+
+/// Lines of cells as text, each column padded to its widest cell and two
+/// spaces between columns (lines may have fewer cells than others).
+pub fn padded_columns(lines: &[Vec<String>]) -> String {
+    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
         .map(|c| {
-            rows.iter()
-                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+            lines
+                .iter()
+                .filter_map(|l| l.get(c))
+                .map(|s| s.chars().count())
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    for row in &rows {
-        let line: Vec<String> = row
+    let mut out = String::new();
+    for line in lines {
+        let cells: Vec<String> = line
             .iter()
             .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
+            .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
-        out.push_str(line.join("  ").trim_end());
+        out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    out.push_str(
-        "limit: the physical limit, docs/scenarios.md (rate x (1 - PER(L)) x (L - H)/L x time up); ratio = goodput / limit\n",
-    );
     out
 }

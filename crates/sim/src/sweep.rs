@@ -249,7 +249,8 @@ pub fn run_in_order<E: Send>(
         Ok(())
     };
     std::thread::scope(|scope| {
-        for _ in 0..workers.max(1) {
+        // No more threads than runs.
+        for _ in 0..workers.clamp(1, runs.len().max(1)) {
             scope.spawn(|| {
                 while !stop.load(Ordering::Relaxed) {
                     let index = next.fetch_add(1, Ordering::Relaxed);

@@ -7,7 +7,7 @@ use std::os::unix::process::CommandExt;
 
 /// The environment variable a command re-executed in a user namespace of
 /// its own carries, so that it does not try again.
-pub const IN_USER_NAMESPACE: &str = "SCPS_BENCH_IN_USER_NAMESPACE";
+const IN_USER_NAMESPACE: &str = "SCPS_BENCH_IN_USER_NAMESPACE";
 
 /// Why a command cannot have root for its testbeds.
 #[derive(Debug, thiserror::Error)]
