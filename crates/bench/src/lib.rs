@@ -6,7 +6,6 @@
 
 pub mod figures;
 pub mod headline;
-pub mod interrupt;
 pub mod merge;
 pub mod plan;
 pub mod prerequisites;

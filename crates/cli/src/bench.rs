@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use scps_bench::interrupt::stop_cleanly_when_interrupted;
 use scps_bench::plan::{DEFAULT_MAX_RUNS, max_runs_of};
 use scps_bench::progress::Progress;
 use scps_bench::{BenchOutcome, BenchRequest, Event, Invocation, Observer, ObserverError, Request, World};
@@ -158,6 +157,35 @@ impl<W: Write> Observer for Terminal<'_, W> {
         stop_cleanly_when_interrupted()?;
         Ok(std::env::current_exe().context("cannot find the scps binary to run in the testbed")?)
     }
+}
+
+/// On Ctrl-C (or SIGTERM), ends the bench at once with status 130, its
+/// runs' control sockets removed; the programs it started die with it
+/// (their parent-death signal) and the records written so far stay, for a
+/// rerun to resume. The handler is set whatever the disposition this
+/// process inherited: a bench started from a shell that ignores SIGINT (a
+/// background job, `nohup`) still stops on it.
+fn stop_cleanly_when_interrupted() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("cannot start the signal watcher")?;
+    let (mut interrupt, mut terminate) = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok::<_, std::io::Error>((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
+    })?;
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        });
+        scps_bench::testbed::remove_sockets();
+        eprintln!("scps bench: interrupted; the runs recorded so far are kept, and a rerun resumes");
+        std::process::exit(130);
+    });
+    Ok(())
 }
 
 /// The command as typed and this program's version, for the report.
