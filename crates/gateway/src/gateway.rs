@@ -206,7 +206,7 @@ impl Gateway {
         if let Some(part) = self.config.fixed_change(&new) {
             return Err(GatewayError::Fixed(part));
         }
-        if let Some(installed) = &mut self.installed {
+        if let Some(installed) = &self.installed {
             installed
                 .replace_routes(&new.routes)
                 .map_err(GatewayError::Rules)?;

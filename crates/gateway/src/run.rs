@@ -109,7 +109,7 @@ fn watch(kind: SignalKind, name: &'static str) -> Result<Signal, RunError> {
 
 /// The line that says the gateway serves, and where an operator reaches
 /// it.
-pub fn ready(gateway: &Gateway) -> String {
+fn ready(gateway: &Gateway) -> String {
     let mut line = "ready".to_owned();
     match gateway.control_socket() {
         Some(path) => line.push_str(&format!("; control socket {}", path.display())),
@@ -123,7 +123,7 @@ pub fn ready(gateway: &Gateway) -> String {
 
 /// Reads `file` again and has `gateway` take it: the line that says how
 /// that went.
-pub fn reload(gateway: &mut Gateway, file: &ConfigFile) -> String {
+fn reload(gateway: &mut Gateway, file: &ConfigFile) -> String {
     let reloaded = file.read().map_err(|e| e.to_string()).and_then(|new| {
         let transparent = new.transparent.is_some();
         let routes = gateway.reload(new).map_err(|e| e.to_string())?;

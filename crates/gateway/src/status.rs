@@ -117,7 +117,7 @@ const HEADER: [&str; 9] = [
 
 /// The text: who answered, where, and what it holds, in lines. `here` is
 /// the namespace of the asker.
-pub fn text(status: &GatewayStatus, reached: &Reached, here: Option<&NetNamespace>) -> Vec<String> {
+fn text(status: &GatewayStatus, reached: &Reached, here: Option<&NetNamespace>) -> Vec<String> {
     let mut out = about(status, reached, here);
     let counters = &status.counters;
     let why = status

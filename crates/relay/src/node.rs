@@ -330,7 +330,13 @@ impl GatewayNode {
                         link,
                         opening: other,
                     });
-                    *self.stats.carried.entry(route.to_owned()).or_default() += 1;
+                    // Counted by name; the name is copied only the first time.
+                    match self.stats.carried.get_mut(route) {
+                        Some(count) => *count += 1,
+                        None => {
+                            self.stats.carried.insert(route.to_owned(), 1);
+                        }
+                    }
                 }
                 Err(_) => {
                     self.stats.not_opened += 1;
@@ -477,7 +483,8 @@ fn tcp_segment(
     const SYN: u8 = 0x02;
     const ACK: u8 = 0x10;
     let header = match src {
-        std::net::IpAddr::V4(_) => usize::from(packet.first()? & 0x0f) * 4,
+        // An IPv4 header shorter than its fixed part is malformed.
+        std::net::IpAddr::V4(_) => Some(usize::from(packet.first()? & 0x0f) * 4).filter(|&h| h >= 20)?,
         std::net::IpAddr::V6(_) => 40,
     };
     let tcp = packet.get(header..header + 14)?;
@@ -640,13 +647,7 @@ mod tests {
             },
             carried: None,
         };
-        let mut gateway = node_with(
-            RouteTable::new(vec![
-                ssh,
-                RouteTable::carrying_everything(carried()).routes()[0].clone(),
-            ])
-            .unwrap(),
-        );
+        let mut gateway = node_with(RouteTable::new(vec![ssh, Route::everything(carried())]).unwrap());
         let (now, mut out) = (Instant::ZERO, Vec::new());
         let client = ([10, 1, 0, 2], 40000);
         gateway.handle_packet(now, LAN, &syn(client, ([10, 2, 0, 2], 22)));

@@ -46,10 +46,11 @@ impl RouteMatch {
 
     /// The address families the route can match: those of its prefixes,
     /// or both.
-    pub fn families(&self) -> Vec<Family> {
-        match self.source.or(self.destination) {
-            Some(prefix) => vec![Family::of(prefix.network())],
-            None => vec![Family::V4, Family::V6],
+    pub fn families(&self) -> &'static [Family] {
+        match self.source.or(self.destination).map(|p| Family::of(p.network())) {
+            Some(Family::V4) => &[Family::V4],
+            Some(Family::V6) => &[Family::V6],
+            None => &[Family::V4, Family::V6],
         }
     }
 
@@ -128,6 +129,23 @@ pub struct Route {
     pub carried: Option<Carried>,
 }
 
+impl Route {
+    /// The route named "default" that carries every connection with
+    /// `carried`: the whole table without `[[route]]`, or the last route
+    /// of one.
+    pub fn everything(carried: Carried) -> Route {
+        Route {
+            name: "default".to_owned(),
+            matching: RouteMatch {
+                source: None,
+                destination: None,
+                ports: (1, 65535),
+            },
+            carried: Some(carried),
+        }
+    }
+}
+
 /// Two routes that overlap without one containing the other: no order
 /// between them says which a connection in both takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,15 +198,7 @@ impl RouteTable {
     /// One route, `default`, carrying every connection.
     pub fn carrying_everything(carried: Carried) -> RouteTable {
         RouteTable {
-            routes: vec![Route {
-                name: "default".to_owned(),
-                matching: RouteMatch {
-                    source: None,
-                    destination: None,
-                    ports: (1, 65535),
-                },
-                carried: Some(carried),
-            }],
+            routes: vec![Route::everything(carried)],
         }
     }
 

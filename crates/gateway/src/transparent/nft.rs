@@ -154,7 +154,7 @@ pub(super) fn script(plumbing: &Plumbing, routes: &RouteTable) -> String {
     let mut intercept = String::from("\t\ttcp flags & (syn | ack) != syn jump answers\n");
     let (mut answers, mut steering) = (String::new(), String::new());
     for route in routes.routes() {
-        for family in route.matching.families() {
+        for &family in route.matching.families() {
             if families.contains(&family) {
                 let rules = route_rules(plumbing, &route.matching, route.carried.is_some(), family);
                 intercept.push_str(&rules.intercept);

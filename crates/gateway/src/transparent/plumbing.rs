@@ -533,7 +533,7 @@ impl Installed {
     /// Installs the interception and steering of `routes` in place of
     /// the present ones, in one transaction: on failure the present ones
     /// stay.
-    pub fn replace_routes(&mut self, routes: &RouteTable) -> Result<(), PlumbingError> {
+    pub fn replace_routes(&self, routes: &RouteTable) -> Result<(), PlumbingError> {
         self.plumbing.reinstall_rules(routes)
     }
 }
