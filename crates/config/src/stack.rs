@@ -79,6 +79,15 @@ pub enum ToolKeepalive {
     Given(Keepalive),
 }
 
+impl ToolKeepalive {
+    /// The keepalive, whichever way it was set.
+    pub fn keepalive(self) -> Keepalive {
+        match self {
+            ToolKeepalive::Default(k) | ToolKeepalive::Given(k) => k,
+        }
+    }
+}
+
 /// Where the settings of a real stack come from.
 #[derive(Debug, Clone)]
 pub struct StackSettings<'a> {
@@ -209,7 +218,7 @@ impl StackSettings<'_> {
                     "either --keepalive or a keepalive key (tcp.keepalive), not both",
                 ));
             }
-            ToolKeepalive::Default(k) | ToolKeepalive::Given(k) => k,
+            tool => tool.keepalive(),
         };
         // A transfer that makes no progress is given up as soon as an idle
         // connection whose peer went silent would be (a `user_timeout`

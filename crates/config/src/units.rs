@@ -31,9 +31,9 @@ pub enum UnitError {
         text: String,
         allowed: &'static str,
     },
-    /// Zero where only more will do (a period, a timeout).
-    #[error("{text:?}: expected a {kind} above 0")]
-    Zero { kind: &'static str, text: String },
+    /// A zero duration where only more will do (a period, a timeout).
+    #[error("{text:?}: expected a duration above 0")]
+    ZeroDuration { text: String },
 }
 
 impl UnitError {
@@ -189,10 +189,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
 /// Parses a duration as [`parse_duration`] does, refusing zero.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, UnitError> {
     match parse_duration(text)? {
-        zero if zero.is_zero() => Err(UnitError::Zero {
-            kind: "duration",
-            text: text.into(),
-        }),
+        zero if zero.is_zero() => Err(UnitError::ZeroDuration { text: text.into() }),
         time => Ok(time),
     }
 }

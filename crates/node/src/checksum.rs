@@ -162,9 +162,7 @@ mod tests {
     }
 
     fn checksum_of(bytes: &[u8]) -> u16 {
-        let mut sum = Checksum::new();
-        sum.add_bytes(bytes);
-        sum.finish()
+        Checksum::of(bytes).finish()
     }
 
     /// Deterministic pseudo-random bytes (xorshift), no dependency needed.

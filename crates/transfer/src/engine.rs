@@ -91,9 +91,7 @@ impl EngineOptions {
 
     /// The keepalive either stack runs.
     pub(crate) fn keepalive(&self) -> Keepalive {
-        match self.keepalive {
-            ToolKeepalive::Default(k) | ToolKeepalive::Given(k) => k,
-        }
+        self.keepalive.keepalive()
     }
 }
 

@@ -68,9 +68,7 @@ impl Ipv4Repr {
                 available: packet.len(),
             });
         }
-        let mut sum = Checksum::new();
-        sum.add_bytes(header);
-        if sum.finish() != 0 {
+        if Checksum::of(header).finish() != 0 {
             return Err(WireError::BadChecksum { layer: Layer::Ipv4 });
         }
         let flags_fragment = u16::from_be_bytes([h[6], h[7]]);
